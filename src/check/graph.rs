@@ -1,0 +1,303 @@
+//! The dependency graph: edges from bindings, cycles, a topological order, ancestor
+//! sets, the producer of every link binding, and which nodes a `when` can skip.
+
+use super::hir::*;
+use super::Checker;
+use crate::diagnostic::Diagnostic;
+use crate::lint::rules as r;
+use crate::syntax::ast::NodeKind;
+
+/// Ancestor sets as bit rows, one per node, over all nodes.
+pub struct Ancestors {
+    words: usize,
+    bits: Vec<u64>,
+}
+
+impl Ancestors {
+    /// Computes ancestors along a topological order.
+    pub fn compute(hir: &Hir) -> Ancestors {
+        let n = hir.nodes.len();
+        let words = n.div_ceil(64).max(1);
+        let mut bits = vec![0u64; n * words];
+        for &id in &hir.order {
+            let row = id as usize * words;
+            for &dep in &hir.nodes[id as usize].deps {
+                let drow = dep as usize * words;
+                for w in 0..words {
+                    bits[row + w] |= bits[drow + w];
+                }
+                bits[row + dep as usize / 64] |= 1 << (dep % 64);
+            }
+        }
+        Ancestors { words, bits }
+    }
+
+    /// Whether `a` is an ancestor of `node` (a strict one).
+    pub fn is_ancestor(&self, a: NodeId, node: NodeId) -> bool {
+        let i = node as usize * self.words + a as usize / 64;
+        self.bits.get(i).is_some_and(|w| w & (1 << (a % 64)) != 0)
+    }
+}
+
+/// The nodes a source reads (not counting link producers, which come from ancestors).
+pub fn source_deps(src: &Source, out: &mut Vec<NodeId>) {
+    match &src.kind {
+        SourceKind::Node { node, .. } => out.push(*node),
+        SourceKind::Join(sides) | SourceKind::List(sides) => sides.iter().for_each(|s| source_deps(s, out)),
+        SourceKind::Record(fields) => fields.iter().for_each(|(_, s)| source_deps(s, out)),
+        SourceKind::Each { inner, .. } => source_deps(inner, out),
+        SourceKind::Link(l) => {
+            if let Some((n, _)) = l.from {
+                out.push(n);
+            }
+            if let Some(p) = l.producer {
+                out.push(p);
+            }
+        }
+        _ => {}
+    }
+}
+
+impl Checker<'_> {
+    pub(crate) fn build_graph(&mut self) {
+        let n = self.hir.nodes.len();
+        for id in 0..n {
+            let node = &self.hir.nodes[id];
+            let mut deps = Vec::new();
+            for p in &node.params {
+                source_deps(&p.source, &mut deps);
+            }
+            deps.extend(node.after.iter().map(|(a, _)| *a));
+            deps.sort_unstable();
+            deps.dedup();
+            self.hir.nodes[id].deps = deps;
+        }
+        if !self.topo_order() {
+            return;
+        }
+        let anc = Ancestors::compute(&self.hir);
+        self.resolve_link_producers(&anc);
+        // Producers found without `from:` are ancestors already, so the order holds.
+        for id in 0..n {
+            let mut deps = std::mem::take(&mut self.hir.nodes[id].deps);
+            for p in &self.hir.nodes[id].params {
+                source_deps(&p.source, &mut deps);
+            }
+            deps.sort_unstable();
+            deps.dedup();
+            self.hir.nodes[id].deps = deps;
+        }
+        self.compute_skippable();
+    }
+
+    /// Kahn's algorithm; on a cycle, reports each cycle once and leaves `order` empty.
+    fn topo_order(&mut self) -> bool {
+        let n = self.hir.nodes.len();
+        let mut indegree = vec![0usize; n];
+        let mut dependents: Vec<Vec<NodeId>> = vec![Vec::new(); n];
+        for (id, node) in self.hir.nodes.iter().enumerate() {
+            for &d in &node.deps {
+                indegree[id] += 1;
+                dependents[d as usize].push(id as NodeId);
+            }
+        }
+        let mut ready: Vec<NodeId> = (0..n as NodeId).filter(|i| indegree[*i as usize] == 0).collect();
+        ready.reverse();
+        let mut order = Vec::with_capacity(n);
+        while let Some(id) = ready.pop() {
+            order.push(id);
+            for &d in dependents[id as usize].iter().rev() {
+                indegree[d as usize] -= 1;
+                if indegree[d as usize] == 0 {
+                    ready.push(d);
+                }
+            }
+        }
+        if order.len() == n {
+            self.hir.order = order;
+            return true;
+        }
+        self.report_cycles(&indegree);
+        false
+    }
+
+    fn report_cycles(&mut self, indegree: &[usize]) {
+        // Nodes left with indegree > 0 are on a cycle or behind one; walk back from each
+        // along dependencies that are also left, until a node repeats.
+        let left: Vec<bool> = indegree.iter().map(|d| *d > 0).collect();
+        let mut reported = vec![false; left.len()];
+        for start in 0..left.len() {
+            if !left[start] || reported[start] {
+                continue;
+            }
+            let mut path: Vec<NodeId> = vec![start as NodeId];
+            let mut cur = start as NodeId;
+            loop {
+                let Some(&next) = self.hir.nodes[cur as usize].deps.iter().find(|d| left[**d as usize]) else { break };
+                if let Some(pos) = path.iter().position(|p| *p == next) {
+                    let cycle: Vec<NodeId> = path[pos..].to_vec();
+                    if cycle.iter().any(|c| reported[*c as usize]) {
+                        break;
+                    }
+                    for c in &cycle {
+                        reported[*c as usize] = true;
+                    }
+                    self.report_cycle(&cycle);
+                    break;
+                }
+                path.push(next);
+                cur = next;
+            }
+        }
+    }
+
+    /// `cycle` lists nodes each depending on the next; the last depends on the first.
+    fn report_cycle(&mut self, cycle: &[NodeId]) {
+        let mut order: Vec<NodeId> = cycle.to_vec();
+        order.reverse(); // now each node feeds the next
+        let names: Vec<String> = order.iter().map(|n| self.hir.nodes[*n as usize].info.name.clone()).collect();
+        let mut shown = names.join(" → ");
+        shown.push_str(" → ");
+        shown.push_str(&names[0]);
+        let first = &self.hir.nodes[order[0] as usize].info;
+        let mut d = Diagnostic::new(&r::CYCLE, first.file, first.name_span, format!("dependency cycle: {shown}"))
+            .label("part of the cycle")
+            .help("a node cannot depend on its own output; break the cycle by removing one binding");
+        for w in order.windows(2).chain(std::iter::once([order[order.len() - 1], order[0]].as_slice())) {
+            let (from, to) = (w[0], w[1]);
+            let target = &self.hir.nodes[to as usize];
+            let span = target
+                .params
+                .iter()
+                .find(|p| {
+                    let mut deps = Vec::new();
+                    source_deps(&p.source, &mut deps);
+                    deps.contains(&from)
+                })
+                .map(|p| p.source.span)
+                .or_else(|| target.after.iter().find(|(a, _)| *a == from).map(|(_, s)| *s));
+            if let Some(span) = span {
+                let fname = self.hir.nodes[from as usize].info.name.clone();
+                d = d.secondary(target.info.file, span, format!("`{}` reads `{fname}` here", target.info.name));
+            }
+        }
+        self.diags.push(d);
+    }
+
+    /// Every `resource(ref: K)` binding takes its link from the one ancestor that can
+    /// produce kind K, or from the node `from:` names.
+    fn resolve_link_producers(&mut self, anc: &Ancestors) {
+        for id in 0..self.hir.nodes.len() {
+            let node_id = id as NodeId;
+            for pi in 0..self.hir.nodes[id].params.len() {
+                let binding = match &self.hir.nodes[id].params[pi].source.kind {
+                    SourceKind::Link(l) => Some((l.link, l.from, self.hir.nodes[id].params[pi].source.span)),
+                    SourceKind::Each { inner, .. } => match &inner.kind {
+                        SourceKind::Link(l) => Some((l.link, l.from, inner.span)),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                let Some((link, from, span)) = binding else { continue };
+                let producer = self.link_producer(node_id, link, from, span, anc);
+                let param = &mut self.hir.nodes[id].params[pi];
+                match &mut param.source.kind {
+                    SourceKind::Link(l) => l.producer = producer,
+                    SourceKind::Each { inner, .. } => {
+                        if let SourceKind::Link(l) = &mut inner.kind {
+                            l.producer = producer;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn link_producer(&mut self, node: NodeId, link: LinkId, from: Option<(NodeId, crate::source::Span)>, span: crate::source::Span, anc: &Ancestors) -> Option<NodeId> {
+        let file = self.hir.nodes[node as usize].info.file;
+        let kind = self.hir.links[link as usize].kind.clone();
+        let name = self.hir.nodes[node as usize].info.name.clone();
+        if let Some((f, fspan)) = from {
+            let produces = self.hir.produced_links(&self.hir.nodes[f as usize]).contains(&link);
+            if !produces {
+                let fname = self.hir.nodes[f as usize].info.name.clone();
+                self.diags.push(
+                    Diagnostic::new(&r::UNPRODUCED_LINK_KIND, file, fspan, format!("`{fname}` cannot produce links of kind \"{kind}\""))
+                        .label("none of its tools lists this kind")
+                        .help(format!("add \"{kind}\" to the `links` of the tool that returns such links")),
+                );
+                return None;
+            }
+            return Some(f);
+        }
+        let candidates: Vec<NodeId> = (0..self.hir.nodes.len() as NodeId)
+            .filter(|c| *c != node && anc.is_ancestor(*c, node))
+            .filter(|c| self.hir.produced_links(&self.hir.nodes[*c as usize]).contains(&link))
+            .collect();
+        match candidates.as_slice() {
+            [one] => Some(*one),
+            [] => {
+                let elsewhere: Vec<String> = self
+                    .hir
+                    .nodes
+                    .iter()
+                    .filter(|n| self.hir.produced_links(n).contains(&link))
+                    .map(|n| format!("`{}`", n.info.name))
+                    .collect();
+                let help = if elsewhere.is_empty() {
+                    format!("no node can produce it: add \"{kind}\" to the `links` of a tool that returns such links, and call that tool upstream")
+                } else {
+                    format!("{} can produce it but runs independently of `{name}`; say `from: {}` to make it an upstream node", elsewhere.join(", "), elsewhere[0].trim_matches('`'))
+                };
+                self.diags.push(
+                    Diagnostic::new(&r::UNPRODUCED_LINK_KIND, file, span, format!("no upstream node of `{name}` produces links of kind \"{kind}\""))
+                        .label("nothing upstream produces this kind")
+                        .help(help),
+                );
+                None
+            }
+            many => {
+                let names: Vec<String> = many.iter().map(|c| format!("`{}`", self.hir.nodes[*c as usize].info.name)).collect();
+                let mut d = Diagnostic::new(&r::AMBIGUOUS_LINK_PRODUCER, file, span, format!("several upstream nodes produce links of kind \"{kind}\": {}", names.join(", ")))
+                    .label("which one?")
+                    .help(format!("pick one with `from: {}`", names[0].trim_matches('`')));
+                for c in many {
+                    let info = &self.hir.nodes[*c as usize].info;
+                    d = d.secondary(info.file, info.name_span, "produces it");
+                }
+                self.diags.push(d);
+                None
+            }
+        }
+    }
+
+    /// A node is skippable when its own `when` can skip it, or when a required binding
+    /// comes from a skippable node. Optional parameters and joins absorb skips.
+    fn compute_skippable(&mut self) {
+        for &id in &self.hir.order.clone() {
+            let node = &self.hir.nodes[id as usize];
+            let mut skippable = node.when.is_some();
+            for p in &node.params {
+                let src_skips = source_skippable(&self.hir, &p.source);
+                if src_skips && (p.is_each() || !p.ty.is_optional()) {
+                    skippable = true;
+                }
+            }
+            self.hir.nodes[id as usize].skippable = skippable;
+        }
+        let _ = NodeKind::Gate;
+    }
+}
+
+/// Whether a source can be skipped (it has no value).
+pub fn source_skippable(hir: &Hir, src: &Source) -> bool {
+    match &src.kind {
+        SourceKind::Node { node, .. } => hir.nodes[*node as usize].skippable,
+        SourceKind::Join(sides) => sides.iter().all(|s| source_skippable(hir, s)),
+        SourceKind::Record(fields) => fields.iter().any(|(_, s)| source_skippable(hir, s)),
+        SourceKind::List(items) => items.iter().any(|s| source_skippable(hir, s)),
+        SourceKind::Each { inner, .. } => source_skippable(hir, inner),
+        _ => false,
+    }
+}

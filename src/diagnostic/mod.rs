@@ -1,0 +1,144 @@
+//! Diagnostics: what every phase reports, and how it is rendered.
+//!
+//! A [`Diagnostic`] is data: a [`Rule`] (stable code, kebab-case name, default severity,
+//! documentation), a message, a primary span and secondary labels, and an optional help
+//! line. Rendering (terminal via miette, JSON, SARIF) lives in the submodules.
+
+mod render;
+mod rule;
+
+pub use render::{render_json, render_sarif, render_terminal, JsonFormatVersion, TerminalOptions};
+pub use rule::{Rule, Severity};
+
+use crate::source::{FileId, SourceDb, Span};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Label {
+    pub file: FileId,
+    pub span: Span,
+    pub message: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct Diagnostic {
+    pub rule: &'static Rule,
+    pub severity: Severity,
+    pub message: String,
+    /// Where it happened; `None` for diagnostics about no place in particular.
+    pub primary: Option<Label>,
+    pub secondary: Vec<Label>,
+    pub help: Option<String>,
+    pub notes: Vec<String>,
+}
+
+impl Diagnostic {
+    pub fn new(rule: &'static Rule, file: FileId, span: Span, message: impl Into<String>) -> Self {
+        Diagnostic {
+            rule,
+            severity: rule.severity,
+            message: message.into(),
+            primary: Some(Label {
+                file,
+                span,
+                message: String::new(),
+            }),
+            secondary: Vec::new(),
+            help: None,
+            notes: Vec::new(),
+        }
+    }
+
+    pub fn without_location(rule: &'static Rule, message: impl Into<String>) -> Self {
+        Diagnostic {
+            rule,
+            severity: rule.severity,
+            message: message.into(),
+            primary: None,
+            secondary: Vec::new(),
+            help: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// The text under the primary span.
+    pub fn label(mut self, text: impl Into<String>) -> Self {
+        if let Some(primary) = &mut self.primary {
+            primary.message = text.into();
+        }
+        self
+    }
+
+    pub fn secondary(mut self, file: FileId, span: Span, text: impl Into<String>) -> Self {
+        self.secondary.push(Label {
+            file,
+            span,
+            message: text.into(),
+        });
+        self
+    }
+
+    pub fn help(mut self, text: impl Into<String>) -> Self {
+        self.help = Some(text.into());
+        self
+    }
+
+    pub fn maybe_help(mut self, text: Option<String>) -> Self {
+        if text.is_some() {
+            self.help = text;
+        }
+        self
+    }
+
+    pub fn note(mut self, text: impl Into<String>) -> Self {
+        self.notes.push(text.into());
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+
+    /// The sort key that keeps output stable: file, position, code.
+    pub fn sort_key(&self) -> (u32, u32, u32, &'static str) {
+        match &self.primary {
+            Some(l) => (l.file.0, l.span.start, l.span.end, self.rule.code),
+            None => (u32::MAX, 0, 0, self.rule.code),
+        }
+    }
+}
+
+/// Sorts diagnostics by place and removes exact duplicates.
+pub fn sort_and_dedup(diags: &mut Vec<Diagnostic>) {
+    diags.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()).then(a.message.cmp(&b.message)));
+    diags.dedup_by(|a, b| a.sort_key() == b.sort_key() && a.message == b.message);
+}
+
+/// Counts of errors and warnings, for summaries and exit codes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub errors: usize,
+    pub warnings: usize,
+}
+
+impl Counts {
+    pub fn of(diags: &[Diagnostic]) -> Counts {
+        let mut c = Counts::default();
+        for d in diags {
+            match d.severity {
+                Severity::Error => c.errors += 1,
+                Severity::Warning => c.warnings += 1,
+            }
+        }
+        c
+    }
+}
+
+/// Where a label points, in the terms users see: file name, 1-based line and column.
+pub fn location(db: &SourceDb, label: &Label) -> (String, (u32, u32), (u32, u32)) {
+    let file = db.get(label.file);
+    (
+        file.name.clone(),
+        file.line_col(label.span.start),
+        file.line_col(label.span.end),
+    )
+}

@@ -1,0 +1,3 @@
+//! Lint rules and their registry.
+
+pub mod rules;

@@ -1,0 +1,10 @@
+//! The syntax of `.pipe` files: lexer pre-pass, pest grammar, syntax tree, printer.
+//!
+//! pest stays inside this module: nothing outside it sees a `Pair`.
+
+pub mod ast;
+pub mod lexer;
+pub mod literal;
+mod parser;
+
+pub use parser::{parse, Parsed};
