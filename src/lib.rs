@@ -1,10 +1,168 @@
 //! pipec: a compiler and durable runtime for typed LLM and agent pipelines.
+//!
+//! A `.pipe` file declares typed data, MCP servers and tools, models, nodes and gates,
+//! and where every node input comes from. This crate checks such files, lowers them to a
+//! [`Plan`], and (in later modules) runs plans on an embedded checkpoint store.
+//!
+//! # Compiling a pipeline
+//!
+//! ```
+//! let source = r#"
+//! input name: string
+//!
+//! node greet(name: string = input.name) -> { text: string } {
+//!   return = { text: name }
+//! }
+//!
+//! output greeting = greet
+//! "#;
+//! let plan = pipec::compile_str("hello.pipe", source).expect("checks clean");
+//! assert_eq!(plan.nodes[0].name, "greet");
+//! assert!(plan.hash.starts_with("sha256:"));
+//! ```
+//!
+//! A file with problems gives every diagnostic at once:
+//!
+//! ```
+//! let err = pipec::compile_str("bad.pipe", "node a() -> int { return = nope }").unwrap_err();
+//! assert_eq!(err.diagnostics[0].rule.code, "P0101");
+//! println!("{}", err.render(pipec::diagnostic::TerminalOptions::default()));
+//! ```
 
 pub mod check;
 pub mod diagnostic;
+pub mod graph;
 pub mod lint;
+pub mod plan;
 pub mod source;
 pub mod syntax;
 
 #[doc(hidden)]
 pub mod synth;
+
+use std::path::Path;
+
+pub use plan::Plan;
+
+use check::hir::Hir;
+use check::SyntaxFile;
+use diagnostic::{Diagnostic, Severity, TerminalOptions};
+use source::{FsLoader, Loader, MemoryLoader, SourceDb};
+
+/// Everything pipec knows about a checked file: the program, its sources, and every
+/// diagnostic (sorted, with suppressions applied).
+pub struct Analysis {
+    pub hir: Hir,
+    pub db: SourceDb,
+    pub diagnostics: Vec<Diagnostic>,
+    pub syntax: Vec<SyntaxFile>,
+}
+
+impl Analysis {
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(|d| d.severity == Severity::Error)
+    }
+}
+
+/// Checks a file (parse, resolve, types, prompts, graph, lints), reading through `loader`.
+/// `display_name` is how the file is named in messages.
+pub fn analyze(loader: &dyn Loader, path: &Path, display_name: &str) -> Analysis {
+    let checked = check::check(loader, path, display_name);
+    let mut diagnostics = checked.diagnostics;
+    let has_errors = diagnostics.iter().any(Diagnostic::is_error);
+    {
+        let cx = lint::LintContext {
+            hir: &checked.hir,
+            syntax: &checked.syntax,
+            db: &checked.db,
+        };
+        // Lints about a program that does not resolve would mostly repeat its errors.
+        let syntax_broken = diagnostics
+            .iter()
+            .any(|d| d.rule.code == lint::rules::SYNTAX_ERROR.code);
+        if !syntax_broken {
+            lint::run(&cx, &mut diagnostics);
+        } else {
+            lint::rules::dangling_doc_comment::check(&cx, &mut diagnostics);
+        }
+        let _ = has_errors;
+    }
+    lint::apply_suppressions(&checked.syntax, &checked.db, &mut diagnostics);
+    diagnostic::sort_and_dedup(&mut diagnostics);
+    Analysis {
+        hir: checked.hir,
+        db: checked.db,
+        diagnostics,
+        syntax: checked.syntax,
+    }
+}
+
+/// Why a file did not compile: every diagnostic, and the sources to show them with.
+pub struct CompileError {
+    pub db: SourceDb,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl CompileError {
+    /// The diagnostics drawn for a terminal.
+    pub fn render(&self, opts: TerminalOptions) -> String {
+        diagnostic::render_terminal(&self.db, &self.diagnostics, opts)
+    }
+}
+
+impl std::fmt::Debug for CompileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.render(TerminalOptions::default()))
+    }
+}
+
+impl std::fmt::Display for CompileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.render(TerminalOptions::default()))
+    }
+}
+
+impl std::error::Error for CompileError {}
+
+/// The pipeline's name: the file name without its extension.
+fn pipeline_name(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "pipeline".into())
+}
+
+/// Checks and lowers an analysis; errors (not warnings) refuse the plan.
+pub fn lower_analysis(analysis: Analysis, path: &Path) -> Result<Plan, CompileError> {
+    if analysis.has_errors() {
+        return Err(CompileError {
+            db: analysis.db,
+            diagnostics: analysis
+                .diagnostics
+                .into_iter()
+                .filter(Diagnostic::is_error)
+                .collect(),
+        });
+    }
+    Ok(plan::lower(&analysis.hir, &pipeline_name(path)))
+}
+
+/// Compiles the `.pipe` file at `path` (and its imports and prompt templates).
+pub fn compile_file(path: impl AsRef<Path>) -> Result<Plan, CompileError> {
+    let path = path.as_ref();
+    let name = path.to_string_lossy().into_owned();
+    lower_analysis(analyze(&FsLoader, path, &name), path)
+}
+
+/// Compiles source text held in memory. Prompts must be inline strings and imports are
+/// not available; use [`compile_with`] with a [`MemoryLoader`] for those.
+pub fn compile_str(name: &str, source: &str) -> Result<Plan, CompileError> {
+    let loader = MemoryLoader::new().with(name, source);
+    compile_with(&loader, Path::new(name))
+}
+
+/// Compiles a file read through any loader.
+pub fn compile_with(loader: &dyn Loader, path: &Path) -> Result<Plan, CompileError> {
+    let name = path.to_string_lossy().into_owned();
+    lower_analysis(analyze(loader, path, &name), path)
+}
+pub mod cli;

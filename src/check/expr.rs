@@ -427,11 +427,13 @@ impl Checker<'_> {
             Err(m) => {
                 let shown_found = ty::display(&self.hir, found);
                 let shown_expected = ty::display(&self.hir, expected);
-                let mut d = Diagnostic::new(&r::TYPE_MISMATCH, file, span, format!("{context}expected `{shown_expected}`, found `{shown_found}`"))
-                    .label(format!("this is `{shown_found}`"));
-                if !m.path.is_empty() {
-                    d = d.note(m.describe());
-                }
+                let label = if m.path.is_empty() {
+                    format!("this is `{shown_found}`")
+                } else {
+                    format!("this is `{shown_found}`; {}", m.describe())
+                };
+                let d = Diagnostic::new(&r::TYPE_MISMATCH, file, span, format!("{context}expected `{shown_expected}`, found `{shown_found}`"))
+                    .label(label);
                 self.diags.push(d);
                 false
             }

@@ -14,7 +14,7 @@ pub mod uri;
 
 mod decls;
 mod expr;
-mod graph;
+pub mod graph;
 mod nodes;
 mod prompt;
 mod settings;

@@ -1,6 +1,7 @@
 //! "Did you mean": the closest known name to a misspelt one.
 
-/// The candidate closest to `name`, if it is close enough to be a likely typo.
+/// The candidate closest to `name`, if it is close enough to be a likely typo, or a
+/// longer name that starts with it (`deal` for `deal_id`).
 pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
     let limit = match name.chars().count() {
         0..=2 => 1,
@@ -8,15 +9,20 @@ pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         _ => 3,
     };
     let lower = name.to_lowercase();
+    let candidates: Vec<&str> = candidates.into_iter().filter(|c| *c != name).collect();
     let mut best: Option<(usize, &str)> = None;
-    for cand in candidates {
-        if cand == name {
-            continue;
-        }
+    for cand in &candidates {
         let d = distance(&lower, &cand.to_lowercase());
-        if d <= limit && best.is_none_or(|(bd, bc)| d < bd || (d == bd && cand < bc)) {
+        if d <= limit && best.is_none_or(|(bd, bc)| d < bd || (d == bd && *cand < bc)) {
             best = Some((d, cand));
         }
+    }
+    if best.is_none() && name.chars().count() >= 3 {
+        best = candidates
+            .iter()
+            .filter(|c| c.to_lowercase().starts_with(&lower))
+            .min_by_key(|c| (c.len(), **c))
+            .map(|c| (0, *c));
     }
     best.map(|(_, c)| c.to_string())
 }

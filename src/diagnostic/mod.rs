@@ -6,9 +6,14 @@
 
 mod render;
 mod rule;
+mod runtime_codes;
 
-pub use render::{render_json, render_sarif, render_terminal, JsonFormatVersion, TerminalOptions};
+pub use render::{
+    render_json, render_sarif, render_terminal, JsonFormatVersion, TerminalOptions,
+    JSON_FORMAT_VERSION,
+};
 pub use rule::{Rule, Severity};
+pub use runtime_codes::*;
 
 use crate::source::{FileId, SourceDb, Span};
 

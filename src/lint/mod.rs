@@ -1,3 +1,42 @@
-//! Lint rules and their registry.
+//! Lint rules, their registry, and suppression comments.
+//!
+//! Rules that are passes of their own read the checked program through a
+//! [`LintContext`]; rules that the checker reports while resolving (unknown names, type
+//! mismatches) only declare their code, name and documentation in their file.
 
+pub mod registry;
 pub mod rules;
+mod suppress;
+
+use crate::check::hir::Hir;
+use crate::check::SyntaxFile;
+use crate::diagnostic::Diagnostic;
+use crate::source::SourceDb;
+
+pub use registry::{find_rule, ALL_RULES};
+pub use suppress::apply_suppressions;
+
+/// What a lint pass may read.
+pub struct LintContext<'a> {
+    pub hir: &'a Hir,
+    pub syntax: &'a [SyntaxFile],
+    pub db: &'a SourceDb,
+}
+
+impl LintContext<'_> {
+    /// Whether diagnostics about the checked file's own declarations are wanted: a library
+    /// file checked on its own gets no unused warnings (its declarations are for importers).
+    pub fn reports_unused(&self) -> bool {
+        !self.hir.is_library
+    }
+}
+
+/// A lint pass: reads the program, adds diagnostics.
+pub type Pass = fn(&LintContext<'_>, &mut Vec<Diagnostic>);
+
+/// Runs every pass.
+pub fn run(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
+    for pass in registry::PASSES {
+        pass(cx, out);
+    }
+}

@@ -26,3 +26,23 @@ crate::declare_rule! {
         summary: "a skippable output not declared optional",
     };
 }
+
+use crate::check::graph::source_skippable;
+use crate::check::ty;
+use crate::diagnostic::Diagnostic;
+use crate::lint::LintContext;
+
+pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
+    let hir = cx.hir;
+    for o in &hir.outputs {
+        if o.declared_optional || !source_skippable(hir, &o.source) {
+            continue;
+        }
+        let shown = ty::display(hir, o.ty.strip_optional());
+        out.push(
+            Diagnostic::new(&SKIPPABLE_OUTPUT, o.info.file, o.value_span, format!("the output `{}` can be skipped by a `when`, and is not declared optional", o.info.name))
+                .label("may be skipped")
+                .help(format!("declare that a skip is expected: `output {}: {shown}? = ...` (it prints `null`), or join a fallback with `??`", o.info.name)),
+        );
+    }
+}

@@ -1,0 +1,127 @@
+//! `pipec check FILE...`: every problem of every file, in one run.
+
+use std::path::PathBuf;
+
+use clap::ValueEnum;
+
+use super::{ColorChoice, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE};
+use crate::diagnostic::{self, Counts, Diagnostic, Severity, TerminalOptions};
+use crate::source::{FsLoader, SourceDb};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The .pipe files to check
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Terminal)]
+    format: Format,
+    /// Treat warnings as errors (`--deny warnings`)
+    #[arg(long, value_name = "warnings")]
+    deny: Option<Deny>,
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    color: ColorChoice,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum Format {
+    Terminal,
+    Json,
+    Sarif,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum Deny {
+    Warnings,
+}
+
+pub fn run(args: Args) -> u8 {
+    let mut all: Vec<(SourceDb, Vec<Diagnostic>)> = Vec::new();
+    for file in &args.files {
+        if !file.is_file() {
+            super::err(&format!("error: cannot read `{}`: no such file", file.display()));
+            return EXIT_USAGE;
+        }
+        let name = file.to_string_lossy().into_owned();
+        let analysis = crate::analyze(&FsLoader, file, &name);
+        all.push((analysis.db, analysis.diagnostics));
+    }
+    let deny = args.deny == Some(Deny::Warnings);
+    let mut counts = Counts::default();
+    for (_, diags) in &all {
+        let c = Counts::of(diags);
+        counts.errors += c.errors;
+        counts.warnings += c.warnings;
+    }
+    match args.format {
+        Format::Terminal => {
+            let opts = TerminalOptions {
+                color: args.color.enabled(),
+                width: terminal_width(),
+            };
+            let mut text = String::new();
+            for (db, diags) in &all {
+                text.push_str(&diagnostic::render_terminal(db, diags, opts));
+            }
+            if counts.errors + counts.warnings > 0 {
+                text.push_str(&summary(counts));
+            }
+            super::out(&text);
+        }
+        Format::Json => {
+            let mut diags_json: Vec<serde_json::Value> = Vec::new();
+            for (db, diags) in &all {
+                let one: serde_json::Value = serde_json::from_str(&diagnostic::render_json(db, diags)).unwrap_or_default();
+                if let Some(list) = one.get("diagnostics").and_then(|d| d.as_array()) {
+                    diags_json.extend(list.iter().cloned());
+                }
+            }
+            let doc = serde_json::json!({
+                "version": diagnostic::JSON_FORMAT_VERSION,
+                "diagnostics": diags_json,
+                "summary": { "errors": counts.errors, "warnings": counts.warnings },
+            });
+            super::out(&format!("{}\n", serde_json::to_string_pretty(&doc).unwrap_or_default()));
+        }
+        Format::Sarif => {
+            // One SARIF run covering every file: merge the results.
+            let mut merged: Option<serde_json::Value> = None;
+            for (db, diags) in &all {
+                let one: serde_json::Value = serde_json::from_str(&diagnostic::render_sarif(db, diags, crate::lint::ALL_RULES)).unwrap_or_default();
+                match &mut merged {
+                    None => merged = Some(one),
+                    Some(m) => {
+                        let extra = one["runs"][0]["results"].as_array().cloned().unwrap_or_default();
+                        if let Some(results) = m["runs"][0]["results"].as_array_mut() {
+                            results.extend(extra);
+                        }
+                    }
+                }
+            }
+            super::out(&format!("{}\n", serde_json::to_string_pretty(&merged.unwrap_or_default()).unwrap_or_default()));
+        }
+    }
+    if counts.errors > 0 || (deny && counts.warnings > 0) {
+        EXIT_FINDINGS
+    } else {
+        EXIT_OK
+    }
+}
+
+pub(crate) fn summary(c: Counts) -> String {
+    let plural = |n: usize, w: &str| if n == 1 { format!("1 {w}") } else { format!("{n} {w}s") };
+    match (c.errors, c.warnings) {
+        (0, w) => format!("{}\n", plural(w, "warning")),
+        (e, 0) => format!("{}\n", plural(e, "error")),
+        (e, w) => format!("{}, {}\n", plural(e, "error"), plural(w, "warning")),
+    }
+}
+
+fn terminal_width() -> usize {
+    std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).unwrap_or(100).clamp(60, 200)
+}
+
+#[allow(dead_code)]
+fn _severity_used(s: Severity) -> &'static str {
+    s.as_str()
+}

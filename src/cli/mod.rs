@@ -1,0 +1,89 @@
+//! The command line: one file per subcommand. `main.rs` only calls [`main`].
+
+mod check;
+mod compile;
+mod explain;
+// mod fmt; (enabled once the printer lands)
+mod graph;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Exit codes: 0 clean (or warnings only), 1 findings or a failed run, 2 usage or I/O.
+pub const EXIT_OK: u8 = 0;
+pub const EXIT_FINDINGS: u8 = 1;
+pub const EXIT_USAGE: u8 = 2;
+
+#[derive(Parser)]
+#[command(name = "pipec", version, about = "Check, compile and run typed LLM and agent pipelines", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check .pipe files and report every problem
+    Check(check::Args),
+    /// Compile a .pipe file to a plan (JSON)
+    Compile(compile::Args),
+    /// Print the documentation of a diagnostic code or rule name
+    Explain(explain::Args),
+    /// Draw a pipeline as a Mermaid or Graphviz graph
+    Graph(graph::Args),
+}
+
+/// When to use colour.
+#[derive(Clone, Copy, Debug, Default, ValueEnum)]
+pub enum ColorChoice {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorChoice {
+    pub fn enabled(self) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal(),
+        }
+    }
+}
+
+/// Runs the command line and returns the process's exit code.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let code = match cli.command {
+        Command::Check(a) => check::run(a),
+        Command::Compile(a) => compile::run(a),
+        Command::Explain(a) => explain::run(a),
+        Command::Graph(a) => graph::run(a),
+    };
+    ExitCode::from(code)
+}
+
+/// Prints to stdout, ignoring a closed pipe (`pipec check | head`).
+pub(crate) fn out(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
+}
+
+pub(crate) fn err(text: &str) {
+    use std::io::Write;
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_all(text.as_bytes());
+    let _ = writeln!(stderr);
+}

@@ -1,0 +1,161 @@
+//! `// pipec: allow(rule-name)` comments: a warning is silenced for the declaration (or
+//! parameter, field, setting) that starts on the next line of code. An allow that
+//! silences nothing is reported, so stale ones do not pile up.
+
+use super::registry::find_rule;
+use super::rules::UNUSED_SUPPRESSION;
+use crate::check::SyntaxFile;
+use crate::check::names;
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::source::{FileId, SourceDb, Span};
+use crate::syntax::ast::{self, ItemKind, SettingValue};
+use crate::syntax::lexer::CommentKind;
+
+struct Allow {
+    file: FileId,
+    comment: Span,
+    rule: &'static crate::diagnostic::Rule,
+    /// The element it covers.
+    target: Span,
+    used: bool,
+}
+
+/// Removes silenced diagnostics and reports allows that silenced nothing.
+pub fn apply_suppressions(syntax: &[SyntaxFile], db: &SourceDb, diags: &mut Vec<Diagnostic>) {
+    let mut allows: Vec<Allow> = Vec::new();
+    let mut extra: Vec<Diagnostic> = Vec::new();
+    for file in syntax {
+        let src = db.get(file.file);
+        let mut elements: Vec<Span> = Vec::new();
+        for item in &file.ast.items {
+            collect_elements(item, &mut elements);
+        }
+        for c in &file.comments {
+            if c.kind != CommentKind::Line {
+                continue;
+            }
+            let Some(names) = parse_allow(&c.text) else { continue };
+            // The first line of code after the comment.
+            let mut line = src.line_of(c.span.start) + 1;
+            let target_start = loop {
+                let Some(span) = src.line_span(line) else { break None };
+                let text = src.slice(span).trim();
+                if text.is_empty() || text.starts_with("//") {
+                    line += 1;
+                    continue;
+                }
+                break Some(span.start + (src.slice(span).len() - src.slice(span).trim_start().len()) as u32);
+            };
+            let target = target_start.and_then(|start| {
+                elements.iter().filter(|e| e.start == start).max_by_key(|e| e.len()).copied()
+            });
+            for name in names {
+                let rule = find_rule(&name);
+                let problem = match (rule, target) {
+                    (None, _) => {
+                        let help = names::did_you_mean(&name, super::ALL_RULES.iter().map(|r| r.name));
+                        Some((format!("`{name}` names no rule"), help))
+                    }
+                    (Some(r), _) if r.severity == Severity::Error => Some((
+                        format!("`{}` is an error and cannot be silenced", r.name),
+                        Some("fix the problem instead; only warnings can be allowed".to_string()),
+                    )),
+                    (Some(_), None) => Some((
+                        "this allow is not above a declaration".to_string(),
+                        Some("put it on the line right above the declaration, parameter, field or setting it is for".to_string()),
+                    )),
+                    (Some(r), Some(t)) => {
+                        allows.push(Allow { file: file.file, comment: c.span, rule: r, target: t, used: false });
+                        None
+                    }
+                };
+                if let Some((msg, help)) = problem {
+                    extra.push(
+                        Diagnostic::new(&UNUSED_SUPPRESSION, file.file, c.span, msg)
+                            .label("silences nothing")
+                            .maybe_help(help),
+                    );
+                }
+            }
+        }
+    }
+    diags.retain(|d| {
+        let Some(p) = &d.primary else { return true };
+        let mut keep = true;
+        for a in allows.iter_mut() {
+            if a.file == p.file && a.rule.code == d.rule.code && a.target.contains(p.span) && d.severity == Severity::Warning {
+                a.used = true;
+                keep = false;
+            }
+        }
+        keep
+    });
+    for a in allows.iter().filter(|a| !a.used) {
+        extra.push(
+            Diagnostic::new(&UNUSED_SUPPRESSION, a.file, a.comment, format!("`allow({})` silences nothing here", a.rule.name))
+                .label("nothing to silence")
+                .help("remove the comment"),
+        );
+    }
+    diags.extend(extra);
+}
+
+/// `pipec: allow(a, b)` → `[a, b]`.
+fn parse_allow(text: &str) -> Option<Vec<String>> {
+    let rest = text.trim().strip_prefix("pipec:")?.trim_start();
+    let inner = rest.strip_prefix("allow")?.trim_start().strip_prefix('(')?;
+    let inner = &inner[..inner.find(')')?];
+    Some(inner.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
+}
+
+fn collect_elements(item: &ast::Item, out: &mut Vec<Span>) {
+    out.push(item.doc.as_ref().map_or(item.span, |_| item.span));
+    let mut block = |b: &ast::Block, out: &mut Vec<Span>| block_elements(b, out);
+    match &item.kind {
+        ItemKind::Type(t) => {
+            if let ast::TypeDeclBody::Record(r) = &t.body {
+                out.extend(r.fields.iter().map(|f| f.span));
+            }
+        }
+        ItemKind::Enum(e) => out.extend(e.variants.iter().map(|v| v.span)),
+        ItemKind::Server(b) | ItemKind::Model(b) => block(&b.body, out),
+        ItemKind::Tool(t) | ItemKind::Reader(t) => {
+            out.extend(t.params.params.iter().map(|p| p.span));
+            if let Some(b) = &t.body {
+                block(b, out);
+            }
+        }
+        ItemKind::Node(n) => {
+            out.extend(n.params.params.iter().map(|p| p.span));
+            block(&n.body, out);
+        }
+        ItemKind::Serve(s) => {
+            for e in &s.entries {
+                out.push(e.span);
+                block(&e.body, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn block_elements(b: &ast::Block, out: &mut Vec<Span>) {
+    for s in &b.settings {
+        out.push(s.span);
+        if let SettingValue::Block(inner) = &s.value {
+            block_elements(inner, out);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_allow;
+
+    #[test]
+    fn allow_comments() {
+        assert_eq!(parse_allow(" pipec: allow(unused-node, P0403)"), Some(vec!["unused-node".into(), "P0403".into()]));
+        assert_eq!(parse_allow("pipec:allow( x )"), Some(vec!["x".into()]));
+        assert_eq!(parse_allow("a normal comment"), None);
+    }
+}
