@@ -59,6 +59,20 @@ input key: string
     for i in 0..nodes {
         let name = format!("n{i}");
         match i % 5 {
+            0 if i > 0 => {
+                let _ = write!(
+                    s,
+                    r#"node {name}(
+  key: string = input.key,
+  prev: Summary? = {prev},
+  page: Page = resource("mcp://crm/pages/{{key}}/{i}"),
+) -> Summary {{
+  return = {{ key: key, headline: page.key, ok: len(page.items) > 0 && (prev.ok ?? true) }}
+}}
+
+"#
+                );
+            }
             0 => {
                 let _ = write!(
                     s,
@@ -113,7 +127,7 @@ think {name}(
                     s,
                     r#"node {name}(
   prev: Summary = {prev},
-  page: Page = resource(ref: "page", max_bytes: 50kb),
+  page: Page = resource(ref: "page", from: {prev}, max_bytes: 50kb),
 ) -> Summary {{
   when = prev.ok && page.note != null
   return = {{ key: prev.key, headline: page.note ?? "none", ok: prev.ok }}

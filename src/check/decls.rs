@@ -125,6 +125,9 @@ impl Checker<'_> {
 
     pub(crate) fn resolve_decls(&mut self) {
         for (d, f, i) in self.decl_items.clone() {
+            if matches!(d, DeclRef::Node(_) | DeclRef::Type(_) | DeclRef::Tool(_)) {
+                continue;
+            }
             let item = self.item(f, i).clone();
             match (d, &item.kind) {
                 (DeclRef::Server(id), ItemKind::Server(s)) => self.check_server(f, id, s),
@@ -136,6 +139,9 @@ impl Checker<'_> {
         }
         // Tools refer to servers and link kinds, so they come after them.
         for (d, f, i) in self.decl_items.clone() {
+            if !matches!(d, DeclRef::Tool(_)) {
+                continue;
+            }
             let item = self.item(f, i).clone();
             if let (DeclRef::Tool(id), ItemKind::Tool(t) | ItemKind::Reader(t)) = (d, &item.kind) {
                 self.check_tool(f, id, t, item.span);
@@ -684,7 +690,7 @@ impl Checker<'_> {
 
     pub(crate) fn check_serve(&mut self, root: usize) {
         let file = self.files[root].id;
-        let items = self.files[root].ast.items.clone();
+        let items: Vec<ast::Item> = self.files[root].ast.items.iter().filter(|i| matches!(i.kind, ItemKind::Serve(_))).cloned().collect();
         let mut seen_block: Option<Span> = None;
         for item in &items {
             let ItemKind::Serve(serve) = &item.kind else { continue };

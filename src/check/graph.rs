@@ -187,6 +187,13 @@ impl Checker<'_> {
     /// Every `resource(ref: K)` binding takes its link from the one ancestor that can
     /// produce kind K, or from the node `from:` names.
     fn resolve_link_producers(&mut self, anc: &Ancestors) {
+        // Which nodes can produce each kind, computed once.
+        let mut producers: Vec<Vec<NodeId>> = vec![Vec::new(); self.hir.links.len()];
+        for (i, n) in self.hir.nodes.iter().enumerate() {
+            for k in self.hir.produced_links(n) {
+                producers[k as usize].push(i as NodeId);
+            }
+        }
         for id in 0..self.hir.nodes.len() {
             let node_id = id as NodeId;
             for pi in 0..self.hir.nodes[id].params.len() {
@@ -199,7 +206,7 @@ impl Checker<'_> {
                     _ => None,
                 };
                 let Some((link, from, span)) = binding else { continue };
-                let producer = self.link_producer(node_id, link, from, span, anc);
+                let producer = self.link_producer(node_id, link, from, span, anc, &producers[link as usize]);
                 let param = &mut self.hir.nodes[id].params[pi];
                 match &mut param.source.kind {
                     SourceKind::Link(l) => l.producer = producer,
@@ -214,12 +221,12 @@ impl Checker<'_> {
         }
     }
 
-    fn link_producer(&mut self, node: NodeId, link: LinkId, from: Option<(NodeId, crate::source::Span)>, span: crate::source::Span, anc: &Ancestors) -> Option<NodeId> {
+    fn link_producer(&mut self, node: NodeId, link: LinkId, from: Option<(NodeId, crate::source::Span)>, span: crate::source::Span, anc: &Ancestors, producers: &[NodeId]) -> Option<NodeId> {
         let file = self.hir.nodes[node as usize].info.file;
         let kind = self.hir.links[link as usize].kind.clone();
         let name = self.hir.nodes[node as usize].info.name.clone();
         if let Some((f, fspan)) = from {
-            let produces = self.hir.produced_links(&self.hir.nodes[f as usize]).contains(&link);
+            let produces = producers.contains(&f);
             if !produces {
                 let fname = self.hir.nodes[f as usize].info.name.clone();
                 self.diags.push(
@@ -231,20 +238,11 @@ impl Checker<'_> {
             }
             return Some(f);
         }
-        let candidates: Vec<NodeId> = (0..self.hir.nodes.len() as NodeId)
-            .filter(|c| *c != node && anc.is_ancestor(*c, node))
-            .filter(|c| self.hir.produced_links(&self.hir.nodes[*c as usize]).contains(&link))
-            .collect();
+        let candidates: Vec<NodeId> = producers.iter().copied().filter(|c| *c != node && anc.is_ancestor(*c, node)).collect();
         match candidates.as_slice() {
             [one] => Some(*one),
             [] => {
-                let elsewhere: Vec<String> = self
-                    .hir
-                    .nodes
-                    .iter()
-                    .filter(|n| self.hir.produced_links(n).contains(&link))
-                    .map(|n| format!("`{}`", n.info.name))
-                    .collect();
+                let elsewhere: Vec<String> = producers.iter().map(|n| format!("`{}`", self.hir.nodes[*n as usize].info.name)).collect();
                 let help = if elsewhere.is_empty() {
                     format!("no node can produce it: add \"{kind}\" to the `links` of a tool that returns such links, and call that tool upstream")
                 } else {

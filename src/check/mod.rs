@@ -95,6 +95,8 @@ pub(crate) struct Checker<'l> {
     pub prompts_dir: PathBuf,
     /// Every declaration with its (file index, item index), in declaration order.
     pub decl_items: Vec<(DeclRef, usize, usize)>,
+    /// The servers each file sees (for routing).
+    pub server_cache: HashMap<usize, Vec<hir::ServerId>>,
 }
 
 const BUILTIN_TYPES: &[&str] = &["string", "int", "float", "bool", "bytes", "json", "duration"];
@@ -111,6 +113,7 @@ impl<'l> Checker<'l> {
             scopes: Vec::new(),
             prompts_dir: PathBuf::new(),
             decl_items: Vec::new(),
+            server_cache: HashMap::new(),
         }
     }
 

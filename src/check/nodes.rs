@@ -1215,16 +1215,23 @@ impl Checker<'_> {
         }
     }
 
+    /// The servers file `f` sees, computed once per file.
+    fn visible_servers(&mut self, f: usize) -> Vec<ServerId> {
+        if let Some(v) = self.server_cache.get(&f) {
+            return v.clone();
+        }
+        let mut v: Vec<ServerId> = self.scopes[f].values.values().filter_map(|d| match d { DeclRef::Server(s) => Some(*s), _ => None }).collect();
+        v.sort();
+        self.server_cache.insert(f, v.clone());
+        v
+    }
+
     /// The server a resource URI goes to.
     fn route(&mut self, f: usize, file: FileId, t: &UriTemplate, explicit: Option<&ast::Ident>, span: Span) -> Option<ServerId> {
         if let Some(name) = explicit {
             return self.lookup_server(f, name);
         }
-        let visible: Vec<ServerId> = {
-            let mut v: Vec<ServerId> = self.scopes[f].values.values().filter_map(|d| match d { DeclRef::Server(s) => Some(*s), _ => None }).collect();
-            v.sort();
-            v
-        };
+        let visible = self.visible_servers(f);
         if let Some(authority) = t.mcp_authority() {
             if let Some(DeclRef::Server(s)) = self.scopes[f].values.get(authority).copied() {
                 self.hir.used.insert(DeclRef::Server(s));
@@ -1265,7 +1272,7 @@ impl Checker<'_> {
 
     pub(crate) fn check_outputs(&mut self, root: usize) {
         let file = self.files[root].id;
-        let items = self.files[root].ast.items.clone();
+        let items: Vec<ast::Item> = self.files[root].ast.items.iter().filter(|i| matches!(i.kind, ItemKind::Output(_))).cloned().collect();
         let mut seen: Vec<(String, Span)> = Vec::new();
         for item in &items {
             let ItemKind::Output(o) = &item.kind else { continue };

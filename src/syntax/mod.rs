@@ -6,5 +6,7 @@ pub mod ast;
 pub mod lexer;
 pub mod literal;
 mod parser;
+pub mod printer;
 
 pub use parser::{parse, Parsed};
+pub use printer::format_source;
