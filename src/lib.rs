@@ -70,22 +70,16 @@ pub fn analyze(loader: &dyn Loader, path: &Path, display_name: &str) -> Analysis
     let checked = check::check(loader, path, display_name);
     let mut diagnostics = checked.diagnostics;
     let has_errors = diagnostics.iter().any(Diagnostic::is_error);
-    {
-        let cx = lint::LintContext {
-            hir: &checked.hir,
-            syntax: &checked.syntax,
-            db: &checked.db,
-        };
-        // Lints about a program that does not resolve would mostly repeat its errors.
-        let syntax_broken = diagnostics
-            .iter()
-            .any(|d| d.rule.code == lint::rules::SYNTAX_ERROR.code);
-        if !syntax_broken {
-            lint::run(&cx, &mut diagnostics);
-        } else {
-            lint::rules::dangling_doc_comment::check(&cx, &mut diagnostics);
-        }
-        let _ = has_errors;
+    let cx = lint::LintContext {
+        hir: &checked.hir,
+        syntax: &checked.syntax,
+        db: &checked.db,
+    };
+    lint::run(&cx, &mut diagnostics);
+    if has_errors {
+        // A program with errors is incomplete: what looks unused may be used by the
+        // code that failed to check, so these warnings would mostly be noise.
+        diagnostics.retain(|d| !lint::registry::UNUSED_FAMILY.contains(&d.rule.code));
     }
     lint::apply_suppressions(&checked.syntax, &checked.db, &mut diagnostics);
     diagnostic::sort_and_dedup(&mut diagnostics);

@@ -547,7 +547,11 @@ impl Checker<'_> {
                 self.check_reader_signature(file, decl, &params, t, uri_lit.as_ref());
             }
             let max_bytes = self.size_setting(&s, "max_bytes");
-            let mime = self.string_setting(&s, "mime").map(|x| x.0);
+            let mime = self.string_setting(&s, "mime");
+            if let Some((m, mspan)) = &mime {
+                self.check_mime(file, *mspan, m, &returns);
+            }
+            let mime = mime.map(|x| x.0);
             let tool = &mut self.hir.tools[id as usize];
             tool.uri = template;
             tool.max_bytes = max_bytes;
@@ -566,13 +570,15 @@ impl Checker<'_> {
             let wire = self.string_setting(&s, "name").map(|x| x.0);
             let mut links = Vec::new();
             for (kind, kspan) in self.strings_setting(&s, "links").unwrap_or_default() {
-                match self.scopes[f].links.get(&kind).copied() {
+                match self.lookup_link(f, &kind) {
                     Some(l) => {
                         self.hir.used.insert(DeclRef::Link(l));
                         links.push((l, kspan));
                     }
+                    None if self.poisoned(f, "link", &[kind.clone()]) => {}
                     None => {
-                        let help = names::did_you_mean(&kind, self.scopes[f].links.keys().map(String::as_str))
+                        let known = self.link_names(f);
+                        let help = names::did_you_mean(&kind, known.iter().map(String::as_str))
                             .unwrap_or_else(|| format!("declare it: `link \"{kind}\": Type = \"uri-template\"`"));
                         self.diags.push(
                             Diagnostic::new(&r::UNKNOWN_NAME, file, kspan, format!("unknown link kind \"{kind}\""))
@@ -639,6 +645,7 @@ impl Checker<'_> {
                 self.hir.used.insert(DeclRef::Server(*id));
                 Some(*id)
             }
+            None if self.scopes[f].is_poisoned("value", &name.name) => None,
             other => {
                 let servers: Vec<&str> = self
                     .scopes[f]

@@ -5,7 +5,6 @@ use super::hir::*;
 use super::Checker;
 use crate::diagnostic::Diagnostic;
 use crate::lint::rules as r;
-use crate::syntax::ast::NodeKind;
 
 /// Ancestor sets as bit rows, one per node, over all nodes.
 pub struct Ancestors {
@@ -178,7 +177,12 @@ impl Checker<'_> {
                 .or_else(|| target.after.iter().find(|(a, _)| *a == from).map(|(_, s)| *s));
             if let Some(span) = span {
                 let fname = self.hir.nodes[from as usize].info.name.clone();
-                d = d.secondary(target.info.file, span, format!("`{}` reads `{fname}` here", target.info.name));
+                let verb = if target.after.iter().any(|(a, _)| *a == from) && !target.params.iter().any(|p| {
+                    let mut deps = Vec::new();
+                    source_deps(&p.source, &mut deps);
+                    deps.contains(&from)
+                }) { "waits for" } else { "reads" };
+                d = d.secondary(target.info.file, span, format!("`{}` {verb} `{fname}` here", target.info.name));
             }
         }
         self.diags.push(d);
@@ -275,7 +279,8 @@ impl Checker<'_> {
     fn compute_skippable(&mut self) {
         for &id in &self.hir.order.clone() {
             let node = &self.hir.nodes[id as usize];
-            let mut skippable = node.when.is_some();
+            // `when` on an `each` node drops items; the node still gives a list.
+            let mut skippable = node.when.is_some() && node.each.is_none();
             for p in &node.params {
                 let src_skips = source_skippable(&self.hir, &p.source);
                 if src_skips && (p.is_each() || !p.ty.is_optional()) {
@@ -284,7 +289,6 @@ impl Checker<'_> {
             }
             self.hir.nodes[id as usize].skippable = skippable;
         }
-        let _ = NodeKind::Gate;
     }
 }
 

@@ -47,6 +47,9 @@ pub enum DeclRef {
 pub struct TypeDef {
     pub info: DeclInfo,
     pub body: TypeBody,
+    /// The unique name of its JSON Schema definition in the plan (`display`, unless
+    /// two types would share it).
+    pub key: String,
 }
 
 /// A value in a server's `env`: a literal, configuration, or a secret.
@@ -359,7 +362,8 @@ pub struct NodeDef {
 impl NodeDef {
     /// The type downstream nodes see: `T[]` for an `each` node.
     pub fn value_ty(&self) -> Ty {
-        if self.each.is_some() {
+        // A gate cannot fan out (reported); its answer stays one value.
+        if self.each.is_some() && self.kind != NodeKind::Gate {
             self.output.clone().list()
         } else {
             self.output.clone()
@@ -484,5 +488,13 @@ impl Hir {
                 !tool.is_reader && tool.links.iter().any(|(k, _)| *k == link)
             })
             .collect()
+    }
+}
+
+/// "the node `x`", "the `think` node `x`": how messages name a node.
+pub fn describe_node(kind: NodeKind, name: &str) -> String {
+    match kind {
+        NodeKind::Node => format!("the node `{name}`"),
+        other => format!("the `{}` node `{name}`", other.keyword()),
     }
 }

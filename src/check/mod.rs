@@ -63,6 +63,7 @@ pub(crate) struct Loaded {
     pub comments: Vec<Comment>,
     pub imports: Vec<ImportEdge>,
     pub is_root: bool,
+    pub broken: Vec<(String, String)>,
 }
 
 pub(crate) struct ImportEdge {
@@ -79,6 +80,15 @@ pub(crate) struct Scope {
     pub links: HashMap<String, u32>,
     pub inputs: HashMap<String, u32>,
     pub namespaces: HashMap<String, usize>,
+    /// Names of declarations that did not parse (`type:X`, `value:x`, `link:k`,
+    /// `input:x`): their uses are not reported as unknown.
+    pub poisoned: std::collections::HashSet<String>,
+}
+
+impl Scope {
+    pub fn is_poisoned(&self, space: &str, name: &str) -> bool {
+        !self.poisoned.is_empty() && self.poisoned.contains(&format!("{space}:{name}"))
+    }
 }
 
 pub(crate) struct Checker<'l> {
@@ -95,6 +105,9 @@ pub(crate) struct Checker<'l> {
     pub prompts_dir: PathBuf,
     /// Every declaration with its (file index, item index), in declaration order.
     pub decl_items: Vec<(DeclRef, usize, usize)>,
+    /// Files with an import that failed: their unknown names are not reported, since
+    /// the missing file may have declared them.
+    pub failed_imports: std::collections::HashSet<FileId>,
     /// The servers each file sees (for routing).
     pub server_cache: HashMap<usize, Vec<hir::ServerId>>,
 }
@@ -114,6 +127,7 @@ impl<'l> Checker<'l> {
             prompts_dir: PathBuf::new(),
             decl_items: Vec::new(),
             server_cache: HashMap::new(),
+            failed_imports: std::collections::HashSet::new(),
         }
     }
 
@@ -151,7 +165,14 @@ impl<'l> Checker<'l> {
         self.check_serve(root);
     }
 
-    fn finish(self) -> Checked {
+    fn finish(mut self) -> Checked {
+        if !self.failed_imports.is_empty() {
+            let failed = &self.failed_imports;
+            self.diags.retain(|d| {
+                !(d.rule.code == r::UNKNOWN_NAME.code
+                    && d.primary.as_ref().is_some_and(|p| failed.contains(&p.file)))
+            });
+        }
         let syntax = self
             .files
             .into_iter()
@@ -218,6 +239,7 @@ impl<'l> Checker<'l> {
             comments: parsed.comments,
             imports: Vec::new(),
             is_root: false,
+            broken: parsed.broken,
         });
         stack.push(index);
         let imports: Vec<(ast::StrLit, Option<ast::Ident>, Span)> = self.files[index]
@@ -251,6 +273,7 @@ impl<'l> Checker<'l> {
                     .label("this import closes the cycle")
                     .help("move the shared declarations into a file that both import"),
                 );
+                self.failed_imports.insert(id);
                 continue;
             }
             if !self.loader.exists(&target_path) {
@@ -262,8 +285,10 @@ impl<'l> Checker<'l> {
                         format!("cannot find `{}` to import", lit.value),
                     )
                     .label(format!("looked for {}", target_name))
-                    .help("import paths are relative to the importing file's folder"),
+                    .help("import paths are relative to the importing file's folder")
+                    .note("names this file would declare are not checked until it is found"),
                 );
+                self.failed_imports.insert(id);
                 continue;
             }
             if let Some(target) = self.load(&target_path, target_name, stack) {
@@ -325,6 +350,9 @@ impl<'l> Checker<'l> {
     fn declare_all(&mut self) {
         for f in 0..self.files.len() {
             let mut own = Scope::default();
+            for (space, name) in &self.files[f].broken {
+                own.poisoned.insert(format!("{space}:{name}"));
+            }
             let is_root = self.files[f].is_root;
             let items = std::mem::take(&mut self.files[f].ast.items);
             for (i, item) in items.iter().enumerate() {
@@ -345,6 +373,7 @@ impl<'l> Checker<'l> {
                 self.hir.types.push(TypeDef {
                     info: self.info(f, &t.name, item.span, &item.doc),
                     body: TypeBody::Alias(Ty::Error),
+                    key: String::new(),
                 });
                 self.insert_unique(file, &mut own.types, &t.name, id, "type", Self::type_span);
                 DeclRef::Type(id)
@@ -354,6 +383,7 @@ impl<'l> Checker<'l> {
                 self.hir.types.push(TypeDef {
                     info: self.info(f, &e.name, item.span, &item.doc),
                     body: TypeBody::Alias(Ty::Error),
+                    key: String::new(),
                 });
                 self.insert_unique(file, &mut own.types, &e.name, id, "type", Self::type_span);
                 DeclRef::Type(id)
@@ -467,6 +497,7 @@ impl<'l> Checker<'l> {
                     continue;
                 }
                 let theirs = self.own[target].clone();
+                scope.poisoned.extend(theirs.poisoned.iter().cloned());
                 let target_file = self.files[target].id;
                 merge(&mut scope.types, &theirs.types, |name, mine, _| {
                     self.clash(file, span, target_file, name, self.type_span(mine))
@@ -538,9 +569,7 @@ impl<'l> Checker<'l> {
         for t in &mut self.hir.types {
             let n = seen.entry(t.info.display.clone()).or_insert(0);
             *n += 1;
-            if *n > 1 {
-                t.info.display = format!("{}#{}", t.info.display, n);
-            }
+            t.key = if *n > 1 { format!("{}_{}", t.info.display, n) } else { t.info.display.clone() };
         }
     }
 
@@ -577,8 +606,33 @@ impl<'l> Checker<'l> {
         (info.file, info.name_span)
     }
 
-    pub(crate) fn file_index(&self, id: FileId) -> usize {
-        self.files.iter().position(|f| f.id == id).unwrap_or(0)
+    /// A link kind as file `f` names it: `"kind"`, or `"ns.kind"` for a namespaced import.
+    /// Whether a name belongs to a declaration that did not parse (so not to report it).
+    pub(crate) fn poisoned(&self, f: usize, space: &str, path: &[String]) -> bool {
+        match path {
+            [one] => self.scopes[f].is_poisoned(space, one),
+            [ns, name] => self.scopes[f].namespaces.get(ns).is_some_and(|t| self.own[*t].is_poisoned(space, name)),
+            _ => false,
+        }
+    }
+
+    pub(crate) fn lookup_link(&self, f: usize, kind: &str) -> Option<u32> {
+        if let Some(id) = self.scopes[f].links.get(kind) {
+            return Some(*id);
+        }
+        let (ns, rest) = kind.split_once('.')?;
+        let target = *self.scopes[f].namespaces.get(ns)?;
+        self.own[target].links.get(rest).copied()
+    }
+
+    /// Every link kind name file `f` can use, for suggestions.
+    pub(crate) fn link_names(&self, f: usize) -> Vec<String> {
+        let mut out: Vec<String> = self.scopes[f].links.keys().cloned().collect();
+        for (ns, target) in &self.scopes[f].namespaces {
+            out.extend(self.own[*target].links.keys().map(|k| format!("{ns}.{k}")));
+        }
+        out.sort();
+        out
     }
 
     // ------------------------------------------------------------ types
@@ -696,6 +750,9 @@ impl<'l> Checker<'l> {
                         self.hir.used.insert(DeclRef::Type(id));
                         return Ty::Named(id);
                     }
+                    if self.scopes[f].is_poisoned("type", &one.name) {
+                        return Ty::Error;
+                    }
                     let mut candidates: Vec<&str> = self.scopes[f].types.keys().map(String::as_str).collect();
                     candidates.extend(BUILTIN_TYPES);
                     let help = names::did_you_mean(&one.name, candidates);
@@ -719,6 +776,9 @@ impl<'l> Checker<'l> {
                     if let Some(&id) = self.own[target].types.get(&name.name) {
                         self.hir.used.insert(DeclRef::Type(id));
                         return Ty::Named(id);
+                    }
+                    if self.own[target].is_poisoned("type", &name.name) {
+                        return Ty::Error;
                     }
                     let help = names::did_you_mean(&name.name, self.own[target].types.keys().map(String::as_str));
                     self.diags.push(

@@ -90,13 +90,21 @@ impl Checker<'_> {
 
     fn check_node_signature(&mut self, f: usize, id: NodeId, decl: &ast::NodeDecl) {
         let file = self.files[f].id;
+        if matches!(decl.name.name.as_str(), "input" | "true" | "false" | "null") {
+            self.diags.push(
+                Diagnostic::new(&r::RESERVED_NAME, file, decl.name.span, format!("`{}` cannot name a node: it is a word of the language", decl.name.name))
+                    .label("reserved")
+                    .help(if decl.name.name == "input" { "`input.x` names pipeline inputs; rename the node" } else { "rename the node" }),
+            );
+        }
         let prompted = matches!(decl.kind, NodeKind::Think | NodeKind::Agent | NodeKind::Act | NodeKind::Gate);
         let mut params: Vec<ParamDef> = Vec::with_capacity(decl.params.params.len());
         for p in &decl.params.params {
-            if params.iter().any(|x| x.name == p.name.name) {
+            if let Some(first) = params.iter().find(|x| x.name == p.name.name) {
                 self.diags.push(
                     Diagnostic::new(&r::DUPLICATE_DECLARATION, file, p.name.span, format!("the parameter `{}` is declared twice", p.name.name))
-                        .label("declared again here"),
+                        .label("declared again here")
+                        .secondary(file, first.name_span, "first declared here"),
                 );
                 continue;
             }
@@ -143,7 +151,17 @@ impl Checker<'_> {
         let file = self.files[f].id;
         let kind = decl.kind;
         let allowed = allowed_settings(kind);
-        let what = format!("a `{}` node", kind.keyword());
+        let what = format!("{} `{}` node", if kind == NodeKind::Act || kind == NodeKind::Agent { "an" } else { "a" }, kind.keyword());
+        if kind == NodeKind::Think {
+            if let Some(t) = decl.body.settings.iter().find(|s| s.name.name == "tools") {
+                self.diags.push(
+                    Diagnostic::new(&r::UNKNOWN_SETTING, file, t.name.span, "a `think` node makes one model call and has no tools")
+                        .label("not a setting of `think`")
+                        .help(format!("to let the model call tools, declare it `agent {}(...)` (read-only tools) or `act` (tools with effects)", decl.name.name)),
+                );
+            }
+        }
+        let allowed: Vec<&str> = if kind == NodeKind::Think { allowed.into_iter().chain(["tools"]).collect() } else { allowed };
         let s = self.settings(file, &decl.body, &allowed, &what);
         let mut params = std::mem::take(&mut self.hir.nodes[id as usize].params);
         let node_name = decl.name.name.clone();
@@ -266,13 +284,17 @@ impl Checker<'_> {
         let file = scope.file;
         let present: Vec<&str> = ["return", "call", "exec", "host"].into_iter().filter(|k| s.has(k)).collect();
         if present.is_empty() {
-            self.missing_setting(file, decl.name.span, &format!("the node `{}`", decl.name.name), "return, call, exec or host", "a node computes its output with exactly one of `return = expr`, `call = tool(...)`, `exec = [\"cmd\"]` or `host = \"name\"`");
+            self.diags.push(
+                Diagnostic::new(&r::MISSING_SETTING, file, decl.name.span, format!("the node `{}` does not say how it computes its output", decl.name.name))
+                    .label("no `return`, `call`, `exec` or `host`")
+                    .help("give it exactly one of `return = expr`, `call = tool(...)`, `exec = [\"cmd\"]` or `host = \"name\"`"),
+            );
             return Body::Invalid;
         }
         if present.len() > 1 {
             if let Some(second) = s.get(present[1]) {
                 self.diags.push(
-                    Diagnostic::new(&r::UNKNOWN_SETTING, file, second.name.span, format!("a node has one of `return`, `call`, `exec` and `host`, and this one also has `{}`", present[0]))
+                    Diagnostic::new(&r::MISSING_SETTING, file, second.name.span, format!("a node has exactly one of `return`, `call`, `exec` and `host`, and this one also has `{}`", present[0]))
                         .label("second way to compute the output")
                         .help("split the work into two nodes"),
                 );
@@ -537,10 +559,13 @@ impl Checker<'_> {
         let repairs = self.count_setting(s, "repairs");
         let temperature = self.float_setting(s, "temperature");
         let max_tokens = self.int_setting(s, "max_tokens");
+        // A missing model or prompt is already reported; the node keeps its tools so
+        // that what depends on them (link producers, effects) is still checked.
         match (model, prompt) {
-            (Some(model), Some(prompt)) => Body::Model {
-                model,
-                prompt,
+            (None, None) if tools.is_empty() => Body::Invalid,
+            (model, prompt) => Body::Model {
+                model: model.unwrap_or(u32::MAX),
+                prompt: prompt.unwrap_or(Template { file: None, entry: String::new(), sources: Vec::new() }),
                 tools,
                 limits,
                 approve,
@@ -550,7 +575,6 @@ impl Checker<'_> {
                 temperature,
                 max_tokens,
             },
-            _ => Body::Invalid,
         }
     }
 
@@ -560,6 +584,9 @@ impl Checker<'_> {
             if let Some(DeclRef::Node(id)) = self.scopes[root].values.get(name) {
                 return Some(*id);
             }
+        }
+        if self.poisoned(root, "value", path) {
+            return None;
         }
         let joined = path.join(".");
         let help = names::did_you_mean(&joined, self.hir.nodes.iter().map(|n| n.info.name.as_str()));
@@ -598,6 +625,7 @@ impl Checker<'_> {
                 self.hir.used.insert(DeclRef::Tool(id));
                 Some(id)
             }
+            None if self.poisoned(f, "value", path) => None,
             found => {
                 let joined = path.join(".");
                 let candidates = self.value_candidates(f, |v| matches!(v, DeclRef::Tool(_)));
@@ -620,6 +648,7 @@ impl Checker<'_> {
                 self.hir.used.insert(DeclRef::Model(id));
                 Some(id)
             }
+            None if self.poisoned(f, "value", path) => None,
             found => {
                 let joined = path.join(".");
                 let candidates = self.value_candidates(f, |v| matches!(v, DeclRef::Model(_)));
@@ -814,7 +843,7 @@ impl Checker<'_> {
             }
         };
         segs.reverse();
-        let (kind_base, mut ty, rest): (SourceKind, Ty, &[(bool, &ast::Ident)]) = if root.name == "input" && !self.scopes[ctx.f].values.contains_key("input") {
+        let (kind_base, mut ty, rest): (SourceKind, Ty, &[(bool, &ast::Ident)]) = if root.name == "input" {
             let Some(((splat, name), rest)) = segs.split_first() else {
                 self.diags.push(
                     Diagnostic::new(&r::INVALID_SOURCE, file, root.span, "`input` alone is not a value")
@@ -833,6 +862,9 @@ impl Checker<'_> {
                     let t = if input.default.is_some() { input.ty.strip_optional().clone() } else { input.ty.clone() };
                     (SourceKind::Input { input: iid, path: Vec::new() }, t, rest)
                 }
+                None if self.scopes[ctx.f].is_poisoned("input", &name.name) => {
+                    return Source { kind: SourceKind::Error, span: e.span, ty: Ty::Error };
+                }
                 None => {
                     let help = names::did_you_mean(&name.name, self.scopes[ctx.f].inputs.keys().map(String::as_str))
                         .unwrap_or_else(|| format!("declare it: `input {}: string`", name.name));
@@ -850,6 +882,9 @@ impl Checker<'_> {
                     self.hir.used.insert(DeclRef::Node(nid));
                     let t = self.hir.nodes[nid as usize].value_ty();
                     (SourceKind::Node { node: nid, path: Vec::new() }, t, segs.as_slice())
+                }
+                None if self.scopes[ctx.f].is_poisoned("value", &root.name) => {
+                    return Source { kind: SourceKind::Error, span: e.span, ty: Ty::Error };
                 }
                 other => {
                     let is_param = ctx.params.iter().any(|p| p.name == root.name);
@@ -954,6 +989,7 @@ impl Checker<'_> {
                         None if list.is_none() => list = Some(&a.value),
                         Some(n) if n.name == "max" => match a.value.kind {
                             ExprKind::Int(v) if v > 0 => max = Some(v as u64),
+                            ExprKind::Error => max = Some(u64::MAX),
                             _ => self.diags.push(
                                 Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, a.value.span, "`max` is a positive whole number")
                                     .label("expected a number"),
@@ -1017,6 +1053,7 @@ impl Checker<'_> {
             }
             let v = &a.value;
             match n.name.as_str() {
+                _ if matches!(v.kind, ExprKind::Error) && !n.name.starts_with("max_") => {}
                 "ref" => match &v.kind {
                     ExprKind::Str(s) => kind = Some(s),
                     _ => self.diags.push(Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, v.span, "`ref` takes a link kind as a string").label("expected \"kind\"")),
@@ -1025,6 +1062,8 @@ impl Checker<'_> {
                     let value = match v.kind {
                         ExprKind::Size(b, _) => Some(b),
                         ExprKind::Int(b) if b >= 0 => Some(b as u64),
+                        // Already reported as an invalid literal: count it as given.
+                        ExprKind::Error => Some(u64::MAX),
                         _ => {
                             self.diags.push(Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, v.span, format!("`{}` takes a size such as `100kb`", n.name)).label("not a size"));
                             None
@@ -1082,15 +1121,7 @@ impl Checker<'_> {
             _ => target.clone(),
         };
         if let Some(m) = &mime {
-            let jsonish = m == "application/json" || m.ends_with("+json") || m == "*/*";
-            let structured = ty::as_record(&self.hir, &content).is_some() || matches!(ty::resolve(&self.hir, &content), Ty::List(_) | Ty::Map(_));
-            if !jsonish && structured {
-                self.diags.push(
-                    Diagnostic::new(&r::MIME_TYPE_MISMATCH, file, span, format!("content of type \"{m}\" cannot be read as `{}`", ty::display(&self.hir, &content)))
-                        .label("not JSON")
-                        .help("bind it to `string` (text) or `bytes` (binary), or expect \"application/json\""),
-                );
-            }
+            self.check_mime(file, span, m, &content);
         }
         let kind_out = match (uri, kind) {
             (Some(_), Some(k)) => {
@@ -1127,15 +1158,15 @@ impl Checker<'_> {
                 if server_name.is_some() {
                     self.diags.push(Diagnostic::new(&r::UNKNOWN_SETTING, file, span, "a link is always read from the server that produced it").label("remove `server:`"));
                 }
-                match self.scopes[ctx.f].links.get(&k.value).copied() {
+                match self.lookup_link(ctx.f, &k.value) {
                     Some(link) => {
                         self.hir.used.insert(DeclRef::Link(link));
                         let link_ty = self.hir.links[link as usize].ty.clone();
                         if let Err(m) = ty::fits(&self.hir, &link_ty, &content) {
                             self.diags.push(
                                 Diagnostic::new(&r::LINK_TYPE_MISMATCH, file, span, format!("links of kind \"{}\" hold `{}`, which does not fit `{}`", k.value, ty::display(&self.hir, &link_ty), ty::display(&self.hir, &content)))
-                                    .label("types disagree")
-                                    .note(m.describe()),
+                                    .label(m.describe())
+                                    .help("declare the parameter with the link kind's type, or fix the kind's type"),
                             );
                         }
                         let template = self.hir.links[link as usize].template.clone();
@@ -1157,8 +1188,10 @@ impl Checker<'_> {
                         }
                         SourceKind::Link(LinkBinding { link, many, from, producer: None, where_: where_out, max_bytes, max_total, mime })
                     }
+                    None if self.poisoned(ctx.f, "link", &[k.value.clone()]) => SourceKind::Error,
                     None => {
-                        let help = names::did_you_mean(&k.value, self.scopes[ctx.f].links.keys().map(String::as_str))
+                        let known = self.link_names(ctx.f);
+                        let help = names::did_you_mean(&k.value, known.iter().map(String::as_str))
                             .unwrap_or_else(|| format!("declare it: `link \"{}\": Type = \"uri-template\"`", k.value));
                         self.diags.push(Diagnostic::new(&r::UNKNOWN_NAME, file, k.span, format!("unknown link kind \"{}\"", k.value)).label("not declared").help(help));
                         SourceKind::Error
@@ -1171,6 +1204,19 @@ impl Checker<'_> {
         }
         let ty = if many { target.list() } else { expected.clone() };
         Source { kind: kind_out, span, ty }
+    }
+
+    /// A non-JSON MIME expectation cannot be read into a record or list (P0310).
+    pub(crate) fn check_mime(&mut self, file: FileId, span: Span, mime: &str, content: &Ty) {
+        let jsonish = mime == "application/json" || mime.ends_with("+json") || mime == "*/*";
+        let structured = ty::as_record(&self.hir, content).is_some() || matches!(ty::resolve(&self.hir, content.strip_optional()), Ty::List(_) | Ty::Map(_));
+        if !jsonish && structured {
+            self.diags.push(
+                Diagnostic::new(&r::MIME_TYPE_MISMATCH, file, span, format!("content of type \"{mime}\" cannot be read as `{}`", ty::display(&self.hir, content)))
+                    .label("not JSON")
+                    .help("bind it to `string` (text) or `bytes` (binary), or expect \"application/json\""),
+            );
+        }
     }
 
     /// Every variable of a resource URI is a non-resource parameter of the node, with a

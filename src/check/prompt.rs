@@ -143,13 +143,24 @@ impl Checker<'_> {
             }
             Err(err) => {
                 let range = err.range().unwrap_or(0..text.len().min(1));
-                let (f, span) = place.range(range.start.min(text.len()), range.end.min(text.len()));
                 let detail = err.detail().map(str::to_string).unwrap_or_else(|| err.kind().to_string());
-                w.diags.push(
-                    Diagnostic::new(&r::PROMPT_SYNTAX_ERROR, f, span, format!("the template does not parse: {detail}"))
-                        .label("here")
-                        .help("templates use minijinja (Jinja2) syntax: `{{ value }}`, `{% for x in list %}...{% endfor %}`"),
-                );
+                // An unclosed block is found at the end of the text; point at its opener.
+                let unclosed = (range.end >= text.trim_end().len()).then(|| unclosed_block(text)).flatten();
+                let d = match unclosed {
+                    Some((start, end, tag)) => {
+                        let (f, span) = place.range(start, end);
+                        Diagnostic::new(&r::PROMPT_SYNTAX_ERROR, f, span, format!("the template does not parse: this `{tag}` block is never closed"))
+                            .label("opened here")
+                            .help(format!("close it with `{{% end{tag} %}}`"))
+                    }
+                    None => {
+                        let (f, span) = place.range(range.start.min(text.len()), range.end.min(text.len()));
+                        Diagnostic::new(&r::PROMPT_SYNTAX_ERROR, f, span, format!("the template does not parse: {detail}"))
+                            .label("here")
+                            .help("templates use minijinja (Jinja2) syntax: `{{ value }}` inserts a value, `{% for x in list %}` loops")
+                    }
+                };
+                w.diags.push(d);
                 false
             }
         }
@@ -505,9 +516,9 @@ impl Checker<'_> {
                     Some(f) => Some(f.ty.clone()),
                     None => {
                         // Point at the attribute name: the end of the span.
-                        let base_end = base_expr.span().end_offset as usize;
                         let end = at.end_offset as usize;
-                        let (f, span) = place.range(base_end.min(end), end);
+                        let start = end.saturating_sub(name.len()).max(base_expr.span().end_offset as usize);
+                        let (f, span) = place.range(start, end);
                         let help = names::did_you_mean(name, rec.fields.iter().map(|f| f.name.as_str()))
                             .unwrap_or_else(|| format!("its fields are {}", rec.fields.iter().map(|f| format!("`{}`", f.name)).collect::<Vec<_>>().join(", ")));
                         w.diags.push(
@@ -572,6 +583,30 @@ impl Checker<'_> {
         self.walk_template(&mut w, "render", &Place::Inline(file, lit), text, &mut locals);
         self.diags.extend(w.diags);
     }
+}
+
+/// The last block tag (`{% for %}`, `{% if %}`, ...) that is never closed: its byte range
+/// and its name.
+fn unclosed_block(text: &str) -> Option<(usize, usize, String)> {
+    const BLOCKS: &[&str] = &["for", "if", "block", "macro", "call", "filter", "with", "autoescape", "raw"];
+    let mut stack: Vec<(usize, usize, String)> = Vec::new();
+    let mut i = 0;
+    while let Some(open) = text[i..].find("{%").map(|o| o + i) {
+        let Some(close) = text[open..].find("%}").map(|c| c + open + 2) else { break };
+        let inner = text[open + 2..close - 2].trim_matches(|c: char| c == '-' || c == '+' || c.is_whitespace());
+        let word: String = inner.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        if BLOCKS.contains(&word.as_str()) {
+            stack.push((open, close, word));
+        } else if word == "set" && !inner.contains('=') {
+            stack.push((open, close, word));
+        } else if let Some(name) = word.strip_prefix("end") {
+            if let Some(pos) = stack.iter().rposition(|(_, _, w)| w == name) {
+                stack.truncate(pos);
+            }
+        }
+        i = close;
+    }
+    stack.pop()
 }
 
 fn s_span(s: &Stmt<'_>) -> minijinja::machinery::Span {

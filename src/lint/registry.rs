@@ -72,6 +72,14 @@ pub static PASSES: &[Pass] = &[
     r::secret_out_of_place::check,
 ];
 
+/// Rules about unused things, which are not reported for a program with errors.
+pub static UNUSED_FAMILY: &[&str] = &[
+    r::UNUSED_PARAMETER.code,
+    r::UNUSED_NODE.code,
+    r::UNUSED_DECLARATION.code,
+    r::GATE_WITHOUT_CONSUMER.code,
+];
+
 /// A rule by code (`P0101`) or name (`unknown-name`), case-insensitively.
 pub fn find_rule(key: &str) -> Option<&'static Rule> {
     let key = key.trim();

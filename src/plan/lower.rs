@@ -210,7 +210,7 @@ impl Lower<'_> {
             hir::Body::Model { model, prompt, tools, limits, approve, max_steps, tool_timeout_ms, repairs, temperature, max_tokens } => {
                 let tool_name = |t: &u32| self.hir.tool(*t).info.display.clone();
                 Body::Model {
-                    model: self.hir.models[*model as usize].info.display.clone(),
+                    model: self.hir.models.get(*model as usize).map(|m| m.info.display.clone()).unwrap_or_default(),
                     prompt: template(prompt),
                     tools: tools.iter().map(tool_name).collect(),
                     limits: limits.iter().map(|(t, n)| (tool_name(t), *n)).collect(),

@@ -57,7 +57,7 @@ fn record_schema(hir: &Hir, fields: &[crate::check::ty::FieldTy]) -> Value {
 
 /// The `$defs` key of a named type.
 pub fn def_name(hir: &Hir, id: u32) -> String {
-    hir.types.get(id as usize).map_or_else(|| "unknown".into(), |t| t.info.display.clone())
+    hir.types.get(id as usize).map_or_else(|| "unknown".into(), |t| t.key.clone())
 }
 
 /// The schema of a named type's definition.

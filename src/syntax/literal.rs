@@ -151,33 +151,39 @@ fn decode_unicode_escape(
     start: usize,
     chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>,
 ) -> Result<char, BadEscape> {
-    let bad = |end: usize| BadEscape {
+    // The whole escape, up to its closing brace (or the end of the string).
+    let escape_end = |from: usize| body[from..].find('}').map_or(body.len(), |n| from + n + 1);
+    let bad = |end: usize, message: &str| BadEscape {
         start,
         end,
-        message: "a unicode escape is written `\\u{...}` with 1 to 6 hex digits".into(),
+        message: message.to_string(),
     };
+    const FORM: &str = "a unicode escape is written `\\u{...}` with 1 to 6 hex digits";
     match chars.next() {
         Some((_, '{')) => {}
-        Some((j, _)) => return Err(bad(j + 1)),
-        None => return Err(bad(body.len())),
+        Some((j, _)) => return Err(bad(j + 1, FORM)),
+        None => return Err(bad(body.len(), FORM)),
     }
     let mut hex = String::new();
     loop {
         match chars.next() {
             Some((_, '}')) => break,
-            Some((j, c)) if c.is_ascii_hexdigit() && hex.len() < 6 => {
-                hex.push(c);
-                let _ = j;
-            }
-            Some((j, c)) => return Err(bad(j + c.len_utf8())),
-            None => return Err(bad(body.len())),
+            Some((_, c)) if c.is_ascii_hexdigit() && hex.len() < 6 => hex.push(c),
+            Some((j, _)) => return Err(bad(escape_end(j), FORM)),
+            None => return Err(bad(body.len(), FORM)),
         }
     }
     let end = chars.peek().map_or(body.len(), |(j, _)| *j);
-    u32::from_str_radix(&hex, 16)
-        .ok()
-        .and_then(char::from_u32)
-        .ok_or_else(|| bad(end))
+    if hex.is_empty() {
+        return Err(bad(end, FORM));
+    }
+    match u32::from_str_radix(&hex, 16).ok().map(char::from_u32) {
+        Some(Some(c)) => Ok(c),
+        Some(None) if u32::from_str_radix(&hex, 16).is_ok_and(|v| v > 0x10FFFF) => {
+            Err(bad(end, "a unicode escape must be at most `\\u{10FFFF}`"))
+        }
+        _ => Err(bad(end, "`\\u{D800}` to `\\u{DFFF}` are surrogates, not characters")),
+    }
 }
 
 /// Dedents the body of a raw string: drops the newline right after the opener, the

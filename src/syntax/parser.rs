@@ -29,6 +29,9 @@ pub struct Parsed {
     pub file: File,
     pub comments: Vec<Comment>,
     pub diagnostics: Vec<Diagnostic>,
+    /// Declarations that did not parse, as (keyword, name): the checker knows these
+    /// names exist, so their uses are not reported as unknown too.
+    pub broken: Vec<(String, String)>,
 }
 
 /// Parses a whole file. Never fails: what could not be parsed is reported.
@@ -85,6 +88,7 @@ pub fn parse(file_id: FileId, text: &str) -> Parsed {
         stray_docs: Vec::new(),
     };
     let mut diagnostics = Vec::new();
+    let mut broken = Vec::new();
     for (span, raw) in &unterminated {
         let what = if *raw { "raw string" } else { "string" };
         let help = if *raw {
@@ -104,6 +108,7 @@ pub fn parse(file_id: FileId, text: &str) -> Parsed {
         );
     }
     for result in results {
+        broken.extend(result.broken);
         file.items.extend(result.items);
         file.stray_docs.extend(result.stray_docs);
         for diag in result.diagnostics {
@@ -125,6 +130,7 @@ pub fn parse(file_id: FileId, text: &str) -> Parsed {
         file,
         comments,
         diagnostics,
+        broken,
     }
 }
 
@@ -137,6 +143,7 @@ struct PieceResult {
     items: Vec<Item>,
     stray_docs: Vec<Doc>,
     diagnostics: Vec<Diagnostic>,
+    broken: Vec<(String, String)>,
 }
 
 /// Serialises the detailed re-parse of failing pieces: pest's switch for detailed errors
@@ -165,6 +172,7 @@ fn parse_piece(
                 items,
                 stray_docs,
                 diagnostics: b.diagnostics,
+                broken: Vec::new(),
             }
         }
         Err(_) => {
@@ -183,9 +191,35 @@ fn parse_piece(
                 items: Vec::new(),
                 stray_docs: Vec::new(),
                 diagnostics,
+                broken: declared_names(src),
             }
         }
     }
+}
+
+/// The declarations a piece that failed to parse starts, by keyword and name.
+fn declared_names(src: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for line in src.lines() {
+        let mut words = line.split_whitespace();
+        let (Some(kw), Some(rest)) = (words.next(), words.next()) else { continue };
+        let kw = match kw {
+            "type" | "enum" => "type",
+            "server" | "model" | "tool" | "reader" | "node" | "think" | "agent" | "act" | "gate" => "value",
+            "input" => "input",
+            "link" => "link",
+            _ => continue,
+        };
+        let name: String = if kw == "link" {
+            rest.trim_start_matches('"').split('"').next().unwrap_or("").to_string()
+        } else {
+            rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect()
+        };
+        if !name.is_empty() && !line.starts_with([' ', '\t']) {
+            out.push((kw.to_string(), name));
+        }
+    }
+    out
 }
 
 // ---------------------------------------------------------------- syntax errors
@@ -266,6 +300,10 @@ fn syntax_diagnostic(
 fn simplify_expected(expected: &mut Vec<String>) {
     const OPERATORS: &[&str] = &["`!=`", "`&&`", "`<=`", "`<`", "`==`", "`>=`", "`>`", "`??`", "`||`"];
     const CONTINUATIONS: &[&str] = &["`(`", "`.`", "`[*]`", "`[`"];
+    // In a type, `<` opens `ref<T>`/`map<T>`; it is not worth suggesting there.
+    if expected.iter().any(|e| e == "`[]`") {
+        expected.retain(|e| !matches!(e.as_str(), "`<`" | "`>`" | "`[`" | "`.`"));
+    }
     let has_operator = expected.iter().any(|e| OPERATORS.contains(&e.as_str()) || e == "an operator");
     if has_operator {
         expected.retain(|e| !OPERATORS.contains(&e.as_str()) && !CONTINUATIONS.contains(&e.as_str()));
@@ -314,6 +352,11 @@ fn syntax_help(text: &str, at: usize, expected: &[String]) -> Option<String> {
     }
     if rest.starts_with('=') && wants("`:`") {
         return Some("fields and record entries are written `name: value`".into());
+    }
+    let setting_like = rest.split_whitespace().nth(1) == Some("=")
+        && rest.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+    if wants("`{`") && setting_like {
+        return Some("settings belong in the declaration's block: open it with `{` before them".into());
     }
     if wants("`,`") && wants("`)`") {
         return Some("separate parameters and arguments with commas".into());

@@ -1,9 +1,23 @@
 //! `pipec fmt`: the canonical printer of `.pipe` files.
 //!
 //! The printer walks the syntax tree in source order and prints it in the house layout:
-//! two-space indentation, one entry per line in blocks, no column alignment (so a one-line
-//! edit stays a one-line diff), parameter lists, records and lists on one line when they
-//! fit in [`WIDTH`] columns and hold no comment.
+//!
+//! - two-space indentation, no trailing blanks, one newline at the end of the file, no
+//!   column alignment (so a one-line edit stays a one-line diff);
+//! - one blank line between top-level declarations, except that a run of one-line
+//!   declarations of the same kind (`link`s, `input`s, `import`s, aliases) written without
+//!   blank lines between them stays together; inside blocks, a run of blank lines between
+//!   entries becomes one, and none is kept after `{` or before `}`; `//!` file docs are
+//!   followed by a blank line;
+//! - record types, enums, blocks of settings and `serve` entries one entry per line,
+//!   without commas; empty ones as `{}`;
+//! - parameter lists on the header line when the whole line fits in 100 columns and
+//!   no parameter carries a doc or a comment, else one per line with trailing commas;
+//! - records, lists and argument lists on one line when they fit and hold no comment, else
+//!   one entry per line with trailing commas, breaking the outermost first;
+//! - regular strings re-escaped; raw strings and numbers exactly as written; parentheses
+//!   kept where they were written;
+//! - a file with `\r\n` line ends keeps them.
 //!
 //! `//` comments are not in the tree: they come from the lexer pre-pass and are woven
 //! back in by position. Before an element starting at offset X is printed, every comment
@@ -322,7 +336,10 @@ impl<'a> Printer<'a> {
             match last {
                 Some(c)
                     if c.span.start >= start
-                        && c.span.start + self.slice(c.span).trim_end().len() as u32 == end =>
+                        && c.span
+                            .start
+                            .saturating_add(self.slice(c.span).trim_end().len() as u32)
+                            == end =>
                 {
                     end = c.span.start;
                 }
@@ -505,10 +522,8 @@ impl<'a> Printer<'a> {
             }
             if let Some(doc) = entry.doc() {
                 self.doc(doc);
-                self.flush_before(span.start);
-            } else {
-                self.flush_before(span.start);
             }
+            self.flush_before(span.start);
             self.before_line(span.start, false);
             self.begin_line();
             self.entry(entry, usize::from(commas));
@@ -965,8 +980,12 @@ impl<'a> Printer<'a> {
         });
     }
 
+    /// Prints a type as written, on one line; an inline record type that holds a doc or
+    /// a comment, or does not fit, is printed one field per line.
     fn ty(&mut self, t: &TypeExpr) {
-        if let Some(flat) = self.flat_type(t) {
+        if let Some(flat) = self.flat_type(t)
+            && self.fits(&flat, 0)
+        {
             self.push(&flat);
             return;
         }
@@ -1705,6 +1724,21 @@ tool get_deal(deal_id: string as "dealId" = "x") -> Deal from crm
     }
 
     #[test]
+    fn long_inline_record_types_break() {
+        let input = "type T {\n  themes: { name: string, ticket_ids: string[], description_of_the_theme: string, weight: float, rank: int }[]\n  short: { a: int }\n}\n";
+        let out = check_all(input);
+        assert_eq!(
+            out,
+            "type T {\n  themes: {\n    name: string\n    ticket_ids: string[]\n    description_of_the_theme: string\n    weight: float\n    rank: int\n  }[]\n  short: { a: int }\n}\n"
+        );
+        // Written on several lines, a short one goes back to one line.
+        assert_eq!(
+            check_all("type T {\n  short: {\n    a: int\n    b: string\n  }?\n}\n"),
+            "type T {\n  short: { a: int, b: string }?\n}\n"
+        );
+    }
+
+    #[test]
     fn raw_strings_survive_unchanged() {
         let input = "node brief(deal: Deal = research) -> string {\n  prompt = ##\"\n      You write briefs.\n        - indented \"quoted\"# text   \n\n      Deal: {{ deal.name }}\n    \"##\n  return = #\"one line \\n\"#\n}\n";
         let out = check_all(input);
@@ -1815,7 +1849,7 @@ tool get_deal(deal_id: string as "dealId" = "x") -> Deal from crm
 
     #[test]
     fn a_comment_anywhere_is_kept() {
-        comment_everywhere(DEAL, 3, false);
+        comment_everywhere(DEAL, 5, false);
         comment_everywhere(MESSY_NODES, 2, false);
         comment_everywhere(MESSY_COMMENTS, 2, false);
         comment_everywhere(MESSY_DECLS, 2, false);

@@ -61,7 +61,7 @@ pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
             secrets(&p.source, &mut found);
             for span in found {
                 out.push(
-                    Diagnostic::new(&SECRET_OUT_OF_PLACE, node.info.file, span, format!("a secret cannot reach the `{}` node `{}`", node.kind.keyword(), node.info.name))
+                    Diagnostic::new(&SECRET_OUT_OF_PLACE, node.info.file, span, format!("a secret cannot reach {}", crate::check::hir::describe_node(node.kind, &node.info.name)))
                         .label("secret")
                         .help("secrets go only into server `env`, model `api_key`, and the parameters of `call`, `exec` and `host` nodes; a prompt, a gate or a stored value would leak it"),
                 );

@@ -65,9 +65,9 @@ pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
                 _ => None,
             };
             if let Some(option) = missing {
-                let what = if option == "max_total" { "these resources" } else { "this resource" };
+                let what = if option == "max_total" { "these resources reach" } else { "this resource reaches" };
                 out.push(
-                    Diagnostic::new(&UNBOUNDED_PROMPT_RESOURCE, node.info.file, p.source.span, format!("{what} reach the model in `{}` with no size cap", node.info.name))
+                    Diagnostic::new(&UNBOUNDED_PROMPT_RESOURCE, node.info.file, p.source.span, format!("{what} the model in `{}` with no size cap", node.info.name))
                         .label(format!("no `{option}`"))
                         .help(format!("cap what the prompt can receive: add `{option}: 100kb` (or a size that fits the model's context)")),
                 );

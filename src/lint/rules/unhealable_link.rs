@@ -92,7 +92,7 @@ pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
             let kind = &hir.links[link.link as usize].kind;
             let gname = &hir.node(gate).info.name;
             out.push(
-                Diagnostic::new(&UNHEALABLE_LINK, node.info.file, p.source.span, format!("a \"{kind}\" link read after the gate `{gname}` cannot be re-derived if it expires during the pause"))
+                Diagnostic::new(&UNHEALABLE_LINK, node.info.file, p.source.span, format!("the link of kind \"{kind}\", read after the gate `{gname}`, cannot be re-derived if it expires during the pause"))
                     .label("read after a pause")
                     .secondary(hir.node(producer).info.file, hir.node(producer).info.name_span, format!("produced here by {}", risky.join(", ")))
                     .help(format!("declare {} `idempotent = true` if calling it again is safe, or read the link before the gate", risky.join(", "))),
