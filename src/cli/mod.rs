@@ -3,7 +3,7 @@
 mod check;
 mod compile;
 mod explain;
-// mod fmt; (enabled once the printer lands)
+mod fmt;
 mod graph;
 
 use std::io::IsTerminal;
@@ -31,6 +31,8 @@ enum Command {
     Compile(compile::Args),
     /// Print the documentation of a diagnostic code or rule name
     Explain(explain::Args),
+    /// Format .pipe files canonically
+    Fmt(fmt::Args),
     /// Draw a pipeline as a Mermaid or Graphviz graph
     Graph(graph::Args),
 }
@@ -68,6 +70,7 @@ pub fn main() -> ExitCode {
         Command::Check(a) => check::run(a),
         Command::Compile(a) => compile::run(a),
         Command::Explain(a) => explain::run(a),
+        Command::Fmt(a) => fmt::run(a),
         Command::Graph(a) => graph::run(a),
     };
     ExitCode::from(code)

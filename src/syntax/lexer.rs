@@ -65,7 +65,10 @@ pub fn scan(text: &str) -> Scan {
                 i += 1;
             }
             b'/' if bytes.get(i + 1) == Some(&b'/') => {
-                let end = text[i..].find('\n').map_or(bytes.len(), |n| i + n);
+                let mut end = text[i..].find('\n').map_or(bytes.len(), |n| i + n);
+                if end > i && bytes[end - 1] == b'\r' {
+                    end -= 1;
+                }
                 let raw = &text[i..end];
                 let (kind, body) = if let Some(rest) = raw.strip_prefix("///") {
                     if rest.starts_with('/') {
