@@ -82,6 +82,7 @@ pub fn analyze(loader: &dyn Loader, path: &Path, display_name: &str) -> Analysis
         diagnostics.retain(|d| !lint::registry::UNUSED_FAMILY.contains(&d.rule.code));
     }
     lint::apply_suppressions(&checked.syntax, &checked.db, &mut diagnostics);
+    diagnostic::snap_spans(&checked.db, &mut diagnostics);
     diagnostic::sort_and_dedup(&mut diagnostics);
     Analysis {
         hir: checked.hir,

@@ -421,7 +421,11 @@ impl Checker<'_> {
             Ok(t) => Some(t),
             Err(e) => {
                 let at = match (e.offset, lit) {
-                    (Some(o), Some(l)) => l.source_span(o, (o + 1).min(text.len())),
+                    (Some(o), Some(l)) => {
+                        let o = crate::source::floor_char_boundary(text, o);
+                        let end = o + text[o..].chars().next().map_or(0, char::len_utf8);
+                        l.source_span(o, end)
+                    }
                     _ => span,
                 };
                 self.diags.push(

@@ -118,6 +118,22 @@ pub fn sort_and_dedup(diags: &mut Vec<Diagnostic>) {
     diags.dedup_by(|a, b| a.sort_key() == b.sort_key() && a.message == b.message);
 }
 
+/// Moves every label onto char boundaries inside its file: renderers and editors rely
+/// on it, and a span computed from a decoded string could otherwise split a character.
+pub fn snap_spans(db: &SourceDb, diags: &mut [Diagnostic]) {
+    for d in diags {
+        for label in d.primary.iter_mut().chain(d.secondary.iter_mut()) {
+            let text = &db.get(label.file).text;
+            let start = crate::source::floor_char_boundary(text, label.span.start as usize);
+            let mut end = (label.span.end as usize).clamp(start, text.len());
+            while !text.is_char_boundary(end) {
+                end += 1;
+            }
+            label.span = Span::new(start as u32, end as u32);
+        }
+    }
+}
+
 /// Counts of errors and warnings, for summaries and exit codes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counts {

@@ -1,0 +1,251 @@
+//! The Plan format: its top-level shape declared a second time (so an unplanned change
+//! fails here), determinism, what the hash covers, node fingerprints, and reading plans.
+
+use std::path::Path;
+
+use pipec::source::MemoryLoader;
+use pipec::Plan;
+use serde::Deserialize;
+
+/// The plan's top level, declared again. A field added, removed or renamed in
+/// `pipec::plan::Plan` without updating this (and bumping `format_version` when it
+/// breaks readers) fails `plan_top_level_shape_is_declared`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct PlanShape {
+    format_version: u32,
+    hash: String,
+    compiler: String,
+    name: String,
+    #[serde(default)]
+    doc: Option<String>,
+    inputs: Vec<serde_json::Value>,
+    outputs: Vec<serde_json::Value>,
+    #[serde(rename = "$defs")]
+    defs: serde_json::Map<String, serde_json::Value>,
+    servers: Vec<serde_json::Value>,
+    models: Vec<serde_json::Value>,
+    link_kinds: Vec<serde_json::Value>,
+    tools: Vec<serde_json::Value>,
+    nodes: Vec<NodeShape>,
+    config: Vec<serde_json::Value>,
+    #[serde(default)]
+    serve: Vec<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct NodeShape {
+    name: String,
+    kind: String,
+    #[serde(default)]
+    doc: Option<String>,
+    params: Vec<ParamShape>,
+    #[serde(default)]
+    each: Option<String>,
+    output: serde_json::Value,
+    output_type: String,
+    body: serde_json::Value,
+    #[serde(default)]
+    when: Option<serde_json::Value>,
+    #[serde(default)]
+    when_reads: Vec<String>,
+    deps: Vec<String>,
+    skippable: bool,
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+    #[serde(default)]
+    retries: Option<u64>,
+    #[serde(default)]
+    backoff_ms: Option<u64>,
+    #[serde(default)]
+    concurrency: Option<u64>,
+    #[serde(default)]
+    drop_failed_items: bool,
+    fingerprint: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct ParamShape {
+    name: String,
+    schema: serde_json::Value,
+    #[serde(rename = "type")]
+    type_name: String,
+    optional: bool,
+    #[serde(default)]
+    keep_ref: bool,
+    source: serde_json::Value,
+}
+
+fn example(name: &str) -> Plan {
+    pipec::compile_file(Path::new(env!("CARGO_MANIFEST_DIR")).join("pipelines").join(name))
+        .unwrap_or_else(|e| panic!("{name} compiles:\n{e}"))
+}
+
+fn compile_text(text: &str) -> Plan {
+    pipec::compile_str("p.pipe", text).unwrap_or_else(|e| panic!("compiles:\n{e}"))
+}
+
+#[test]
+fn plan_top_level_shape_is_declared() {
+    for name in ["deal_research.pipe", "triage.pipe", "release_notes.pipe"] {
+        let plan = example(name);
+        let json = plan.to_json();
+        let shape: Result<PlanShape, _> = serde_json::from_str(&json);
+        assert!(shape.is_ok(), "{name}: {:?}", shape.err());
+        assert_eq!(plan.format_version, pipec::plan::FORMAT_VERSION);
+    }
+}
+
+#[test]
+fn a_plan_reads_back_and_verifies_its_hash() {
+    let plan = example("deal_research.pipe");
+    let json = plan.to_json();
+    let back = Plan::from_json(&json).expect("reads back");
+    assert_eq!(back, plan);
+    // Edited content no longer matches the hash.
+    let tampered = json.replacen("\"gpt-4o-mini\"", "\"gpt-5\"", 1);
+    let err = Plan::from_json(&tampered).expect_err("tampered plan refused");
+    assert!(err.contains("does not match its hash"), "{err}");
+    // Another format version is refused with a clear message.
+    let newer = json.replacen("\"format_version\": 1", "\"format_version\": 99", 1);
+    let err = Plan::from_json(&newer).expect_err("newer format refused");
+    assert!(err.contains("format version 99"), "{err}");
+    assert!(Plan::from_json("{not json").is_err());
+    assert!(Plan::from_json("{}").is_err());
+}
+
+const BASE: &str = r#"//! A tiny pipeline.
+
+/// Who to greet.
+input name: string
+
+/// A greeting.
+type Greeting {
+  /// The words.
+  text: string
+}
+
+node greet(name: string = input.name) -> Greeting {
+  return = { text: name }
+}
+
+node shout(g: Greeting = greet) -> Greeting {
+  return = { text: g.text }
+}
+
+output greeting = shout
+"#;
+
+#[test]
+fn formatting_and_line_comments_do_not_change_the_hash() {
+    let base = compile_text(BASE);
+    let reformatted = BASE
+        .replace("node greet(name: string = input.name) -> Greeting {", "node greet(\n    name: string = input.name,   // from the caller\n) -> Greeting {\n\n")
+        .replace("  text: string\n", "  text :string // words\n")
+        .replace("output greeting = shout", "// the result\noutput   greeting=shout");
+    let other = compile_text(&reformatted);
+    assert_eq!(base.hash, other.hash);
+    assert_eq!(base.to_json(), other.to_json(), "byte-identical plans");
+}
+
+#[test]
+fn doc_comments_change_the_hash_and_the_fingerprints_of_nodes_that_touch_the_type() {
+    let base = compile_text(BASE);
+    let edited = compile_text(&BASE.replace("/// The words.", "/// The exact words."));
+    assert_ne!(base.hash, edited.hash);
+    // Both nodes return `Greeting`, whose field doc changed.
+    for n in ["greet", "shout"] {
+        assert_ne!(
+            base.node(n).map(|x| &x.fingerprint),
+            edited.node(n).map(|x| &x.fingerprint),
+            "{n} touches Greeting"
+        );
+    }
+    assert_eq!(edited.defs["Greeting"]["properties"]["text"]["description"], "The exact words.");
+}
+
+#[test]
+fn a_changed_node_changes_only_its_own_fingerprint() {
+    let base = compile_text(BASE);
+    let edited = compile_text(&BASE.replace("return = { text: g.text }", "return = { text: g.text ?? \"\" }"));
+    assert_ne!(base.node("shout").map(|n| &n.fingerprint), edited.node("shout").map(|n| &n.fingerprint));
+    assert_eq!(base.node("greet").map(|n| &n.fingerprint), edited.node("greet").map(|n| &n.fingerprint));
+}
+
+#[test]
+fn prompt_text_is_part_of_the_fingerprint() {
+    let loader = |prompt: &str| {
+        MemoryLoader::new()
+            .with("proj/p.pipe", "model m {\n  provider = \"openai\"\n  name = \"x\"\n}\n\ninput q: string\n\nthink t(q: string = input.q) -> string {\n  model = m\n  prompt = file(\"ask\")\n}\n\noutput a = t\n")
+            .with("proj/prompts/ask.jinja", prompt)
+    };
+    let a = pipec::compile_with(&loader("Answer {{ q }}."), Path::new("proj/p.pipe")).expect("compiles");
+    let b = pipec::compile_with(&loader("Answer briefly: {{ q }}."), Path::new("proj/p.pipe")).expect("compiles");
+    assert_ne!(a.nodes[0].fingerprint, b.nodes[0].fingerprint);
+    match &a.nodes[0].body {
+        pipec::plan::Body::Model { prompt, structured, .. } => {
+            assert_eq!(prompt.sources.get("ask.jinja").map(String::as_str), Some("Answer {{ q }}."));
+            assert!(!structured, "`-> string` is a plain completion");
+        }
+        other => panic!("expected a model body, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_plan_holds_what_the_runtime_needs() {
+    let plan = example("deal_research.pipe");
+    // Topological order: every node after its dependencies.
+    let pos = |n: &str| plan.nodes.iter().position(|x| x.name == n).expect("node");
+    for node in &plan.nodes {
+        for d in &node.deps {
+            assert!(pos(d) < pos(&node.name), "{} before {}", d, node.name);
+        }
+    }
+    // Secrets stay references; configuration is collected.
+    let json = plan.to_json();
+    assert!(json.contains("\"kind\": \"secret\""));
+    assert!(plan.config.iter().any(|c| c.var == "OPENAI_API_KEY" && c.secret));
+    // The link binding names its producer; URI bindings their server.
+    let consume = plan.node("consume").expect("consume");
+    let history = consume.params.iter().find(|p| p.name == "history").expect("history");
+    match &history.source {
+        pipec::plan::Source::Link { producer, link_kind, max_bytes, .. } => {
+            assert_eq!(producer, "research");
+            assert_eq!(link_kind, "email-history");
+            assert_eq!(*max_bytes, Some(200_000));
+        }
+        other => panic!("{other:?}"),
+    }
+    let digest = plan.node("digest").expect("digest");
+    assert!(digest.skippable && digest.when.is_some());
+    assert!(plan.outputs[0].optional);
+    // Types are JSON Schemas with their docs.
+    assert_eq!(plan.defs["DealSummary"]["description"], "What the research agent hands to the reviewer.");
+    // Prompts are in the plan, so the runtime needs no files.
+    match &plan.node("research").expect("research").body {
+        pipec::plan::Body::Model { prompt, tools, .. } => {
+            assert!(prompt.sources.contains_key("research/scan.jinja"));
+            assert_eq!(tools, &vec!["get_deal".to_string(), "read_emails".to_string()]);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_ref_parameter_keeps_the_reference() {
+    let plan = example("release_notes.pipe");
+    let kept: Vec<&str> = plan
+        .nodes
+        .iter()
+        .flat_map(|n| n.params.iter())
+        .filter(|p| p.keep_ref)
+        .map(|p| p.type_name.as_str())
+        .collect();
+    assert!(!kept.is_empty(), "release_notes.pipe binds a ref<T> parameter");
+    assert!(kept.iter().all(|t| t.starts_with("ref<")));
+}
