@@ -26,7 +26,10 @@ fn time_check(nodes: usize, rounds: usize) -> (Duration, usize) {
 fn main() {
     let sizes = [(100, 20), (1_000, 10), (10_000, 5)];
     let mut results = Vec::new();
-    println!("{:>8} {:>10} {:>12} {:>12}", "nodes", "bytes", "check (best)", "per node");
+    println!(
+        "{:>8} {:>10} {:>12} {:>12}",
+        "nodes", "bytes", "check (best)", "per node"
+    );
     for (n, rounds) in sizes {
         let bytes = pipec::synth::pipeline(n).len();
         let (t, diags) = time_check(n, rounds);
@@ -42,6 +45,9 @@ fn main() {
     }
     for w in results.windows(2) {
         let ratio = w[1].1.as_secs_f64() / w[0].1.as_secs_f64();
-        println!("{} → {} nodes: {:.2}× the time (linear is 10×)", w[0].0, w[1].0, ratio);
+        println!(
+            "{} → {} nodes: {:.2}× the time (linear is 10×)",
+            w[0].0, w[1].0, ratio
+        );
     }
 }

@@ -2,7 +2,11 @@ fn main() {
     for n in [1000usize, 10000] {
         let text = pipec::synth::pipeline(n);
         let loader = pipec::source::MemoryLoader::new().with("b.pipe", text.clone());
-        let (mut bp, mut ba, mut bc) = (std::time::Duration::MAX, std::time::Duration::MAX, std::time::Duration::MAX);
+        let (mut bp, mut ba, mut bc) = (
+            std::time::Duration::MAX,
+            std::time::Duration::MAX,
+            std::time::Duration::MAX,
+        );
         for _ in 0..7 {
             let t = std::time::Instant::now();
             let p = pipec::syntax::parse(pipec::source::FileId(0), &text);

@@ -44,8 +44,8 @@ use std::path::Path;
 
 pub use plan::Plan;
 
-use check::hir::Hir;
 use check::SyntaxFile;
+use check::hir::Hir;
 use diagnostic::{Diagnostic, Severity, TerminalOptions};
 use source::{FsLoader, Loader, MemoryLoader, SourceDb};
 
@@ -60,7 +60,9 @@ pub struct Analysis {
 
 impl Analysis {
     pub fn has_errors(&self) -> bool {
-        self.diagnostics.iter().any(|d| d.severity == Severity::Error)
+        self.diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Error)
     }
 }
 

@@ -212,9 +212,7 @@ impl Loader for MemoryLoader {
     }
     fn is_dir(&self, path: &Path) -> bool {
         let dir = normalize_path(path);
-        self.files
-            .keys()
-            .any(|p| p.starts_with(&dir) && p != &dir)
+        self.files.keys().any(|p| p.starts_with(&dir) && p != &dir)
     }
 }
 

@@ -9,7 +9,12 @@ fn pipec() -> Command {
 }
 
 fn run(args: &[&str], cwd: &Path) -> Output {
-    pipec().args(args).current_dir(cwd).env("NO_COLOR", "1").output().expect("pipec runs")
+    pipec()
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("pipec runs")
 }
 
 fn stdout(o: &Output) -> String {
@@ -82,7 +87,12 @@ fn example_files() -> Vec<String> {
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "pipe"))
-        .map(|p| format!("pipelines/{}", p.file_name().unwrap_or_default().to_string_lossy()))
+        .map(|p| {
+            format!(
+                "pipelines/{}",
+                p.file_name().unwrap_or_default().to_string_lossy()
+            )
+        })
         .collect();
     files.sort();
     files
@@ -91,11 +101,20 @@ fn example_files() -> Vec<String> {
 #[test]
 fn examples_check_clean_and_print_nothing() {
     let files = example_files();
-    assert!(files.len() >= 3, "the examples are deal_research.pipe and at least two more");
+    assert!(
+        files.len() >= 3,
+        "the examples are deal_research.pipe and at least two more"
+    );
     let mut args = vec!["check"];
     args.extend(files.iter().map(String::as_str));
     let out = run(&args, &crate_root());
-    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
     assert_eq!(stdout(&out), "");
     assert_eq!(stderr(&out), "");
     // With warnings denied too: the examples have none.
@@ -112,15 +131,28 @@ fn renamed_uri_variable_is_unbound_at_its_line_and_column() {
     let needle = "resource(\"mcp://crm/deals/{deal_id}/activity\", max_bytes: 50kb)";
     let offset = text.find(needle).expect("the research node's resource");
     let line = text[..offset].lines().count();
-    let col = offset - text[..offset].rfind('\n').map_or(0, |n| n + 1) + "resource(\"mcp://crm/deals/".len() + 1;
-    p.edit(file, needle, "resource(\"mcp://crm/deals/{deal}/activity\", max_bytes: 50kb)");
+    let col = offset - text[..offset].rfind('\n').map_or(0, |n| n + 1)
+        + "resource(\"mcp://crm/deals/".len()
+        + 1;
+    p.edit(
+        file,
+        needle,
+        "resource(\"mcp://crm/deals/{deal}/activity\", max_bytes: 50kb)",
+    );
     let (code, json) = p.check_json(file);
     assert_eq!(code, 1);
     let d = diags(&json);
-    let hit = d.iter().find(|d| d["code"] == "P0301").expect("P0301 unbound-uri-variable");
+    let hit = d
+        .iter()
+        .find(|d| d["code"] == "P0301")
+        .expect("P0301 unbound-uri-variable");
     assert_eq!(hit["name"], "unbound-uri-variable");
     assert_eq!(hit["line"], line);
-    assert_eq!(hit["column"], col + 1, "points at the variable inside the braces");
+    assert_eq!(
+        hit["column"],
+        col + 1,
+        "points at the variable inside the braces"
+    );
     assert!(hit["message"].as_str().unwrap_or("").contains("`deal`"));
 }
 
@@ -128,31 +160,69 @@ fn renamed_uri_variable_is_unbound_at_its_line_and_column() {
 fn removing_a_link_kind_from_the_producer_is_an_unproduced_link_kind() {
     let p = Project::new("link");
     let file = "pipelines/deal_research.pipe";
-    p.edit(file, "links = [\"activity-history\", \"email-history\"]", "links = [\"activity-history\"]");
+    p.edit(
+        file,
+        "links = [\"activity-history\", \"email-history\"]",
+        "links = [\"activity-history\"]",
+    );
     let (code, json) = p.check_json(file);
     assert_eq!(code, 1);
     let d = diags(&json);
-    let hit = d.iter().find(|d| d["code"] == "P0304").expect("P0304 unproduced-link-kind");
+    let hit = d
+        .iter()
+        .find(|d| d["code"] == "P0304")
+        .expect("P0304 unproduced-link-kind");
     let text = std::fs::read_to_string(p.dir.join(file)).unwrap_or_default();
-    let line_of_ref = text.lines().position(|l| l.contains("resource(ref: \"email-history\"")).expect("the ref binding") + 1;
+    let line_of_ref = text
+        .lines()
+        .position(|l| l.contains("resource(ref: \"email-history\""))
+        .expect("the ref binding")
+        + 1;
     assert_eq!(hit["line"], line_of_ref);
-    assert!(hit["message"].as_str().unwrap_or("").contains("email-history"));
+    assert!(
+        hit["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("email-history")
+    );
 }
 
 #[test]
 fn an_undefined_prompt_variable_points_into_the_template_file() {
     let p = Project::new("prompt");
     let tpl = "prompts/consume/brief.jinja";
-    p.edit(tpl, "Write a brief for the next call.", "Write a brief for the next call. {{ nope }}");
+    p.edit(
+        tpl,
+        "Write a brief for the next call.",
+        "Write a brief for the next call. {{ nope }}",
+    );
     let (code, json) = p.check_json("pipelines/deal_research.pipe");
     assert_eq!(code, 1);
     let d = diags(&json);
-    let hit = d.iter().find(|d| d["code"] == "P0402").expect("P0402 undefined-prompt-variable");
-    assert!(hit["file"].as_str().unwrap_or("").ends_with("prompts/consume/brief.jinja"), "{hit}");
+    let hit = d
+        .iter()
+        .find(|d| d["code"] == "P0402")
+        .expect("P0402 undefined-prompt-variable");
+    assert!(
+        hit["file"]
+            .as_str()
+            .unwrap_or("")
+            .ends_with("prompts/consume/brief.jinja"),
+        "{hit}"
+    );
     let text = std::fs::read_to_string(p.dir.join(tpl)).unwrap_or_default();
-    let line = text.lines().position(|l| l.contains("{{ nope }}")).expect("line") + 1;
+    let line = text
+        .lines()
+        .position(|l| l.contains("{{ nope }}"))
+        .expect("line")
+        + 1;
     assert_eq!(hit["line"], line);
-    let col = text.lines().nth(line - 1).and_then(|l| l.find("nope")).expect("col") + 1;
+    let col = text
+        .lines()
+        .nth(line - 1)
+        .and_then(|l| l.find("nope"))
+        .expect("col")
+        + 1;
     assert_eq!(hit["column"], col);
 }
 
@@ -161,37 +231,61 @@ fn swapped_parameter_types_are_a_type_mismatch_naming_both() {
     let p = Project::new("swap");
     let file = "pipelines/deal_research.pipe";
     // Two parameters of `consume` with their types swapped.
-    p.edit(file, "  digest: Digest = digest,\n  history: EmailPage = resource", "  digest: EmailPage = digest,\n  history: Digest = resource");
+    p.edit(
+        file,
+        "  digest: Digest = digest,\n  history: EmailPage = resource",
+        "  digest: EmailPage = digest,\n  history: Digest = resource",
+    );
     let out = run(&["check", file], &p.dir);
     assert_eq!(out.status.code(), Some(1));
     let text = stdout(&out);
     assert!(text.contains("P0201 type-mismatch"), "{text}");
-    assert!(text.contains("expected `EmailPage`, found `Digest`"), "{text}");
+    assert!(
+        text.contains("expected `EmailPage`, found `Digest`"),
+        "{text}"
+    );
 }
 
 #[test]
 fn three_syntax_errors_are_reported_in_one_run() {
     let p = Project::new("syntax");
     let file = "pipelines/deal_research.pipe";
-    p.edit(file, "  command = \"pipec-demo-crm\"", "  command: \"pipec-demo-crm\"");
+    p.edit(
+        file,
+        "  command = \"pipec-demo-crm\"",
+        "  command: \"pipec-demo-crm\"",
+    );
     p.edit(file, "  stage: string", "  stage string");
     p.edit(file, "input deal_id: string", "input deal_id string");
     let (code, json) = p.check_json(file);
     assert_eq!(code, 1);
-    let lines: Vec<i64> = diags(&json).iter().filter(|d| d["code"] == "P0001").filter_map(|d| d["line"].as_i64()).collect();
+    let lines: Vec<i64> = diags(&json)
+        .iter()
+        .filter(|d| d["code"] == "P0001")
+        .filter_map(|d| d["line"].as_i64())
+        .collect();
     assert_eq!(lines.len(), 3, "{json}");
-    assert!(lines.windows(2).all(|w| w[0] < w[1]), "three places: {lines:?}");
+    assert!(
+        lines.windows(2).all(|w| w[0] < w[1]),
+        "three places: {lines:?}"
+    );
 }
 
 #[test]
 fn json_diagnostics_are_versioned_and_complete() {
     let p = Project::new("json");
-    p.edit("pipelines/deal_research.pipe", "prompt = file(\"consume/brief\")", "prompt = file(\"consume/brif\")");
+    p.edit(
+        "pipelines/deal_research.pipe",
+        "prompt = file(\"consume/brief\")",
+        "prompt = file(\"consume/brif\")",
+    );
     let (code, json) = p.check_json("pipelines/deal_research.pipe");
     assert_eq!(code, 1);
     assert_eq!(json["version"], 1);
     let d = &diags(&json)[0];
-    for key in ["code", "name", "severity", "message", "file", "line", "column", "end", "labels", "help"] {
+    for key in [
+        "code", "name", "severity", "message", "file", "line", "column", "end", "labels", "help",
+    ] {
         assert!(d.get(key).is_some(), "missing `{key}` in {d}");
     }
     assert_eq!(d["code"], "P0401");
@@ -203,14 +297,25 @@ fn json_diagnostics_are_versioned_and_complete() {
 #[test]
 fn sarif_output_names_rules_and_locations() {
     let p = Project::new("sarif");
-    p.edit("pipelines/deal_research.pipe", "when = ack.approved", "when = ack.aproved");
-    let out = run(&["check", "--format", "sarif", "pipelines/deal_research.pipe"], &p.dir);
+    p.edit(
+        "pipelines/deal_research.pipe",
+        "when = ack.approved",
+        "when = ack.aproved",
+    );
+    let out = run(
+        &["check", "--format", "sarif", "pipelines/deal_research.pipe"],
+        &p.dir,
+    );
     assert_eq!(out.status.code(), Some(1));
     let sarif: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("sarif json");
     assert_eq!(sarif["version"], "2.1.0");
     let run0 = &sarif["runs"][0];
     assert_eq!(run0["tool"]["driver"]["name"], "pipec");
-    assert!(run0["tool"]["driver"]["rules"].as_array().is_some_and(|r| r.len() >= 40));
+    assert!(
+        run0["tool"]["driver"]["rules"]
+            .as_array()
+            .is_some_and(|r| r.len() >= 40)
+    );
     let result = &run0["results"][0];
     assert_eq!(result["ruleId"], "P0202");
     assert_eq!(result["level"], "error");
@@ -237,8 +342,19 @@ fn warnings_exit_zero_unless_denied() {
 #[test]
 fn usage_and_io_errors_exit_two() {
     let root = crate_root();
-    assert_eq!(run(&["check", "no/such/file.pipe"], &root).status.code(), Some(2));
-    assert_eq!(run(&["check", "--format", "xml", "pipelines/deal_research.pipe"], &root).status.code(), Some(2));
+    assert_eq!(
+        run(&["check", "no/such/file.pipe"], &root).status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        run(
+            &["check", "--format", "xml", "pipelines/deal_research.pipe"],
+            &root
+        )
+        .status
+        .code(),
+        Some(2)
+    );
     assert_eq!(run(&["frobnicate"], &root).status.code(), Some(2));
     assert_eq!(run(&["explain", "P9999"], &root).status.code(), Some(2));
 }
@@ -249,7 +365,10 @@ fn explain_prints_the_rule_documentation() {
     let out = run(&["explain", "P0301"], &root);
     assert_eq!(out.status.code(), Some(0));
     let text = stdout(&out);
-    assert!(text.starts_with("P0301 unbound-uri-variable (error)"), "{text}");
+    assert!(
+        text.starts_with("P0301 unbound-uri-variable (error)"),
+        "{text}"
+    );
     for section in ["## What it catches", "## Why it matters", "## Example"] {
         assert!(text.contains(section), "{text}");
     }
@@ -257,7 +376,11 @@ fn explain_prints_the_rule_documentation() {
     assert_eq!(by_name, text);
     let list = stdout(&run(&["explain", "--list"], &root));
     for rule in pipec::lint::ALL_RULES {
-        assert!(list.contains(rule.code) && list.contains(rule.name), "{} missing from --list", rule.code);
+        assert!(
+            list.contains(rule.code) && list.contains(rule.name),
+            "{} missing from --list",
+            rule.code
+        );
     }
     assert!(list.contains("R0402") && list.contains("thread-locked"));
 }
@@ -267,9 +390,20 @@ fn every_rule_documents_what_why_and_an_example() {
     for rule in pipec::lint::ALL_RULES {
         let doc = rule.documentation();
         for section in ["## What it catches", "## Why it matters", "## Example"] {
-            assert!(doc.contains(section), "{} {} lacks `{section}`", rule.code, rule.name);
+            assert!(
+                doc.contains(section),
+                "{} {} lacks `{section}`",
+                rule.code,
+                rule.name
+            );
         }
-        assert!(rule.name.chars().all(|c| c.is_ascii_lowercase() || c == '-'), "{} is not kebab-case", rule.name);
+        assert!(
+            rule.name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c == '-'),
+            "{} is not kebab-case",
+            rule.name
+        );
     }
     let mut codes: Vec<&str> = pipec::lint::ALL_RULES.iter().map(|r| r.code).collect();
     codes.sort();
@@ -287,19 +421,30 @@ fn compile_twice_gives_byte_identical_plans() {
         assert_eq!(a.status.code(), Some(0), "{}", stderr(&a));
         assert_eq!(a.stdout, b.stdout, "{file}");
         let plan: serde_json::Value = serde_json::from_slice(&a.stdout).expect("plan json");
-        assert!(plan["hash"].as_str().is_some_and(|h| h.starts_with("sha256:")));
+        assert!(
+            plan["hash"]
+                .as_str()
+                .is_some_and(|h| h.starts_with("sha256:"))
+        );
     }
 }
 
 #[test]
 fn compile_writes_to_a_file_and_refuses_a_broken_pipeline() {
     let p = Project::new("compile");
-    let out = run(&["compile", "pipelines/deal_research.pipe", "-o", "plan.json"], &p.dir);
+    let out = run(
+        &["compile", "pipelines/deal_research.pipe", "-o", "plan.json"],
+        &p.dir,
+    );
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(stdout(&out), "");
     let plan = std::fs::read_to_string(p.dir.join("plan.json")).expect("plan written");
     assert!(pipec::Plan::from_json(&plan).is_ok());
-    p.edit("pipelines/deal_research.pipe", "model = fast\n  prompt = file(\"consume/brief\")", "model = slow\n  prompt = file(\"consume/brief\")");
+    p.edit(
+        "pipelines/deal_research.pipe",
+        "model = fast\n  prompt = file(\"consume/brief\")",
+        "model = slow\n  prompt = file(\"consume/brief\")",
+    );
     let out = run(&["compile", "pipelines/deal_research.pipe"], &p.dir);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(stdout(&out), "", "no plan on stdout");
@@ -312,7 +457,18 @@ fn compile_schema_describes_the_plan() {
     assert_eq!(out.status.code(), Some(0));
     let schema: serde_json::Value = serde_json::from_slice(&out.stdout).expect("schema json");
     let props = &schema["properties"];
-    for key in ["format_version", "hash", "nodes", "inputs", "outputs", "$defs", "servers", "models", "tools", "link_kinds"] {
+    for key in [
+        "format_version",
+        "hash",
+        "nodes",
+        "inputs",
+        "outputs",
+        "$defs",
+        "servers",
+        "models",
+        "tools",
+        "link_kinds",
+    ] {
         assert!(props.get(key).is_some(), "schema lacks {key}");
     }
 }
@@ -320,15 +476,35 @@ fn compile_schema_describes_the_plan() {
 #[test]
 fn graph_draws_node_kinds_and_resource_edges() {
     let root = crate_root();
-    let out = run(&["graph", "pipelines/deal_research.pipe", "--format", "mermaid"], &root);
+    let out = run(
+        &[
+            "graph",
+            "pipelines/deal_research.pipe",
+            "--format",
+            "mermaid",
+        ],
+        &root,
+    );
     assert_eq!(out.status.code(), Some(0));
     let m = stdout(&out);
     assert!(m.starts_with("flowchart TD"));
-    assert!(m.contains("n_review{\"gate review\"}"), "gates are diamonds:\n{m}");
+    assert!(
+        m.contains("n_review{\"gate review\"}"),
+        "gates are diamonds:\n{m}"
+    );
     assert!(m.contains("n_research[[\"agent research\"]]"), "{m}");
-    assert!(m.contains("s_crm -.->"), "resource bindings come from the server:\n{m}");
-    assert!(m.contains("n_research -.->|\"history (link email-history)\"| n_consume"), "links come from their producer:\n{m}");
-    let out = run(&["graph", "pipelines/deal_research.pipe", "--format", "dot"], &root);
+    assert!(
+        m.contains("s_crm -.->"),
+        "resource bindings come from the server:\n{m}"
+    );
+    assert!(
+        m.contains("n_research -.->|\"history (link email-history)\"| n_consume"),
+        "links come from their producer:\n{m}"
+    );
+    let out = run(
+        &["graph", "pipelines/deal_research.pipe", "--format", "dot"],
+        &root,
+    );
     let d = stdout(&out);
     assert!(d.starts_with("digraph"));
     assert!(d.contains("shape=diamond"));

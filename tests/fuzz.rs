@@ -7,7 +7,7 @@
 //! seed. A failing input is written to `target/fuzz-failure.pipe`. For open-ended runs
 //! use the cargo-fuzz target in `fuzz/`.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
 use pipec::source::MemoryLoader;
@@ -23,7 +23,11 @@ impl Rng {
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
     fn below(&mut self, n: usize) -> usize {
-        if n == 0 { 0 } else { (self.next() % n as u64) as usize }
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
     }
     fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
@@ -31,12 +35,94 @@ impl Rng {
 }
 
 const TOKENS: &[&str] = &[
-    "{", "}", "(", ")", "[", "]", "\"", "#", "##\"", "\"#", "//", "///", "//!", "?", "??", ".", "[*]", ",", ":", "=", "->",
-    "==", "!", "&&", "||", "<", ">", "\n", " ", "\t", "\r\n", "type ", "node ", "think ", "agent ", "act ", "gate ", "input ",
-    "output ", "server ", "model ", "link ", "tool ", "reader ", "import ", "serve ", "from ", "as ", "resource(", "resources(",
-    "each(", "env(", "secret(", "file(", "len(", "ref<", "map<", "string", "int", "json", "bytes", "12kb", "5m", "1.5mb", "99999999999999999999",
-    "-1", "0.5", "true", "null", "\\u{1F600}", "\\q", "é", "😀", "\u{0}", "{{", "}}", "{%", "%}", "{% for x in y %}", "{{ a.b }}",
-    "mcp://crm/{x}", "{+p}", "{a,b}", "when = ", "return = ", "call = ", "exec = [\"x\"]", "// pipec: allow(unused-node)",
+    "{",
+    "}",
+    "(",
+    ")",
+    "[",
+    "]",
+    "\"",
+    "#",
+    "##\"",
+    "\"#",
+    "//",
+    "///",
+    "//!",
+    "?",
+    "??",
+    ".",
+    "[*]",
+    ",",
+    ":",
+    "=",
+    "->",
+    "==",
+    "!",
+    "&&",
+    "||",
+    "<",
+    ">",
+    "\n",
+    " ",
+    "\t",
+    "\r\n",
+    "type ",
+    "node ",
+    "think ",
+    "agent ",
+    "act ",
+    "gate ",
+    "input ",
+    "output ",
+    "server ",
+    "model ",
+    "link ",
+    "tool ",
+    "reader ",
+    "import ",
+    "serve ",
+    "from ",
+    "as ",
+    "resource(",
+    "resources(",
+    "each(",
+    "env(",
+    "secret(",
+    "file(",
+    "len(",
+    "ref<",
+    "map<",
+    "string",
+    "int",
+    "json",
+    "bytes",
+    "12kb",
+    "5m",
+    "1.5mb",
+    "99999999999999999999",
+    "-1",
+    "0.5",
+    "true",
+    "null",
+    "\\u{1F600}",
+    "\\q",
+    "é",
+    "😀",
+    "\u{0}",
+    "{{",
+    "}}",
+    "{%",
+    "%}",
+    "{% for x in y %}",
+    "{{ a.b }}",
+    "mcp://crm/{x}",
+    "{+p}",
+    "{a,b}",
+    "when = ",
+    "return = ",
+    "call = ",
+    "exec = [\"x\"]",
+    "// pipec: allow(unused-node)",
 ];
 
 fn corpus() -> Vec<(String, String)> {
@@ -44,15 +130,17 @@ fn corpus() -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut stack = vec![root.join("pipelines"), root.join("tests/ui")];
     while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         for e in entries.flatten() {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "pipe") {
-                if let Ok(t) = std::fs::read_to_string(&p) {
-                    out.push((p.to_string_lossy().into_owned(), t));
-                }
+            } else if p.extension().is_some_and(|x| x == "pipe")
+                && let Ok(t) = std::fs::read_to_string(&p)
+            {
+                out.push((p.to_string_lossy().into_owned(), t));
             }
         }
     }
@@ -67,7 +155,10 @@ fn mutate(rng: &mut Rng, text: &str, corpus: &[(String, String)]) -> String {
         let len = s.len();
         let at = floor(&s, rng.below(len + 1));
         match rng.below(8) {
-            0 | 1 => s.insert_str(at, *rng.pick(TOKENS)),
+            0 | 1 => {
+                let token: &&str = rng.pick(TOKENS);
+                s.insert_str(at, token.as_ref());
+            }
             2 => {
                 let end = floor(&s, (at + 1 + rng.below(12)).min(len));
                 s.replace_range(at..end, "");
@@ -90,11 +181,14 @@ fn mutate(rng: &mut Rng, text: &str, corpus: &[(String, String)]) -> String {
             6 => {
                 // Replace one character by a random token.
                 let end = floor(&s, (at + 1).min(len));
-                s.replace_range(at..end.max(at), *rng.pick(TOKENS));
+                let token: &&str = rng.pick(TOKENS);
+                s.replace_range(at..end.max(at), token.as_ref());
             }
             _ => {
                 let n = rng.below(30);
-                let random: String = (0..n).map(|_| char::from_u32(32 + rng.below(95) as u32).unwrap_or(' ')).collect();
+                let random: String = (0..n)
+                    .map(|_| char::from_u32(32 + rng.below(95) as u32).unwrap_or(' '))
+                    .collect();
                 s.insert_str(at, &random);
             }
         }
@@ -115,19 +209,35 @@ fn exercise(text: &str) -> Result<(), String> {
     let loader = MemoryLoader::new()
         .with("proj/p.pipe", text)
         .with("proj/lib.pipe", "type Lib { a: string }\n")
-        .with("proj/prompts/research/scan.jinja", "{{ deal_id }} {% for e in dossier.activity %}{{ e.at }}{% endfor %}")
-        .with("proj/prompts/consume/brief.jinja", "{{ digest.deal_id }} {{ history.emails }}");
+        .with(
+            "proj/prompts/research/scan.jinja",
+            "{{ deal_id }} {% for e in dossier.activity %}{{ e.at }}{% endfor %}",
+        )
+        .with(
+            "proj/prompts/consume/brief.jinja",
+            "{{ digest.deal_id }} {{ history.emails }}",
+        );
     let analysis = pipec::analyze(&loader, Path::new("proj/p.pipe"), "p.pipe");
     for d in &analysis.diagnostics {
         for label in d.primary.iter().chain(d.secondary.iter()) {
             let file = analysis.db.get(label.file);
             let (s, e) = (label.span.start as usize, label.span.end as usize);
-            if s > e || e > file.text.len() || !file.text.is_char_boundary(s) || !file.text.is_char_boundary(e) {
-                return Err(format!("{} has span {s}..{e} outside {} ({} bytes)", d.rule.code, file.name, file.text.len()));
+            if s > e
+                || e > file.text.len()
+                || !file.text.is_char_boundary(s)
+                || !file.text.is_char_boundary(e)
+            {
+                return Err(format!(
+                    "{} has span {s}..{e} outside {} ({} bytes)",
+                    d.rule.code,
+                    file.name,
+                    file.text.len()
+                ));
             }
         }
     }
-    let rendered = pipec::diagnostic::render_terminal(&analysis.db, &analysis.diagnostics, Default::default());
+    let rendered =
+        pipec::diagnostic::render_terminal(&analysis.db, &analysis.diagnostics, Default::default());
     std::hint::black_box(rendered);
     let _ = pipec::diagnostic::render_json(&analysis.db, &analysis.diagnostics);
     if let Ok(plan) = pipec::lower_analysis(analysis, Path::new("proj/p.pipe")) {
@@ -148,8 +258,14 @@ fn exercise(text: &str) -> Result<(), String> {
 
 #[test]
 fn the_front_end_never_panics_on_mutated_input() {
-    let iters: usize = std::env::var("PIPEC_FUZZ_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(3000);
-    let seed: u64 = std::env::var("PIPEC_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0x5eed_0001);
+    let iters: usize = std::env::var("PIPEC_FUZZ_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000);
+    let seed: u64 = std::env::var("PIPEC_FUZZ_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x5eed_0001);
     let corpus = corpus();
     assert!(corpus.len() > 10);
     let mut rng = Rng(seed | 1);
@@ -161,7 +277,9 @@ fn the_front_end_never_panics_on_mutated_input() {
         let (_, base) = rng.pick(&corpus).clone();
         let input = if i % 10 == 0 {
             // Pure noise from tokens, now and then.
-            (0..rng.below(60)).map(|_| *rng.pick(TOKENS)).collect::<String>()
+            (0..rng.below(60))
+                .map(|_| *rng.pick(TOKENS))
+                .collect::<String>()
         } else {
             mutate(&mut rng, &base, &corpus)
         };
@@ -172,7 +290,11 @@ fn the_front_end_never_panics_on_mutated_input() {
                 break;
             }
             Err(panic) => {
-                let msg = panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+                let msg = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
                 failure = Some((format!("panic: {msg}"), input));
                 break;
             }

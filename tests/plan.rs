@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use pipec::source::MemoryLoader;
 use pipec::Plan;
+use pipec::source::MemoryLoader;
 use serde::Deserialize;
 
 /// The plan's top level, declared again. A field added, removed or renamed in
@@ -82,8 +82,12 @@ struct ParamShape {
 }
 
 fn example(name: &str) -> Plan {
-    pipec::compile_file(Path::new(env!("CARGO_MANIFEST_DIR")).join("pipelines").join(name))
-        .unwrap_or_else(|e| panic!("{name} compiles:\n{e}"))
+    pipec::compile_file(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("pipelines")
+            .join(name),
+    )
+    .unwrap_or_else(|e| panic!("{name} compiles:\n{e}"))
 }
 
 fn compile_text(text: &str) -> Plan {
@@ -145,9 +149,15 @@ output greeting = shout
 fn formatting_and_line_comments_do_not_change_the_hash() {
     let base = compile_text(BASE);
     let reformatted = BASE
-        .replace("node greet(name: string = input.name) -> Greeting {", "node greet(\n    name: string = input.name,   // from the caller\n) -> Greeting {\n\n")
+        .replace(
+            "node greet(name: string = input.name) -> Greeting {",
+            "node greet(\n    name: string = input.name,   // from the caller\n) -> Greeting {\n\n",
+        )
         .replace("  text: string\n", "  text :string // words\n")
-        .replace("output greeting = shout", "// the result\noutput   greeting=shout");
+        .replace(
+            "output greeting = shout",
+            "// the result\noutput   greeting=shout",
+        );
     let other = compile_text(&reformatted);
     assert_eq!(base.hash, other.hash);
     assert_eq!(base.to_json(), other.to_json(), "byte-identical plans");
@@ -166,15 +176,27 @@ fn doc_comments_change_the_hash_and_the_fingerprints_of_nodes_that_touch_the_typ
             "{n} touches Greeting"
         );
     }
-    assert_eq!(edited.defs["Greeting"]["properties"]["text"]["description"], "The exact words.");
+    assert_eq!(
+        edited.defs["Greeting"]["properties"]["text"]["description"],
+        "The exact words."
+    );
 }
 
 #[test]
 fn a_changed_node_changes_only_its_own_fingerprint() {
     let base = compile_text(BASE);
-    let edited = compile_text(&BASE.replace("return = { text: g.text }", "return = { text: g.text ?? \"\" }"));
-    assert_ne!(base.node("shout").map(|n| &n.fingerprint), edited.node("shout").map(|n| &n.fingerprint));
-    assert_eq!(base.node("greet").map(|n| &n.fingerprint), edited.node("greet").map(|n| &n.fingerprint));
+    let edited = compile_text(&BASE.replace(
+        "return = { text: g.text }",
+        "return = { text: g.text ?? \"\" }",
+    ));
+    assert_ne!(
+        base.node("shout").map(|n| &n.fingerprint),
+        edited.node("shout").map(|n| &n.fingerprint)
+    );
+    assert_eq!(
+        base.node("greet").map(|n| &n.fingerprint),
+        edited.node("greet").map(|n| &n.fingerprint)
+    );
 }
 
 #[test]
@@ -184,12 +206,22 @@ fn prompt_text_is_part_of_the_fingerprint() {
             .with("proj/p.pipe", "model m {\n  provider = \"openai\"\n  name = \"x\"\n}\n\ninput q: string\n\nthink t(q: string = input.q) -> string {\n  model = m\n  prompt = file(\"ask\")\n}\n\noutput a = t\n")
             .with("proj/prompts/ask.jinja", prompt)
     };
-    let a = pipec::compile_with(&loader("Answer {{ q }}."), Path::new("proj/p.pipe")).expect("compiles");
-    let b = pipec::compile_with(&loader("Answer briefly: {{ q }}."), Path::new("proj/p.pipe")).expect("compiles");
+    let a = pipec::compile_with(&loader("Answer {{ q }}."), Path::new("proj/p.pipe"))
+        .expect("compiles");
+    let b = pipec::compile_with(
+        &loader("Answer briefly: {{ q }}."),
+        Path::new("proj/p.pipe"),
+    )
+    .expect("compiles");
     assert_ne!(a.nodes[0].fingerprint, b.nodes[0].fingerprint);
     match &a.nodes[0].body {
-        pipec::plan::Body::Model { prompt, structured, .. } => {
-            assert_eq!(prompt.sources.get("ask.jinja").map(String::as_str), Some("Answer {{ q }}."));
+        pipec::plan::Body::Model {
+            prompt, structured, ..
+        } => {
+            assert_eq!(
+                prompt.sources.get("ask.jinja").map(String::as_str),
+                Some("Answer {{ q }}.")
+            );
             assert!(!structured, "`-> string` is a plain completion");
         }
         other => panic!("expected a model body, got {other:?}"),
@@ -209,12 +241,25 @@ fn the_plan_holds_what_the_runtime_needs() {
     // Secrets stay references; configuration is collected.
     let json = plan.to_json();
     assert!(json.contains("\"kind\": \"secret\""));
-    assert!(plan.config.iter().any(|c| c.var == "OPENAI_API_KEY" && c.secret));
+    assert!(
+        plan.config
+            .iter()
+            .any(|c| c.var == "OPENAI_API_KEY" && c.secret)
+    );
     // The link binding names its producer; URI bindings their server.
     let consume = plan.node("consume").expect("consume");
-    let history = consume.params.iter().find(|p| p.name == "history").expect("history");
+    let history = consume
+        .params
+        .iter()
+        .find(|p| p.name == "history")
+        .expect("history");
     match &history.source {
-        pipec::plan::Source::Link { producer, link_kind, max_bytes, .. } => {
+        pipec::plan::Source::Link {
+            producer,
+            link_kind,
+            max_bytes,
+            ..
+        } => {
             assert_eq!(producer, "research");
             assert_eq!(link_kind, "email-history");
             assert_eq!(*max_bytes, Some(200_000));
@@ -225,12 +270,18 @@ fn the_plan_holds_what_the_runtime_needs() {
     assert!(digest.skippable && digest.when.is_some());
     assert!(plan.outputs[0].optional);
     // Types are JSON Schemas with their docs.
-    assert_eq!(plan.defs["DealSummary"]["description"], "What the research agent hands to the reviewer.");
+    assert_eq!(
+        plan.defs["DealSummary"]["description"],
+        "What the research agent hands to the reviewer."
+    );
     // Prompts are in the plan, so the runtime needs no files.
     match &plan.node("research").expect("research").body {
         pipec::plan::Body::Model { prompt, tools, .. } => {
             assert!(prompt.sources.contains_key("research/scan.jinja"));
-            assert_eq!(tools, &vec!["get_deal".to_string(), "read_emails".to_string()]);
+            assert_eq!(
+                tools,
+                &vec!["get_deal".to_string(), "read_emails".to_string()]
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -246,6 +297,9 @@ fn a_ref_parameter_keeps_the_reference() {
         .filter(|p| p.keep_ref)
         .map(|p| p.type_name.as_str())
         .collect();
-    assert!(!kept.is_empty(), "release_notes.pipe binds a ref<T> parameter");
+    assert!(
+        !kept.is_empty(),
+        "release_notes.pipe binds a ref<T> parameter"
+    );
     assert!(kept.iter().all(|t| t.starts_with("ref<")));
 }

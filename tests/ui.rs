@@ -11,11 +11,13 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use pipec::diagnostic::{render_terminal, Severity, TerminalOptions};
+use pipec::diagnostic::{Severity, TerminalOptions, render_terminal};
 use pipec::source::FsLoader;
 
 fn cases(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     entries.sort();
     for p in entries {
@@ -28,15 +30,30 @@ fn cases(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 fn is_case(p: &Path) -> bool {
-    let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    p.extension().is_some_and(|e| e == "pipe") && (stem.starts_with("fail") || stem.starts_with("pass"))
+    let stem = p
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    p.extension().is_some_and(|e| e == "pipe")
+        && (stem.starts_with("fail") || stem.starts_with("pass"))
 }
 
 fn render_case(path: &Path) -> (String, Vec<(String, Severity)>) {
     let name = path.to_string_lossy().replace('\\', "/");
     let analysis = pipec::analyze(&FsLoader, path, &name);
-    let rendered = render_terminal(&analysis.db, &analysis.diagnostics, TerminalOptions { color: false, width: 100 });
-    let codes = analysis.diagnostics.iter().map(|d| (d.rule.code.to_string(), d.severity)).collect();
+    let rendered = render_terminal(
+        &analysis.db,
+        &analysis.diagnostics,
+        TerminalOptions {
+            color: false,
+            width: 100,
+        },
+    );
+    let codes = analysis
+        .diagnostics
+        .iter()
+        .map(|d| (d.rule.code.to_string(), d.severity))
+        .collect();
     let source = std::fs::read_to_string(path).unwrap_or_default();
     let exit = if analysis.has_errors() { 1 } else { 0 };
     let snap = format!("--- source\n{source}--- diagnostics (exit {exit})\n{rendered}");
@@ -53,35 +70,61 @@ fn ui_cases() {
     let mut covered: BTreeSet<(String, &'static str)> = BTreeSet::new();
     let case_paths: Vec<&PathBuf> = files.iter().filter(|p| is_case(p)).collect();
 
-    for snap in files.iter().filter(|p| p.extension().is_some_and(|e| e == "snap")) {
+    for snap in files
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "snap"))
+    {
         let case = snap.with_extension("pipe");
         if !case.exists() {
             if bless {
                 let _ = std::fs::remove_file(snap);
             } else {
-                failures.push(format!("{}: snapshot without a case (delete it, or run with PIPEC_BLESS=1)", snap.display()));
+                failures.push(format!(
+                    "{}: snapshot without a case (delete it, or run with PIPEC_BLESS=1)",
+                    snap.display()
+                ));
             }
         }
     }
 
     for case in case_paths {
-        let rule_dir = case.parent().and_then(|p| p.file_name()).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let rule_dir = case
+            .parent()
+            .and_then(|p| p.file_name())
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let Some(rule) = pipec::lint::find_rule(&rule_dir) else {
-            failures.push(format!("{}: the folder `{rule_dir}` names no rule", case.display()));
+            failures.push(format!(
+                "{}: the folder `{rule_dir}` names no rule",
+                case.display()
+            ));
             continue;
         };
         let (snap_text, codes) = render_case(case);
-        let stem = case.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let stem = case
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let fails = stem.starts_with("fail");
         if fails {
             covered.insert((rule.name.to_string(), "fail"));
             if !codes.iter().any(|(c, _)| c == rule.code) {
-                failures.push(format!("{}: expected {} {}, got {:?}", case.display(), rule.code, rule.name, codes));
+                failures.push(format!(
+                    "{}: expected {} {}, got {:?}",
+                    case.display(),
+                    rule.code,
+                    rule.name,
+                    codes
+                ));
             }
         } else {
             covered.insert((rule.name.to_string(), "pass"));
             if !codes.is_empty() {
-                failures.push(format!("{}: a pass case must check clean, got {:?}", case.display(), codes));
+                failures.push(format!(
+                    "{}: a pass case must check clean, got {:?}",
+                    case.display(),
+                    codes
+                ));
             }
         }
         let snap_path = case.with_extension("snap");
@@ -103,9 +146,17 @@ fn ui_cases() {
     for rule in pipec::lint::ALL_RULES {
         for kind in ["fail", "pass"] {
             if !covered.contains(&(rule.name.to_string(), kind)) {
-                failures.push(format!("{} {} has no `{kind}` UI case in tests/ui/{}/", rule.code, rule.name, rule.name));
+                failures.push(format!(
+                    "{} {} has no `{kind}` UI case in tests/ui/{}/",
+                    rule.code, rule.name, rule.name
+                ));
             }
         }
     }
-    assert!(failures.is_empty(), "{} UI problems:\n\n{}", failures.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} UI problems:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
 }

@@ -3,12 +3,12 @@
 
 use std::path::Path;
 
+use super::Checker;
 use super::hir::*;
 use super::names;
-use super::settings::{literal_json, Settings};
+use super::settings::literal_json;
 use super::ty::{self, Ty};
 use super::uri::{self, UriTemplate};
-use super::Checker;
 use crate::diagnostic::Diagnostic;
 use crate::lint::rules as r;
 use crate::source::{FileId, Span};
@@ -189,8 +189,13 @@ impl Checker<'_> {
                         .collect(),
                     _ => {
                         self.diags.push(
-                            Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, e.span, "`env` takes a record of variables")
-                                .label("expected `{ NAME: \"value\" }`"),
+                            Diagnostic::new(
+                                &r::INVALID_LITERAL_TYPE,
+                                file,
+                                e.span,
+                                "`env` takes a record of variables",
+                            )
+                            .label("expected `{ NAME: \"value\" }`"),
                         );
                         Vec::new()
                     }
@@ -224,7 +229,12 @@ impl Checker<'_> {
     }
 
     /// A value that may be a literal, `env("X")` or (where allowed) `secret("X")`.
-    pub(crate) fn config_value(&mut self, file: FileId, e: &ast::Expr, secret_ok: bool) -> Option<ConfigValue> {
+    pub(crate) fn config_value(
+        &mut self,
+        file: FileId,
+        e: &ast::Expr,
+        secret_ok: bool,
+    ) -> Option<ConfigValue> {
         match &e.kind {
             ExprKind::Str(s) => Some(ConfigValue::Literal(s.value.clone())),
             ExprKind::Int(v) => Some(ConfigValue::Literal(v.to_string())),
@@ -252,8 +262,13 @@ impl Checker<'_> {
                     }
                     _ => {
                         self.diags.push(
-                            Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, e.span, "expected a string, `env(\"NAME\")` or `secret(\"NAME\")`")
-                                .label("not a value this setting takes"),
+                            Diagnostic::new(
+                                &r::INVALID_LITERAL_TYPE,
+                                file,
+                                e.span,
+                                "expected a string, `env(\"NAME\")` or `secret(\"NAME\")`",
+                            )
+                            .label("not a value this setting takes"),
                         );
                         None
                     }
@@ -262,8 +277,13 @@ impl Checker<'_> {
             ExprKind::Error => None,
             _ => {
                 self.diags.push(
-                    Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, e.span, "expected a string, `env(\"NAME\")` or `secret(\"NAME\")`")
-                        .label("not a value this setting takes"),
+                    Diagnostic::new(
+                        &r::INVALID_LITERAL_TYPE,
+                        file,
+                        e.span,
+                        "expected a string, `env(\"NAME\")` or `secret(\"NAME\")`",
+                    )
+                    .label("not a value this setting takes"),
                 );
                 None
             }
@@ -271,37 +291,61 @@ impl Checker<'_> {
     }
 
     /// The arguments of `env("NAME", default: "x")` and `secret("NAME")`.
-    pub(crate) fn env_args(&mut self, file: FileId, span: Span, args: &[ast::Arg]) -> Option<(String, Option<String>)> {
+    pub(crate) fn env_args(
+        &mut self,
+        file: FileId,
+        span: Span,
+        args: &[ast::Arg],
+    ) -> Option<(String, Option<String>)> {
         let mut var = None;
         let mut default = None;
         for arg in args {
             match (&arg.name, &arg.value.kind) {
                 (None, ExprKind::Str(s)) if var.is_none() => var = Some(s.value.clone()),
-                (Some(n), ExprKind::Str(s)) if n.name == "default" => default = Some(s.value.clone()),
+                (Some(n), ExprKind::Str(s)) if n.name == "default" => {
+                    default = Some(s.value.clone())
+                }
                 (Some(n), ExprKind::Int(v)) if n.name == "default" => default = Some(v.to_string()),
-                (Some(n), ExprKind::Bool(v)) if n.name == "default" => default = Some(v.to_string()),
+                (Some(n), ExprKind::Bool(v)) if n.name == "default" => {
+                    default = Some(v.to_string())
+                }
                 _ => {
                     self.diags.push(
-                        Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, arg.span, "expected the variable's name as a string, and optionally `default:`")
-                            .label("not an argument this takes"),
+                        Diagnostic::new(
+                            &r::INVALID_LITERAL_TYPE,
+                            file,
+                            arg.span,
+                            "expected the variable's name as a string, and optionally `default:`",
+                        )
+                        .label("not an argument this takes"),
                     );
                 }
             }
         }
         if var.is_none() {
             self.diags.push(
-                Diagnostic::new(&r::MISSING_SETTING, file, span, "the name of the environment variable is missing")
-                    .label("write `env(\"NAME\")`"),
+                Diagnostic::new(
+                    &r::MISSING_SETTING,
+                    file,
+                    span,
+                    "the name of the environment variable is missing",
+                )
+                .label("write `env(\"NAME\")`"),
             );
         }
-        if let Some(v) = &var {
-            if v.is_empty() || v.contains('=') || v.contains('\0') {
-                self.diags.push(
-                    Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, span, format!("`{v}` is not an environment variable name"))
-                        .label("not a variable name"),
-                );
-                return None;
-            }
+        if let Some(v) = &var
+            && (v.is_empty() || v.contains('=') || v.contains('\0'))
+        {
+            self.diags.push(
+                Diagnostic::new(
+                    &r::INVALID_LITERAL_TYPE,
+                    file,
+                    span,
+                    format!("`{v}` is not an environment variable name"),
+                )
+                .label("not a variable name"),
+            );
+            return None;
         }
         var.map(|v| (v, default))
     }
@@ -315,9 +359,14 @@ impl Checker<'_> {
                     let help = names::did_you_mean(&p, PROVIDERS.iter().copied())
                         .unwrap_or_else(|| "providers are \"openai\" (any OpenAI-compatible API) and \"scripted\" (canned replies)".into());
                     self.diags.push(
-                        Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, span, format!("unknown model provider \"{p}\""))
-                            .label("not a provider")
-                            .help(help),
+                        Diagnostic::new(
+                            &r::INVALID_LITERAL_TYPE,
+                            file,
+                            span,
+                            format!("unknown model provider \"{p}\""),
+                        )
+                        .label("not a provider")
+                        .help(help),
                     );
                 }
                 p
@@ -331,10 +380,20 @@ impl Checker<'_> {
         };
         let model_name = self.string_setting(&s, "name").map(|x| x.0);
         if provider == "openai" && model_name.is_none() && !s.has("name") {
-            self.missing_setting(file, decl.name.span, &format!("the model `{}`", decl.name.name), "name", "name the model the endpoint serves, e.g. `name = \"gpt-4o-mini\"`");
+            self.missing_setting(
+                file,
+                decl.name.span,
+                &format!("the model `{}`", decl.name.name),
+                "name",
+                "name the model the endpoint serves, e.g. `name = \"gpt-4o-mini\"`",
+            );
         }
-        let base_url = s.expr("base_url").and_then(|e| self.config_value(file, e, false));
-        let api_key = s.expr("api_key").and_then(|e| self.config_value(file, e, true));
+        let base_url = s
+            .expr("base_url")
+            .and_then(|e| self.config_value(file, e, false));
+        let api_key = s
+            .expr("api_key")
+            .and_then(|e| self.config_value(file, e, true));
         let temperature = self.float_setting(&s, "temperature");
         let max_tokens = self.int_setting(&s, "max_tokens");
         let timeout_ms = self.duration_setting(&s, "timeout");
@@ -344,7 +403,13 @@ impl Checker<'_> {
             join_rel(&base, &p)
         });
         if provider == "scripted" && replies.is_none() && !s.has("replies") {
-            self.missing_setting(file, decl.name.span, &format!("the scripted model `{}`", decl.name.name), "replies", "name the file of canned replies: `replies = \"replies.json\"`");
+            self.missing_setting(
+                file,
+                decl.name.span,
+                &format!("the scripted model `{}`", decl.name.name),
+                "replies",
+                "name the file of canned replies: `replies = \"replies.json\"`",
+            );
         }
         let extra = match s.get("extra") {
             Some(setting) => match &setting.value {
@@ -352,8 +417,13 @@ impl Checker<'_> {
                     Some(v @ serde_json::Value::Object(_)) => v,
                     _ => {
                         self.diags.push(
-                            Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, e.span, "`extra` takes a record of literal values")
-                                .label("expected `{ top_p: 0.9 }`"),
+                            Diagnostic::new(
+                                &r::INVALID_LITERAL_TYPE,
+                                file,
+                                e.span,
+                                "`extra` takes a record of literal values",
+                            )
+                            .label("expected `{ top_p: 0.9 }`"),
                         );
                         serde_json::Value::Null
                     }
@@ -361,10 +431,10 @@ impl Checker<'_> {
                 SettingValue::Block(b) => {
                     let mut map = serde_json::Map::new();
                     for x in &b.settings {
-                        if let SettingValue::Expr(e) = &x.value {
-                            if let Some(v) = literal_json(e) {
-                                map.insert(x.name.name.clone(), v);
-                            }
+                        if let SettingValue::Expr(e) = &x.value
+                            && let Some(v) = literal_json(e)
+                        {
+                            map.insert(x.name.name.clone(), v);
                         }
                     }
                     serde_json::Value::Object(map)
@@ -388,7 +458,12 @@ impl Checker<'_> {
     fn check_link(&mut self, f: usize, id: LinkId, decl: &ast::LinkDecl) {
         let file = self.files[f].id;
         let ty = self.resolve_type(f, &decl.ty);
-        let template = self.uri_template_at(file, &decl.template.value, decl.template.span, Some(&decl.template));
+        let template = self.uri_template_at(
+            file,
+            &decl.template.value,
+            decl.template.span,
+            Some(&decl.template),
+        );
         let mut matchable = false;
         if let Some(t) = &template {
             match t.check_matchable() {
@@ -416,7 +491,13 @@ impl Checker<'_> {
     }
 
     /// Parses a URI template, reporting P0302 at the string (or at the offending byte).
-    pub(crate) fn uri_template_at(&mut self, file: FileId, text: &str, span: Span, lit: Option<&ast::StrLit>) -> Option<UriTemplate> {
+    pub(crate) fn uri_template_at(
+        &mut self,
+        file: FileId,
+        text: &str,
+        span: Span,
+        lit: Option<&ast::StrLit>,
+    ) -> Option<UriTemplate> {
         match uri::parse(text) {
             Ok(t) => Some(t),
             Err(e) => {
@@ -451,18 +532,24 @@ impl Checker<'_> {
                 None if matches!(e.kind, ExprKind::Error) => {}
                 None => {
                     let (code, msg, help) = match &e.kind {
-                        ExprKind::Call(c, _) if matches!(&c.kind, ExprKind::Name(n) if n.name == "secret") => (
-                            &r::SECRET_OUT_OF_PLACE,
-                            "an input's default cannot be a secret",
-                            "read the secret where it is used: `token: string = secret(\"NAME\")` on a `call`, `exec` or `host` node",
-                        ),
+                        ExprKind::Call(c, _) if matches!(&c.kind, ExprKind::Name(n) if n.name == "secret") => {
+                            (
+                                &r::SECRET_OUT_OF_PLACE,
+                                "an input's default cannot be a secret",
+                                "read the secret where it is used: `token: string = secret(\"NAME\")` on a `call`, `exec` or `host` node",
+                            )
+                        }
                         _ => (
                             &r::INVALID_LITERAL_TYPE,
                             "an input's default must be a literal",
                             "write a string, number, boolean, list or record; use `env(\"NAME\")` on a node parameter for configuration",
                         ),
                     };
-                    self.diags.push(Diagnostic::new(code, file, e.span, msg).label("not a literal").help(help));
+                    self.diags.push(
+                        Diagnostic::new(code, file, e.span, msg)
+                            .label("not a literal")
+                            .help(help),
+                    );
                 }
             }
         }
@@ -472,11 +559,25 @@ impl Checker<'_> {
     }
 
     /// Checks that a literal value fits a type, reporting P0203 at the literal.
-    pub(crate) fn check_literal_fits(&mut self, file: FileId, e: &ast::Expr, value: &serde_json::Value, expected: &Ty) {
+    pub(crate) fn check_literal_fits(
+        &mut self,
+        file: FileId,
+        e: &ast::Expr,
+        value: &serde_json::Value,
+        expected: &Ty,
+    ) {
         if let Err(why) = literal_fits(&self.hir, value, expected) {
             self.diags.push(
-                Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, e.span, format!("this value does not fit `{}`: {why}", ty::display(&self.hir, expected)))
-                    .label(format!("expected {}", ty::display(&self.hir, expected))),
+                Diagnostic::new(
+                    &r::INVALID_LITERAL_TYPE,
+                    file,
+                    e.span,
+                    format!(
+                        "this value does not fit `{}`: {why}",
+                        ty::display(&self.hir, expected)
+                    ),
+                )
+                .label(format!("expected {}", ty::display(&self.hir, expected))),
             );
         }
     }
@@ -489,8 +590,13 @@ impl Checker<'_> {
         for p in &decl.params.params {
             if params.iter().any(|x| x.name == p.name.name) {
                 self.diags.push(
-                    Diagnostic::new(&r::DUPLICATE_DECLARATION, file, p.name.span, format!("the parameter `{}` is declared twice", p.name.name))
-                        .label("declared again here"),
+                    Diagnostic::new(
+                        &r::DUPLICATE_DECLARATION,
+                        file,
+                        p.name.span,
+                        format!("the parameter `{}` is declared twice", p.name.name),
+                    )
+                    .label("declared again here"),
                 );
                 continue;
             }
@@ -504,20 +610,33 @@ impl Checker<'_> {
                     }
                     None if matches!(e.kind, ExprKind::Error) => {}
                     None => self.diags.push(
-                        Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, e.span, "a tool parameter's default must be a literal")
-                            .label("not a literal"),
+                        Diagnostic::new(
+                            &r::INVALID_LITERAL_TYPE,
+                            file,
+                            e.span,
+                            "a tool parameter's default must be a literal",
+                        )
+                        .label("not a literal"),
                     ),
                 }
             }
             if is_reader && (p.wire_name.is_some() || default.is_some()) {
                 self.diags.push(
-                    Diagnostic::new(&r::READER_SIGNATURE_MISMATCH, file, p.span, "a reader's parameters are exactly its URI template's variables")
-                        .label("no `as` names or defaults on reader parameters"),
+                    Diagnostic::new(
+                        &r::READER_SIGNATURE_MISMATCH,
+                        file,
+                        p.span,
+                        "a reader's parameters are exactly its URI template's variables",
+                    )
+                    .label("no `as` names or defaults on reader parameters"),
                 );
             }
             params.push(ToolParam {
                 name: p.name.name.clone(),
-                wire_name: p.wire_name.as_ref().map_or_else(|| p.name.name.clone(), |w| w.value.clone()),
+                wire_name: p
+                    .wire_name
+                    .as_ref()
+                    .map_or_else(|| p.name.name.clone(), |w| w.value.clone()),
                 ty,
                 doc: p.doc.as_ref().map(|d| d.text.clone()),
                 default,
@@ -535,7 +654,16 @@ impl Checker<'_> {
             stray_docs: Vec::new(),
             span,
         });
-        let s = self.settings(file, &body, if is_reader { READER_SETTINGS } else { TOOL_SETTINGS }, what);
+        let s = self.settings(
+            file,
+            &body,
+            if is_reader {
+                READER_SETTINGS
+            } else {
+                TOOL_SETTINGS
+            },
+            what,
+        );
         let tool_name = decl.name.name.clone();
         if is_reader {
             let uri = self.string_setting(&s, "uri");
@@ -543,7 +671,9 @@ impl Checker<'_> {
                 ExprKind::Str(l) => Some(l.clone()),
                 _ => None,
             });
-            let template = uri.as_ref().and_then(|(text, span)| self.uri_template_at(file, text, *span, uri_lit.as_ref()));
+            let template = uri
+                .as_ref()
+                .and_then(|(text, span)| self.uri_template_at(file, text, *span, uri_lit.as_ref()));
             if uri.is_none() && !s.has("uri") {
                 self.missing_setting(file, decl.name.span, &format!("the reader `{tool_name}`"), "uri", "name the resource it reads: `uri = \"mcp://server/items/{id}\"`, whose variables are the reader's parameters");
             }
@@ -566,9 +696,14 @@ impl Checker<'_> {
             let destructive = self.bool_setting(&s, "destructive").map(|x| x.0);
             if let (Some(true), Some((false, ispan))) = (read_only, idempotent) {
                 self.diags.push(
-                    Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, ispan, "a read-only tool is always idempotent")
-                        .label("contradicts `read_only = true`")
-                        .help("remove `idempotent = false`"),
+                    Diagnostic::new(
+                        &r::INVALID_LITERAL_TYPE,
+                        file,
+                        ispan,
+                        "a read-only tool is always idempotent",
+                    )
+                    .label("contradicts `read_only = true`")
+                    .help("remove `idempotent = false`"),
                 );
             }
             let wire = self.string_setting(&s, "name").map(|x| x.0);
@@ -579,15 +714,22 @@ impl Checker<'_> {
                         self.hir.used.insert(DeclRef::Link(l));
                         links.push((l, kspan));
                     }
-                    None if self.poisoned(f, "link", &[kind.clone()]) => {}
+                    None if self.poisoned(f, "link", std::slice::from_ref(&kind)) => {}
                     None => {
                         let known = self.link_names(f);
                         let help = names::did_you_mean(&kind, known.iter().map(String::as_str))
-                            .unwrap_or_else(|| format!("declare it: `link \"{kind}\": Type = \"uri-template\"`"));
+                            .unwrap_or_else(|| {
+                                format!("declare it: `link \"{kind}\": Type = \"uri-template\"`")
+                            });
                         self.diags.push(
-                            Diagnostic::new(&r::UNKNOWN_NAME, file, kspan, format!("unknown link kind \"{kind}\""))
-                                .label("not declared")
-                                .help(help),
+                            Diagnostic::new(
+                                &r::UNKNOWN_NAME,
+                                file,
+                                kspan,
+                                format!("unknown link kind \"{kind}\""),
+                            )
+                            .label("not declared")
+                            .help(help),
                         );
                     }
                 }
@@ -613,29 +755,60 @@ impl Checker<'_> {
         tool.server = server;
     }
 
-    fn check_reader_signature(&mut self, file: FileId, decl: &ast::ToolDecl, params: &[ToolParam], t: &UriTemplate, lit: Option<&ast::StrLit>) {
+    fn check_reader_signature(
+        &mut self,
+        file: FileId,
+        decl: &ast::ToolDecl,
+        params: &[ToolParam],
+        t: &UriTemplate,
+        lit: Option<&ast::StrLit>,
+    ) {
         for v in t.variables() {
             if !params.iter().any(|p| p.name == v.name) {
                 let at = lit.map_or(decl.name.span, |l| l.source_span(v.start, v.end));
                 self.diags.push(
-                    Diagnostic::new(&r::READER_SIGNATURE_MISMATCH, file, at, format!("the URI variable `{}` is not a parameter of the reader `{}`", v.name, decl.name.name))
-                        .label("no parameter for it")
-                        .help(format!("add the parameter `{}: string`", v.name)),
+                    Diagnostic::new(
+                        &r::READER_SIGNATURE_MISMATCH,
+                        file,
+                        at,
+                        format!(
+                            "the URI variable `{}` is not a parameter of the reader `{}`",
+                            v.name, decl.name.name
+                        ),
+                    )
+                    .label("no parameter for it")
+                    .help(format!("add the parameter `{}: string`", v.name)),
                 );
             }
         }
         for p in params {
             if !t.variables().any(|v| v.name == p.name) {
                 self.diags.push(
-                    Diagnostic::new(&r::READER_SIGNATURE_MISMATCH, file, p.span, format!("the parameter `{}` is not a variable of the reader's URI template", p.name))
-                        .label("not in the URI")
-                        .help("a reader's parameters are exactly its URI template's variables"),
+                    Diagnostic::new(
+                        &r::READER_SIGNATURE_MISMATCH,
+                        file,
+                        p.span,
+                        format!(
+                            "the parameter `{}` is not a variable of the reader's URI template",
+                            p.name
+                        ),
+                    )
+                    .label("not in the URI")
+                    .help("a reader's parameters are exactly its URI template's variables"),
                 );
             }
             if !ty::is_uri_scalar(&self.hir, &p.ty) {
                 self.diags.push(
-                    Diagnostic::new(&r::TYPE_MISMATCH, file, p.span, format!("a URI variable must be a string, number or boolean, not `{}`", ty::display(&self.hir, &p.ty)))
-                        .label("cannot be written into a URI"),
+                    Diagnostic::new(
+                        &r::TYPE_MISMATCH,
+                        file,
+                        p.span,
+                        format!(
+                            "a URI variable must be a string, number or boolean, not `{}`",
+                            ty::display(&self.hir, &p.ty)
+                        ),
+                    )
+                    .label("cannot be written into a URI"),
                 );
             }
         }
@@ -651,8 +824,7 @@ impl Checker<'_> {
             }
             None if self.scopes[f].is_poisoned("value", &name.name) => None,
             other => {
-                let servers: Vec<&str> = self
-                    .scopes[f]
+                let servers: Vec<&str> = self.scopes[f]
                     .values
                     .iter()
                     .filter(|(_, v)| matches!(v, DeclRef::Server(_)))
@@ -663,9 +835,14 @@ impl Checker<'_> {
                 } else {
                     format!("unknown server `{}`", name.name)
                 };
-                let help = names::did_you_mean(&name.name, servers)
-                    .unwrap_or_else(|| format!("declare it: `server {} {{ command = \"...\" }}`", name.name));
-                self.diags.push(Diagnostic::new(&r::UNKNOWN_NAME, file, name.span, msg).label("not a declared server").help(help));
+                let help = names::did_you_mean(&name.name, servers).unwrap_or_else(|| {
+                    format!("declare it: `server {} {{ command = \"...\" }}`", name.name)
+                });
+                self.diags.push(
+                    Diagnostic::new(&r::UNKNOWN_NAME, file, name.span, msg)
+                        .label("not a declared server")
+                        .help(help),
+                );
                 None
             }
         }
@@ -677,7 +854,10 @@ impl Checker<'_> {
         for a in 0..n {
             for b in a + 1..n {
                 let (la, lb) = (&self.hir.links[a], &self.hir.links[b]);
-                if !la.matchable || !lb.matchable || !self.hir.is_root_file(la.info.file) && !self.hir.is_root_file(lb.info.file) {
+                if !la.matchable
+                    || !lb.matchable
+                    || !self.hir.is_root_file(la.info.file) && !self.hir.is_root_file(lb.info.file)
+                {
                     continue;
                 }
                 let overlap = ["x", "x/y"].iter().any(|v| {
@@ -687,7 +867,10 @@ impl Checker<'_> {
                 if overlap {
                     let (file, span) = (lb.info.file, lb.info.name_span);
                     let (ofile, ospan) = (la.info.file, la.info.name_span);
-                    let msg = format!("the link kinds \"{}\" and \"{}\" match the same URIs", la.kind, lb.kind);
+                    let msg = format!(
+                        "the link kinds \"{}\" and \"{}\" match the same URIs",
+                        la.kind, lb.kind
+                    );
                     self.diags.push(
                         Diagnostic::new(&r::OVERLAPPING_LINK_TEMPLATES, file, span, msg)
                             .label("overlaps")
@@ -701,15 +884,28 @@ impl Checker<'_> {
 
     pub(crate) fn check_serve(&mut self, root: usize) {
         let file = self.files[root].id;
-        let items: Vec<ast::Item> = self.files[root].ast.items.iter().filter(|i| matches!(i.kind, ItemKind::Serve(_))).cloned().collect();
+        let items: Vec<ast::Item> = self.files[root]
+            .ast
+            .items
+            .iter()
+            .filter(|i| matches!(i.kind, ItemKind::Serve(_)))
+            .cloned()
+            .collect();
         let mut seen_block: Option<Span> = None;
         for item in &items {
-            let ItemKind::Serve(serve) = &item.kind else { continue };
+            let ItemKind::Serve(serve) = &item.kind else {
+                continue;
+            };
             if let Some(first) = seen_block {
                 self.diags.push(
-                    Diagnostic::new(&r::DUPLICATE_DECLARATION, file, item.span, "a file has one `serve` block")
-                        .label("second block")
-                        .secondary(file, first, "first block"),
+                    Diagnostic::new(
+                        &r::DUPLICATE_DECLARATION,
+                        file,
+                        item.span,
+                        "a file has one `serve` block",
+                    )
+                    .label("second block")
+                    .secondary(file, first, "first block"),
                 );
                 continue;
             }
@@ -724,30 +920,66 @@ impl Checker<'_> {
         let file = self.files[root].id;
         let template = entry.kind == ast::ServeEntryKind::Template;
         let allowed: &[&str] = if template {
-            &["name", "title", "description", "mime_type", "root", "backend", "render", "annotations"]
+            &[
+                "name",
+                "title",
+                "description",
+                "mime_type",
+                "root",
+                "backend",
+                "render",
+                "annotations",
+            ]
         } else {
-            &["name", "title", "description", "mime_type", "text", "annotations"]
+            &[
+                "name",
+                "title",
+                "description",
+                "mime_type",
+                "text",
+                "annotations",
+            ]
         };
-        let what = if template { "a served template" } else { "a served resource" };
+        let what = if template {
+            "a served template"
+        } else {
+            "a served resource"
+        };
         let s = self.settings(file, &entry.body, allowed, what);
         let tpl = self.uri_template_at(file, &entry.uri.value, entry.uri.span, Some(&entry.uri));
         if !template && tpl.as_ref().is_some_and(|t| t.has_expressions()) {
             self.diags.push(
-                Diagnostic::new(&r::INVALID_URI_TEMPLATE, file, entry.uri.span, "a served resource has a fixed URI")
-                    .label("holds a template expression")
-                    .help("declare it as `template \"...\" { ... }`"),
+                Diagnostic::new(
+                    &r::INVALID_URI_TEMPLATE,
+                    file,
+                    entry.uri.span,
+                    "a served resource has a fixed URI",
+                )
+                .label("holds a template expression")
+                .help("declare it as `template \"...\" { ... }`"),
             );
         }
         let name = self.string_setting(&s, "name").map(|x| x.0);
         if name.is_none() && !s.has("name") {
-            self.missing_setting(file, entry.uri.span, what, "name", "give it a name clients show: `name = \"...\"`");
+            self.missing_setting(
+                file,
+                entry.uri.span,
+                what,
+                "name",
+                "give it a name clients show: `name = \"...\"`",
+            );
         }
         let text = self.string_setting(&s, "text").map(|x| x.0);
-        let root_dir = self.string_setting(&s, "root").map(|(p, _)| join_rel(&self.base_dir(root), &p));
+        let root_dir = self
+            .string_setting(&s, "root")
+            .map(|(p, _)| join_rel(&self.base_dir(root), &p));
         let backend = self.string_setting(&s, "backend").map(|x| x.0);
         let render = self.string_setting(&s, "render").map(|x| x.0);
         if template {
-            let sources = [s.has("root"), s.has("backend"), s.has("render")].iter().filter(|x| **x).count();
+            let sources = [s.has("root"), s.has("backend"), s.has("render")]
+                .iter()
+                .filter(|x| **x)
+                .count();
             if sources != 1 {
                 self.diags.push(
                     Diagnostic::new(&r::MISSING_SETTING, file, entry.uri.span, "a served template needs exactly one of `root`, `backend` or `render`")
@@ -760,7 +992,13 @@ impl Checker<'_> {
                 self.check_render_template(file, &entry.body, r, &vars);
             }
         } else if text.is_none() && !s.has("text") {
-            self.missing_setting(file, entry.uri.span, what, "text", "give its content: `text = \"...\"`");
+            self.missing_setting(
+                file,
+                entry.uri.span,
+                what,
+                "text",
+                "give its content: `text = \"...\"`",
+            );
         }
         let mut audience = Vec::new();
         let mut priority = None;
@@ -775,7 +1013,10 @@ impl Checker<'_> {
                     })
                     .collect(),
                 SettingValue::Expr(e) => match &e.kind {
-                    ExprKind::Record(en) => en.iter().map(|x| (x.key.name.clone(), x.value.clone())).collect(),
+                    ExprKind::Record(en) => en
+                        .iter()
+                        .map(|x| (x.key.name.clone(), x.value.clone()))
+                        .collect(),
                     _ => Vec::new(),
                 },
             };
@@ -786,21 +1027,47 @@ impl Checker<'_> {
                             match item.as_str() {
                                 Some(a @ ("user" | "assistant")) => audience.push(a.to_string()),
                                 _ => self.diags.push(
-                                    Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, value.span, "an audience is \"user\" or \"assistant\"")
-                                        .label("not an audience"),
+                                    Diagnostic::new(
+                                        &r::INVALID_LITERAL_TYPE,
+                                        file,
+                                        value.span,
+                                        "an audience is \"user\" or \"assistant\"",
+                                    )
+                                    .label("not an audience"),
                                 ),
                             }
                         }
                     }
-                    ("priority", Some(v)) if v.as_f64().is_some_and(|p| (0.0..=1.0).contains(&p)) => priority = v.as_f64(),
+                    ("priority", Some(v))
+                        if v.as_f64().is_some_and(|p| (0.0..=1.0).contains(&p)) =>
+                    {
+                        priority = v.as_f64()
+                    }
                     ("audience" | "priority", _) => self.diags.push(
-                        Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, value.span, format!("`{key}` takes {}", if key == "audience" { "a list of \"user\" and \"assistant\"" } else { "a number from 0 to 1" }))
-                            .label("not a value it takes"),
+                        Diagnostic::new(
+                            &r::INVALID_LITERAL_TYPE,
+                            file,
+                            value.span,
+                            format!(
+                                "`{key}` takes {}",
+                                if key == "audience" {
+                                    "a list of \"user\" and \"assistant\""
+                                } else {
+                                    "a number from 0 to 1"
+                                }
+                            ),
+                        )
+                        .label("not a value it takes"),
                     ),
                     _ => self.diags.push(
-                        Diagnostic::new(&r::UNKNOWN_SETTING, file, value.span, format!("annotations have no `{key}`"))
-                            .label("unknown annotation")
-                            .help("annotations take `audience` and `priority`"),
+                        Diagnostic::new(
+                            &r::UNKNOWN_SETTING,
+                            file,
+                            value.span,
+                            format!("annotations have no `{key}`"),
+                        )
+                        .label("unknown annotation")
+                        .help("annotations take `audience` and `priority`"),
                     ),
                 }
             }
@@ -825,7 +1092,11 @@ impl Checker<'_> {
 }
 
 /// Checks a JSON literal against a type.
-pub(crate) fn literal_fits(env: &Hir, value: &serde_json::Value, expected: &Ty) -> Result<(), String> {
+pub(crate) fn literal_fits(
+    env: &Hir,
+    value: &serde_json::Value,
+    expected: &Ty,
+) -> Result<(), String> {
     use serde_json::Value;
     let t = ty::resolve(env, expected);
     let shown = || ty::display(env, expected);
@@ -856,15 +1127,21 @@ pub(crate) fn literal_fits(env: &Hir, value: &serde_json::Value, expected: &Ty) 
                 Ok(())
             } else {
                 let shown: Vec<String> = lits.iter().map(|l| format!("\"{l}\"")).collect();
-                let hint = names::did_you_mean(s, lits.iter().map(String::as_str)).map(|h| format!("; {h}")).unwrap_or_default();
+                let hint = names::did_you_mean(s, lits.iter().map(String::as_str))
+                    .map(|h| format!("; {h}"))
+                    .unwrap_or_default();
                 Err(format!("\"{s}\" is not one of {}{hint}", shown.join(", ")))
             }
         }
         (Value::Object(map), _) if ty::as_record(env, t).is_some() => {
-            let rec = ty::as_record(env, t).map(|r| r.fields.clone()).unwrap_or_default();
+            let rec = ty::as_record(env, t)
+                .map(|r| r.fields.clone())
+                .unwrap_or_default();
             for (k, v) in map {
                 match rec.iter().find(|f| &f.name == k) {
-                    Some(field) => literal_fits(env, v, &field.ty).map_err(|e| format!("field `{k}`: {e}"))?,
+                    Some(field) => {
+                        literal_fits(env, v, &field.ty).map_err(|e| format!("field `{k}`: {e}"))?
+                    }
                     None => return Err(format!("`{}` has no field `{k}`", shown())),
                 }
             }
@@ -894,7 +1171,9 @@ fn describe_json(v: &serde_json::Value) -> &'static str {
 /// `base/rel`, normalised, as a string with `/` separators; absolute paths stay.
 pub(crate) fn join_rel(base: &str, rel: &str) -> String {
     if rel.starts_with('/') || base.is_empty() {
-        return crate::source::normalize_path(Path::new(rel)).to_string_lossy().replace('\\', "/");
+        return crate::source::normalize_path(Path::new(rel))
+            .to_string_lossy()
+            .replace('\\', "/");
     }
     crate::source::normalize_path(&Path::new(base).join(rel))
         .to_string_lossy()

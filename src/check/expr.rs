@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::Checker;
 use super::hir::{self, ExprKind as H, ParamDef};
 use super::names;
 use super::ty::{self, FieldTy, RecordTy, Ty};
-use super::Checker;
 use crate::diagnostic::Diagnostic;
 use crate::lint::rules as r;
 use crate::source::{FileId, Span};
@@ -86,9 +86,17 @@ impl Checker<'_> {
                     None => {
                         let shown = ty::display(&self.hir, &base.ty);
                         self.diags.push(
-                            Diagnostic::new(&r::UNKNOWN_FIELD, file, e.span, format!("`[*]` takes a list, and this is `{shown}`"))
-                                .label("not a list")
-                                .help(format!("write `.{}` to read a field of a record", field.name)),
+                            Diagnostic::new(
+                                &r::UNKNOWN_FIELD,
+                                file,
+                                e.span,
+                                format!("`[*]` takes a list, and this is `{shown}`"),
+                            )
+                            .label("not a list")
+                            .help(format!(
+                                "write `.{}` to read a field of a record",
+                                field.name
+                            )),
                         );
                         Ty::Error
                     }
@@ -100,10 +108,18 @@ impl Checker<'_> {
                 let mut fields = Vec::new();
                 let mut out = Vec::new();
                 for en in entries {
-                    if out.iter().any(|(k, _): &(String, hir::Expr)| k == &en.key.name) {
+                    if out
+                        .iter()
+                        .any(|(k, _): &(String, hir::Expr)| k == &en.key.name)
+                    {
                         self.diags.push(
-                            Diagnostic::new(&r::RECORD_LITERAL_MISMATCH, file, en.key.span, format!("the field `{}` is given twice", en.key.name))
-                                .label("given again here"),
+                            Diagnostic::new(
+                                &r::RECORD_LITERAL_MISMATCH,
+                                file,
+                                en.key.span,
+                                format!("the field `{}` is given twice", en.key.name),
+                            )
+                            .label("given again here"),
                         );
                         continue;
                     }
@@ -115,11 +131,19 @@ impl Checker<'_> {
                     });
                     out.push((en.key.name.clone(), v));
                 }
-                mk(H::Record(out), e.span, Ty::Record(Arc::new(RecordTy { fields })))
+                mk(
+                    H::Record(out),
+                    e.span,
+                    Ty::Record(Arc::new(RecordTy { fields })),
+                )
             }
             ExprKind::List(items) => {
                 let items: Vec<hir::Expr> = items.iter().map(|i| self.infer(scope, i)).collect();
-                let elem = items.iter().map(|i| i.ty.clone()).find(|t| *t != Ty::Null && *t != Ty::Error).unwrap_or(Ty::Json);
+                let elem = items
+                    .iter()
+                    .map(|i| i.ty.clone())
+                    .find(|t| *t != Ty::Null && *t != Ty::Error)
+                    .unwrap_or(Ty::Json);
                 mk(H::List(items), e.span, elem.list())
             }
             ExprKind::Not(inner) => {
@@ -131,7 +155,13 @@ impl Checker<'_> {
         }
     }
 
-    fn infer_call(&mut self, scope: &mut BodyScope<'_>, e: &ast::Expr, callee: &ast::Expr, args: &[ast::Arg]) -> hir::Expr {
+    fn infer_call(
+        &mut self,
+        scope: &mut BodyScope<'_>,
+        e: &ast::Expr,
+        callee: &ast::Expr,
+        args: &[ast::Arg],
+    ) -> hir::Expr {
         let file = scope.file;
         let name = match &callee.kind {
             ExprKind::Name(n) => n.name.as_str(),
@@ -144,15 +174,28 @@ impl Checker<'_> {
                 other if ty::as_record(&self.hir, other).is_some() => {}
                 Ty::Optional(_) | Ty::Null => {
                     self.diags.push(
-                        Diagnostic::new(&r::OPTIONAL_INTO_REQUIRED, file, args[0].value.span, "`len` of a value that may be missing")
-                            .label(format!("this is `{}`", ty::display(&self.hir, &arg.ty)))
-                            .help("give a default: `len(x ?? [])`"),
+                        Diagnostic::new(
+                            &r::OPTIONAL_INTO_REQUIRED,
+                            file,
+                            args[0].value.span,
+                            "`len` of a value that may be missing",
+                        )
+                        .label(format!("this is `{}`", ty::display(&self.hir, &arg.ty)))
+                        .help("give a default: `len(x ?? [])`"),
                     );
                 }
                 _ => {
                     self.diags.push(
-                        Diagnostic::new(&r::TYPE_MISMATCH, file, args[0].value.span, format!("`len` takes a list, a string or a record, not `{}`", ty::display(&self.hir, &arg.ty)))
-                            .label("has no length"),
+                        Diagnostic::new(
+                            &r::TYPE_MISMATCH,
+                            file,
+                            args[0].value.span,
+                            format!(
+                                "`len` takes a list, a string or a record, not `{}`",
+                                ty::display(&self.hir, &arg.ty)
+                            ),
+                        )
+                        .label("has no length"),
                     );
                 }
             }
@@ -170,14 +213,25 @@ impl Checker<'_> {
                 "body expressions have `len(...)`; compute anything else in an `exec` or `host` node".to_string(),
             ),
         };
-        self.diags.push(Diagnostic::new(&r::UNKNOWN_NAME, file, callee.span, msg).label("not a function here").help(help));
+        self.diags.push(
+            Diagnostic::new(&r::UNKNOWN_NAME, file, callee.span, msg)
+                .label("not a function here")
+                .help(help),
+        );
         for a in args {
             self.infer(scope, &a.value);
         }
         error(e.span)
     }
 
-    fn infer_binary(&mut self, scope: &mut BodyScope<'_>, span: Span, op: BinOp, a: &ast::Expr, b: &ast::Expr) -> hir::Expr {
+    fn infer_binary(
+        &mut self,
+        scope: &mut BodyScope<'_>,
+        span: Span,
+        op: BinOp,
+        a: &ast::Expr,
+        b: &ast::Expr,
+    ) -> hir::Expr {
         let file = scope.file;
         match op {
             BinOp::And | BinOp::Or => {
@@ -195,7 +249,13 @@ impl Checker<'_> {
                 } else {
                     self.check_against(scope, b, &l.ty.strip_optional().clone().optional(), false)
                 };
-                let ty = if rr.ty.is_optional() { inner.optional() } else if inner == Ty::Null { rr.ty.clone() } else { inner };
+                let ty = if rr.ty.is_optional() {
+                    inner.optional()
+                } else if inner == Ty::Null {
+                    rr.ty.clone()
+                } else {
+                    inner
+                };
                 mk(H::Binary(op, Box::new(l), Box::new(rr)), span, ty)
             }
             BinOp::Eq | BinOp::Ne => {
@@ -211,13 +271,30 @@ impl Checker<'_> {
                     match ty::resolve(&self.hir, &side.ty) {
                         Ty::Int | Ty::Float | Ty::Duration | Ty::Json | Ty::Error => {}
                         Ty::Optional(_) | Ty::Null => self.diags.push(
-                            Diagnostic::new(&r::OPTIONAL_INTO_REQUIRED, file, side.span, format!("`{}` compares numbers, and this may be missing", op.symbol()))
-                                .label(format!("this is `{}`", ty::display(&self.hir, &side.ty)))
-                                .help("give a default with `??`"),
+                            Diagnostic::new(
+                                &r::OPTIONAL_INTO_REQUIRED,
+                                file,
+                                side.span,
+                                format!(
+                                    "`{}` compares numbers, and this may be missing",
+                                    op.symbol()
+                                ),
+                            )
+                            .label(format!("this is `{}`", ty::display(&self.hir, &side.ty)))
+                            .help("give a default with `??`"),
                         ),
                         _ => self.diags.push(
-                            Diagnostic::new(&r::TYPE_MISMATCH, file, side.span, format!("`{}` compares numbers, not `{}`", op.symbol(), ty::display(&self.hir, &side.ty)))
-                                .label("not a number"),
+                            Diagnostic::new(
+                                &r::TYPE_MISMATCH,
+                                file,
+                                side.span,
+                                format!(
+                                    "`{}` compares numbers, not `{}`",
+                                    op.symbol(),
+                                    ty::display(&self.hir, &side.ty)
+                                ),
+                            )
+                            .label("not a number"),
                         ),
                     }
                 }
@@ -228,16 +305,31 @@ impl Checker<'_> {
 
     /// `==` and `!=` need types that can be equal; a string literal compared with an enum
     /// or a literal union must be one of its members.
-    fn check_comparable(&mut self, file: FileId, l: &hir::Expr, la: &ast::Expr, rr: &hir::Expr, ra: &ast::Expr) {
+    fn check_comparable(
+        &mut self,
+        file: FileId,
+        l: &hir::Expr,
+        la: &ast::Expr,
+        rr: &hir::Expr,
+        ra: &ast::Expr,
+    ) {
         for (lit_side, lit_ast, other) in [(l, la, rr), (rr, ra, l)] {
-            if let (H::Const(Value::String(s)), Some(members)) = (&lit_side.kind, ty::as_literals(&self.hir, other.ty.strip_optional())) {
+            if let (H::Const(Value::String(s)), Some(members)) = (
+                &lit_side.kind,
+                ty::as_literals(&self.hir, other.ty.strip_optional()),
+            ) {
                 if !members.contains(s) {
                     let help = names::did_you_mean(s, members.iter().map(String::as_str));
                     let shown: Vec<String> = members.iter().map(|m| format!("\"{m}\"")).collect();
                     self.diags.push(
-                        Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, lit_ast.span, format!("\"{s}\" is not one of {}", shown.join(", ")))
-                            .label("never equal")
-                            .maybe_help(help),
+                        Diagnostic::new(
+                            &r::INVALID_LITERAL_TYPE,
+                            file,
+                            lit_ast.span,
+                            format!("\"{s}\" is not one of {}", shown.join(", ")),
+                        )
+                        .label("never equal")
+                        .maybe_help(help),
                     );
                 }
                 return;
@@ -249,8 +341,17 @@ impl Checker<'_> {
         }
         if ty::fits(&self.hir, lt, rt).is_err() && ty::fits(&self.hir, rt, lt).is_err() {
             self.diags.push(
-                Diagnostic::new(&r::TYPE_MISMATCH, file, l.span.to(rr.span), format!("`{}` and `{}` can never be equal", ty::display(&self.hir, &l.ty), ty::display(&self.hir, &rr.ty)))
-                    .label("compares values of different types"),
+                Diagnostic::new(
+                    &r::TYPE_MISMATCH,
+                    file,
+                    l.span.to(rr.span),
+                    format!(
+                        "`{}` and `{}` can never be equal",
+                        ty::display(&self.hir, &l.ty),
+                        ty::display(&self.hir, &rr.ty)
+                    ),
+                )
+                .label("compares values of different types"),
             );
         }
     }
@@ -259,23 +360,40 @@ impl Checker<'_> {
         match ty::resolve(&self.hir, &e.ty) {
             Ty::Bool | Ty::Json | Ty::Error => {}
             Ty::Optional(inner) if **inner == Ty::Bool => self.diags.push(
-                Diagnostic::new(&r::OPTIONAL_INTO_REQUIRED, file, e.span, format!("{what} needs a `bool`, and this may be missing"))
-                    .label("this is `bool?`")
-                    .help("say what a missing value means: `... ?? false`"),
+                Diagnostic::new(
+                    &r::OPTIONAL_INTO_REQUIRED,
+                    file,
+                    e.span,
+                    format!("{what} needs a `bool`, and this may be missing"),
+                )
+                .label("this is `bool?`")
+                .help("say what a missing value means: `... ?? false`"),
             ),
             other => {
                 let shown = ty::display(&self.hir, other);
                 self.diags.push(
-                    Diagnostic::new(&r::TYPE_MISMATCH, file, e.span, format!("{what} needs a `bool`, not `{shown}`"))
-                        .label(format!("this is `{shown}`"))
-                        .help("compare it to get a bool, e.g. `x != null` or `len(x) > 0`"),
+                    Diagnostic::new(
+                        &r::TYPE_MISMATCH,
+                        file,
+                        e.span,
+                        format!("{what} needs a `bool`, not `{shown}`"),
+                    )
+                    .label(format!("this is `{shown}`"))
+                    .help("compare it to get a bool, e.g. `x != null` or `len(x) > 0`"),
                 );
             }
         }
     }
 
     /// The type of `base.name`.
-    pub(crate) fn field_type(&mut self, file: FileId, base: &Ty, name: &str, span: Span, in_splat: bool) -> Ty {
+    pub(crate) fn field_type(
+        &mut self,
+        file: FileId,
+        base: &Ty,
+        name: &str,
+        span: Span,
+        in_splat: bool,
+    ) -> Ty {
         let optional = base.is_optional();
         let inner = ty::resolve(&self.hir, base.strip_optional()).clone();
         let found = match &inner {
@@ -284,17 +402,31 @@ impl Checker<'_> {
             Ty::Ref(t) => {
                 let shown = ty::display(&self.hir, t);
                 self.diags.push(
-                    Diagnostic::new(&r::UNKNOWN_FIELD, file, span, format!("`ref<{shown}>` is a reference; its fields are not fetched here"))
-                        .label("not fetched")
-                        .help(format!("declare the parameter as `{shown}` to fetch the resource at this node")),
+                    Diagnostic::new(
+                        &r::UNKNOWN_FIELD,
+                        file,
+                        span,
+                        format!("`ref<{shown}>` is a reference; its fields are not fetched here"),
+                    )
+                    .label("not fetched")
+                    .help(format!(
+                        "declare the parameter as `{shown}` to fetch the resource at this node"
+                    )),
                 );
                 return Ty::Error;
             }
             Ty::List(_) if !in_splat => {
                 self.diags.push(
-                    Diagnostic::new(&r::UNKNOWN_FIELD, file, span, format!("a list has no field `{name}`"))
-                        .label("this is a list")
-                        .help(format!("to take `{name}` of every item, write `[*].{name}`")),
+                    Diagnostic::new(
+                        &r::UNKNOWN_FIELD,
+                        file,
+                        span,
+                        format!("a list has no field `{name}`"),
+                    )
+                    .label("this is a list")
+                    .help(format!(
+                        "to take `{name}` of every item, write `[*].{name}`"
+                    )),
                 );
                 return Ty::Error;
             }
@@ -302,12 +434,18 @@ impl Checker<'_> {
                 Some(rec) => match rec.field(name) {
                     Some(f) => Some(f.ty.clone()),
                     None => {
-                        let help = names::did_you_mean(name, rec.fields.iter().map(|f| f.name.as_str()));
+                        let help =
+                            names::did_you_mean(name, rec.fields.iter().map(|f| f.name.as_str()));
                         let shown = ty::display(&self.hir, &inner);
                         self.diags.push(
-                            Diagnostic::new(&r::UNKNOWN_FIELD, file, span, format!("`{shown}` has no field `{name}`"))
-                                .label("unknown field")
-                                .maybe_help(help),
+                            Diagnostic::new(
+                                &r::UNKNOWN_FIELD,
+                                file,
+                                span,
+                                format!("`{shown}` has no field `{name}`"),
+                            )
+                            .label("unknown field")
+                            .maybe_help(help),
                         );
                         return Ty::Error;
                     }
@@ -315,8 +453,13 @@ impl Checker<'_> {
                 None => {
                     let shown = ty::display(&self.hir, &inner);
                     self.diags.push(
-                        Diagnostic::new(&r::UNKNOWN_FIELD, file, span, format!("`{shown}` has no fields"))
-                            .label(format!("`{name}` cannot be read here")),
+                        Diagnostic::new(
+                            &r::UNKNOWN_FIELD,
+                            file,
+                            span,
+                            format!("`{shown}` has no fields"),
+                        )
+                        .label(format!("`{name}` cannot be read here")),
                     );
                     return Ty::Error;
                 }
@@ -329,31 +472,62 @@ impl Checker<'_> {
     /// A name a body cannot see: explain the scopes.
     fn unknown_in_body(&mut self, scope: &BodyScope<'_>, name: &str, span: Span) {
         let file = scope.file;
-        let is_elsewhere = name == "input"
-            || self.hir.nodes.iter().any(|n| n.info.name == name);
+        let is_elsewhere = name == "input" || self.hir.nodes.iter().any(|n| n.info.name == name);
         let help = if is_elsewhere {
-            format!("a body sees only the parameters of `{}`; add one: `x: T = {name}`", scope.node)
+            format!(
+                "a body sees only the parameters of `{}`; add one: `x: T = {name}`",
+                scope.node
+            )
         } else {
-            names::did_you_mean(name, scope.params.iter().map(|p| p.name.as_str()))
-                .unwrap_or_else(|| format!("the parameters of `{}` are the names a body can use", scope.node))
+            names::did_you_mean(name, scope.params.iter().map(|p| p.name.as_str())).unwrap_or_else(
+                || {
+                    format!(
+                        "the parameters of `{}` are the names a body can use",
+                        scope.node
+                    )
+                },
+            )
         };
         self.diags.push(
-            Diagnostic::new(&r::UNKNOWN_NAME, file, span, format!("`{name}` is not a parameter of `{}`", scope.node))
-                .label("unknown here")
-                .help(help),
+            Diagnostic::new(
+                &r::UNKNOWN_NAME,
+                file,
+                span,
+                format!("`{name}` is not a parameter of `{}`", scope.node),
+            )
+            .label("unknown here")
+            .help(help),
         );
     }
 
     /// Checks an expression against an expected type. `exact` makes record literals match
     /// field for field (for `return` and `call`), instead of allowing extra fields.
-    pub(crate) fn check_against(&mut self, scope: &mut BodyScope<'_>, e: &ast::Expr, expected: &Ty, exact: bool) -> hir::Expr {
+    pub(crate) fn check_against(
+        &mut self,
+        scope: &mut BodyScope<'_>,
+        e: &ast::Expr,
+        expected: &Ty,
+        exact: bool,
+    ) -> hir::Expr {
         let file = scope.file;
         let want = ty::resolve(&self.hir, expected).clone();
         match (&e.kind, &want) {
-            (ExprKind::Paren(inner), _) => return self.check_against(scope, inner, expected, exact),
+            (ExprKind::Paren(inner), _) => {
+                return self.check_against(scope, inner, expected, exact);
+            }
             (_, Ty::Error) => return self.infer(scope, e),
-            (ExprKind::Null, Ty::Optional(_) | Ty::Json) => return mk(H::Const(Value::Null), e.span, expected.clone()),
-            (_, Ty::Optional(inner)) if !matches!(e.kind, ExprKind::Name(_) | ExprKind::Field(..) | ExprKind::Splat(..) | ExprKind::Binary(..)) => {
+            (ExprKind::Null, Ty::Optional(_) | Ty::Json) => {
+                return mk(H::Const(Value::Null), e.span, expected.clone());
+            }
+            (_, Ty::Optional(inner))
+                if !matches!(
+                    e.kind,
+                    ExprKind::Name(_)
+                        | ExprKind::Field(..)
+                        | ExprKind::Splat(..)
+                        | ExprKind::Binary(..)
+                ) =>
+            {
                 let inner = (**inner).clone();
                 return self.check_against(scope, e, &inner, exact);
             }
@@ -365,45 +539,80 @@ impl Checker<'_> {
                     let v = (**v).clone();
                     let mut out = Vec::new();
                     for en in entries {
-                        out.push((en.key.name.clone(), self.check_against(scope, &en.value, &v, exact)));
+                        out.push((
+                            en.key.name.clone(),
+                            self.check_against(scope, &en.value, &v, exact),
+                        ));
                     }
                     return mk(H::Record(out), e.span, expected.clone());
                 }
             }
             (ExprKind::List(items), Ty::List(elem)) => {
                 let elem = (**elem).clone();
-                let items = items.iter().map(|i| self.check_against(scope, i, &elem, exact)).collect();
+                let items = items
+                    .iter()
+                    .map(|i| self.check_against(scope, i, &elem, exact))
+                    .collect();
                 return mk(H::List(items), e.span, expected.clone());
             }
             (ExprKind::Str(s), _) if ty::as_literals(&self.hir, &want).is_some() => {
-                let members = ty::as_literals(&self.hir, &want).cloned().unwrap_or_default();
+                let members = ty::as_literals(&self.hir, &want)
+                    .cloned()
+                    .unwrap_or_default();
                 if !members.contains(&s.value) {
                     let help = names::did_you_mean(&s.value, members.iter().map(String::as_str));
                     let shown: Vec<String> = members.iter().map(|m| format!("\"{m}\"")).collect();
                     self.diags.push(
-                        Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, e.span, format!("\"{}\" is not one of {}", s.value, shown.join(", ")))
-                            .label(format!("expected {}", ty::display(&self.hir, expected)))
-                            .maybe_help(help),
+                        Diagnostic::new(
+                            &r::INVALID_LITERAL_TYPE,
+                            file,
+                            e.span,
+                            format!("\"{}\" is not one of {}", s.value, shown.join(", ")),
+                        )
+                        .label(format!("expected {}", ty::display(&self.hir, expected)))
+                        .maybe_help(help),
                     );
                 }
-                return mk(H::Const(Value::String(s.value.clone())), e.span, expected.clone());
+                return mk(
+                    H::Const(Value::String(s.value.clone())),
+                    e.span,
+                    expected.clone(),
+                );
             }
             (ExprKind::Binary(BinOp::Coalesce, a, b), _) => {
                 let l = self.infer(scope, a);
                 let inner = l.ty.strip_optional().clone();
                 self.report_mismatch(file, l.span, &inner, expected, "");
                 let rr = self.check_against(scope, b, expected, exact);
-                return mk(H::Binary(BinOp::Coalesce, Box::new(l), Box::new(rr)), e.span, expected.clone());
+                return mk(
+                    H::Binary(BinOp::Coalesce, Box::new(l), Box::new(rr)),
+                    e.span,
+                    expected.clone(),
+                );
             }
             _ => {}
         }
         let got = self.infer(scope, e);
-        let is_literal = matches!(e.kind, ExprKind::Str(_) | ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Null | ExprKind::Size(..) | ExprKind::Duration(..));
+        let is_literal = matches!(
+            e.kind,
+            ExprKind::Str(_)
+                | ExprKind::Int(_)
+                | ExprKind::Float(_)
+                | ExprKind::Bool(_)
+                | ExprKind::Null
+                | ExprKind::Size(..)
+                | ExprKind::Duration(..)
+        );
         if is_literal {
             if let Err(m) = ty::fits(&self.hir, &got.ty, expected) {
                 self.diags.push(
-                    Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, e.span, format!("this literal does not fit `{}`", m.expected))
-                        .label(format!("expected {}, found {}", m.expected, m.found)),
+                    Diagnostic::new(
+                        &r::INVALID_LITERAL_TYPE,
+                        file,
+                        e.span,
+                        format!("this literal does not fit `{}`", m.expected),
+                    )
+                    .label(format!("expected {}, found {}", m.expected, m.found)),
                 );
             }
         } else {
@@ -413,14 +622,29 @@ impl Checker<'_> {
     }
 
     /// Reports P0201 (or P0204 when only optionality differs) if `found` does not fit.
-    pub(crate) fn report_mismatch(&mut self, file: FileId, span: Span, found: &Ty, expected: &Ty, context: &str) -> bool {
+    pub(crate) fn report_mismatch(
+        &mut self,
+        file: FileId,
+        span: Span,
+        found: &Ty,
+        expected: &Ty,
+        context: &str,
+    ) -> bool {
         match ty::fits(&self.hir, found, expected) {
             Ok(()) => true,
             Err(m) if m.optional_only && m.path.is_empty() => {
                 self.diags.push(
-                    Diagnostic::new(&r::OPTIONAL_INTO_REQUIRED, file, span, format!("{context}this may be missing, and `{}` is required", ty::display(&self.hir, expected)))
-                        .label(format!("this is `{}`", ty::display(&self.hir, found)))
-                        .help("give a default: `x ?? default`, or declare the target optional (`T?`)"),
+                    Diagnostic::new(
+                        &r::OPTIONAL_INTO_REQUIRED,
+                        file,
+                        span,
+                        format!(
+                            "{context}this may be missing, and `{}` is required",
+                            ty::display(&self.hir, expected)
+                        ),
+                    )
+                    .label(format!("this is `{}`", ty::display(&self.hir, found)))
+                    .help("give a default: `x ?? default`, or declare the target optional (`T?`)"),
                 );
                 false
             }
@@ -432,23 +656,41 @@ impl Checker<'_> {
                 } else {
                     format!("this is `{shown_found}`; {}", m.describe())
                 };
-                let d = Diagnostic::new(&r::TYPE_MISMATCH, file, span, format!("{context}expected `{shown_expected}`, found `{shown_found}`"))
-                    .label(label);
+                let d = Diagnostic::new(
+                    &r::TYPE_MISMATCH,
+                    file,
+                    span,
+                    format!("{context}expected `{shown_expected}`, found `{shown_found}`"),
+                )
+                .label(label);
                 self.diags.push(d);
                 false
             }
         }
     }
 
-    fn check_record_literal(&mut self, scope: &mut BodyScope<'_>, e: &ast::Expr, entries: &[ast::RecordEntry], rec: &RecordTy, expected: &Ty, exact: bool) -> hir::Expr {
+    fn check_record_literal(
+        &mut self,
+        scope: &mut BodyScope<'_>,
+        e: &ast::Expr,
+        entries: &[ast::RecordEntry],
+        rec: &RecordTy,
+        expected: &Ty,
+        exact: bool,
+    ) -> hir::Expr {
         let file = scope.file;
         let mut out: Vec<(String, hir::Expr)> = Vec::new();
         let shown = ty::display(&self.hir, expected);
         for en in entries {
             if out.iter().any(|(k, _)| k == &en.key.name) {
                 self.diags.push(
-                    Diagnostic::new(&r::RECORD_LITERAL_MISMATCH, file, en.key.span, format!("the field `{}` is given twice", en.key.name))
-                        .label("given again here"),
+                    Diagnostic::new(
+                        &r::RECORD_LITERAL_MISMATCH,
+                        file,
+                        en.key.span,
+                        format!("the field `{}` is given twice", en.key.name),
+                    )
+                    .label("given again here"),
                 );
                 continue;
             }
@@ -459,11 +701,19 @@ impl Checker<'_> {
                 }
                 None => {
                     if exact {
-                        let help = names::did_you_mean(&en.key.name, rec.fields.iter().map(|f| f.name.as_str()));
+                        let help = names::did_you_mean(
+                            &en.key.name,
+                            rec.fields.iter().map(|f| f.name.as_str()),
+                        );
                         self.diags.push(
-                            Diagnostic::new(&r::RECORD_LITERAL_MISMATCH, file, en.key.span, format!("`{shown}` has no field `{}`", en.key.name))
-                                .label("unknown field")
-                                .maybe_help(help),
+                            Diagnostic::new(
+                                &r::RECORD_LITERAL_MISMATCH,
+                                file,
+                                en.key.span,
+                                format!("`{shown}` has no field `{}`", en.key.name),
+                            )
+                            .label("unknown field")
+                            .maybe_help(help),
                         );
                     }
                     let v = self.infer(scope, &en.value);
@@ -480,9 +730,16 @@ impl Checker<'_> {
         if !missing.is_empty() {
             let list: Vec<String> = missing.iter().map(|m| format!("`{m}`")).collect();
             self.diags.push(
-                Diagnostic::new(&r::RECORD_LITERAL_MISMATCH, file, e.span, format!("this `{shown}` is missing {}", list.join(", ")))
-                    .label(format!("missing {}", list.join(", ")))
-                    .help("every required field must be given; declare a field `T?` to make it optional"),
+                Diagnostic::new(
+                    &r::RECORD_LITERAL_MISMATCH,
+                    file,
+                    e.span,
+                    format!("this `{shown}` is missing {}", list.join(", ")),
+                )
+                .label(format!("missing {}", list.join(", ")))
+                .help(
+                    "every required field must be given; declare a field `T?` to make it optional",
+                ),
             );
         }
         mk(H::Record(out), e.span, expected.clone())

@@ -1,8 +1,8 @@
 //! The dependency graph: edges from bindings, cycles, a topological order, ancestor
 //! sets, the producer of every link binding, and which nodes a `when` can skip.
 
-use super::hir::*;
 use super::Checker;
+use super::hir::*;
 use crate::diagnostic::Diagnostic;
 use crate::lint::rules as r;
 
@@ -42,7 +42,9 @@ impl Ancestors {
 pub fn source_deps(src: &Source, out: &mut Vec<NodeId>) {
     match &src.kind {
         SourceKind::Node { node, .. } => out.push(*node),
-        SourceKind::Join(sides) | SourceKind::List(sides) => sides.iter().for_each(|s| source_deps(s, out)),
+        SourceKind::Join(sides) | SourceKind::List(sides) => {
+            sides.iter().for_each(|s| source_deps(s, out))
+        }
         SourceKind::Record(fields) => fields.iter().for_each(|(_, s)| source_deps(s, out)),
         SourceKind::Each { inner, .. } => source_deps(inner, out),
         SourceKind::Link(l) => {
@@ -100,7 +102,9 @@ impl Checker<'_> {
                 dependents[d as usize].push(id as NodeId);
             }
         }
-        let mut ready: Vec<NodeId> = (0..n as NodeId).filter(|i| indegree[*i as usize] == 0).collect();
+        let mut ready: Vec<NodeId> = (0..n as NodeId)
+            .filter(|i| indegree[*i as usize] == 0)
+            .collect();
         ready.reverse();
         let mut order = Vec::with_capacity(n);
         while let Some(id) = ready.pop() {
@@ -131,8 +135,11 @@ impl Checker<'_> {
             }
             let mut path: Vec<NodeId> = vec![start as NodeId];
             let mut cur = start as NodeId;
-            loop {
-                let Some(&next) = self.hir.nodes[cur as usize].deps.iter().find(|d| left[**d as usize]) else { break };
+            while let Some(&next) = self.hir.nodes[cur as usize]
+                .deps
+                .iter()
+                .find(|d| left[**d as usize])
+            {
                 if let Some(pos) = path.iter().position(|p| *p == next) {
                     let cycle: Vec<NodeId> = path[pos..].to_vec();
                     if cycle.iter().any(|c| reported[*c as usize]) {
@@ -154,15 +161,25 @@ impl Checker<'_> {
     fn report_cycle(&mut self, cycle: &[NodeId]) {
         let mut order: Vec<NodeId> = cycle.to_vec();
         order.reverse(); // now each node feeds the next
-        let names: Vec<String> = order.iter().map(|n| self.hir.nodes[*n as usize].info.name.clone()).collect();
+        let names: Vec<String> = order
+            .iter()
+            .map(|n| self.hir.nodes[*n as usize].info.name.clone())
+            .collect();
         let mut shown = names.join(" → ");
         shown.push_str(" → ");
         shown.push_str(&names[0]);
         let first = &self.hir.nodes[order[0] as usize].info;
-        let mut d = Diagnostic::new(&r::CYCLE, first.file, first.name_span, format!("dependency cycle: {shown}"))
-            .label("part of the cycle")
-            .help("a node cannot depend on its own output; break the cycle by removing one binding");
-        for w in order.windows(2).chain(std::iter::once([order[order.len() - 1], order[0]].as_slice())) {
+        let mut d = Diagnostic::new(
+            &r::CYCLE,
+            first.file,
+            first.name_span,
+            format!("dependency cycle: {shown}"),
+        )
+        .label("part of the cycle")
+        .help("a node cannot depend on its own output; break the cycle by removing one binding");
+        for w in order.windows(2).chain(std::iter::once(
+            [order[order.len() - 1], order[0]].as_slice(),
+        )) {
             let (from, to) = (w[0], w[1]);
             let target = &self.hir.nodes[to as usize];
             let span = target
@@ -174,15 +191,30 @@ impl Checker<'_> {
                     deps.contains(&from)
                 })
                 .map(|p| p.source.span)
-                .or_else(|| target.after.iter().find(|(a, _)| *a == from).map(|(_, s)| *s));
+                .or_else(|| {
+                    target
+                        .after
+                        .iter()
+                        .find(|(a, _)| *a == from)
+                        .map(|(_, s)| *s)
+                });
             if let Some(span) = span {
                 let fname = self.hir.nodes[from as usize].info.name.clone();
-                let verb = if target.after.iter().any(|(a, _)| *a == from) && !target.params.iter().any(|p| {
-                    let mut deps = Vec::new();
-                    source_deps(&p.source, &mut deps);
-                    deps.contains(&from)
-                }) { "waits for" } else { "reads" };
-                d = d.secondary(target.info.file, span, format!("`{}` {verb} `{fname}` here", target.info.name));
+                let verb = if target.after.iter().any(|(a, _)| *a == from)
+                    && !target.params.iter().any(|p| {
+                        let mut deps = Vec::new();
+                        source_deps(&p.source, &mut deps);
+                        deps.contains(&from)
+                    }) {
+                    "waits for"
+                } else {
+                    "reads"
+                };
+                d = d.secondary(
+                    target.info.file,
+                    span,
+                    format!("`{}` {verb} `{fname}` here", target.info.name),
+                );
             }
         }
         self.diags.push(d);
@@ -202,15 +234,20 @@ impl Checker<'_> {
             let node_id = id as NodeId;
             for pi in 0..self.hir.nodes[id].params.len() {
                 let binding = match &self.hir.nodes[id].params[pi].source.kind {
-                    SourceKind::Link(l) => Some((l.link, l.from, self.hir.nodes[id].params[pi].source.span)),
+                    SourceKind::Link(l) => {
+                        Some((l.link, l.from, self.hir.nodes[id].params[pi].source.span))
+                    }
                     SourceKind::Each { inner, .. } => match &inner.kind {
                         SourceKind::Link(l) => Some((l.link, l.from, inner.span)),
                         _ => None,
                     },
                     _ => None,
                 };
-                let Some((link, from, span)) = binding else { continue };
-                let producer = self.link_producer(node_id, link, from, span, anc, &producers[link as usize]);
+                let Some((link, from, span)) = binding else {
+                    continue;
+                };
+                let producer =
+                    self.link_producer(node_id, link, from, span, anc, &producers[link as usize]);
                 let param = &mut self.hir.nodes[id].params[pi];
                 match &mut param.source.kind {
                     SourceKind::Link(l) => l.producer = producer,
@@ -225,7 +262,15 @@ impl Checker<'_> {
         }
     }
 
-    fn link_producer(&mut self, node: NodeId, link: LinkId, from: Option<(NodeId, crate::source::Span)>, span: crate::source::Span, anc: &Ancestors, producers: &[NodeId]) -> Option<NodeId> {
+    fn link_producer(
+        &mut self,
+        node: NodeId,
+        link: LinkId,
+        from: Option<(NodeId, crate::source::Span)>,
+        span: crate::source::Span,
+        anc: &Ancestors,
+        producers: &[NodeId],
+    ) -> Option<NodeId> {
         let file = self.hir.nodes[node as usize].info.file;
         let kind = self.hir.links[link as usize].kind.clone();
         let name = self.hir.nodes[node as usize].info.name.clone();
@@ -234,36 +279,75 @@ impl Checker<'_> {
             if !produces {
                 let fname = self.hir.nodes[f as usize].info.name.clone();
                 self.diags.push(
-                    Diagnostic::new(&r::UNPRODUCED_LINK_KIND, file, fspan, format!("`{fname}` cannot produce links of kind \"{kind}\""))
-                        .label("none of its tools lists this kind")
-                        .help(format!("add \"{kind}\" to the `links` of the tool that returns such links")),
+                    Diagnostic::new(
+                        &r::UNPRODUCED_LINK_KIND,
+                        file,
+                        fspan,
+                        format!("`{fname}` cannot produce links of kind \"{kind}\""),
+                    )
+                    .label("none of its tools lists this kind")
+                    .help(format!(
+                        "add \"{kind}\" to the `links` of the tool that returns such links"
+                    )),
                 );
                 return None;
             }
             return Some(f);
         }
-        let candidates: Vec<NodeId> = producers.iter().copied().filter(|c| *c != node && anc.is_ancestor(*c, node)).collect();
+        let candidates: Vec<NodeId> = producers
+            .iter()
+            .copied()
+            .filter(|c| *c != node && anc.is_ancestor(*c, node))
+            .collect();
         match candidates.as_slice() {
             [one] => Some(*one),
             [] => {
-                let elsewhere: Vec<String> = producers.iter().map(|n| format!("`{}`", self.hir.nodes[*n as usize].info.name)).collect();
+                let elsewhere: Vec<String> = producers
+                    .iter()
+                    .map(|n| format!("`{}`", self.hir.nodes[*n as usize].info.name))
+                    .collect();
                 let help = if elsewhere.is_empty() {
-                    format!("no node can produce it: add \"{kind}\" to the `links` of a tool that returns such links, and call that tool upstream")
+                    format!(
+                        "no node can produce it: add \"{kind}\" to the `links` of a tool that returns such links, and call that tool upstream"
+                    )
                 } else {
-                    format!("{} can produce it but runs independently of `{name}`; say `from: {}` to make it an upstream node", elsewhere.join(", "), elsewhere[0].trim_matches('`'))
+                    format!(
+                        "{} can produce it but runs independently of `{name}`; say `from: {}` to make it an upstream node",
+                        elsewhere.join(", "),
+                        elsewhere[0].trim_matches('`')
+                    )
                 };
                 self.diags.push(
-                    Diagnostic::new(&r::UNPRODUCED_LINK_KIND, file, span, format!("no upstream node of `{name}` produces links of kind \"{kind}\""))
-                        .label("nothing upstream produces this kind")
-                        .help(help),
+                    Diagnostic::new(
+                        &r::UNPRODUCED_LINK_KIND,
+                        file,
+                        span,
+                        format!("no upstream node of `{name}` produces links of kind \"{kind}\""),
+                    )
+                    .label("nothing upstream produces this kind")
+                    .help(help),
                 );
                 None
             }
             many => {
-                let names: Vec<String> = many.iter().map(|c| format!("`{}`", self.hir.nodes[*c as usize].info.name)).collect();
-                let mut d = Diagnostic::new(&r::AMBIGUOUS_LINK_PRODUCER, file, span, format!("several upstream nodes produce links of kind \"{kind}\": {}", names.join(", ")))
-                    .label("which one?")
-                    .help(format!("pick one with `from: {}`", names[0].trim_matches('`')));
+                let names: Vec<String> = many
+                    .iter()
+                    .map(|c| format!("`{}`", self.hir.nodes[*c as usize].info.name))
+                    .collect();
+                let mut d = Diagnostic::new(
+                    &r::AMBIGUOUS_LINK_PRODUCER,
+                    file,
+                    span,
+                    format!(
+                        "several upstream nodes produce links of kind \"{kind}\": {}",
+                        names.join(", ")
+                    ),
+                )
+                .label("which one?")
+                .help(format!(
+                    "pick one with `from: {}`",
+                    names[0].trim_matches('`')
+                ));
                 for c in many {
                     let info = &self.hir.nodes[*c as usize].info;
                     d = d.secondary(info.file, info.name_span, "produces it");

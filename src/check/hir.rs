@@ -56,8 +56,13 @@ pub struct TypeDef {
 #[derive(Clone, Debug, PartialEq)]
 pub enum ConfigValue {
     Literal(String),
-    Env { var: String, default: Option<String> },
-    Secret { var: String },
+    Env {
+        var: String,
+        default: Option<String>,
+    },
+    Secret {
+        var: String,
+    },
 }
 
 #[derive(Debug)]

@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use crate::diagnostic::Diagnostic;
 use crate::lint::rules as r;
-use crate::source::{normalize_path, FileId, Loader, SourceDb, Span};
+use crate::source::{FileId, Loader, SourceDb, Span, normalize_path};
 use crate::syntax::ast::{self, ItemKind, TypeExpr, TypeExprKind};
 use crate::syntax::lexer::Comment;
 use hir::{DeclInfo, DeclRef, Hir, TypeDef};
@@ -112,7 +112,9 @@ pub(crate) struct Checker<'l> {
     pub server_cache: HashMap<usize, Vec<hir::ServerId>>,
 }
 
-const BUILTIN_TYPES: &[&str] = &["string", "int", "float", "bool", "bytes", "json", "duration"];
+const BUILTIN_TYPES: &[&str] = &[
+    "string", "int", "float", "bool", "bytes", "json", "duration",
+];
 
 impl<'l> Checker<'l> {
     fn new(loader: &'l dyn Loader) -> Self {
@@ -140,11 +142,12 @@ impl<'l> Checker<'l> {
         self.hir.root = Some(self.files[root].id);
         self.hir.project_root = self.find_project_root(&self.files[root].dir.clone());
         self.prompts_dir = self.hir.project_root.join("prompts");
-        self.hir.is_library = !self.files[root]
-            .ast
-            .items
-            .iter()
-            .any(|i| matches!(i.kind, ItemKind::Node(_) | ItemKind::Input(_) | ItemKind::Output(_)));
+        self.hir.is_library = !self.files[root].ast.items.iter().any(|i| {
+            matches!(
+                i.kind,
+                ItemKind::Node(_) | ItemKind::Input(_) | ItemKind::Output(_)
+            )
+        });
         for f in &self.files {
             let doc = file_doc(&f.comments);
             self.hir.files.push(hir::FileInfo {
@@ -196,8 +199,7 @@ impl<'l> Checker<'l> {
     fn find_project_root(&self, start: &Path) -> PathBuf {
         let mut dir = Some(start);
         while let Some(d) = dir {
-            if self.loader.is_dir(&d.join("prompts")) || self.loader.exists(&d.join("pipec.toml"))
-            {
+            if self.loader.is_dir(&d.join("prompts")) || self.loader.exists(&d.join("pipec.toml")) {
                 return d.to_path_buf();
             }
             dir = d.parent();
@@ -251,13 +253,19 @@ impl<'l> Checker<'l> {
                 _ => None,
             })
             .collect();
-        let name_dir = Path::new(&name).parent().map(Path::to_path_buf).unwrap_or_default();
+        let name_dir = Path::new(&name)
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
         for (lit, alias, span) in imports {
             let target_path = normalize_path(&dir.join(&lit.value));
             let target_name = normalize_path(&name_dir.join(&lit.value))
                 .to_string_lossy()
                 .into_owned();
-            if let Some(pos) = stack.iter().position(|i| self.files[*i].path == target_path) {
+            if let Some(pos) = stack
+                .iter()
+                .position(|i| self.files[*i].path == target_path)
+            {
                 let mut chain: Vec<String> = stack[pos..]
                     .iter()
                     .map(|i| self.db.get(self.files[*i].id).name.clone())
@@ -365,7 +373,13 @@ impl<'l> Checker<'l> {
         }
     }
 
-    fn declare(&mut self, f: usize, item: &ast::Item, is_root: bool, own: &mut Scope) -> Option<DeclRef> {
+    fn declare(
+        &mut self,
+        f: usize,
+        item: &ast::Item,
+        is_root: bool,
+        own: &mut Scope,
+    ) -> Option<DeclRef> {
         let file = self.files[f].id;
         Some(match &item.kind {
             ItemKind::Type(t) => {
@@ -392,14 +406,28 @@ impl<'l> Checker<'l> {
                 let id = self.hir.servers.len() as u32;
                 let info = self.info(f, &s.name, item.span, &item.doc);
                 self.hir.servers.push(decls::empty_server(info));
-                self.insert_unique(file, &mut own.values, &s.name, DeclRef::Server(id), "name", Self::decl_span);
+                self.insert_unique(
+                    file,
+                    &mut own.values,
+                    &s.name,
+                    DeclRef::Server(id),
+                    "name",
+                    Self::decl_span,
+                );
                 DeclRef::Server(id)
             }
             ItemKind::Model(m) => {
                 let id = self.hir.models.len() as u32;
                 let info = self.info(f, &m.name, item.span, &item.doc);
                 self.hir.models.push(decls::empty_model(info));
-                self.insert_unique(file, &mut own.values, &m.name, DeclRef::Model(id), "name", Self::decl_span);
+                self.insert_unique(
+                    file,
+                    &mut own.values,
+                    &m.name,
+                    DeclRef::Model(id),
+                    "name",
+                    Self::decl_span,
+                );
                 DeclRef::Model(id)
             }
             ItemKind::Link(l) => {
@@ -409,8 +437,12 @@ impl<'l> Checker<'l> {
                     span: l.kind.span,
                 };
                 let info = self.info(f, &name, item.span, &item.doc);
-                self.hir.links.push(decls::empty_link(info, l.kind.value.clone()));
-                self.insert_unique(file, &mut own.links, &name, id, "link kind", |c, i| c.decl_span(DeclRef::Link(i)));
+                self.hir
+                    .links
+                    .push(decls::empty_link(info, l.kind.value.clone()));
+                self.insert_unique(file, &mut own.links, &name, id, "link kind", |c, i| {
+                    c.decl_span(DeclRef::Link(i))
+                });
                 DeclRef::Link(id)
             }
             ItemKind::Tool(t) | ItemKind::Reader(t) => {
@@ -418,7 +450,14 @@ impl<'l> Checker<'l> {
                 let info = self.info(f, &t.name, item.span, &item.doc);
                 let is_reader = matches!(item.kind, ItemKind::Reader(_));
                 self.hir.tools.push(decls::empty_tool(info, is_reader));
-                self.insert_unique(file, &mut own.values, &t.name, DeclRef::Tool(id), "name", Self::decl_span);
+                self.insert_unique(
+                    file,
+                    &mut own.values,
+                    &t.name,
+                    DeclRef::Tool(id),
+                    "name",
+                    Self::decl_span,
+                );
                 DeclRef::Tool(id)
             }
             ItemKind::Input(d) if is_root => {
@@ -429,14 +468,23 @@ impl<'l> Checker<'l> {
                     ty: Ty::Error,
                     default: None,
                 });
-                self.insert_unique(file, &mut own.inputs, &d.name, id, "input", |c, i| c.decl_span(DeclRef::Input(i)));
+                self.insert_unique(file, &mut own.inputs, &d.name, id, "input", |c, i| {
+                    c.decl_span(DeclRef::Input(i))
+                });
                 DeclRef::Input(id)
             }
             ItemKind::Node(n) if is_root => {
                 let id = self.hir.nodes.len() as u32;
                 let info = self.info(f, &n.name, item.span, &item.doc);
                 self.hir.nodes.push(nodes::empty_node(info, n));
-                self.insert_unique(file, &mut own.values, &n.name, DeclRef::Node(id), "name", Self::decl_span);
+                self.insert_unique(
+                    file,
+                    &mut own.values,
+                    &n.name,
+                    DeclRef::Node(id),
+                    "name",
+                    Self::decl_span,
+                );
                 DeclRef::Node(id)
             }
             _ => return None,
@@ -517,7 +565,13 @@ impl<'l> Checker<'l> {
                     if let Some(existing) = scope.links.get(&name).copied() {
                         if existing != v {
                             let first = self.hir.links[existing as usize].info.span;
-                            self.clash(file, span, target_file, &name, (self.hir.links[existing as usize].info.file, first));
+                            self.clash(
+                                file,
+                                span,
+                                target_file,
+                                &name,
+                                (self.hir.links[existing as usize].info.file, first),
+                            );
                         }
                     } else {
                         scope.links.insert(name, v);
@@ -549,7 +603,11 @@ impl<'l> Checker<'l> {
             info.display = match display.get(&info.file) {
                 Some(None) => info.name.clone(),
                 Some(Some(ns)) => format!("{ns}.{}", info.name),
-                None => format!("{}.{}", stems.get(&info.file).cloned().unwrap_or_default(), info.name),
+                None => format!(
+                    "{}.{}",
+                    stems.get(&info.file).cloned().unwrap_or_default(),
+                    info.name
+                ),
             };
         };
         for t in &mut self.hir.types {
@@ -569,11 +627,22 @@ impl<'l> Checker<'l> {
         for t in &mut self.hir.types {
             let n = seen.entry(t.info.display.clone()).or_insert(0);
             *n += 1;
-            t.key = if *n > 1 { format!("{}_{}", t.info.display, n) } else { t.info.display.clone() };
+            t.key = if *n > 1 {
+                format!("{}_{}", t.info.display, n)
+            } else {
+                t.info.display.clone()
+            };
         }
     }
 
-    fn clash(&mut self, file: FileId, import_span: Span, from: FileId, name: &str, first: (FileId, Span)) {
+    fn clash(
+        &mut self,
+        file: FileId,
+        import_span: Span,
+        from: FileId,
+        name: &str,
+        first: (FileId, Span),
+    ) {
         let from_name = self.db.get(from).name.clone();
         self.diags.push(
             Diagnostic::new(
@@ -611,7 +680,10 @@ impl<'l> Checker<'l> {
     pub(crate) fn poisoned(&self, f: usize, space: &str, path: &[String]) -> bool {
         match path {
             [one] => self.scopes[f].is_poisoned(space, one),
-            [ns, name] => self.scopes[f].namespaces.get(ns).is_some_and(|t| self.own[*t].is_poisoned(space, name)),
+            [ns, name] => self.scopes[f]
+                .namespaces
+                .get(ns)
+                .is_some_and(|t| self.own[*t].is_poisoned(space, name)),
             _ => false,
         }
     }
@@ -648,7 +720,9 @@ impl<'l> Checker<'l> {
             let item = self.files[f].ast.items[i].clone();
             let body = match &item.kind {
                 ItemKind::Type(t) => match &t.body {
-                    ast::TypeDeclBody::Record(rec) => TypeBody::Record(Arc::new(self.record_type(f, rec))),
+                    ast::TypeDeclBody::Record(rec) => {
+                        TypeBody::Record(Arc::new(self.record_type(f, rec)))
+                    }
                     ast::TypeDeclBody::Alias(te) => TypeBody::Alias(self.resolve_type(f, te)),
                 },
                 ItemKind::Enum(e) => {
@@ -753,23 +827,42 @@ impl<'l> Checker<'l> {
                     if self.scopes[f].is_poisoned("type", &one.name) {
                         return Ty::Error;
                     }
-                    let mut candidates: Vec<&str> = self.scopes[f].types.keys().map(String::as_str).collect();
+                    let mut candidates: Vec<&str> =
+                        self.scopes[f].types.keys().map(String::as_str).collect();
                     candidates.extend(BUILTIN_TYPES);
                     let help = names::did_you_mean(&one.name, candidates);
                     self.diags.push(
-                        Diagnostic::new(&r::UNKNOWN_NAME, file, one.span, format!("unknown type `{}`", one.name))
-                            .label("not declared")
-                            .maybe_help(help),
+                        Diagnostic::new(
+                            &r::UNKNOWN_NAME,
+                            file,
+                            one.span,
+                            format!("unknown type `{}`", one.name),
+                        )
+                        .label("not declared")
+                        .maybe_help(help),
                     );
                     Ty::Error
                 }
                 [ns, name] => {
                     let Some(&target) = self.scopes[f].namespaces.get(&ns.name) else {
-                        let help = names::did_you_mean(&ns.name, self.scopes[f].namespaces.keys().map(String::as_str));
+                        let help = names::did_you_mean(
+                            &ns.name,
+                            self.scopes[f].namespaces.keys().map(String::as_str),
+                        );
                         self.diags.push(
-                            Diagnostic::new(&r::UNKNOWN_NAME, file, ns.span, format!("unknown namespace `{}`", ns.name))
-                                .label("no import has this name")
-                                .maybe_help(help.or_else(|| Some(format!("import a file as `{}`: `import \"file.pipe\" as {}`", ns.name, ns.name)))),
+                            Diagnostic::new(
+                                &r::UNKNOWN_NAME,
+                                file,
+                                ns.span,
+                                format!("unknown namespace `{}`", ns.name),
+                            )
+                            .label("no import has this name")
+                            .maybe_help(help.or_else(|| {
+                                Some(format!(
+                                    "import a file as `{}`: `import \"file.pipe\" as {}`",
+                                    ns.name, ns.name
+                                ))
+                            })),
                         );
                         return Ty::Error;
                     };
@@ -780,11 +873,19 @@ impl<'l> Checker<'l> {
                     if self.own[target].is_poisoned("type", &name.name) {
                         return Ty::Error;
                     }
-                    let help = names::did_you_mean(&name.name, self.own[target].types.keys().map(String::as_str));
+                    let help = names::did_you_mean(
+                        &name.name,
+                        self.own[target].types.keys().map(String::as_str),
+                    );
                     self.diags.push(
-                        Diagnostic::new(&r::UNKNOWN_NAME, file, name.span, format!("`{}` declares no type `{}`", ns.name, name.name))
-                            .label("not declared there")
-                            .maybe_help(help),
+                        Diagnostic::new(
+                            &r::UNKNOWN_NAME,
+                            file,
+                            name.span,
+                            format!("`{}` declares no type `{}`", ns.name, name.name),
+                        )
+                        .label("not declared there")
+                        .maybe_help(help),
                     );
                     Ty::Error
                 }
@@ -796,11 +897,17 @@ impl<'l> Checker<'l> {
                     "ref" => Ty::Ref(Box::new(inner)),
                     "map" => Ty::Map(Box::new(inner)),
                     other => {
-                        let help = names::did_you_mean(other, ["ref", "map"]).or_else(|| Some("the generic types are `ref<T>` and `map<T>`".into()));
+                        let help = names::did_you_mean(other, ["ref", "map"])
+                            .or_else(|| Some("the generic types are `ref<T>` and `map<T>`".into()));
                         self.diags.push(
-                            Diagnostic::new(&r::UNKNOWN_NAME, file, name.span, format!("unknown generic type `{other}`"))
-                                .label("not a generic type")
-                                .maybe_help(help),
+                            Diagnostic::new(
+                                &r::UNKNOWN_NAME,
+                                file,
+                                name.span,
+                                format!("unknown generic type `{other}`"),
+                            )
+                            .label("not a generic type")
+                            .maybe_help(help),
                         );
                         Ty::Error
                     }
@@ -860,7 +967,10 @@ fn merge<T: Copy + PartialEq>(
 fn file_doc(comments: &[Comment]) -> Option<String> {
     let lines: Vec<&str> = comments
         .iter()
-        .take_while(|c| c.kind == crate::syntax::lexer::CommentKind::FileDoc || c.kind == crate::syntax::lexer::CommentKind::Line)
+        .take_while(|c| {
+            c.kind == crate::syntax::lexer::CommentKind::FileDoc
+                || c.kind == crate::syntax::lexer::CommentKind::Line
+        })
         .filter(|c| c.kind == crate::syntax::lexer::CommentKind::FileDoc)
         .map(|c| c.text.as_str())
         .collect();

@@ -28,7 +28,10 @@ pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
 }
 
 /// The help line for a suggestion.
-pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+pub fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
     suggest(name, candidates).map(|s| format!("did you mean `{s}`?"))
 }
 
@@ -109,8 +112,14 @@ mod tests {
 
     #[test]
     fn suggests_close_names() {
-        assert_eq!(suggest("reseach", ["research", "review"]), Some("research".into()));
-        assert_eq!(suggest("emials", ["emails", "start"]), Some("emails".into()));
+        assert_eq!(
+            suggest("reseach", ["research", "review"]),
+            Some("research".into())
+        );
+        assert_eq!(
+            suggest("emials", ["emails", "start"]),
+            Some("emails".into())
+        );
         assert_eq!(suggest("zzz", ["research"]), None);
     }
 

@@ -1,13 +1,13 @@
 //! Nodes: signatures, settings and bodies (which see only the node's parameters), then
 //! the sources of every parameter (which see only nodes and `input.`), and outputs.
 
+use super::Checker;
 use super::expr::BodyScope;
 use super::hir::*;
 use super::names;
-use super::settings::{literal_json, Settings};
+use super::settings::{Settings, literal_json};
 use super::ty::{self, Ty};
 use super::uri::UriTemplate;
-use super::Checker;
 use crate::diagnostic::Diagnostic;
 use crate::lint::rules as r;
 use crate::source::{FileId, Span};
@@ -38,11 +38,38 @@ pub(crate) fn empty_node(info: DeclInfo, decl: &ast::NodeDecl) -> NodeDef {
     }
 }
 
-const COMMON: &[&str] = &["when", "timeout", "retries", "backoff", "after", "concurrency", "on_item_error"];
+const COMMON: &[&str] = &[
+    "when",
+    "timeout",
+    "retries",
+    "backoff",
+    "after",
+    "concurrency",
+    "on_item_error",
+];
 const NODE_SETTINGS: &[&str] = &["return", "call", "exec", "host", "idempotent"];
 const THINK_SETTINGS: &[&str] = &["model", "prompt", "repairs", "temperature", "max_tokens"];
-const AGENT_SETTINGS: &[&str] = &["model", "prompt", "tools", "max_steps", "tool_timeout", "temperature", "max_tokens"];
-const ACT_SETTINGS: &[&str] = &["model", "prompt", "tools", "max_steps", "tool_timeout", "temperature", "max_tokens", "limits", "approve", "call"];
+const AGENT_SETTINGS: &[&str] = &[
+    "model",
+    "prompt",
+    "tools",
+    "max_steps",
+    "tool_timeout",
+    "temperature",
+    "max_tokens",
+];
+const ACT_SETTINGS: &[&str] = &[
+    "model",
+    "prompt",
+    "tools",
+    "max_steps",
+    "tool_timeout",
+    "temperature",
+    "max_tokens",
+    "limits",
+    "approve",
+    "call",
+];
 const GATE_SETTINGS: &[&str] = &["message", "timeout", "on_timeout", "when", "after"];
 
 /// The names of the functions that make a source.
@@ -92,39 +119,71 @@ impl Checker<'_> {
         let file = self.files[f].id;
         if matches!(decl.name.name.as_str(), "input" | "true" | "false" | "null") {
             self.diags.push(
-                Diagnostic::new(&r::RESERVED_NAME, file, decl.name.span, format!("`{}` cannot name a node: it is a word of the language", decl.name.name))
-                    .label("reserved")
-                    .help(if decl.name.name == "input" { "`input.x` names pipeline inputs; rename the node" } else { "rename the node" }),
+                Diagnostic::new(
+                    &r::RESERVED_NAME,
+                    file,
+                    decl.name.span,
+                    format!(
+                        "`{}` cannot name a node: it is a word of the language",
+                        decl.name.name
+                    ),
+                )
+                .label("reserved")
+                .help(if decl.name.name == "input" {
+                    "`input.x` names pipeline inputs; rename the node"
+                } else {
+                    "rename the node"
+                }),
             );
         }
-        let prompted = matches!(decl.kind, NodeKind::Think | NodeKind::Agent | NodeKind::Act | NodeKind::Gate);
+        let prompted = matches!(
+            decl.kind,
+            NodeKind::Think | NodeKind::Agent | NodeKind::Act | NodeKind::Gate
+        );
         let mut params: Vec<ParamDef> = Vec::with_capacity(decl.params.params.len());
         for p in &decl.params.params {
             if let Some(first) = params.iter().find(|x| x.name == p.name.name) {
                 self.diags.push(
-                    Diagnostic::new(&r::DUPLICATE_DECLARATION, file, p.name.span, format!("the parameter `{}` is declared twice", p.name.name))
-                        .label("declared again here")
-                        .secondary(file, first.name_span, "first declared here"),
+                    Diagnostic::new(
+                        &r::DUPLICATE_DECLARATION,
+                        file,
+                        p.name.span,
+                        format!("the parameter `{}` is declared twice", p.name.name),
+                    )
+                    .label("declared again here")
+                    .secondary(file, first.name_span, "first declared here"),
                 );
                 continue;
             }
             let reserved = match p.name.name.as_str() {
                 "input" | "true" | "false" | "null" => Some("is a word of the language"),
-                "output_schema" | "role" if prompted && decl.kind != NodeKind::Gate => Some("is what a prompt template uses for the output schema and message roles"),
+                "output_schema" | "role" if prompted && decl.kind != NodeKind::Gate => {
+                    Some("is what a prompt template uses for the output schema and message roles")
+                }
                 "output_schema" | "role" => None,
                 _ => None,
             };
             if let Some(why) = reserved {
                 self.diags.push(
-                    Diagnostic::new(&r::RESERVED_NAME, file, p.name.span, format!("`{}` cannot name a parameter: it {why}", p.name.name))
-                        .label("reserved")
-                        .help("rename the parameter"),
+                    Diagnostic::new(
+                        &r::RESERVED_NAME,
+                        file,
+                        p.name.span,
+                        format!("`{}` cannot name a parameter: it {why}", p.name.name),
+                    )
+                    .label("reserved")
+                    .help("rename the parameter"),
                 );
             }
             if p.wire_name.is_some() {
                 self.diags.push(
-                    Diagnostic::new(&r::SYNTAX_ERROR, file, p.span, "`as \"name\"` renames tool parameters, not node parameters")
-                        .label("not allowed on a node"),
+                    Diagnostic::new(
+                        &r::SYNTAX_ERROR,
+                        file,
+                        p.span,
+                        "`as \"name\"` renames tool parameters, not node parameters",
+                    )
+                    .label("not allowed on a node"),
                 );
             }
             let ty = self.resolve_type(f, &p.ty);
@@ -134,11 +193,18 @@ impl Checker<'_> {
                 name_span: p.name.span,
                 ty,
                 doc: p.doc.as_ref().map(|d| d.text.clone()),
-                source: Source { kind: SourceKind::Error, span: p.span, ty: Ty::Error },
+                source: Source {
+                    kind: SourceKind::Error,
+                    span: p.span,
+                    ty: Ty::Error,
+                },
                 used: false,
             });
         }
-        let output = decl.returns.as_ref().map(|t| (self.resolve_type(f, t), t.span));
+        let output = decl
+            .returns
+            .as_ref()
+            .map(|t| (self.resolve_type(f, t), t.span));
         let node = &mut self.hir.nodes[id as usize];
         node.params = params;
         if let Some((ty, span)) = output {
@@ -151,24 +217,40 @@ impl Checker<'_> {
         let file = self.files[f].id;
         let kind = decl.kind;
         let allowed = allowed_settings(kind);
-        let what = format!("{} `{}` node", if kind == NodeKind::Act || kind == NodeKind::Agent { "an" } else { "a" }, kind.keyword());
-        if kind == NodeKind::Think {
-            if let Some(t) = decl.body.settings.iter().find(|s| s.name.name == "tools") {
-                self.diags.push(
+        let what = format!(
+            "{} `{}` node",
+            if kind == NodeKind::Act || kind == NodeKind::Agent {
+                "an"
+            } else {
+                "a"
+            },
+            kind.keyword()
+        );
+        if kind == NodeKind::Think
+            && let Some(t) = decl.body.settings.iter().find(|s| s.name.name == "tools")
+        {
+            self.diags.push(
                     Diagnostic::new(&r::UNKNOWN_SETTING, file, t.name.span, "a `think` node makes one model call and has no tools")
                         .label("not a setting of `think`")
                         .help(format!("to let the model call tools, declare it `agent {}(...)` (read-only tools) or `act` (tools with effects)", decl.name.name)),
                 );
-            }
         }
-        let allowed: Vec<&str> = if kind == NodeKind::Think { allowed.into_iter().chain(["tools"]).collect() } else { allowed };
+        let allowed: Vec<&str> = if kind == NodeKind::Think {
+            allowed.into_iter().chain(["tools"]).collect()
+        } else {
+            allowed
+        };
         let s = self.settings(file, &decl.body, &allowed, &what);
         let mut params = std::mem::take(&mut self.hir.nodes[id as usize].params);
         let node_name = decl.name.name.clone();
         let declared_output = decl.returns.is_some();
         let mut output = self.hir.nodes[id as usize].output.clone();
 
-        let mut scope = BodyScope { file, node: &node_name, params: &mut params };
+        let mut scope = BodyScope {
+            file,
+            node: &node_name,
+            params: &mut params,
+        };
 
         let body = match kind {
             NodeKind::Node => self.node_body(f, &s, &mut scope, decl, declared_output, &mut output),
@@ -202,7 +284,9 @@ impl Checker<'_> {
                 if !declared_output {
                     output = Ty::Bool;
                 }
-                let message = s.expr("message").and_then(|e| self.template(file, &node_name, scope.params, e, false, &Ty::Error));
+                let message = s.expr("message").and_then(|e| {
+                    self.template(file, &node_name, scope.params, e, false, &Ty::Error)
+                });
                 let on_timeout = match s.expr("on_timeout") {
                     Some(e) => match literal_json(e) {
                         Some(v) => {
@@ -211,24 +295,39 @@ impl Checker<'_> {
                         }
                         None => {
                             self.diags.push(
-                                Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, e.span, "`on_timeout` takes the answer to use, as a literal")
-                                    .label("not a literal"),
+                                Diagnostic::new(
+                                    &r::INVALID_LITERAL_TYPE,
+                                    file,
+                                    e.span,
+                                    "`on_timeout` takes the answer to use, as a literal",
+                                )
+                                .label("not a literal"),
                             );
                             None
                         }
                     },
                     None => None,
                 };
-                if s.has("on_timeout") && !s.has("timeout") {
-                    if let Some(setting) = s.get("on_timeout") {
-                        self.missing_setting(file, setting.name.span, "`on_timeout`", "timeout", "say how long the gate waits: `timeout = 2d`");
-                    }
+                if s.has("on_timeout")
+                    && !s.has("timeout")
+                    && let Some(setting) = s.get("on_timeout")
+                {
+                    self.missing_setting(
+                        file,
+                        setting.name.span,
+                        "`on_timeout`",
+                        "timeout",
+                        "say how long the gate waits: `timeout = 2d`",
+                    );
                 }
                 // Gate parameters are its message context and its place in the graph.
                 for p in scope.params.iter_mut() {
                     p.used = true;
                 }
-                Body::Gate { message, on_timeout }
+                Body::Gate {
+                    message,
+                    on_timeout,
+                }
             }
         };
 
@@ -237,7 +336,6 @@ impl Checker<'_> {
             self.expect_bool(file, &w, "`when`");
             w
         });
-        drop(scope);
 
         let timeout = self.duration_setting(&s, "timeout");
         let retries = self.count_setting(&s, "retries");
@@ -249,8 +347,13 @@ impl Checker<'_> {
                 "fail" => false,
                 _ => {
                     self.diags.push(
-                        Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, span, format!("`on_item_error` is \"fail\" or \"drop\", not \"{v}\""))
-                            .label("expected \"fail\" or \"drop\""),
+                        Diagnostic::new(
+                            &r::INVALID_LITERAL_TYPE,
+                            file,
+                            span,
+                            format!("`on_item_error` is \"fail\" or \"drop\", not \"{v}\""),
+                        )
+                        .label("expected \"fail\" or \"drop\""),
                     );
                     false
                 }
@@ -280,9 +383,20 @@ impl Checker<'_> {
         }
     }
 
-    fn node_body(&mut self, f: usize, s: &Settings<'_>, scope: &mut BodyScope<'_>, decl: &ast::NodeDecl, declared: bool, output: &mut Ty) -> Body {
+    fn node_body(
+        &mut self,
+        f: usize,
+        s: &Settings<'_>,
+        scope: &mut BodyScope<'_>,
+        decl: &ast::NodeDecl,
+        declared: bool,
+        output: &mut Ty,
+    ) -> Body {
         let file = scope.file;
-        let present: Vec<&str> = ["return", "call", "exec", "host"].into_iter().filter(|k| s.has(k)).collect();
+        let present: Vec<&str> = ["return", "call", "exec", "host"]
+            .into_iter()
+            .filter(|k| s.has(k))
+            .collect();
         if present.is_empty() {
             self.diags.push(
                 Diagnostic::new(&r::MISSING_SETTING, file, decl.name.span, format!("the node `{}` does not say how it computes its output", decl.name.name))
@@ -291,27 +405,35 @@ impl Checker<'_> {
             );
             return Body::Invalid;
         }
-        if present.len() > 1 {
-            if let Some(second) = s.get(present[1]) {
-                self.diags.push(
+        if present.len() > 1
+            && let Some(second) = s.get(present[1])
+        {
+            self.diags.push(
                     Diagnostic::new(&r::MISSING_SETTING, file, second.name.span, format!("a node has exactly one of `return`, `call`, `exec` and `host`, and this one also has `{}`", present[0]))
                         .label("second way to compute the output")
                         .help("split the work into two nodes"),
                 );
-            }
         }
-        if s.has("idempotent") && present[0] != "exec" {
-            if let Some(setting) = s.get("idempotent") {
-                self.diags.push(
-                    Diagnostic::new(&r::UNKNOWN_SETTING, file, setting.name.span, "`idempotent` describes an `exec` command")
-                        .label("only for `exec`")
-                        .help("tools declare `idempotent` on their `tool` declaration"),
-                );
-            }
+        if s.has("idempotent")
+            && present[0] != "exec"
+            && let Some(setting) = s.get("idempotent")
+        {
+            self.diags.push(
+                Diagnostic::new(
+                    &r::UNKNOWN_SETTING,
+                    file,
+                    setting.name.span,
+                    "`idempotent` describes an `exec` command",
+                )
+                .label("only for `exec`")
+                .help("tools declare `idempotent` on their `tool` declaration"),
+            );
         }
         match present[0] {
             "return" => {
-                let Some(e) = s.expr("return") else { return Body::Invalid };
+                let Some(e) = s.expr("return") else {
+                    return Body::Invalid;
+                };
                 let value = if declared && *output != Ty::Error {
                     self.check_against(scope, e, &output.clone(), true)
                 } else {
@@ -333,7 +455,13 @@ impl Checker<'_> {
                 } else if let Body::Call { tool, .. } = &b {
                     let returns = self.hir.tool(*tool).returns.clone();
                     if let Some(span) = decl.returns.as_ref().map(|t| t.span) {
-                        self.report_mismatch(file, span, &returns, &output.clone(), "the tool returns something else: ");
+                        self.report_mismatch(
+                            file,
+                            span,
+                            &returns,
+                            &output.clone(),
+                            "the tool returns something else: ",
+                        );
                     }
                 }
                 b
@@ -364,7 +492,10 @@ impl Checker<'_> {
                         argv[0] = format!("./{}", argv[0]);
                     }
                 }
-                let idempotent = self.bool_setting(s, "idempotent").map(|x| x.0).unwrap_or(false);
+                let idempotent = self
+                    .bool_setting(s, "idempotent")
+                    .map(|x| x.0)
+                    .unwrap_or(false);
                 Body::Exec { argv, idempotent }
             }
             _ => {
@@ -383,19 +514,41 @@ impl Checker<'_> {
     }
 
     /// `call = tool(arg: expr, ...)`.
-    fn call_body(&mut self, f: usize, s: &Settings<'_>, scope: &mut BodyScope<'_>, decl: &ast::NodeDecl, in_act: bool) -> Body {
+    fn call_body(
+        &mut self,
+        f: usize,
+        s: &Settings<'_>,
+        scope: &mut BodyScope<'_>,
+        decl: &ast::NodeDecl,
+        in_act: bool,
+    ) -> Body {
         let file = scope.file;
-        let Some(e) = s.expr("call") else { return Body::Invalid };
+        let Some(e) = s.expr("call") else {
+            return Body::Invalid;
+        };
         let ExprKind::Call(callee, args) = &e.kind else {
             self.diags.push(
-                Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, e.span, "`call` takes a tool call")
-                    .label("not a call")
-                    .help("write `call = tool_name(param: value, ...)`"),
+                Diagnostic::new(
+                    &r::INVALID_LITERAL_TYPE,
+                    file,
+                    e.span,
+                    "`call` takes a tool call",
+                )
+                .label("not a call")
+                .help("write `call = tool_name(param: value, ...)`"),
             );
             return Body::Invalid;
         };
         let Some(path) = callee.as_path() else {
-            self.diags.push(Diagnostic::new(&r::UNKNOWN_NAME, file, callee.span, "`call` takes the name of a tool").label("not a tool name"));
+            self.diags.push(
+                Diagnostic::new(
+                    &r::UNKNOWN_NAME,
+                    file,
+                    callee.span,
+                    "`call` takes the name of a tool",
+                )
+                .label("not a tool name"),
+            );
             return Body::Invalid;
         };
         let path: Vec<String> = path.iter().map(|i| i.name.clone()).collect();
@@ -408,9 +561,17 @@ impl Checker<'_> {
         let tool_def = self.hir.tool(tool);
         if tool_def.is_reader {
             self.diags.push(
-                Diagnostic::new(&r::TYPE_MISMATCH, file, callee.span, format!("`{}` is a reader; a node reads a resource through a parameter", path.join(".")))
-                    .label("a reader, not a tool")
-                    .help("bind a parameter: `x: T = resource(\"uri/{var}\")`"),
+                Diagnostic::new(
+                    &r::TYPE_MISMATCH,
+                    file,
+                    callee.span,
+                    format!(
+                        "`{}` is a reader; a node reads a resource through a parameter",
+                        path.join(".")
+                    ),
+                )
+                .label("a reader, not a tool")
+                .help("bind a parameter: `x: T = resource(\"uri/{var}\")`"),
             );
             return Body::Invalid;
         }
@@ -427,15 +588,28 @@ impl Checker<'_> {
         for a in args {
             let Some(name) = &a.name else {
                 self.diags.push(
-                    Diagnostic::new(&r::RECORD_LITERAL_MISMATCH, file, a.span, "tool arguments are named")
-                        .label("name this argument")
-                        .help("write `param: value`"),
+                    Diagnostic::new(
+                        &r::RECORD_LITERAL_MISMATCH,
+                        file,
+                        a.span,
+                        "tool arguments are named",
+                    )
+                    .label("name this argument")
+                    .help("write `param: value`"),
                 );
                 self.infer(scope, &a.value);
                 continue;
             };
             if out.iter().any(|(k, _)| k == &name.name) {
-                self.diags.push(Diagnostic::new(&r::RECORD_LITERAL_MISMATCH, file, name.span, format!("`{}` is given twice", name.name)).label("given again here"));
+                self.diags.push(
+                    Diagnostic::new(
+                        &r::RECORD_LITERAL_MISMATCH,
+                        file,
+                        name.span,
+                        format!("`{}` is given twice", name.name),
+                    )
+                    .label("given again here"),
+                );
                 continue;
             }
             match params.iter().find(|p| p.name == name.name) {
@@ -444,11 +618,17 @@ impl Checker<'_> {
                     out.push((name.name.clone(), v));
                 }
                 None => {
-                    let help = names::did_you_mean(&name.name, params.iter().map(|p| p.name.as_str()));
+                    let help =
+                        names::did_you_mean(&name.name, params.iter().map(|p| p.name.as_str()));
                     self.diags.push(
-                        Diagnostic::new(&r::RECORD_LITERAL_MISMATCH, file, name.span, format!("`{tool_name}` has no parameter `{}`", name.name))
-                            .label("unknown parameter")
-                            .maybe_help(help),
+                        Diagnostic::new(
+                            &r::RECORD_LITERAL_MISMATCH,
+                            file,
+                            name.span,
+                            format!("`{tool_name}` has no parameter `{}`", name.name),
+                        )
+                        .label("unknown parameter")
+                        .maybe_help(help),
                     );
                     self.infer(scope, &a.value);
                 }
@@ -461,22 +641,43 @@ impl Checker<'_> {
             .collect();
         if !missing.is_empty() {
             self.diags.push(
-                Diagnostic::new(&r::RECORD_LITERAL_MISMATCH, file, e.span, format!("the call of `{tool_name}` is missing {}", missing.join(", ")))
-                    .label(format!("missing {}", missing.join(", ")))
-                    .help("pass every parameter that has no default and is not optional"),
+                Diagnostic::new(
+                    &r::RECORD_LITERAL_MISMATCH,
+                    file,
+                    e.span,
+                    format!(
+                        "the call of `{tool_name}` is missing {}",
+                        missing.join(", ")
+                    ),
+                )
+                .label(format!("missing {}", missing.join(", ")))
+                .help("pass every parameter that has no default and is not optional"),
             );
         }
         Body::Call { tool, args: out }
     }
 
-    fn model_body(&mut self, f: usize, s: &Settings<'_>, scope: &mut BodyScope<'_>, decl: &ast::NodeDecl, output: &Ty) -> Body {
+    fn model_body(
+        &mut self,
+        f: usize,
+        s: &Settings<'_>,
+        scope: &mut BodyScope<'_>,
+        decl: &ast::NodeDecl,
+        output: &Ty,
+    ) -> Body {
         let file = scope.file;
         let what = format!("the `{}` node `{}`", decl.kind.keyword(), decl.name.name);
         let model = match self.name_setting(s, "model") {
             Some((path, span)) => self.lookup_model(f, &path, span),
             None => {
                 if !s.has("model") {
-                    self.missing_setting(file, decl.name.span, &what, "model", "name the model it calls: `model = fast`");
+                    self.missing_setting(
+                        file,
+                        decl.name.span,
+                        &what,
+                        "model",
+                        "name the model it calls: `model = fast`",
+                    );
                 }
                 None
             }
@@ -517,9 +718,14 @@ impl Checker<'_> {
             if let Some(t) = self.lookup_tool(f, &path, span) {
                 if !tools.contains(&t) {
                     self.diags.push(
-                        Diagnostic::new(&r::UNKNOWN_NAME, file, span, format!("`{}` is not one of this node's tools", path.join(".")))
-                            .label("not in `tools`")
-                            .help("`approve` lists tools from `tools` whose calls wait for a person"),
+                        Diagnostic::new(
+                            &r::UNKNOWN_NAME,
+                            file,
+                            span,
+                            format!("`{}` is not one of this node's tools", path.join(".")),
+                        )
+                        .label("not in `tools`")
+                        .help("`approve` lists tools from `tools` whose calls wait for a person"),
                     );
                 } else {
                     approve.push(t);
@@ -531,26 +737,45 @@ impl Checker<'_> {
             match &e.kind {
                 ExprKind::Record(entries) => {
                     for en in entries {
-                        let Some(t) = self.lookup_tool(f, &[en.key.name.clone()], en.key.span) else { continue };
+                        let Some(t) =
+                            self.lookup_tool(f, std::slice::from_ref(&en.key.name), en.key.span)
+                        else {
+                            continue;
+                        };
                         if !tools.contains(&t) {
                             self.diags.push(
-                                Diagnostic::new(&r::UNKNOWN_NAME, file, en.key.span, format!("`{}` is not one of this node's tools", en.key.name))
-                                    .label("not in `tools`"),
+                                Diagnostic::new(
+                                    &r::UNKNOWN_NAME,
+                                    file,
+                                    en.key.span,
+                                    format!("`{}` is not one of this node's tools", en.key.name),
+                                )
+                                .label("not in `tools`"),
                             );
                             continue;
                         }
                         match en.value.kind {
                             ExprKind::Int(n) if n >= 0 => limits.push((t, n as u64)),
                             _ => self.diags.push(
-                                Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, en.value.span, "a limit is a whole number of calls")
-                                    .label("expected a number"),
+                                Diagnostic::new(
+                                    &r::INVALID_LITERAL_TYPE,
+                                    file,
+                                    en.value.span,
+                                    "a limit is a whole number of calls",
+                                )
+                                .label("expected a number"),
                             ),
                         }
                     }
                 }
                 _ => self.diags.push(
-                    Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, e.span, "`limits` takes a record of tools and call counts")
-                        .label("expected `{ tool: 1 }`"),
+                    Diagnostic::new(
+                        &r::INVALID_LITERAL_TYPE,
+                        file,
+                        e.span,
+                        "`limits` takes a record of tools and call counts",
+                    )
+                    .label("expected `{ tool: 1 }`"),
                 ),
             }
         }
@@ -565,7 +790,11 @@ impl Checker<'_> {
             (None, None) if tools.is_empty() => Body::Invalid,
             (model, prompt) => Body::Model {
                 model: model.unwrap_or(u32::MAX),
-                prompt: prompt.unwrap_or(Template { file: None, entry: String::new(), sources: Vec::new() }),
+                prompt: prompt.unwrap_or(Template {
+                    file: None,
+                    entry: String::new(),
+                    sources: Vec::new(),
+                }),
                 tools,
                 limits,
                 approve,
@@ -578,22 +807,34 @@ impl Checker<'_> {
         }
     }
 
-    pub(crate) fn lookup_node(&mut self, file: FileId, path: &[String], span: Span, what: &str) -> Option<NodeId> {
+    pub(crate) fn lookup_node(
+        &mut self,
+        file: FileId,
+        path: &[String],
+        span: Span,
+        what: &str,
+    ) -> Option<NodeId> {
         let root = self.files.iter().position(|f| f.is_root).unwrap_or(0);
-        if let [name] = path {
-            if let Some(DeclRef::Node(id)) = self.scopes[root].values.get(name) {
-                return Some(*id);
-            }
+        if let [name] = path
+            && let Some(DeclRef::Node(id)) = self.scopes[root].values.get(name)
+        {
+            return Some(*id);
         }
         if self.poisoned(root, "value", path) {
             return None;
         }
         let joined = path.join(".");
-        let help = names::did_you_mean(&joined, self.hir.nodes.iter().map(|n| n.info.name.as_str()));
+        let help =
+            names::did_you_mean(&joined, self.hir.nodes.iter().map(|n| n.info.name.as_str()));
         self.diags.push(
-            Diagnostic::new(&r::UNKNOWN_NAME, file, span, format!("`{joined}` is not a node"))
-                .label(format!("`{what}` names nodes"))
-                .maybe_help(help),
+            Diagnostic::new(
+                &r::UNKNOWN_NAME,
+                file,
+                span,
+                format!("`{joined}` is not a node"),
+            )
+            .label(format!("`{what}` names nodes"))
+            .maybe_help(help),
         );
         None
     }
@@ -610,9 +851,20 @@ impl Checker<'_> {
     }
 
     fn value_candidates(&self, f: usize, pred: impl Fn(&DeclRef) -> bool) -> Vec<String> {
-        let mut out: Vec<String> = self.scopes[f].values.iter().filter(|(_, v)| pred(v)).map(|(k, _)| k.clone()).collect();
+        let mut out: Vec<String> = self.scopes[f]
+            .values
+            .iter()
+            .filter(|(_, v)| pred(v))
+            .map(|(k, _)| k.clone())
+            .collect();
         for (ns, target) in &self.scopes[f].namespaces {
-            out.extend(self.own[*target].values.iter().filter(|(_, v)| pred(v)).map(|(k, _)| format!("{ns}.{k}")));
+            out.extend(
+                self.own[*target]
+                    .values
+                    .iter()
+                    .filter(|(_, v)| pred(v))
+                    .map(|(k, _)| format!("{ns}.{k}")),
+            );
         }
         out.sort();
         out
@@ -630,11 +882,17 @@ impl Checker<'_> {
                 let joined = path.join(".");
                 let candidates = self.value_candidates(f, |v| matches!(v, DeclRef::Tool(_)));
                 let help = names::did_you_mean(&joined, candidates.iter().map(String::as_str));
-                let msg = if found.is_some() { format!("`{joined}` is not a tool or reader") } else { format!("unknown tool `{joined}`") };
+                let msg = if found.is_some() {
+                    format!("`{joined}` is not a tool or reader")
+                } else {
+                    format!("unknown tool `{joined}`")
+                };
                 self.diags.push(
                     Diagnostic::new(&r::UNKNOWN_NAME, file, span, msg)
                         .label("not a declared tool")
-                        .help(help.unwrap_or_else(|| format!("declare it: `tool {joined}(...) -> T from server`"))),
+                        .help(help.unwrap_or_else(|| {
+                            format!("declare it: `tool {joined}(...) -> T from server`")
+                        })),
                 );
                 None
             }
@@ -653,7 +911,11 @@ impl Checker<'_> {
                 let joined = path.join(".");
                 let candidates = self.value_candidates(f, |v| matches!(v, DeclRef::Model(_)));
                 let help = names::did_you_mean(&joined, candidates.iter().map(String::as_str));
-                let msg = if found.is_some() { format!("`{joined}` is not a model") } else { format!("unknown model `{joined}`") };
+                let msg = if found.is_some() {
+                    format!("`{joined}` is not a model")
+                } else {
+                    format!("unknown model `{joined}`")
+                };
                 self.diags.push(
                     Diagnostic::new(&r::UNKNOWN_NAME, file, span, msg)
                         .label("not a declared model")
@@ -671,7 +933,9 @@ impl Checker<'_> {
         let mut params = std::mem::take(&mut self.hir.nodes[id as usize].params);
         let mut each: Option<(usize, Span)> = None;
         for (i, p) in decl.params.params.iter().enumerate() {
-            let Some(idx) = params.iter().position(|x| x.span == p.span) else { continue };
+            let Some(idx) = params.iter().position(|x| x.span == p.span) else {
+                continue;
+            };
             let _ = i;
             let Some(value) = &p.value else {
                 self.diags.push(
@@ -682,7 +946,13 @@ impl Checker<'_> {
                 continue;
             };
             let expected = params[idx].ty.clone();
-            let mut ctx = SourceCtx { f, file, node: id, params: &mut params, current: idx };
+            let mut ctx = SourceCtx {
+                f,
+                file,
+                node: id,
+                params: &mut params,
+                current: idx,
+            };
             let src = self.source(&mut ctx, value, &expected, true);
             if let SourceKind::Each { .. } = src.kind {
                 match each {
@@ -705,7 +975,13 @@ impl Checker<'_> {
     }
 
     /// Checks a source and that its value fits `expected`.
-    fn source(&mut self, ctx: &mut SourceCtx<'_>, e: &ast::Expr, expected: &Ty, top: bool) -> Source {
+    fn source(
+        &mut self,
+        ctx: &mut SourceCtx<'_>,
+        e: &ast::Expr,
+        expected: &Ty,
+        top: bool,
+    ) -> Source {
         let file = ctx.file;
         let span = e.span;
         if let ExprKind::Call(callee, args) = &e.kind
@@ -716,7 +992,11 @@ impl Checker<'_> {
         }
         match &e.kind {
             ExprKind::Paren(inner) => self.source(ctx, inner, expected, top),
-            ExprKind::Error => Source { kind: SourceKind::Error, span, ty: Ty::Error },
+            ExprKind::Error => Source {
+                kind: SourceKind::Error,
+                span,
+                ty: Ty::Error,
+            },
             ExprKind::Name(_) | ExprKind::Field(..) | ExprKind::Splat(..) => {
                 let src = self.path_source(ctx, e);
                 self.bind(file, &src, expected);
@@ -729,63 +1009,124 @@ impl Checker<'_> {
                 let mut out = Vec::new();
                 for (i, side) in sides.iter().enumerate() {
                     // Every side but the last may be missing: that is what `??` is for.
-                    let want = if i < last { expected.clone().optional() } else { expected.clone() };
+                    let want = if i < last {
+                        expected.clone().optional()
+                    } else {
+                        expected.clone()
+                    };
                     let s = self.source(ctx, side, &want, false);
-                    if matches!(s.kind, SourceKind::Each { .. } | SourceKind::Resource(_) | SourceKind::Link(_)) {
+                    if matches!(
+                        s.kind,
+                        SourceKind::Each { .. } | SourceKind::Resource(_) | SourceKind::Link(_)
+                    ) {
                         self.diags.push(
-                            Diagnostic::new(&r::INVALID_SOURCE, file, side.span, "`??` joins node outputs, inputs and constants")
-                                .label("cannot be joined")
-                                .help("bind the resource to a parameter of its own"),
+                            Diagnostic::new(
+                                &r::INVALID_SOURCE,
+                                file,
+                                side.span,
+                                "`??` joins node outputs, inputs and constants",
+                            )
+                            .label("cannot be joined")
+                            .help("bind the resource to a parameter of its own"),
                         );
                     }
                     out.push(s);
                 }
                 let ty = out.last().map(|s| s.ty.clone()).unwrap_or(Ty::Error);
-                Source { kind: SourceKind::Join(out), span, ty }
+                Source {
+                    kind: SourceKind::Join(out),
+                    span,
+                    ty,
+                }
             }
             ExprKind::Record(entries) if literal_json(e).is_none() => {
                 let rec = ty::as_record(&self.hir, expected.strip_optional()).cloned();
                 let mut fields = Vec::new();
                 let mut out = Vec::new();
                 for en in entries {
-                    let want = rec.as_ref().and_then(|r| r.field(&en.key.name)).map(|f| f.ty.clone()).unwrap_or(Ty::Json);
-                    if let Some(r) = &rec {
-                        if r.field(&en.key.name).is_none() {
-                            let help = names::did_you_mean(&en.key.name, r.fields.iter().map(|f| f.name.as_str()));
-                            self.diags.push(
-                                Diagnostic::new(&r::RECORD_LITERAL_MISMATCH, file, en.key.span, format!("`{}` has no field `{}`", ty::display(&self.hir, expected), en.key.name))
-                                    .label("unknown field")
-                                    .maybe_help(help),
-                            );
-                        }
+                    let want = rec
+                        .as_ref()
+                        .and_then(|r| r.field(&en.key.name))
+                        .map(|f| f.ty.clone())
+                        .unwrap_or(Ty::Json);
+                    if let Some(r) = &rec
+                        && r.field(&en.key.name).is_none()
+                    {
+                        let help = names::did_you_mean(
+                            &en.key.name,
+                            r.fields.iter().map(|f| f.name.as_str()),
+                        );
+                        self.diags.push(
+                            Diagnostic::new(
+                                &r::RECORD_LITERAL_MISMATCH,
+                                file,
+                                en.key.span,
+                                format!(
+                                    "`{}` has no field `{}`",
+                                    ty::display(&self.hir, expected),
+                                    en.key.name
+                                ),
+                            )
+                            .label("unknown field")
+                            .maybe_help(help),
+                        );
                     }
                     let s = self.source(ctx, &en.value, &want, false);
-                    fields.push(ty::FieldTy { name: en.key.name.clone(), ty: s.ty.clone(), doc: None });
+                    fields.push(ty::FieldTy {
+                        name: en.key.name.clone(),
+                        ty: s.ty.clone(),
+                        doc: None,
+                    });
                     out.push((en.key.name.clone(), s));
                 }
                 if let Some(r) = &rec {
-                    let missing: Vec<String> = r.fields.iter().filter(|f| !f.ty.is_optional() && !out.iter().any(|(k, _)| k == &f.name)).map(|f| format!("`{}`", f.name)).collect();
+                    let missing: Vec<String> = r
+                        .fields
+                        .iter()
+                        .filter(|f| !f.ty.is_optional() && !out.iter().any(|(k, _)| k == &f.name))
+                        .map(|f| format!("`{}`", f.name))
+                        .collect();
                     if !missing.is_empty() {
                         self.diags.push(
-                            Diagnostic::new(&r::RECORD_LITERAL_MISMATCH, file, span, format!("this record is missing {}", missing.join(", ")))
-                                .label(format!("missing {}", missing.join(", "))),
+                            Diagnostic::new(
+                                &r::RECORD_LITERAL_MISMATCH,
+                                file,
+                                span,
+                                format!("this record is missing {}", missing.join(", ")),
+                            )
+                            .label(format!("missing {}", missing.join(", "))),
                         );
                     }
                 }
-                Source { kind: SourceKind::Record(out), span, ty: Ty::Record(std::sync::Arc::new(ty::RecordTy { fields })) }
+                Source {
+                    kind: SourceKind::Record(out),
+                    span,
+                    ty: Ty::Record(std::sync::Arc::new(ty::RecordTy { fields })),
+                }
             }
             ExprKind::List(items) if literal_json(e).is_none() => {
                 let elem = match ty::resolve(&self.hir, expected.strip_optional()) {
                     Ty::List(t) => (**t).clone(),
                     _ => Ty::Json,
                 };
-                let out: Vec<Source> = items.iter().map(|i| self.source(ctx, i, &elem, false)).collect();
-                Source { kind: SourceKind::List(out), span, ty: elem.list() }
+                let out: Vec<Source> = items
+                    .iter()
+                    .map(|i| self.source(ctx, i, &elem, false))
+                    .collect();
+                Source {
+                    kind: SourceKind::List(out),
+                    span,
+                    ty: elem.list(),
+                }
             }
             _ => match literal_json(e) {
                 Some(v) => {
                     self.check_literal_fits(file, e, &v, expected);
-                    Source { kind: SourceKind::Const(v), span, ty: expected.clone() }
+                    Source {
+                        kind: SourceKind::Const(v),
+                        span,
+                        ty: expected.clone(),
+                    }
                 }
                 None => {
                     self.diags.push(
@@ -793,7 +1134,11 @@ impl Checker<'_> {
                             .label("computed here")
                             .help("a source is a pipeline input, a node (or a field of it), `a ?? b`, a constant, `env()`, `secret()`, `resource()`, `resources()` or `each()`; compute values in the node's body, or in a node of their own"),
                     );
-                    Source { kind: SourceKind::Error, span, ty: Ty::Error }
+                    Source {
+                        kind: SourceKind::Error,
+                        span,
+                        ty: Ty::Error,
+                    }
                 }
             },
         }
@@ -837,43 +1182,92 @@ impl Checker<'_> {
                 ExprKind::Name(id) => break id,
                 ExprKind::Paren(inner) => cur = inner,
                 _ => {
-                    self.diags.push(Diagnostic::new(&r::INVALID_SOURCE, file, e.span, "this is not a source").label("not a node or input"));
-                    return Source { kind: SourceKind::Error, span: e.span, ty: Ty::Error };
+                    self.diags.push(
+                        Diagnostic::new(&r::INVALID_SOURCE, file, e.span, "this is not a source")
+                            .label("not a node or input"),
+                    );
+                    return Source {
+                        kind: SourceKind::Error,
+                        span: e.span,
+                        ty: Ty::Error,
+                    };
                 }
             }
         };
         segs.reverse();
-        let (kind_base, mut ty, rest): (SourceKind, Ty, &[(bool, &ast::Ident)]) = if root.name == "input" {
+        let (kind_base, mut ty, rest): (SourceKind, Ty, &[(bool, &ast::Ident)]) = if root.name
+            == "input"
+        {
             let Some(((splat, name), rest)) = segs.split_first() else {
                 self.diags.push(
-                    Diagnostic::new(&r::INVALID_SOURCE, file, root.span, "`input` alone is not a value")
-                        .label("name an input")
-                        .help("write `input.name`"),
+                    Diagnostic::new(
+                        &r::INVALID_SOURCE,
+                        file,
+                        root.span,
+                        "`input` alone is not a value",
+                    )
+                    .label("name an input")
+                    .help("write `input.name`"),
                 );
-                return Source { kind: SourceKind::Error, span: e.span, ty: Ty::Error };
+                return Source {
+                    kind: SourceKind::Error,
+                    span: e.span,
+                    ty: Ty::Error,
+                };
             };
             if *splat {
-                return Source { kind: SourceKind::Error, span: e.span, ty: Ty::Error };
+                return Source {
+                    kind: SourceKind::Error,
+                    span: e.span,
+                    ty: Ty::Error,
+                };
             }
             match self.scopes[ctx.f].inputs.get(&name.name).copied() {
                 Some(iid) => {
                     self.hir.used.insert(DeclRef::Input(iid));
                     let input = &self.hir.inputs[iid as usize];
-                    let t = if input.default.is_some() { input.ty.strip_optional().clone() } else { input.ty.clone() };
-                    (SourceKind::Input { input: iid, path: Vec::new() }, t, rest)
+                    let t = if input.default.is_some() {
+                        input.ty.strip_optional().clone()
+                    } else {
+                        input.ty.clone()
+                    };
+                    (
+                        SourceKind::Input {
+                            input: iid,
+                            path: Vec::new(),
+                        },
+                        t,
+                        rest,
+                    )
                 }
                 None if self.scopes[ctx.f].is_poisoned("input", &name.name) => {
-                    return Source { kind: SourceKind::Error, span: e.span, ty: Ty::Error };
+                    return Source {
+                        kind: SourceKind::Error,
+                        span: e.span,
+                        ty: Ty::Error,
+                    };
                 }
                 None => {
-                    let help = names::did_you_mean(&name.name, self.scopes[ctx.f].inputs.keys().map(String::as_str))
-                        .unwrap_or_else(|| format!("declare it: `input {}: string`", name.name));
+                    let help = names::did_you_mean(
+                        &name.name,
+                        self.scopes[ctx.f].inputs.keys().map(String::as_str),
+                    )
+                    .unwrap_or_else(|| format!("declare it: `input {}: string`", name.name));
                     self.diags.push(
-                        Diagnostic::new(&r::UNKNOWN_NAME, file, name.span, format!("unknown input `{}`", name.name))
-                            .label("not declared")
-                            .help(help),
+                        Diagnostic::new(
+                            &r::UNKNOWN_NAME,
+                            file,
+                            name.span,
+                            format!("unknown input `{}`", name.name),
+                        )
+                        .label("not declared")
+                        .help(help),
                     );
-                    return Source { kind: SourceKind::Error, span: e.span, ty: Ty::Error };
+                    return Source {
+                        kind: SourceKind::Error,
+                        span: e.span,
+                        ty: Ty::Error,
+                    };
                 }
             }
         } else {
@@ -881,28 +1275,59 @@ impl Checker<'_> {
                 Some(DeclRef::Node(nid)) => {
                     self.hir.used.insert(DeclRef::Node(nid));
                     let t = self.hir.nodes[nid as usize].value_ty();
-                    (SourceKind::Node { node: nid, path: Vec::new() }, t, segs.as_slice())
+                    (
+                        SourceKind::Node {
+                            node: nid,
+                            path: Vec::new(),
+                        },
+                        t,
+                        segs.as_slice(),
+                    )
                 }
                 None if self.scopes[ctx.f].is_poisoned("value", &root.name) => {
-                    return Source { kind: SourceKind::Error, span: e.span, ty: Ty::Error };
+                    return Source {
+                        kind: SourceKind::Error,
+                        span: e.span,
+                        ty: Ty::Error,
+                    };
                 }
                 other => {
                     let is_param = ctx.params.iter().any(|p| p.name == root.name);
                     let help = if is_param {
-                        format!("sources see nodes and `input.`, not the node's own parameters; `{}` is a parameter here", root.name)
+                        format!(
+                            "sources see nodes and `input.`, not the node's own parameters; `{}` is a parameter here",
+                            root.name
+                        )
                     } else if other.is_some() {
                         "a source is a node, `input.x`, a constant or a resource".to_string()
                     } else {
-                        let mut cands: Vec<String> = self.hir.nodes.iter().map(|n| n.info.name.clone()).collect();
-                        cands.extend(self.scopes[ctx.f].inputs.keys().map(|k| format!("input.{k}")));
-                        names::did_you_mean(&root.name, cands.iter().map(String::as_str)).unwrap_or_else(|| "name a node, or an input as `input.name`".to_string())
+                        let mut cands: Vec<String> =
+                            self.hir.nodes.iter().map(|n| n.info.name.clone()).collect();
+                        cands.extend(
+                            self.scopes[ctx.f]
+                                .inputs
+                                .keys()
+                                .map(|k| format!("input.{k}")),
+                        );
+                        names::did_you_mean(&root.name, cands.iter().map(String::as_str))
+                            .unwrap_or_else(|| {
+                                "name a node, or an input as `input.name`".to_string()
+                            })
                     };
                     let msg = match other {
                         Some(_) => format!("`{}` is not a node", root.name),
                         None => format!("unknown node `{}`", root.name),
                     };
-                    self.diags.push(Diagnostic::new(&r::UNKNOWN_NAME, file, root.span, msg).label("not a node").help(help));
-                    return Source { kind: SourceKind::Error, span: e.span, ty: Ty::Error };
+                    self.diags.push(
+                        Diagnostic::new(&r::UNKNOWN_NAME, file, root.span, msg)
+                            .label("not a node")
+                            .help(help),
+                    );
+                    return Source {
+                        kind: SourceKind::Error,
+                        span: e.span,
+                        ty: Ty::Error,
+                    };
                 }
             }
         };
@@ -922,8 +1347,16 @@ impl Checker<'_> {
                     }
                     None => {
                         self.diags.push(
-                            Diagnostic::new(&r::UNKNOWN_FIELD, file, id.span, format!("`[*]` takes a list, and this is `{}`", ty::display(&self.hir, &ty)))
-                                .label("not a list"),
+                            Diagnostic::new(
+                                &r::UNKNOWN_FIELD,
+                                file,
+                                id.span,
+                                format!(
+                                    "`[*]` takes a list, and this is `{}`",
+                                    ty::display(&self.hir, &ty)
+                                ),
+                            )
+                            .label("not a list"),
                         );
                         ty = Ty::Error;
                     }
@@ -939,30 +1372,62 @@ impl Checker<'_> {
             SourceKind::Node { node, .. } => SourceKind::Node { node, path },
             other => other,
         };
-        Source { kind, span: e.span, ty }
+        Source {
+            kind,
+            span: e.span,
+            ty,
+        }
     }
 
-    fn source_call(&mut self, ctx: &mut SourceCtx<'_>, e: &ast::Expr, name: &str, args: &[ast::Arg], expected: &Ty, top: bool) -> Source {
+    fn source_call(
+        &mut self,
+        ctx: &mut SourceCtx<'_>,
+        e: &ast::Expr,
+        name: &str,
+        args: &[ast::Arg],
+        expected: &Ty,
+        top: bool,
+    ) -> Source {
         let file = ctx.file;
         let span = e.span;
         match name {
             "env" => {
                 let Some((var, default)) = self.env_args(file, span, args) else {
-                    return Source { kind: SourceKind::Error, span, ty: Ty::Error };
+                    return Source {
+                        kind: SourceKind::Error,
+                        span,
+                        ty: Ty::Error,
+                    };
                 };
                 match ty::resolve(&self.hir, expected.strip_optional()) {
                     Ty::String | Ty::Int | Ty::Float | Ty::Bool | Ty::Json | Ty::Error => {}
                     other if ty::as_literals(&self.hir, other).is_some() => {}
                     _ => self.diags.push(
-                        Diagnostic::new(&r::TYPE_MISMATCH, file, span, format!("`env(...)` gives a string (or a number or boolean), not `{}`", ty::display(&self.hir, expected)))
-                            .label("configuration is a scalar"),
+                        Diagnostic::new(
+                            &r::TYPE_MISMATCH,
+                            file,
+                            span,
+                            format!(
+                                "`env(...)` gives a string (or a number or boolean), not `{}`",
+                                ty::display(&self.hir, expected)
+                            ),
+                        )
+                        .label("configuration is a scalar"),
                     ),
                 }
-                Source { kind: SourceKind::Env { var, default }, span, ty: expected.clone() }
+                Source {
+                    kind: SourceKind::Env { var, default },
+                    span,
+                    ty: expected.clone(),
+                }
             }
             "secret" => {
                 let Some((var, default)) = self.env_args(file, span, args) else {
-                    return Source { kind: SourceKind::Error, span, ty: Ty::Error };
+                    return Source {
+                        kind: SourceKind::Error,
+                        span,
+                        ty: Ty::Error,
+                    };
                 };
                 if default.is_some() {
                     self.diags.push(
@@ -971,15 +1436,24 @@ impl Checker<'_> {
                             .help("a missing secret fails the run before any node starts"),
                     );
                 }
-                let src = Source { kind: SourceKind::Secret { var }, span, ty: Ty::String };
+                let src = Source {
+                    kind: SourceKind::Secret { var },
+                    span,
+                    ty: Ty::String,
+                };
                 self.bind(file, &src, expected);
                 src
             }
             "each" => {
                 if !top {
                     self.diags.push(
-                        Diagnostic::new(&r::INVALID_SOURCE, file, span, "`each(...)` must be the whole source of a parameter")
-                            .label("nested `each`"),
+                        Diagnostic::new(
+                            &r::INVALID_SOURCE,
+                            file,
+                            span,
+                            "`each(...)` must be the whole source of a parameter",
+                        )
+                        .label("nested `each`"),
                     );
                 }
                 let mut list = None;
@@ -991,34 +1465,71 @@ impl Checker<'_> {
                             ExprKind::Int(v) if v > 0 => max = Some(v as u64),
                             ExprKind::Error => max = Some(u64::MAX),
                             _ => self.diags.push(
-                                Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, a.value.span, "`max` is a positive whole number")
-                                    .label("expected a number"),
+                                Diagnostic::new(
+                                    &r::INVALID_LITERAL_TYPE,
+                                    file,
+                                    a.value.span,
+                                    "`max` is a positive whole number",
+                                )
+                                .label("expected a number"),
                             ),
                         },
                         _ => self.diags.push(
-                            Diagnostic::new(&r::UNKNOWN_SETTING, file, a.span, "`each` takes a list and `max:`")
-                                .label("not an argument of `each`"),
+                            Diagnostic::new(
+                                &r::UNKNOWN_SETTING,
+                                file,
+                                a.span,
+                                "`each` takes a list and `max:`",
+                            )
+                            .label("not an argument of `each`"),
                         ),
                     }
                 }
                 let Some(list) = list else {
-                    self.diags.push(Diagnostic::new(&r::MISSING_SETTING, file, span, "`each` needs a list").label("write `each(node.items)`"));
-                    return Source { kind: SourceKind::Error, span, ty: Ty::Error };
+                    self.diags.push(
+                        Diagnostic::new(&r::MISSING_SETTING, file, span, "`each` needs a list")
+                            .label("write `each(node.items)`"),
+                    );
+                    return Source {
+                        kind: SourceKind::Error,
+                        span,
+                        ty: Ty::Error,
+                    };
                 };
                 let inner = self.source(ctx, list, &expected.clone().list(), false);
-                if matches!(inner.kind, SourceKind::Const(_) | SourceKind::Env { .. } | SourceKind::Secret { .. } | SourceKind::Resource(_)) {
+                if matches!(
+                    inner.kind,
+                    SourceKind::Const(_)
+                        | SourceKind::Env { .. }
+                        | SourceKind::Secret { .. }
+                        | SourceKind::Resource(_)
+                ) {
                     self.diags.push(
                         Diagnostic::new(&r::INVALID_SOURCE, file, list.span, "`each` fans out over a list from a node, an input or `resources(ref: ...)`")
                             .label("not such a list"),
                     );
                 }
-                Source { kind: SourceKind::Each { inner: Box::new(inner), max }, span, ty: expected.clone() }
+                Source {
+                    kind: SourceKind::Each {
+                        inner: Box::new(inner),
+                        max,
+                    },
+                    span,
+                    ty: expected.clone(),
+                }
             }
             _ => self.resource_source(ctx, e, name == "resources", args, expected),
         }
     }
 
-    fn resource_source(&mut self, ctx: &mut SourceCtx<'_>, e: &ast::Expr, many: bool, args: &[ast::Arg], expected: &Ty) -> Source {
+    fn resource_source(
+        &mut self,
+        ctx: &mut SourceCtx<'_>,
+        e: &ast::Expr,
+        many: bool,
+        args: &[ast::Arg],
+        expected: &Ty,
+    ) -> Source {
         let file = ctx.file;
         let span = e.span;
         let fname = if many { "resources" } else { "resource" };
@@ -1040,15 +1551,39 @@ impl Checker<'_> {
                 match (&a.value.kind, uri.is_none() && !many) {
                     (ExprKind::Str(s), true) => uri = Some(s),
                     _ => self.diags.push(
-                        Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, a.span, format!("`{fname}` takes {}", if many { "`ref: \"kind\"`" } else { "a URI template string or `ref: \"kind\"`" }))
-                            .label("not an argument it takes"),
+                        Diagnostic::new(
+                            &r::INVALID_LITERAL_TYPE,
+                            file,
+                            a.span,
+                            format!(
+                                "`{fname}` takes {}",
+                                if many {
+                                    "`ref: \"kind\"`"
+                                } else {
+                                    "a URI template string or `ref: \"kind\"`"
+                                }
+                            ),
+                        )
+                        .label("not an argument it takes"),
                     ),
                 }
                 continue;
             };
             if !allowed.contains(&n.name.as_str()) {
-                let help = names::did_you_mean(&n.name, allowed.iter().copied()).unwrap_or_else(|| format!("`{fname}` takes {}", super::settings::list_words(allowed)));
-                self.diags.push(Diagnostic::new(&r::UNKNOWN_SETTING, file, n.span, format!("`{fname}` has no option `{}`", n.name)).label("unknown option").help(help));
+                let help =
+                    names::did_you_mean(&n.name, allowed.iter().copied()).unwrap_or_else(|| {
+                        format!("`{fname}` takes {}", super::settings::list_words(allowed))
+                    });
+                self.diags.push(
+                    Diagnostic::new(
+                        &r::UNKNOWN_SETTING,
+                        file,
+                        n.span,
+                        format!("`{fname}` has no option `{}`", n.name),
+                    )
+                    .label("unknown option")
+                    .help(help),
+                );
                 continue;
             }
             let v = &a.value;
@@ -1056,7 +1591,15 @@ impl Checker<'_> {
                 _ if matches!(v.kind, ExprKind::Error) && !n.name.starts_with("max_") => {}
                 "ref" => match &v.kind {
                     ExprKind::Str(s) => kind = Some(s),
-                    _ => self.diags.push(Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, v.span, "`ref` takes a link kind as a string").label("expected \"kind\"")),
+                    _ => self.diags.push(
+                        Diagnostic::new(
+                            &r::INVALID_LITERAL_TYPE,
+                            file,
+                            v.span,
+                            "`ref` takes a link kind as a string",
+                        )
+                        .label("expected \"kind\""),
+                    ),
                 },
                 "max_bytes" | "max_total" => {
                     let value = match v.kind {
@@ -1065,15 +1608,35 @@ impl Checker<'_> {
                         // Already reported as an invalid literal: count it as given.
                         ExprKind::Error => Some(u64::MAX),
                         _ => {
-                            self.diags.push(Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, v.span, format!("`{}` takes a size such as `100kb`", n.name)).label("not a size"));
+                            self.diags.push(
+                                Diagnostic::new(
+                                    &r::INVALID_LITERAL_TYPE,
+                                    file,
+                                    v.span,
+                                    format!("`{}` takes a size such as `100kb`", n.name),
+                                )
+                                .label("not a size"),
+                            );
                             None
                         }
                     };
-                    if n.name == "max_bytes" { max_bytes = value } else { max_total = value }
+                    if n.name == "max_bytes" {
+                        max_bytes = value
+                    } else {
+                        max_total = value
+                    }
                 }
                 "mime" => match &v.kind {
                     ExprKind::Str(s) => mime = Some(s.value.clone()),
-                    _ => self.diags.push(Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, v.span, "`mime` takes a MIME type such as \"text/*\"").label("expected a string")),
+                    _ => self.diags.push(
+                        Diagnostic::new(
+                            &r::INVALID_LITERAL_TYPE,
+                            file,
+                            v.span,
+                            "`mime` takes a MIME type such as \"text/*\"",
+                        )
+                        .label("expected a string"),
+                    ),
                 },
                 "from" => match v.as_path() {
                     Some(p) => {
@@ -1082,11 +1645,27 @@ impl Checker<'_> {
                             from = Some((nid, v.span));
                         }
                     }
-                    None => self.diags.push(Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, v.span, "`from` names the node that produced the link").label("expected a node name")),
+                    None => self.diags.push(
+                        Diagnostic::new(
+                            &r::INVALID_LITERAL_TYPE,
+                            file,
+                            v.span,
+                            "`from` names the node that produced the link",
+                        )
+                        .label("expected a node name"),
+                    ),
                 },
                 "server" => match &v.kind {
                     ExprKind::Name(id) => server_name = Some(id),
-                    _ => self.diags.push(Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, v.span, "`server` names a server").label("expected a server name")),
+                    _ => self.diags.push(
+                        Diagnostic::new(
+                            &r::INVALID_LITERAL_TYPE,
+                            file,
+                            v.span,
+                            "`server` names a server",
+                        )
+                        .label("expected a server name"),
+                    ),
                 },
                 _ => match &v.kind {
                     ExprKind::Record(entries) => {
@@ -1094,7 +1673,15 @@ impl Checker<'_> {
                             where_.push((&en.key, &en.value));
                         }
                     }
-                    _ => self.diags.push(Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, v.span, "`where` takes a record of template variables and values").label("expected `{ var: value }`")),
+                    _ => self.diags.push(
+                        Diagnostic::new(
+                            &r::INVALID_LITERAL_TYPE,
+                            file,
+                            v.span,
+                            "`where` takes a record of template variables and values",
+                        )
+                        .label("expected `{ var: value }`"),
+                    ),
                 },
             }
         }
@@ -1126,37 +1713,83 @@ impl Checker<'_> {
         let kind_out = match (uri, kind) {
             (Some(_), Some(k)) => {
                 self.diags.push(
-                    Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, k.span, format!("`{fname}` takes a URI or `ref:`, not both"))
-                        .label("remove one"),
+                    Diagnostic::new(
+                        &r::INVALID_LITERAL_TYPE,
+                        file,
+                        k.span,
+                        format!("`{fname}` takes a URI or `ref:`, not both"),
+                    )
+                    .label("remove one"),
                 );
                 SourceKind::Error
             }
             (None, None) => {
                 self.diags.push(
-                    Diagnostic::new(&r::MISSING_SETTING, file, span, format!("`{fname}` needs {}", if many { "`ref: \"kind\"`" } else { "a URI template or `ref: \"kind\"`" }))
-                        .label("says nothing to read"),
+                    Diagnostic::new(
+                        &r::MISSING_SETTING,
+                        file,
+                        span,
+                        format!(
+                            "`{fname}` needs {}",
+                            if many {
+                                "`ref: \"kind\"`"
+                            } else {
+                                "a URI template or `ref: \"kind\"`"
+                            }
+                        ),
+                    )
+                    .label("says nothing to read"),
                 );
                 SourceKind::Error
             }
             (Some(lit), None) => {
                 for (k, _) in &where_ {
-                    self.diags.push(Diagnostic::new(&r::UNKNOWN_SETTING, file, k.span, "`where` selects among links; a URI binding names its resource itself").label("not used with a URI"));
+                    self.diags.push(
+                        Diagnostic::new(
+                            &r::UNKNOWN_SETTING,
+                            file,
+                            k.span,
+                            "`where` selects among links; a URI binding names its resource itself",
+                        )
+                        .label("not used with a URI"),
+                    );
                 }
                 if from.is_some() {
-                    self.diags.push(Diagnostic::new(&r::UNKNOWN_SETTING, file, span, "`from` picks the producer of a link; a URI binding has none").label("not used with a URI"));
+                    self.diags.push(
+                        Diagnostic::new(
+                            &r::UNKNOWN_SETTING,
+                            file,
+                            span,
+                            "`from` picks the producer of a link; a URI binding has none",
+                        )
+                        .label("not used with a URI"),
+                    );
                 }
                 match self.uri_template_at(file, &lit.value, lit.span, Some(lit)) {
                     Some(t) => {
                         self.check_uri_variables(ctx, &t, lit);
                         let server = self.route(ctx.f, file, &t, server_name, lit.span);
-                        SourceKind::Resource(ResourceBinding { uri: t, server, max_bytes, mime })
+                        SourceKind::Resource(ResourceBinding {
+                            uri: t,
+                            server,
+                            max_bytes,
+                            mime,
+                        })
                     }
                     None => SourceKind::Error,
                 }
             }
             (None, Some(k)) => {
                 if server_name.is_some() {
-                    self.diags.push(Diagnostic::new(&r::UNKNOWN_SETTING, file, span, "a link is always read from the server that produced it").label("remove `server:`"));
+                    self.diags.push(
+                        Diagnostic::new(
+                            &r::UNKNOWN_SETTING,
+                            file,
+                            span,
+                            "a link is always read from the server that produced it",
+                        )
+                        .label("remove `server:`"),
+                    );
                 }
                 match self.lookup_link(ctx.f, &k.value) {
                     Some(link) => {
@@ -1174,42 +1807,102 @@ impl Checker<'_> {
                         let node_name = self.hir.nodes[ctx.node as usize].info.name.clone();
                         for (key, value) in where_ {
                             if !template.variables().any(|v| v.name == key.name) {
-                                let help = names::did_you_mean(&key.name, template.variables().map(|v| v.name.as_str()));
+                                let help = names::did_you_mean(
+                                    &key.name,
+                                    template.variables().map(|v| v.name.as_str()),
+                                );
                                 self.diags.push(
-                                    Diagnostic::new(&r::UNBOUND_URI_VARIABLE, file, key.span, format!("`{}` is not a variable of the link kind \"{}\" ({})", key.name, k.value, template.text))
-                                        .label("not captured by the template")
-                                        .maybe_help(help),
+                                    Diagnostic::new(
+                                        &r::UNBOUND_URI_VARIABLE,
+                                        file,
+                                        key.span,
+                                        format!(
+                                            "`{}` is not a variable of the link kind \"{}\" ({})",
+                                            key.name, k.value, template.text
+                                        ),
+                                    )
+                                    .label("not captured by the template")
+                                    .maybe_help(help),
                                 );
                                 continue;
                             }
-                            let mut scope = BodyScope { file, node: &node_name, params: ctx.params };
+                            let mut scope = BodyScope {
+                                file,
+                                node: &node_name,
+                                params: ctx.params,
+                            };
                             let v = self.infer(&mut scope, value);
                             where_out.push((key.name.clone(), v));
                         }
-                        SourceKind::Link(LinkBinding { link, many, from, producer: None, where_: where_out, max_bytes, max_total, mime })
+                        SourceKind::Link(LinkBinding {
+                            link,
+                            many,
+                            from,
+                            producer: None,
+                            where_: where_out,
+                            max_bytes,
+                            max_total,
+                            mime,
+                        })
                     }
-                    None if self.poisoned(ctx.f, "link", &[k.value.clone()]) => SourceKind::Error,
+                    None if self.poisoned(ctx.f, "link", std::slice::from_ref(&k.value)) => {
+                        SourceKind::Error
+                    }
                     None => {
                         let known = self.link_names(ctx.f);
                         let help = names::did_you_mean(&k.value, known.iter().map(String::as_str))
-                            .unwrap_or_else(|| format!("declare it: `link \"{}\": Type = \"uri-template\"`", k.value));
-                        self.diags.push(Diagnostic::new(&r::UNKNOWN_NAME, file, k.span, format!("unknown link kind \"{}\"", k.value)).label("not declared").help(help));
+                            .unwrap_or_else(|| {
+                                format!(
+                                    "declare it: `link \"{}\": Type = \"uri-template\"`",
+                                    k.value
+                                )
+                            });
+                        self.diags.push(
+                            Diagnostic::new(
+                                &r::UNKNOWN_NAME,
+                                file,
+                                k.span,
+                                format!("unknown link kind \"{}\"", k.value),
+                            )
+                            .label("not declared")
+                            .help(help),
+                        );
                         SourceKind::Error
                     }
                 }
             }
         };
         if !many && max_total.is_some() {
-            self.diags.push(Diagnostic::new(&r::UNKNOWN_SETTING, file, span, "`max_total` caps a list of resources").label("use `max_bytes` for one resource"));
+            self.diags.push(
+                Diagnostic::new(
+                    &r::UNKNOWN_SETTING,
+                    file,
+                    span,
+                    "`max_total` caps a list of resources",
+                )
+                .label("use `max_bytes` for one resource"),
+            );
         }
-        let ty = if many { target.list() } else { expected.clone() };
-        Source { kind: kind_out, span, ty }
+        let ty = if many {
+            target.list()
+        } else {
+            expected.clone()
+        };
+        Source {
+            kind: kind_out,
+            span,
+            ty,
+        }
     }
 
     /// A non-JSON MIME expectation cannot be read into a record or list (P0310).
     pub(crate) fn check_mime(&mut self, file: FileId, span: Span, mime: &str, content: &Ty) {
         let jsonish = mime == "application/json" || mime.ends_with("+json") || mime == "*/*";
-        let structured = ty::as_record(&self.hir, content).is_some() || matches!(ty::resolve(&self.hir, content.strip_optional()), Ty::List(_) | Ty::Map(_));
+        let structured = ty::as_record(&self.hir, content).is_some()
+            || matches!(
+                ty::resolve(&self.hir, content.strip_optional()),
+                Ty::List(_) | Ty::Map(_)
+            );
         if !jsonish && structured {
             self.diags.push(
                 Diagnostic::new(&r::MIME_TYPE_MISMATCH, file, span, format!("content of type \"{mime}\" cannot be read as `{}`", ty::display(&self.hir, content)))
@@ -1229,20 +1922,40 @@ impl Checker<'_> {
             let mut parts = var.name.split('.');
             let root = parts.next().unwrap_or("");
             let Some(pi) = ctx.params.iter().position(|p| p.name == root) else {
-                let candidates: Vec<&str> = ctx.params.iter().enumerate().filter(|(i, p)| *i != ctx.current && !p.fetches_by_decl()).map(|(_, p)| p.name.as_str()).collect();
-                let help = names::did_you_mean(root, candidates).unwrap_or_else(|| format!("add a parameter: `{root}: string = input.{root}`"));
+                let candidates: Vec<&str> = ctx
+                    .params
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, p)| *i != ctx.current && !p.fetches_by_decl())
+                    .map(|(_, p)| p.name.as_str())
+                    .collect();
+                let help = names::did_you_mean(root, candidates)
+                    .unwrap_or_else(|| format!("add a parameter: `{root}: string = input.{root}`"));
                 self.diags.push(
-                    Diagnostic::new(&r::UNBOUND_URI_VARIABLE, file, at, format!("the URI variable `{}` is not a parameter of `{node_name}`", var.name))
-                        .label("no parameter provides it")
-                        .help(help),
+                    Diagnostic::new(
+                        &r::UNBOUND_URI_VARIABLE,
+                        file,
+                        at,
+                        format!(
+                            "the URI variable `{}` is not a parameter of `{node_name}`",
+                            var.name
+                        ),
+                    )
+                    .label("no parameter provides it")
+                    .help(help),
                 );
                 continue;
             };
             if pi == ctx.current || ctx.params[pi].fetches_by_decl() {
                 self.diags.push(
-                    Diagnostic::new(&r::UNBOUND_URI_VARIABLE, file, at, format!("the URI variable `{}` names a resource parameter", var.name))
-                        .label("resources cannot feed a URI")
-                        .help("URI variables come from parameters bound to inputs, nodes or constants"),
+                    Diagnostic::new(
+                        &r::UNBOUND_URI_VARIABLE,
+                        file,
+                        at,
+                        format!("the URI variable `{}` names a resource parameter", var.name),
+                    )
+                    .label("resources cannot feed a URI")
+                    .help("URI variables come from parameters bound to inputs, nodes or constants"),
                 );
                 continue;
             }
@@ -1253,9 +1966,18 @@ impl Checker<'_> {
             }
             if !ty::is_uri_scalar(&self.hir, &ty) {
                 self.diags.push(
-                    Diagnostic::new(&r::TYPE_MISMATCH, file, at, format!("`{}` is `{}`, which cannot be written into a URI", var.name, ty::display(&self.hir, &ty)))
-                        .label("not a string, number or boolean")
-                        .help("use a field of it: `{param.field}`"),
+                    Diagnostic::new(
+                        &r::TYPE_MISMATCH,
+                        file,
+                        at,
+                        format!(
+                            "`{}` is `{}`, which cannot be written into a URI",
+                            var.name,
+                            ty::display(&self.hir, &ty)
+                        ),
+                    )
+                    .label("not a string, number or boolean")
+                    .help("use a field of it: `{param.field}`"),
                 );
             }
         }
@@ -1266,23 +1988,37 @@ impl Checker<'_> {
         if let Some(v) = self.server_cache.get(&f) {
             return v.clone();
         }
-        let mut v: Vec<ServerId> = self.scopes[f].values.values().filter_map(|d| match d { DeclRef::Server(s) => Some(*s), _ => None }).collect();
+        let mut v: Vec<ServerId> = self.scopes[f]
+            .values
+            .values()
+            .filter_map(|d| match d {
+                DeclRef::Server(s) => Some(*s),
+                _ => None,
+            })
+            .collect();
         v.sort();
         self.server_cache.insert(f, v.clone());
         v
     }
 
     /// The server a resource URI goes to.
-    fn route(&mut self, f: usize, file: FileId, t: &UriTemplate, explicit: Option<&ast::Ident>, span: Span) -> Option<ServerId> {
+    fn route(
+        &mut self,
+        f: usize,
+        file: FileId,
+        t: &UriTemplate,
+        explicit: Option<&ast::Ident>,
+        span: Span,
+    ) -> Option<ServerId> {
         if let Some(name) = explicit {
             return self.lookup_server(f, name);
         }
         let visible = self.visible_servers(f);
-        if let Some(authority) = t.mcp_authority() {
-            if let Some(DeclRef::Server(s)) = self.scopes[f].values.get(authority).copied() {
-                self.hir.used.insert(DeclRef::Server(s));
-                return Some(s);
-            }
+        if let Some(authority) = t.mcp_authority()
+            && let Some(DeclRef::Server(s)) = self.scopes[f].values.get(authority).copied()
+        {
+            self.hir.used.insert(DeclRef::Server(s));
+            return Some(s);
         }
         let prefix = t.literal_prefix();
         let claimed: Vec<ServerId> = visible
@@ -1290,7 +2026,11 @@ impl Checker<'_> {
             .copied()
             .filter(|s| {
                 self.hir.servers[*s as usize].resources.iter().any(|p| {
-                    if p.has_expressions() { prefix.starts_with(p.literal_prefix()) } else { p.text == t.text }
+                    if p.has_expressions() {
+                        prefix.starts_with(p.literal_prefix())
+                    } else {
+                        p.text == t.text
+                    }
                 })
             })
             .collect();
@@ -1305,7 +2045,13 @@ impl Checker<'_> {
                 Some(s)
             }
             None => {
-                let why = if visible.is_empty() { "no server is declared".to_string() } else if claimed.len() > 1 { "several servers claim it".to_string() } else { "no server claims it and there are several".to_string() };
+                let why = if visible.is_empty() {
+                    "no server is declared".to_string()
+                } else if claimed.len() > 1 {
+                    "several servers claim it".to_string()
+                } else {
+                    "no server claims it and there are several".to_string()
+                };
                 self.diags.push(
                     Diagnostic::new(&r::UNROUTABLE_RESOURCE, file, span, format!("cannot tell which server serves `{}`: {why}", t.text))
                         .label("no server for this URI")
@@ -1318,15 +2064,28 @@ impl Checker<'_> {
 
     pub(crate) fn check_outputs(&mut self, root: usize) {
         let file = self.files[root].id;
-        let items: Vec<ast::Item> = self.files[root].ast.items.iter().filter(|i| matches!(i.kind, ItemKind::Output(_))).cloned().collect();
+        let items: Vec<ast::Item> = self.files[root]
+            .ast
+            .items
+            .iter()
+            .filter(|i| matches!(i.kind, ItemKind::Output(_)))
+            .cloned()
+            .collect();
         let mut seen: Vec<(String, Span)> = Vec::new();
         for item in &items {
-            let ItemKind::Output(o) = &item.kind else { continue };
+            let ItemKind::Output(o) = &item.kind else {
+                continue;
+            };
             if let Some((_, first)) = seen.iter().find(|(n, _)| *n == o.name.name) {
                 self.diags.push(
-                    Diagnostic::new(&r::DUPLICATE_DECLARATION, file, o.name.span, format!("the output `{}` is declared twice", o.name.name))
-                        .label("declared again here")
-                        .secondary(file, *first, "first declared here"),
+                    Diagnostic::new(
+                        &r::DUPLICATE_DECLARATION,
+                        file,
+                        o.name.span,
+                        format!("the output `{}` is declared twice", o.name.name),
+                    )
+                    .label("declared again here")
+                    .secondary(file, *first, "first declared here"),
                 );
                 continue;
             }
@@ -1334,7 +2093,13 @@ impl Checker<'_> {
             let declared = o.ty.as_ref().map(|t| self.resolve_type(root, t));
             let expected = declared.clone().unwrap_or(Ty::Json);
             let mut params = Vec::new();
-            let mut ctx = SourceCtx { f: root, file, node: u32::MAX, params: &mut params, current: usize::MAX };
+            let mut ctx = SourceCtx {
+                f: root,
+                file,
+                node: u32::MAX,
+                params: &mut params,
+                current: usize::MAX,
+            };
             let src = self.output_source(&mut ctx, &o.value, &expected);
             let ty = declared.clone().unwrap_or_else(|| src.ty.clone());
             self.hir.outputs.push(OutputDef {
@@ -1357,17 +2122,25 @@ impl Checker<'_> {
     /// Outputs take the same sources as parameters, except resources (nothing fetches
     /// for an output) and `each`.
     fn output_source(&mut self, ctx: &mut SourceCtx<'_>, e: &ast::Expr, expected: &Ty) -> Source {
-        if let ExprKind::Call(callee, _) = &e.kind {
-            if let ExprKind::Name(n) = &callee.kind {
-                if matches!(n.name.as_str(), "resource" | "resources" | "each") {
-                    self.diags.push(
-                        Diagnostic::new(&r::INVALID_SOURCE, ctx.file, e.span, format!("an output cannot be `{}(...)`", n.name))
-                            .label("outputs take node values, inputs and constants")
-                            .help("read it in a node and output that node"),
-                    );
-                    return Source { kind: SourceKind::Error, span: e.span, ty: Ty::Error };
-                }
-            }
+        if let ExprKind::Call(callee, _) = &e.kind
+            && let ExprKind::Name(n) = &callee.kind
+            && matches!(n.name.as_str(), "resource" | "resources" | "each")
+        {
+            self.diags.push(
+                Diagnostic::new(
+                    &r::INVALID_SOURCE,
+                    ctx.file,
+                    e.span,
+                    format!("an output cannot be `{}(...)`", n.name),
+                )
+                .label("outputs take node values, inputs and constants")
+                .help("read it in a node and output that node"),
+            );
+            return Source {
+                kind: SourceKind::Error,
+                span: e.span,
+                ty: Ty::Error,
+            };
         }
         self.source(ctx, e, expected, false)
     }
@@ -1387,8 +2160,10 @@ impl ParamDef {
     /// Whether a parameter is bound to a resource, judging by its source as written so
     /// far (sources are checked in order, so later ones are still unknown).
     fn fetches_by_decl(&self) -> bool {
-        matches!(self.source.kind, SourceKind::Resource(_) | SourceKind::Link(_))
-            || matches!(&self.source.kind, SourceKind::Each { inner, .. } if matches!(inner.kind, SourceKind::Resource(_) | SourceKind::Link(_)))
+        matches!(
+            self.source.kind,
+            SourceKind::Resource(_) | SourceKind::Link(_)
+        ) || matches!(&self.source.kind, SourceKind::Each { inner, .. } if matches!(inner.kind, SourceKind::Resource(_) | SourceKind::Link(_)))
     }
 }
 

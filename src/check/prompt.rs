@@ -11,17 +11,28 @@ use std::sync::Arc;
 
 use minijinja::machinery::ast::{self as j, CallArg, Expr, Stmt};
 
+use super::Checker;
 use super::hir::{ParamDef, Template};
 use super::names;
 use super::ty::{self, Ty};
-use super::Checker;
 use crate::diagnostic::Diagnostic;
 use crate::lint::rules as r;
 use crate::source::{FileId, Span};
 use crate::syntax::ast::{self, ExprKind};
 
 /// Functions and values every template may use.
-const BUILTINS: &[&str] = &["range", "dict", "debug", "namespace", "true", "false", "none", "True", "False", "None"];
+const BUILTINS: &[&str] = &[
+    "range",
+    "dict",
+    "debug",
+    "namespace",
+    "true",
+    "false",
+    "none",
+    "True",
+    "False",
+    "None",
+];
 
 /// Where a template's text sits, to turn template offsets into file spans.
 #[derive(Clone)]
@@ -60,27 +71,63 @@ struct Walk<'p> {
 impl Checker<'_> {
     /// Checks a `prompt` (when `prompt`) or gate `message` template and returns what the
     /// plan needs to render it.
-    pub(crate) fn template(&mut self, file: FileId, node: &str, params: &mut Vec<ParamDef>, e: &ast::Expr, prompt: bool, output: &Ty) -> Option<Template> {
+    pub(crate) fn template(
+        &mut self,
+        file: FileId,
+        node: &str,
+        params: &mut Vec<ParamDef>,
+        e: &ast::Expr,
+        prompt: bool,
+        output: &Ty,
+    ) -> Option<Template> {
         let _ = output;
         let (entry, place, text, file_name) = match &e.kind {
             ExprKind::Str(lit) => {
                 let name = format!("{node}.{}", if prompt { "prompt" } else { "message" });
-                (name, Place::Inline(file, lit.clone()), lit.value.clone(), None)
+                (
+                    name,
+                    Place::Inline(file, lit.clone()),
+                    lit.value.clone(),
+                    None,
+                )
             }
-            ExprKind::Call(callee, args) if matches!(&callee.kind, ExprKind::Name(n) if n.name == "file") => {
-                let Some(ast::Arg { value: ast::Expr { kind: ExprKind::Str(path), .. }, name: None, .. }) = args.first() else {
+            ExprKind::Call(callee, args) if matches!(&callee.kind, ExprKind::Name(n) if n.name == "file") =>
+            {
+                let Some(ast::Arg {
+                    value:
+                        ast::Expr {
+                            kind: ExprKind::Str(path),
+                            ..
+                        },
+                    name: None,
+                    ..
+                }) = args.first()
+                else {
                     self.diags.push(
-                        Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, e.span, "`file` takes the template's path as a string")
-                            .label("write `file(\"dir/name\")`"),
+                        Diagnostic::new(
+                            &r::INVALID_LITERAL_TYPE,
+                            file,
+                            e.span,
+                            "`file` takes the template's path as a string",
+                        )
+                        .label("write `file(\"dir/name\")`"),
                     );
                     return None;
                 };
                 let name = template_name(&path.value);
                 match self.load_template(&name) {
-                    Some((id, text)) => (name.clone(), Place::File(id), text.to_string(), Some(path.value.clone())),
+                    Some((id, text)) => (
+                        name.clone(),
+                        Place::File(id),
+                        text.to_string(),
+                        Some(path.value.clone()),
+                    ),
                     None => {
                         let shown = self.prompts_dir.join(&name);
-                        let shown = shown.strip_prefix(&self.hir.project_root).map(|p| p.to_path_buf()).unwrap_or(shown);
+                        let shown = shown
+                            .strip_prefix(&self.hir.project_root)
+                            .map(|p| p.to_path_buf())
+                            .unwrap_or(shown);
                         self.diags.push(
                             Diagnostic::new(&r::PROMPT_NOT_FOUND, file, path.span, format!("no prompt template `{}`", shown.display()))
                                 .label("no such file")
@@ -92,8 +139,16 @@ impl Checker<'_> {
             }
             _ => {
                 self.diags.push(
-                    Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, e.span, format!("`{}` takes a template: a string, or `file(\"dir/name\")`", if prompt { "prompt" } else { "message" }))
-                        .label("not a template"),
+                    Diagnostic::new(
+                        &r::INVALID_LITERAL_TYPE,
+                        file,
+                        e.span,
+                        format!(
+                            "`{}` takes a template: a string, or `file(\"dir/name\")`",
+                            if prompt { "prompt" } else { "message" }
+                        ),
+                    )
+                    .label("not a template"),
                 );
                 return None;
             }
@@ -114,7 +169,11 @@ impl Checker<'_> {
         all.extend(sources);
         all.sort_by(|a, b| a.0.cmp(&b.0));
         all.dedup_by(|a, b| a.0 == b.0);
-        ok.then_some(Template { file: file_name, entry, sources: all })
+        ok.then_some(Template {
+            file: file_name,
+            entry,
+            sources: all,
+        })
     }
 
     /// Reads `prompts/<name>` once per check.
@@ -134,8 +193,16 @@ impl Checker<'_> {
     }
 
     /// Parses and walks one template; `false` when it does not parse.
-    fn walk_template(&mut self, w: &mut Walk<'_>, name: &str, place: &Place, text: &str, locals: &mut Locals) -> bool {
-        let parsed = minijinja::machinery::parse(text, name, minijinja::syntax::SyntaxConfig::default());
+    fn walk_template(
+        &mut self,
+        w: &mut Walk<'_>,
+        name: &str,
+        place: &Place,
+        text: &str,
+        locals: &mut Locals,
+    ) -> bool {
+        let parsed =
+            minijinja::machinery::parse(text, name, minijinja::syntax::SyntaxConfig::default());
         match parsed {
             Ok(tree) => {
                 self.stmt(w, place, &tree, locals);
@@ -143,18 +210,31 @@ impl Checker<'_> {
             }
             Err(err) => {
                 let range = err.range().unwrap_or(0..text.len().min(1));
-                let detail = err.detail().map(str::to_string).unwrap_or_else(|| err.kind().to_string());
+                let detail = err
+                    .detail()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| err.kind().to_string());
                 // An unclosed block is found at the end of the text; point at its opener.
-                let unclosed = (range.end >= text.trim_end().len()).then(|| unclosed_block(text)).flatten();
+                let unclosed = (range.end >= text.trim_end().len())
+                    .then(|| unclosed_block(text))
+                    .flatten();
                 let d = match unclosed {
                     Some((start, end, tag)) => {
                         let (f, span) = place.range(start, end);
-                        Diagnostic::new(&r::PROMPT_SYNTAX_ERROR, f, span, format!("the template does not parse: this `{tag}` block is never closed"))
-                            .label("opened here")
-                            .help(format!("close it with `{{% end{tag} %}}`"))
+                        Diagnostic::new(
+                            &r::PROMPT_SYNTAX_ERROR,
+                            f,
+                            span,
+                            format!(
+                                "the template does not parse: this `{tag}` block is never closed"
+                            ),
+                        )
+                        .label("opened here")
+                        .help(format!("close it with `{{% end{tag} %}}`"))
                     }
                     None => {
-                        let (f, span) = place.range(range.start.min(text.len()), range.end.min(text.len()));
+                        let (f, span) =
+                            place.range(range.start.min(text.len()), range.end.min(text.len()));
                         Diagnostic::new(&r::PROMPT_SYNTAX_ERROR, f, span, format!("the template does not parse: {detail}"))
                             .label("here")
                             .help("templates use minijinja (Jinja2) syntax: `{{ value }}` inserts a value, `{% for x in list %}` loops")
@@ -166,7 +246,16 @@ impl Checker<'_> {
         }
     }
 
-    fn include(&mut self, w: &mut Walk<'_>, place: &Place, target: &Expr<'_>, at: minijinja::machinery::Span, walk: bool, ignore_missing: bool, locals: &mut Locals) {
+    fn include(
+        &mut self,
+        w: &mut Walk<'_>,
+        place: &Place,
+        target: &Expr<'_>,
+        at: minijinja::machinery::Span,
+        walk: bool,
+        ignore_missing: bool,
+        locals: &mut Locals,
+    ) {
         let Expr::Const(c) = target else { return };
         let Some(raw) = c.value.as_str() else { return };
         let name = template_name(raw);
@@ -184,9 +273,20 @@ impl Checker<'_> {
                 } else {
                     // An imported module sees no context; check only that it parses.
                     let mut own: Locals = vec![HashMap::new()];
-                    let mut sub = Walk { params: &mut Vec::new(), prompt: w.prompt, node: w.node.clone(), sources: Vec::new(), stack: w.stack.clone(), diags: Vec::new() };
+                    let mut sub = Walk {
+                        params: &mut Vec::new(),
+                        prompt: w.prompt,
+                        node: w.node.clone(),
+                        sources: Vec::new(),
+                        stack: w.stack.clone(),
+                        diags: Vec::new(),
+                    };
                     self.walk_template_module(&mut sub, &name, &Place::File(id), &text, &mut own);
-                    w.diags.extend(sub.diags.into_iter().filter(|d| d.rule.code != r::UNDEFINED_PROMPT_VARIABLE.code));
+                    w.diags.extend(
+                        sub.diags
+                            .into_iter()
+                            .filter(|d| d.rule.code != r::UNDEFINED_PROMPT_VARIABLE.code),
+                    );
                     w.sources.extend(sub.sources);
                 }
                 w.stack.pop();
@@ -195,15 +295,27 @@ impl Checker<'_> {
             None => {
                 let (f, span) = place.span(at);
                 w.diags.push(
-                    Diagnostic::new(&r::PROMPT_NOT_FOUND, f, span, format!("no template `prompts/{name}` to include"))
-                        .label("not found")
-                        .help("template names are relative to the prompts folder"),
+                    Diagnostic::new(
+                        &r::PROMPT_NOT_FOUND,
+                        f,
+                        span,
+                        format!("no template `prompts/{name}` to include"),
+                    )
+                    .label("not found")
+                    .help("template names are relative to the prompts folder"),
                 );
             }
         }
     }
 
-    fn walk_template_module(&mut self, w: &mut Walk<'_>, name: &str, place: &Place, text: &str, locals: &mut Locals) {
+    fn walk_template_module(
+        &mut self,
+        w: &mut Walk<'_>,
+        name: &str,
+        place: &Place,
+        text: &str,
+        locals: &mut Locals,
+    ) {
         self.walk_template(w, name, place, text, locals);
     }
 
@@ -275,7 +387,9 @@ impl Checker<'_> {
             }
             Stmt::Block(b) => self.stmts(w, place, &b.body, locals),
             Stmt::Extends(e) => self.include(w, place, &e.name, s_span(s), true, false, locals),
-            Stmt::Include(i) => self.include(w, place, &i.name, s_span(s), true, i.ignore_missing, locals),
+            Stmt::Include(i) => {
+                self.include(w, place, &i.name, s_span(s), true, i.ignore_missing, locals)
+            }
             Stmt::Import(i) => {
                 self.include(w, place, &i.expr, s_span(s), false, false, locals);
                 if let Some(top) = locals.last_mut() {
@@ -306,7 +420,14 @@ impl Checker<'_> {
         }
     }
 
-    fn macro_body(&mut self, w: &mut Walk<'_>, place: &Place, m: &j::Macro<'_>, extra: Option<&str>, locals: &mut Locals) {
+    fn macro_body(
+        &mut self,
+        w: &mut Walk<'_>,
+        place: &Place,
+        m: &j::Macro<'_>,
+        extra: Option<&str>,
+        locals: &mut Locals,
+    ) {
         for d in &m.defaults {
             self.expr(w, place, d, locals);
         }
@@ -327,14 +448,24 @@ impl Checker<'_> {
 
     fn call(&mut self, w: &mut Walk<'_>, place: &Place, c: &j::Call<'_>, locals: &mut Locals) {
         match &c.expr {
-            Expr::Var(v) if v.id == "role" && w.prompt && lookup_local(locals, "role").is_none() => {
+            Expr::Var(v)
+                if v.id == "role" && w.prompt && lookup_local(locals, "role").is_none() =>
+            {
                 if let [CallArg::Pos(Expr::Const(k))] = c.args.as_slice() {
-                    let ok = k.value.as_str().is_some_and(|r| matches!(r, "system" | "user" | "assistant"));
+                    let ok = k
+                        .value
+                        .as_str()
+                        .is_some_and(|r| matches!(r, "system" | "user" | "assistant"));
                     if !ok {
                         let (f, span) = place.span(k.span());
                         w.diags.push(
-                            Diagnostic::new(&r::UNDEFINED_PROMPT_VARIABLE, f, span, "a role is \"system\", \"user\" or \"assistant\"")
-                                .label("unknown role"),
+                            Diagnostic::new(
+                                &r::UNDEFINED_PROMPT_VARIABLE,
+                                f,
+                                span,
+                                "a role is \"system\", \"user\" or \"assistant\"",
+                            )
+                            .label("unknown role"),
                         );
                     }
                 }
@@ -349,7 +480,10 @@ impl Checker<'_> {
         }
         for a in &c.args {
             match a {
-                CallArg::Pos(e) | CallArg::Kwarg(_, e) | CallArg::PosSplat(e) | CallArg::KwargSplat(e) => {
+                CallArg::Pos(e)
+                | CallArg::Kwarg(_, e)
+                | CallArg::PosSplat(e)
+                | CallArg::KwargSplat(e) => {
                     self.expr(w, place, e, locals);
                 }
             }
@@ -357,7 +491,13 @@ impl Checker<'_> {
     }
 
     /// Walks an expression; returns its type when known.
-    fn expr(&mut self, w: &mut Walk<'_>, place: &Place, e: &Expr<'_>, locals: &mut Locals) -> Option<Ty> {
+    fn expr(
+        &mut self,
+        w: &mut Walk<'_>,
+        place: &Place,
+        e: &Expr<'_>,
+        locals: &mut Locals,
+    ) -> Option<Ty> {
         match e {
             Expr::Var(v) => self.var(w, place, v.id, v.span(), locals),
             Expr::Const(_) => None,
@@ -395,7 +535,10 @@ impl Checker<'_> {
                 let base = f.expr.as_ref().and_then(|x| self.expr(w, place, x, locals));
                 for a in &f.args {
                     match a {
-                        CallArg::Pos(x) | CallArg::Kwarg(_, x) | CallArg::PosSplat(x) | CallArg::KwargSplat(x) => {
+                        CallArg::Pos(x)
+                        | CallArg::Kwarg(_, x)
+                        | CallArg::PosSplat(x)
+                        | CallArg::KwargSplat(x) => {
                             self.expr(w, place, x, locals);
                         }
                     }
@@ -403,10 +546,12 @@ impl Checker<'_> {
                 // A few filters keep the type of what they filter.
                 match f.name {
                     "default" | "d" => base.map(|t| t.strip_optional().clone()),
-                    "first" | "last" => base.and_then(|t| match ty::resolve(&self.hir, t.strip_optional()) {
-                        Ty::List(inner) => Some((**inner).clone()),
-                        _ => None,
-                    }),
+                    "first" | "last" => {
+                        base.and_then(|t| match ty::resolve(&self.hir, t.strip_optional()) {
+                            Ty::List(inner) => Some((**inner).clone()),
+                            _ => None,
+                        })
+                    }
                     "reverse" | "unique" | "sort" => base,
                     _ => None,
                 }
@@ -415,7 +560,10 @@ impl Checker<'_> {
                 self.expr(w, place, &t.expr, locals);
                 for a in &t.args {
                     match a {
-                        CallArg::Pos(x) | CallArg::Kwarg(_, x) | CallArg::PosSplat(x) | CallArg::KwargSplat(x) => {
+                        CallArg::Pos(x)
+                        | CallArg::Kwarg(_, x)
+                        | CallArg::PosSplat(x)
+                        | CallArg::KwargSplat(x) => {
                             self.expr(w, place, x, locals);
                         }
                     }
@@ -474,7 +622,14 @@ impl Checker<'_> {
         }
     }
 
-    fn var(&mut self, w: &mut Walk<'_>, place: &Place, name: &str, at: minijinja::machinery::Span, locals: &Locals) -> Option<Ty> {
+    fn var(
+        &mut self,
+        w: &mut Walk<'_>,
+        place: &Place,
+        name: &str,
+        at: minijinja::machinery::Span,
+        locals: &Locals,
+    ) -> Option<Ty> {
         if let Some(local) = lookup_local(locals, name) {
             return local.clone();
         }
@@ -483,7 +638,11 @@ impl Checker<'_> {
             return Some(p.ty.clone());
         }
         if w.prompt && (name == "output_schema" || name == "role") {
-            return if name == "output_schema" { Some(Ty::String) } else { None };
+            return if name == "output_schema" {
+                Some(Ty::String)
+            } else {
+                None
+            };
         }
         if BUILTINS.contains(&name) {
             return None;
@@ -494,17 +653,33 @@ impl Checker<'_> {
             candidates.push("output_schema");
         }
         let help = names::did_you_mean(name, candidates).unwrap_or_else(|| {
-            format!("a template sees the parameters of `{}`; add one: `{name}: T = source`", w.node)
+            format!(
+                "a template sees the parameters of `{}`; add one: `{name}: T = source`",
+                w.node
+            )
         });
         w.diags.push(
-            Diagnostic::new(&r::UNDEFINED_PROMPT_VARIABLE, f, span, format!("`{name}` is not a parameter of `{}`", w.node))
-                .label("undefined in this template")
-                .help(help),
+            Diagnostic::new(
+                &r::UNDEFINED_PROMPT_VARIABLE,
+                f,
+                span,
+                format!("`{name}` is not a parameter of `{}`", w.node),
+            )
+            .label("undefined in this template")
+            .help(help),
         );
         None
     }
 
-    fn attr(&mut self, w: &mut Walk<'_>, place: &Place, base: &Ty, name: &str, at: minijinja::machinery::Span, base_expr: &Expr<'_>) -> Option<Ty> {
+    fn attr(
+        &mut self,
+        w: &mut Walk<'_>,
+        place: &Place,
+        base: &Ty,
+        name: &str,
+        at: minijinja::machinery::Span,
+        base_expr: &Expr<'_>,
+    ) -> Option<Ty> {
         let optional = base.is_optional();
         let inner = ty::resolve(&self.hir, base.strip_optional()).clone();
         let found = match &inner {
@@ -517,14 +692,34 @@ impl Checker<'_> {
                     None => {
                         // Point at the attribute name: the end of the span.
                         let end = at.end_offset as usize;
-                        let start = end.saturating_sub(name.len()).max(base_expr.span().end_offset as usize);
+                        let start = end
+                            .saturating_sub(name.len())
+                            .max(base_expr.span().end_offset as usize);
                         let (f, span) = place.range(start, end);
-                        let help = names::did_you_mean(name, rec.fields.iter().map(|f| f.name.as_str()))
-                            .unwrap_or_else(|| format!("its fields are {}", rec.fields.iter().map(|f| format!("`{}`", f.name)).collect::<Vec<_>>().join(", ")));
+                        let help =
+                            names::did_you_mean(name, rec.fields.iter().map(|f| f.name.as_str()))
+                                .unwrap_or_else(|| {
+                                    format!(
+                                        "its fields are {}",
+                                        rec.fields
+                                            .iter()
+                                            .map(|f| format!("`{}`", f.name))
+                                            .collect::<Vec<_>>()
+                                            .join(", ")
+                                    )
+                                });
                         w.diags.push(
-                            Diagnostic::new(&r::UNKNOWN_PROMPT_FIELD, f, span, format!("`{}` has no field `{name}`", ty::display(&self.hir, &inner)))
-                                .label("unknown field")
-                                .help(help),
+                            Diagnostic::new(
+                                &r::UNKNOWN_PROMPT_FIELD,
+                                f,
+                                span,
+                                format!(
+                                    "`{}` has no field `{name}`",
+                                    ty::display(&self.hir, &inner)
+                                ),
+                            )
+                            .label("unknown field")
+                            .help(help),
                         );
                         return None;
                     }
@@ -537,21 +732,40 @@ impl Checker<'_> {
 
     /// `{deal_id}` in template text prints literally; it is almost always a mistake for
     /// `{{ deal_id }}`.
-    fn single_braces(&mut self, w: &mut Walk<'_>, place: &Place, raw: &str, at: minijinja::machinery::Span) {
+    fn single_braces(
+        &mut self,
+        w: &mut Walk<'_>,
+        place: &Place,
+        raw: &str,
+        at: minijinja::machinery::Span,
+    ) {
         let base = at.start_offset as usize;
         let bytes = raw.as_bytes();
         let mut i = 0;
         while let Some(open) = raw[i..].find('{').map(|o| o + i) {
-            let Some(close) = raw[open + 1..].find('}').map(|c| c + open + 1) else { break };
+            let Some(close) = raw[open + 1..].find('}').map(|c| c + open + 1) else {
+                break;
+            };
             let inner = &raw[open + 1..close];
             let doubled = open > 0 && bytes[open - 1] == b'{';
             let root = inner.split('.').next().unwrap_or("");
-            if !doubled && !inner.is_empty() && inner.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') && w.params.iter().any(|p| p.name == root) {
+            if !doubled
+                && !inner.is_empty()
+                && inner
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+                && w.params.iter().any(|p| p.name == root)
+            {
                 let (f, span) = place.range(base + open, base + close + 1);
                 w.diags.push(
-                    Diagnostic::new(&r::SINGLE_BRACE_PLACEHOLDER, f, span, format!("`{{{inner}}}` prints literally"))
-                        .label("single braces")
-                        .help(format!("to insert the value, write `{{{{ {inner} }}}}`")),
+                    Diagnostic::new(
+                        &r::SINGLE_BRACE_PLACEHOLDER,
+                        f,
+                        span,
+                        format!("`{{{inner}}}` prints literally"),
+                    )
+                    .label("single braces")
+                    .help(format!("to insert the value, write `{{{{ {inner} }}}}`")),
                 );
             }
             i = close + 1;
@@ -559,9 +773,18 @@ impl Checker<'_> {
     }
 
     /// A serve template's `render` text sees the URI's variables.
-    pub(crate) fn check_render_template(&mut self, file: FileId, body: &ast::Block, text: &str, vars: &[String]) {
+    pub(crate) fn check_render_template(
+        &mut self,
+        file: FileId,
+        body: &ast::Block,
+        text: &str,
+        vars: &[String],
+    ) {
         let Some(lit) = body.settings.iter().find_map(|s| match &s.value {
-            ast::SettingValue::Expr(ast::Expr { kind: ExprKind::Str(l), .. }) if s.name.name == "render" => Some(l.clone()),
+            ast::SettingValue::Expr(ast::Expr {
+                kind: ExprKind::Str(l),
+                ..
+            }) if s.name.name == "render" => Some(l.clone()),
             _ => None,
         }) else {
             return;
@@ -574,13 +797,30 @@ impl Checker<'_> {
                 name_span: lit.span,
                 ty: Ty::Json,
                 doc: None,
-                source: super::hir::Source { kind: super::hir::SourceKind::Error, span: lit.span, ty: Ty::Json },
+                source: super::hir::Source {
+                    kind: super::hir::SourceKind::Error,
+                    span: lit.span,
+                    ty: Ty::Json,
+                },
                 used: true,
             })
             .collect();
-        let mut w = Walk { params: &mut params, prompt: false, node: "the template URI".into(), sources: Vec::new(), stack: vec!["render".into()], diags: Vec::new() };
+        let mut w = Walk {
+            params: &mut params,
+            prompt: false,
+            node: "the template URI".into(),
+            sources: Vec::new(),
+            stack: vec!["render".into()],
+            diags: Vec::new(),
+        };
         let mut locals: Locals = vec![HashMap::new()];
-        self.walk_template(&mut w, "render", &Place::Inline(file, lit), text, &mut locals);
+        self.walk_template(
+            &mut w,
+            "render",
+            &Place::Inline(file, lit),
+            text,
+            &mut locals,
+        );
         self.diags.extend(w.diags);
     }
 }
@@ -588,21 +828,36 @@ impl Checker<'_> {
 /// The last block tag (`{% for %}`, `{% if %}`, ...) that is never closed: its byte range
 /// and its name.
 fn unclosed_block(text: &str) -> Option<(usize, usize, String)> {
-    const BLOCKS: &[&str] = &["for", "if", "block", "macro", "call", "filter", "with", "autoescape", "raw"];
+    const BLOCKS: &[&str] = &[
+        "for",
+        "if",
+        "block",
+        "macro",
+        "call",
+        "filter",
+        "with",
+        "autoescape",
+        "raw",
+    ];
     let mut stack: Vec<(usize, usize, String)> = Vec::new();
     let mut i = 0;
     while let Some(open) = text[i..].find("{%").map(|o| o + i) {
-        let Some(close) = text[open..].find("%}").map(|c| c + open + 2) else { break };
-        let inner = text[open + 2..close - 2].trim_matches(|c: char| c == '-' || c == '+' || c.is_whitespace());
-        let word: String = inner.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-        if BLOCKS.contains(&word.as_str()) {
+        let Some(close) = text[open..].find("%}").map(|c| c + open + 2) else {
+            break;
+        };
+        let inner = text[open + 2..close - 2]
+            .trim_matches(|c: char| c == '-' || c == '+' || c.is_whitespace());
+        let word: String = inner
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        // `{% set x %}...{% endset %}` is a block; `{% set x = 1 %}` is not.
+        if BLOCKS.contains(&word.as_str()) || (word == "set" && !inner.contains('=')) {
             stack.push((open, close, word));
-        } else if word == "set" && !inner.contains('=') {
-            stack.push((open, close, word));
-        } else if let Some(name) = word.strip_prefix("end") {
-            if let Some(pos) = stack.iter().rposition(|(_, _, w)| w == name) {
-                stack.truncate(pos);
-            }
+        } else if let Some(name) = word.strip_prefix("end")
+            && let Some(pos) = stack.iter().rposition(|(_, _, w)| w == name)
+        {
+            stack.truncate(pos);
         }
         i = close;
     }

@@ -3,8 +3,8 @@
 
 use std::collections::HashMap;
 
-use super::names;
 use super::Checker;
+use super::names;
 use crate::diagnostic::Diagnostic;
 use crate::lint::rules as r;
 use crate::source::{FileId, Span};
@@ -14,7 +14,6 @@ use crate::syntax::ast::{self, Block, ExprKind, Setting, SettingValue};
 pub(crate) struct Settings<'a> {
     pub file: FileId,
     pub map: HashMap<&'a str, &'a Setting>,
-    pub block_span: Span,
 }
 
 impl<'a> Settings<'a> {
@@ -47,9 +46,8 @@ impl Checker<'_> {
         for s in &block.settings {
             let name = s.name.name.as_str();
             if !allowed.contains(&name) {
-                let help = names::did_you_mean(name, allowed.iter().copied()).unwrap_or_else(|| {
-                    format!("{what} takes {}", list_words(allowed))
-                });
+                let help = names::did_you_mean(name, allowed.iter().copied())
+                    .unwrap_or_else(|| format!("{what} takes {}", list_words(allowed)));
                 self.diags.push(
                     Diagnostic::new(
                         &r::UNKNOWN_SETTING,
@@ -77,14 +75,17 @@ impl Checker<'_> {
             }
             map.insert(name, s);
         }
-        Settings {
-            file,
-            map,
-            block_span: block.span,
-        }
+        Settings { file, map }
     }
 
-    pub(crate) fn missing_setting(&mut self, file: FileId, at: Span, what: &str, name: &str, help: &str) {
+    pub(crate) fn missing_setting(
+        &mut self,
+        file: FileId,
+        at: Span,
+        what: &str,
+        name: &str,
+        help: &str,
+    ) {
         self.diags.push(
             Diagnostic::new(
                 &r::MISSING_SETTING,
@@ -121,7 +122,11 @@ impl Checker<'_> {
         }
     }
 
-    pub(crate) fn string_setting(&mut self, s: &Settings<'_>, name: &str) -> Option<(String, Span)> {
+    pub(crate) fn string_setting(
+        &mut self,
+        s: &Settings<'_>,
+        name: &str,
+    ) -> Option<(String, Span)> {
         let e = self.expr_of(s, name, "a string")?;
         match &e.kind {
             ExprKind::Str(lit) => Some((lit.value.clone(), lit.span)),
@@ -203,7 +208,11 @@ impl Checker<'_> {
     }
 
     /// A list of string literals, each with its span.
-    pub(crate) fn strings_setting(&mut self, s: &Settings<'_>, name: &str) -> Option<Vec<(String, Span)>> {
+    pub(crate) fn strings_setting(
+        &mut self,
+        s: &Settings<'_>,
+        name: &str,
+    ) -> Option<Vec<(String, Span)>> {
         let e = self.expr_of(s, name, "a list of strings")?;
         let ExprKind::List(items) = &e.kind else {
             self.wrong_value(s.file, e.span, name, "a list of strings");
@@ -221,7 +230,11 @@ impl Checker<'_> {
     }
 
     /// A list of names (`[get_deal, tracker.search]`), each as its path and span.
-    pub(crate) fn names_setting(&mut self, s: &Settings<'_>, name: &str) -> Option<Vec<(Vec<String>, Span)>> {
+    pub(crate) fn names_setting(
+        &mut self,
+        s: &Settings<'_>,
+        name: &str,
+    ) -> Option<Vec<(Vec<String>, Span)>> {
         let e = self.expr_of(s, name, "a list of names")?;
         let ExprKind::List(items) = &e.kind else {
             self.wrong_value(s.file, e.span, name, "a list of names");
@@ -238,7 +251,11 @@ impl Checker<'_> {
     }
 
     /// A name (`model = fast`).
-    pub(crate) fn name_setting(&mut self, s: &Settings<'_>, name: &str) -> Option<(Vec<String>, Span)> {
+    pub(crate) fn name_setting(
+        &mut self,
+        s: &Settings<'_>,
+        name: &str,
+    ) -> Option<(Vec<String>, Span)> {
         let e = self.expr_of(s, name, "a name")?;
         match e.as_path() {
             Some(path) => Some((path.iter().map(|i| i.name.clone()).collect(), e.span)),
@@ -269,7 +286,9 @@ pub(crate) fn literal_json(e: &ast::Expr) -> Option<serde_json::Value> {
         ExprKind::Size(v, _) => Value::from(*v),
         ExprKind::Bool(b) => Value::Bool(*b),
         ExprKind::Null => Value::Null,
-        ExprKind::List(items) => Value::Array(items.iter().map(literal_json).collect::<Option<_>>()?),
+        ExprKind::List(items) => {
+            Value::Array(items.iter().map(literal_json).collect::<Option<_>>()?)
+        }
         ExprKind::Record(entries) => Value::Object(
             entries
                 .iter()

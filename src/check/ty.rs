@@ -180,10 +180,10 @@ fn fits_at(
     if depth > 48 {
         return Ok(());
     }
-    if let (Ty::Named(a), Ty::Named(b)) = (src, dst) {
-        if a == b || !seen.insert((*a, *b)) {
-            return Ok(());
-        }
+    if let (Ty::Named(a), Ty::Named(b)) = (src, dst)
+        && (a == b || !seen.insert((*a, *b)))
+    {
+        return Ok(());
     }
     let s = resolve(env, src);
     let d = resolve(env, dst);
@@ -404,14 +404,14 @@ mod tests {
         let big = rec(&[("a", Ty::Int), ("b", Ty::String)]);
         let small = rec(&[("a", Ty::Float)]);
         assert!(fits(&env, &big, &small).is_ok());
-        let m = fits(&env, &small, &big).unwrap_err();
+        let m = fits(&env, &small, &big).expect_err("a narrower record does not fit");
         assert_eq!(m.path, ".a");
     }
 
     #[test]
     fn optional_into_required_is_flagged() {
         let env = Env(vec![]);
-        let m = fits(&env, &Ty::Int.optional(), &Ty::Int).unwrap_err();
+        let m = fits(&env, &Ty::Int.optional(), &Ty::Int).expect_err("optional into required");
         assert!(m.optional_only);
         assert!(fits(&env, &Ty::Int, &Ty::Int.optional()).is_ok());
         assert!(fits(&env, &Ty::Null, &Ty::Int.optional()).is_ok());

@@ -7,7 +7,7 @@
 //! matches the rest and appears at most once, last.
 
 use iri_string::spec::UriSpec;
-use iri_string::template::{simple_context::SimpleContext, UriTemplateStr};
+use iri_string::template::{UriTemplateStr, simple_context::SimpleContext};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UriTemplate {
@@ -322,7 +322,10 @@ mod tests {
     #[test]
     fn variables_have_positions() {
         let tpl = t("mcp://crm/deals/{deal_id}/emails/{start}/{end}");
-        let vars: Vec<_> = tpl.variables().map(|v| (v.name.as_str(), v.start)).collect();
+        let vars: Vec<_> = tpl
+            .variables()
+            .map(|v| (v.name.as_str(), v.start))
+            .collect();
         assert_eq!(vars, vec![("deal_id", 17), ("start", 34), ("end", 42)]);
         assert_eq!(tpl.mcp_authority(), Some("crm"));
     }

@@ -39,7 +39,10 @@ pub fn run(args: Args) -> u8 {
     let mut all: Vec<(SourceDb, Vec<Diagnostic>)> = Vec::new();
     for file in &args.files {
         if !file.is_file() {
-            super::err(&format!("error: cannot read `{}`: no such file", file.display()));
+            super::err(&format!(
+                "error: cannot read `{}`: no such file",
+                file.display()
+            ));
             return EXIT_USAGE;
         }
         let name = file.to_string_lossy().into_owned();
@@ -71,7 +74,8 @@ pub fn run(args: Args) -> u8 {
         Format::Json => {
             let mut diags_json: Vec<serde_json::Value> = Vec::new();
             for (db, diags) in &all {
-                let one: serde_json::Value = serde_json::from_str(&diagnostic::render_json(db, diags)).unwrap_or_default();
+                let one: serde_json::Value =
+                    serde_json::from_str(&diagnostic::render_json(db, diags)).unwrap_or_default();
                 if let Some(list) = one.get("diagnostics").and_then(|d| d.as_array()) {
                     diags_json.extend(list.iter().cloned());
                 }
@@ -81,24 +85,38 @@ pub fn run(args: Args) -> u8 {
                 "diagnostics": diags_json,
                 "summary": { "errors": counts.errors, "warnings": counts.warnings },
             });
-            super::out(&format!("{}\n", serde_json::to_string_pretty(&doc).unwrap_or_default()));
+            super::out(&format!(
+                "{}\n",
+                serde_json::to_string_pretty(&doc).unwrap_or_default()
+            ));
         }
         Format::Sarif => {
             // One SARIF run covering every file: merge the results.
             let mut merged: Option<serde_json::Value> = None;
             for (db, diags) in &all {
-                let one: serde_json::Value = serde_json::from_str(&diagnostic::render_sarif(db, diags, crate::lint::ALL_RULES)).unwrap_or_default();
+                let one: serde_json::Value = serde_json::from_str(&diagnostic::render_sarif(
+                    db,
+                    diags,
+                    crate::lint::ALL_RULES,
+                ))
+                .unwrap_or_default();
                 match &mut merged {
                     None => merged = Some(one),
                     Some(m) => {
-                        let extra = one["runs"][0]["results"].as_array().cloned().unwrap_or_default();
+                        let extra = one["runs"][0]["results"]
+                            .as_array()
+                            .cloned()
+                            .unwrap_or_default();
                         if let Some(results) = m["runs"][0]["results"].as_array_mut() {
                             results.extend(extra);
                         }
                     }
                 }
             }
-            super::out(&format!("{}\n", serde_json::to_string_pretty(&merged.unwrap_or_default()).unwrap_or_default()));
+            super::out(&format!(
+                "{}\n",
+                serde_json::to_string_pretty(&merged.unwrap_or_default()).unwrap_or_default()
+            ));
         }
     }
     if counts.errors > 0 || (deny && counts.warnings > 0) {
@@ -109,7 +127,13 @@ pub fn run(args: Args) -> u8 {
 }
 
 pub(crate) fn summary(c: Counts) -> String {
-    let plural = |n: usize, w: &str| if n == 1 { format!("1 {w}") } else { format!("{n} {w}s") };
+    let plural = |n: usize, w: &str| {
+        if n == 1 {
+            format!("1 {w}")
+        } else {
+            format!("{n} {w}s")
+        }
+    };
     match (c.errors, c.warnings) {
         (0, w) => format!("{}\n", plural(w, "warning")),
         (e, 0) => format!("{}\n", plural(e, "error")),
@@ -118,7 +142,11 @@ pub(crate) fn summary(c: Counts) -> String {
 }
 
 fn terminal_width() -> usize {
-    std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).unwrap_or(100).clamp(60, 200)
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(100)
+        .clamp(60, 200)
 }
 
 #[allow(dead_code)]

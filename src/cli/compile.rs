@@ -26,9 +26,14 @@ pub fn run(args: Args) -> u8 {
         super::out(&Plan::json_schema());
         return EXIT_OK;
     }
-    let Some(file) = args.file else { return EXIT_USAGE };
+    let Some(file) = args.file else {
+        return EXIT_USAGE;
+    };
     if !file.is_file() {
-        super::err(&format!("error: cannot read `{}`: no such file", file.display()));
+        super::err(&format!(
+            "error: cannot read `{}`: no such file",
+            file.display()
+        ));
         return EXIT_USAGE;
     }
     let name = file.to_string_lossy().into_owned();
@@ -40,7 +45,8 @@ pub fn run(args: Args) -> u8 {
     };
     let counts = Counts::of(&analysis.diagnostics);
     if counts.errors + counts.warnings > 0 {
-        let mut text = crate::diagnostic::render_terminal(&analysis.db, &analysis.diagnostics, opts);
+        let mut text =
+            crate::diagnostic::render_terminal(&analysis.db, &analysis.diagnostics, opts);
         text.push_str(super::check::summary(counts).trim_end());
         super::err(&text);
     }

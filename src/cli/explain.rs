@@ -3,7 +3,7 @@
 use super::{EXIT_OK, EXIT_USAGE};
 use crate::check::names;
 use crate::diagnostic::RUNTIME_CODES;
-use crate::lint::{find_rule, ALL_RULES};
+use crate::lint::{ALL_RULES, find_rule};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -19,7 +19,13 @@ pub fn run(args: Args) -> u8 {
     if args.list {
         let mut text = String::new();
         for r in ALL_RULES.iter().chain(RUNTIME_CODES.iter()) {
-            text.push_str(&format!("{}  {:<28} {:<8} {}\n", r.code, r.name, r.severity.as_str(), r.summary));
+            text.push_str(&format!(
+                "{}  {:<28} {:<8} {}\n",
+                r.code,
+                r.name,
+                r.severity.as_str(),
+                r.summary
+            ));
         }
         super::out(&text);
         return EXIT_OK;
@@ -27,13 +33,27 @@ pub fn run(args: Args) -> u8 {
     let key = args.rule.unwrap_or_default();
     match find_rule(&key) {
         Some(r) => {
-            super::out(&format!("{} {} ({})\n\n{}\n", r.code, r.name, r.severity.as_str(), r.documentation()));
+            super::out(&format!(
+                "{} {} ({})\n\n{}\n",
+                r.code,
+                r.name,
+                r.severity.as_str(),
+                r.documentation()
+            ));
             EXIT_OK
         }
         None => {
-            let all: Vec<&str> = ALL_RULES.iter().chain(RUNTIME_CODES.iter()).map(|r| r.name).collect();
-            let hint = names::did_you_mean(&key, all).map(|h| format!(" {h}")).unwrap_or_default();
-            super::err(&format!("error: no rule `{key}`.{hint} `pipec explain --list` lists them all"));
+            let all: Vec<&str> = ALL_RULES
+                .iter()
+                .chain(RUNTIME_CODES.iter())
+                .map(|r| r.name)
+                .collect();
+            let hint = names::did_you_mean(&key, all)
+                .map(|h| format!(" {h}"))
+                .unwrap_or_default();
+            super::err(&format!(
+                "error: no rule `{key}`.{hint} `pipec explain --list` lists them all"
+            ));
             EXIT_USAGE
         }
     }

@@ -24,8 +24,13 @@ fn expand(paths: &[PathBuf]) -> Vec<PathBuf> {
                 .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
                 .unwrap_or_default();
             entries.sort();
-            let (dirs, files): (Vec<PathBuf>, Vec<PathBuf>) = entries.into_iter().partition(|e| e.is_dir());
-            out.extend(files.into_iter().filter(|f| f.extension().is_some_and(|x| x == "pipe")));
+            let (dirs, files): (Vec<PathBuf>, Vec<PathBuf>) =
+                entries.into_iter().partition(|e| e.is_dir());
+            out.extend(
+                files
+                    .into_iter()
+                    .filter(|f| f.extension().is_some_and(|x| x == "pipe")),
+            );
             out.extend(expand(&dirs));
         } else {
             out.push(p.clone());
@@ -57,9 +62,20 @@ pub fn run(args: Args) -> u8 {
             }
             Err(diags) => {
                 let mut db = SourceDb::default();
-                let _ = db.add(file.to_string_lossy().into_owned(), file.clone(), text.into());
-                super::err(&crate::diagnostic::render_terminal(&db, &diags, TerminalOptions::default()));
-                super::err(&format!("{} has syntax errors and was not formatted", file.display()));
+                let _ = db.add(
+                    file.to_string_lossy().into_owned(),
+                    file.clone(),
+                    text.into(),
+                );
+                super::err(&crate::diagnostic::render_terminal(
+                    &db,
+                    &diags,
+                    TerminalOptions::default(),
+                ));
+                super::err(&format!(
+                    "{} has syntax errors and was not formatted",
+                    file.display()
+                ));
                 code = EXIT_FINDINGS;
             }
         }

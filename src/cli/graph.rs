@@ -24,7 +24,10 @@ enum Format {
 
 pub fn run(args: Args) -> u8 {
     if !args.file.is_file() {
-        super::err(&format!("error: cannot read `{}`: no such file", args.file.display()));
+        super::err(&format!(
+            "error: cannot read `{}`: no such file",
+            args.file.display()
+        ));
         return EXIT_USAGE;
     }
     match crate::compile_file(&args.file) {

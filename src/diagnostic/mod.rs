@@ -9,8 +9,8 @@ mod rule;
 mod runtime_codes;
 
 pub use render::{
-    render_json, render_sarif, render_terminal, JsonFormatVersion, TerminalOptions,
-    JSON_FORMAT_VERSION,
+    JSON_FORMAT_VERSION, JsonFormatVersion, TerminalOptions, render_json, render_sarif,
+    render_terminal,
 };
 pub use rule::{Rule, Severity};
 pub use runtime_codes::*;
@@ -114,7 +114,11 @@ impl Diagnostic {
 
 /// Sorts diagnostics by place and removes exact duplicates.
 pub fn sort_and_dedup(diags: &mut Vec<Diagnostic>) {
-    diags.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()).then(a.message.cmp(&b.message)));
+    diags.sort_by(|a, b| {
+        a.sort_key()
+            .cmp(&b.sort_key())
+            .then(a.message.cmp(&b.message))
+    });
     diags.dedup_by(|a, b| a.sort_key() == b.sort_key() && a.message == b.message);
 }
 

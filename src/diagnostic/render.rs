@@ -51,7 +51,12 @@ pub fn render_terminal(db: &SourceDb, diags: &[Diagnostic], opts: TerminalOption
     for d in diags {
         let report = Report::new(db, d);
         if handler.render_report(&mut out, &report).is_err() {
-            out.push_str(&format!("{}[{}]: {}\n", d.severity.as_str(), d.rule.code, d.message));
+            out.push_str(&format!(
+                "{}[{}]: {}\n",
+                d.severity.as_str(),
+                d.rule.code,
+                d.message
+            ));
         }
     }
     out
@@ -88,9 +93,16 @@ impl<'a> Report<'a> {
                 } else {
                     let other = db.get(l.file);
                     related.push(Related {
-                        message: if l.message.is_empty() { "related".into() } else { l.message.clone() },
+                        message: if l.message.is_empty() {
+                            "related".into()
+                        } else {
+                            l.message.clone()
+                        },
                         source: NamedSource::new(&other.name, other.text.to_string()),
-                        label: LabeledSpan::new_primary_with_span(None, to_span(l, other.text.len())),
+                        label: LabeledSpan::new_primary_with_span(
+                            None,
+                            to_span(l, other.text.len()),
+                        ),
                     });
                 }
             }
@@ -150,7 +162,9 @@ impl miette::Diagnostic for Report<'_> {
     }
 
     fn help<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
-        self.help.as_ref().map(|h| Box::new(h) as Box<dyn fmt::Display>)
+        self.help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
     }
 
     fn source_code(&self) -> Option<&dyn miette::SourceCode> {
@@ -169,7 +183,9 @@ impl miette::Diagnostic for Report<'_> {
         if self.related.is_empty() {
             None
         } else {
-            Some(Box::new(self.related.iter().map(|r| r as &dyn miette::Diagnostic)))
+            Some(Box::new(
+                self.related.iter().map(|r| r as &dyn miette::Diagnostic),
+            ))
         }
     }
 }

@@ -49,12 +49,26 @@ fn edges(plan: &Plan) -> (Vec<Edge>, Vec<String>) {
     let mut servers = Vec::new();
     for node in &plan.nodes {
         for p in &node.params {
-            collect(&p.source, &node_id(&node.name), &p.name, &mut out, &mut servers);
+            collect(
+                &p.source,
+                &node_id(&node.name),
+                &p.name,
+                &mut out,
+                &mut servers,
+            );
         }
         for dep in &node.deps {
             let from = node_id(dep);
-            if !out.iter().any(|e| e.from == from && e.to == node_id(&node.name)) {
-                out.push(Edge { from, to: node_id(&node.name), label: "after".into(), style: EdgeStyle::Order });
+            if !out
+                .iter()
+                .any(|e| e.from == from && e.to == node_id(&node.name))
+            {
+                out.push(Edge {
+                    from,
+                    to: node_id(&node.name),
+                    label: "after".into(),
+                    style: EdgeStyle::Order,
+                });
             }
         }
     }
@@ -68,17 +82,45 @@ fn edges(plan: &Plan) -> (Vec<Edge>, Vec<String>) {
 
 fn collect(src: &Source, to: &str, param: &str, out: &mut Vec<Edge>, servers: &mut Vec<String>) {
     match src {
-        Source::Input { input, .. } => out.push(Edge { from: input_id(input), to: to.into(), label: param.into(), style: EdgeStyle::Data }),
-        Source::Node { node, .. } => out.push(Edge { from: node_id(node), to: to.into(), label: param.into(), style: EdgeStyle::Data }),
-        Source::Join { sides } | Source::List { items: sides } => sides.iter().for_each(|s| collect(s, to, param, out, servers)),
-        Source::Record { fields } => fields.values().for_each(|s| collect(s, to, param, out, servers)),
+        Source::Input { input, .. } => out.push(Edge {
+            from: input_id(input),
+            to: to.into(),
+            label: param.into(),
+            style: EdgeStyle::Data,
+        }),
+        Source::Node { node, .. } => out.push(Edge {
+            from: node_id(node),
+            to: to.into(),
+            label: param.into(),
+            style: EdgeStyle::Data,
+        }),
+        Source::Join { sides } | Source::List { items: sides } => sides
+            .iter()
+            .for_each(|s| collect(s, to, param, out, servers)),
+        Source::Record { fields } => fields
+            .values()
+            .for_each(|s| collect(s, to, param, out, servers)),
         Source::Each { list, .. } => collect(list, to, &format!("each {param}"), out, servers),
         Source::Resource { server, .. } => {
             servers.push(server.clone());
-            out.push(Edge { from: server_id(server), to: to.into(), label: param.into(), style: EdgeStyle::Resource });
+            out.push(Edge {
+                from: server_id(server),
+                to: to.into(),
+                label: param.into(),
+                style: EdgeStyle::Resource,
+            });
         }
-        Source::Link { producer, link_kind, .. } => {
-            out.push(Edge { from: node_id(producer), to: to.into(), label: format!("{param} (link {link_kind})"), style: EdgeStyle::Resource });
+        Source::Link {
+            producer,
+            link_kind,
+            ..
+        } => {
+            out.push(Edge {
+                from: node_id(producer),
+                to: to.into(),
+                label: format!("{param} (link {link_kind})"),
+                style: EdgeStyle::Resource,
+            });
         }
         _ => {}
     }
@@ -100,10 +142,20 @@ fn mermaid(plan: &Plan) -> String {
     let (edges, servers) = edges(plan);
     let mut s = String::from("flowchart TD\n");
     for i in &plan.inputs {
-        let _ = writeln!(s, "  {}[/\"input {}\"/]", input_id(&i.name), mermaid_label(&i.name));
+        let _ = writeln!(
+            s,
+            "  {}[/\"input {}\"/]",
+            input_id(&i.name),
+            mermaid_label(&i.name)
+        );
     }
     for srv in &servers {
-        let _ = writeln!(s, "  {}[(\"server {}\")]", server_id(srv), mermaid_label(srv));
+        let _ = writeln!(
+            s,
+            "  {}[(\"server {}\")]",
+            server_id(srv),
+            mermaid_label(srv)
+        );
     }
     for n in &plan.nodes {
         let label = format!("{} {}", kind_word(n.kind), n.name);
@@ -117,7 +169,12 @@ fn mermaid(plan: &Plan) -> String {
         let _ = writeln!(s, "  {}{}", node_id(&n.name), shape);
     }
     for o in &plan.outputs {
-        let _ = writeln!(s, "  {}[\\\"output {}\"\\]", output_id(&o.name), mermaid_label(&o.name));
+        let _ = writeln!(
+            s,
+            "  {}[\\\"output {}\"\\]",
+            output_id(&o.name),
+            mermaid_label(&o.name)
+        );
     }
     for e in &edges {
         let arrow = match e.style {
@@ -128,11 +185,21 @@ fn mermaid(plan: &Plan) -> String {
         if e.label.is_empty() {
             let _ = writeln!(s, "  {} {arrow} {}", e.from, e.to);
         } else {
-            let _ = writeln!(s, "  {} {arrow}|\"{}\"| {}", e.from, mermaid_label(&e.label), e.to);
+            let _ = writeln!(
+                s,
+                "  {} {arrow}|\"{}\"| {}",
+                e.from,
+                mermaid_label(&e.label),
+                e.to
+            );
         }
     }
     for n in plan.nodes.iter().filter(|n| n.kind == NodeKind::Gate) {
-        let _ = writeln!(s, "  style {} stroke-width:3px,stroke-dasharray: 4", node_id(&n.name));
+        let _ = writeln!(
+            s,
+            "  style {} stroke-width:3px,stroke-dasharray: 4",
+            node_id(&n.name)
+        );
     }
     s
 }
@@ -147,10 +214,20 @@ fn dot(plan: &Plan) -> String {
     let _ = writeln!(s, "digraph \"{}\" {{", dot_label(&plan.name));
     s.push_str("  rankdir=TB;\n  node [fontname=\"Helvetica\"];\n");
     for i in &plan.inputs {
-        let _ = writeln!(s, "  {} [label=\"input {}\", shape=parallelogram];", input_id(&i.name), dot_label(&i.name));
+        let _ = writeln!(
+            s,
+            "  {} [label=\"input {}\", shape=parallelogram];",
+            input_id(&i.name),
+            dot_label(&i.name)
+        );
     }
     for srv in &servers {
-        let _ = writeln!(s, "  {} [label=\"server {}\", shape=cylinder];", server_id(srv), dot_label(srv));
+        let _ = writeln!(
+            s,
+            "  {} [label=\"server {}\", shape=cylinder];",
+            server_id(srv),
+            dot_label(srv)
+        );
     }
     for n in &plan.nodes {
         let shape = match n.kind {
@@ -160,11 +237,28 @@ fn dot(plan: &Plan) -> String {
             NodeKind::Act => "hexagon",
             NodeKind::Gate => "diamond",
         };
-        let extra = if n.kind == NodeKind::Gate { ", style=bold, color=orange" } else if n.kind == NodeKind::Act { ", color=red" } else { "" };
-        let _ = writeln!(s, "  {} [label=\"{} {}\", shape={shape}{extra}];", node_id(&n.name), kind_word(n.kind), dot_label(&n.name));
+        let extra = if n.kind == NodeKind::Gate {
+            ", style=bold, color=orange"
+        } else if n.kind == NodeKind::Act {
+            ", color=red"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            s,
+            "  {} [label=\"{} {}\", shape={shape}{extra}];",
+            node_id(&n.name),
+            kind_word(n.kind),
+            dot_label(&n.name)
+        );
     }
     for o in &plan.outputs {
-        let _ = writeln!(s, "  {} [label=\"output {}\", shape=note];", output_id(&o.name), dot_label(&o.name));
+        let _ = writeln!(
+            s,
+            "  {} [label=\"output {}\", shape=note];",
+            output_id(&o.name),
+            dot_label(&o.name)
+        );
     }
     for e in &edges {
         let style = match e.style {
@@ -172,7 +266,13 @@ fn dot(plan: &Plan) -> String {
             EdgeStyle::Resource => ", style=dashed",
             EdgeStyle::Order => ", style=dotted",
         };
-        let _ = writeln!(s, "  {} -> {} [label=\"{}\"{style}];", e.from, e.to, dot_label(&e.label));
+        let _ = writeln!(
+            s,
+            "  {} -> {} [label=\"{}\"{style}];",
+            e.from,
+            e.to,
+            dot_label(&e.label)
+        );
     }
     s.push_str("}\n");
     s

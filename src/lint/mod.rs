@@ -8,12 +8,12 @@ pub mod registry;
 pub mod rules;
 mod suppress;
 
-use crate::check::hir::Hir;
 use crate::check::SyntaxFile;
+use crate::check::hir::Hir;
 use crate::diagnostic::Diagnostic;
 use crate::source::SourceDb;
 
-pub use registry::{find_rule, ALL_RULES};
+pub use registry::{ALL_RULES, find_rule};
 pub use suppress::apply_suppressions;
 
 /// What a lint pass may read.

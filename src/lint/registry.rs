@@ -1,7 +1,7 @@
 //! Every rule, registered with one line, and the passes that run.
 
-use super::rules as r;
 use super::Pass;
+use super::rules as r;
 use crate::diagnostic::Rule;
 
 /// Every diagnostic pipec reports before a run, by code.

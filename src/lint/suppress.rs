@@ -34,20 +34,31 @@ pub fn apply_suppressions(syntax: &[SyntaxFile], db: &SourceDb, diags: &mut Vec<
             if c.kind != CommentKind::Line {
                 continue;
             }
-            let Some(names) = parse_allow(&c.text) else { continue };
+            let Some(names) = parse_allow(&c.text) else {
+                continue;
+            };
             // The first line of code after the comment.
             let mut line = src.line_of(c.span.start) + 1;
             let target_start = loop {
-                let Some(span) = src.line_span(line) else { break None };
+                let Some(span) = src.line_span(line) else {
+                    break None;
+                };
                 let text = src.slice(span).trim();
                 if text.is_empty() || text.starts_with("//") {
                     line += 1;
                     continue;
                 }
-                break Some(span.start + (src.slice(span).len() - src.slice(span).trim_start().len()) as u32);
+                break Some(
+                    span.start
+                        + (src.slice(span).len() - src.slice(span).trim_start().len()) as u32,
+                );
             };
             let target = target_start.and_then(|start| {
-                elements.iter().filter(|e| e.start == start).max_by_key(|e| e.len()).copied()
+                elements
+                    .iter()
+                    .filter(|e| e.start == start)
+                    .max_by_key(|e| e.len())
+                    .copied()
             });
             for name in names {
                 let rule = find_rule(&name);
@@ -83,7 +94,11 @@ pub fn apply_suppressions(syntax: &[SyntaxFile], db: &SourceDb, diags: &mut Vec<
         let Some(p) = &d.primary else { return true };
         let mut keep = true;
         for a in allows.iter_mut() {
-            if a.file == p.file && a.rule.code == d.rule.code && a.target.contains(p.span) && d.severity == Severity::Warning {
+            if a.file == p.file
+                && a.rule.code == d.rule.code
+                && a.target.contains(p.span)
+                && d.severity == Severity::Warning
+            {
                 a.used = true;
                 keep = false;
             }
@@ -92,9 +107,14 @@ pub fn apply_suppressions(syntax: &[SyntaxFile], db: &SourceDb, diags: &mut Vec<
     });
     for a in allows.iter().filter(|a| !a.used) {
         extra.push(
-            Diagnostic::new(&UNUSED_SUPPRESSION, a.file, a.comment, format!("`allow({})` silences nothing here", a.rule.name))
-                .label("nothing to silence")
-                .help("remove the comment"),
+            Diagnostic::new(
+                &UNUSED_SUPPRESSION,
+                a.file,
+                a.comment,
+                format!("`allow({})` silences nothing here", a.rule.name),
+            )
+            .label("nothing to silence")
+            .help("remove the comment"),
         );
     }
     diags.extend(extra);
@@ -105,12 +125,18 @@ fn parse_allow(text: &str) -> Option<Vec<String>> {
     let rest = text.trim().strip_prefix("pipec:")?.trim_start();
     let inner = rest.strip_prefix("allow")?.trim_start().strip_prefix('(')?;
     let inner = &inner[..inner.find(')')?];
-    Some(inner.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
+    Some(
+        inner
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect(),
+    )
 }
 
 fn collect_elements(item: &ast::Item, out: &mut Vec<Span>) {
     out.push(item.doc.as_ref().map_or(item.span, |_| item.span));
-    let mut block = |b: &ast::Block, out: &mut Vec<Span>| block_elements(b, out);
+    let block = |b: &ast::Block, out: &mut Vec<Span>| block_elements(b, out);
     match &item.kind {
         ItemKind::Type(t) => {
             if let ast::TypeDeclBody::Record(r) = &t.body {
@@ -154,7 +180,10 @@ mod tests {
 
     #[test]
     fn allow_comments() {
-        assert_eq!(parse_allow(" pipec: allow(unused-node, P0403)"), Some(vec!["unused-node".into(), "P0403".into()]));
+        assert_eq!(
+            parse_allow(" pipec: allow(unused-node, P0403)"),
+            Some(vec!["unused-node".into(), "P0403".into()])
+        );
         assert_eq!(parse_allow("pipec:allow( x )"), Some(vec!["x".into()]));
         assert_eq!(parse_allow("a normal comment"), None);
     }

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::schema::referenced_defs;
@@ -32,7 +32,9 @@ pub fn hash_plan(plan: &Plan) -> String {
 /// plan that can change what it computes: its model, tools and their servers, link kinds,
 /// and every type definition any of them touches.
 pub fn node_fingerprint(plan: &Plan, index: usize) -> String {
-    let Some(node) = plan.nodes.get(index) else { return String::new() };
+    let Some(node) = plan.nodes.get(index) else {
+        return String::new();
+    };
     let mut node = node.clone();
     node.fingerprint = String::new();
     let mut tools: BTreeSet<&str> = BTreeSet::new();
@@ -42,7 +44,11 @@ pub fn node_fingerprint(plan: &Plan, index: usize) -> String {
         Body::Call { tool, .. } => {
             tools.insert(tool);
         }
-        Body::Model { model: m, tools: ts, .. } => {
+        Body::Model {
+            model: m,
+            tools: ts,
+            ..
+        } => {
             model = plan.models.iter().find(|x| &x.name == m);
             tools.extend(ts.iter().map(String::as_str));
         }
@@ -51,7 +57,11 @@ pub fn node_fingerprint(plan: &Plan, index: usize) -> String {
     for p in &node.params {
         source_kinds(&p.source, &mut kinds);
     }
-    let tool_defs: Vec<&super::Tool> = plan.tools.iter().filter(|t| tools.contains(t.name.as_str())).collect();
+    let tool_defs: Vec<&super::Tool> = plan
+        .tools
+        .iter()
+        .filter(|t| tools.contains(t.name.as_str()))
+        .collect();
     for t in &tool_defs {
         kinds.extend(t.links.iter().map(String::as_str));
     }
@@ -60,7 +70,11 @@ pub fn node_fingerprint(plan: &Plan, index: usize) -> String {
         .iter()
         .filter(|s| tool_defs.iter().any(|t| t.server == s.name))
         .collect();
-    let link_defs: Vec<&super::LinkKind> = plan.link_kinds.iter().filter(|k| kinds.contains(k.kind.as_str())).collect();
+    let link_defs: Vec<&super::LinkKind> = plan
+        .link_kinds
+        .iter()
+        .filter(|k| kinds.contains(k.kind.as_str()))
+        .collect();
     let closure = json!({
         "node": node,
         "model": model,
@@ -70,7 +84,11 @@ pub fn node_fingerprint(plan: &Plan, index: usize) -> String {
     });
     let mut names = BTreeSet::new();
     referenced_defs(&closure, &plan.defs, &mut names);
-    let defs: Vec<(&String, &Value)> = plan.defs.iter().filter(|(k, _)| names.contains(*k)).collect();
+    let defs: Vec<(&String, &Value)> = plan
+        .defs
+        .iter()
+        .filter(|(k, _)| names.contains(*k))
+        .collect();
     let full = json!({ "closure": closure, "defs": defs });
     sha256(&serde_json::to_vec(&full).unwrap_or_default())
 }
@@ -80,7 +98,9 @@ fn source_kinds<'a>(src: &'a Source, out: &mut BTreeSet<&'a str>) {
         Source::Link { link_kind, .. } => {
             out.insert(link_kind);
         }
-        Source::Join { sides } | Source::List { items: sides } => sides.iter().for_each(|s| source_kinds(s, out)),
+        Source::Join { sides } | Source::List { items: sides } => {
+            sides.iter().for_each(|s| source_kinds(s, out))
+        }
         Source::Record { fields } => fields.values().for_each(|s| source_kinds(s, out)),
         Source::Each { list, .. } => source_kinds(list, out),
         _ => {}

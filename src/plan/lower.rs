@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use super::schema::{def_name, def_schema, type_schema};
 use super::*;
@@ -19,10 +19,22 @@ pub fn lower(hir: &Hir, name: &str) -> Plan {
         defs.insert(def_name(hir, i as u32), def_schema(hir, i as u32));
     }
     let mut config: BTreeMap<String, ConfigVar> = BTreeMap::new();
-    let servers: Vec<Server> = hir.servers.iter().map(|s| l.server(s, &mut config)).collect();
+    let servers: Vec<Server> = hir
+        .servers
+        .iter()
+        .map(|s| l.server(s, &mut config))
+        .collect();
     let models: Vec<Model> = hir.models.iter().map(|m| l.model(m, &mut config)).collect();
-    let nodes: Vec<Node> = hir.order.iter().map(|id| l.node(hir.node(*id), &mut config)).collect();
-    let root_doc = hir.files.iter().find(|f| f.is_root).and_then(|f| f.doc.clone());
+    let nodes: Vec<Node> = hir
+        .order
+        .iter()
+        .map(|id| l.node(hir.node(*id), &mut config))
+        .collect();
+    let root_doc = hir
+        .files
+        .iter()
+        .find(|f| f.is_root)
+        .and_then(|f| f.doc.clone());
     let mut plan = Plan {
         format_version: FORMAT_VERSION,
         hash: String::new(),
@@ -30,7 +42,11 @@ pub fn lower(hir: &Hir, name: &str) -> Plan {
         name: name.to_string(),
         doc: root_doc,
         inputs: hir.inputs.iter().map(|i| l.input(i)).collect(),
-        outputs: hir.outputs.iter().map(|o| l.output(o, &mut config)).collect(),
+        outputs: hir
+            .outputs
+            .iter()
+            .map(|o| l.output(o, &mut config))
+            .collect(),
         defs,
         servers,
         models,
@@ -69,12 +85,19 @@ impl Lower<'_> {
         ty::display(self.hir, ty)
     }
 
-    fn config(&self, v: &hir::ConfigValue, config: &mut BTreeMap<String, ConfigVar>) -> ConfigValue {
+    fn config(
+        &self,
+        v: &hir::ConfigValue,
+        config: &mut BTreeMap<String, ConfigVar>,
+    ) -> ConfigValue {
         match v {
             hir::ConfigValue::Literal(s) => ConfigValue::Literal { value: s.clone() },
             hir::ConfigValue::Env { var, default } => {
                 note_config(config, var, false, default.clone());
-                ConfigValue::Env { var: var.clone(), default: default.clone() }
+                ConfigValue::Env {
+                    var: var.clone(),
+                    default: default.clone(),
+                }
             }
             hir::ConfigValue::Secret { var } => {
                 note_config(config, var, true, None);
@@ -88,7 +111,11 @@ impl Lower<'_> {
             name: s.info.display.clone(),
             command: s.command.clone(),
             args: s.args.clone(),
-            env: s.env.iter().map(|(k, v)| (k.clone(), self.config(v, config))).collect(),
+            env: s
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), self.config(v, config)))
+                .collect(),
             cwd: s.cwd.clone(),
             url: s.url.clone(),
             resources: s.resources.iter().map(|t| t.text.clone()).collect(),
@@ -166,9 +193,16 @@ impl Lower<'_> {
         }
         Tool {
             name: t.info.display.clone(),
-            kind: if t.is_reader { ToolKind::Reader } else { ToolKind::Tool },
+            kind: if t.is_reader {
+                ToolKind::Reader
+            } else {
+                ToolKind::Tool
+            },
             wire_name: t.wire_name.clone(),
-            server: t.server.map(|s| self.hir.servers[s as usize].info.display.clone()).unwrap_or_default(),
+            server: t
+                .server
+                .map(|s| self.hir.servers[s as usize].info.display.clone())
+                .unwrap_or_default(),
             description: t.info.doc.clone(),
             params,
             input_schema: json!({ "type": "object", "properties": props, "required": required }),
@@ -176,7 +210,11 @@ impl Lower<'_> {
             read_only: t.read_only,
             idempotent: t.idempotent,
             destructive: t.destructive,
-            links: t.links.iter().map(|(k, _)| self.hir.links[*k as usize].kind.clone()).collect(),
+            links: t
+                .links
+                .iter()
+                .map(|(k, _)| self.hir.links[*k as usize].kind.clone())
+                .collect(),
             timeout_ms: t.timeout_ms,
             max_result_bytes: t.max_result_bytes,
             uri: t.uri.as_ref().map(|u| u.text.clone()),
@@ -200,17 +238,43 @@ impl Lower<'_> {
             })
             .collect();
         let body = match &n.body {
-            hir::Body::Return(e) => Body::Return { value: self.expr(e, &names) },
+            hir::Body::Return(e) => Body::Return {
+                value: self.expr(e, &names),
+            },
             hir::Body::Call { tool, args } => Body::Call {
                 tool: self.hir.tool(*tool).info.display.clone(),
-                args: args.iter().map(|(k, v)| (k.clone(), self.expr(v, &names))).collect(),
+                args: args
+                    .iter()
+                    .map(|(k, v)| (k.clone(), self.expr(v, &names)))
+                    .collect(),
             },
-            hir::Body::Exec { argv, idempotent } => Body::Exec { argv: argv.clone(), idempotent: *idempotent },
-            hir::Body::Host { name } => Body::Host { function: name.clone() },
-            hir::Body::Model { model, prompt, tools, limits, approve, max_steps, tool_timeout_ms, repairs, temperature, max_tokens } => {
+            hir::Body::Exec { argv, idempotent } => Body::Exec {
+                argv: argv.clone(),
+                idempotent: *idempotent,
+            },
+            hir::Body::Host { name } => Body::Host {
+                function: name.clone(),
+            },
+            hir::Body::Model {
+                model,
+                prompt,
+                tools,
+                limits,
+                approve,
+                max_steps,
+                tool_timeout_ms,
+                repairs,
+                temperature,
+                max_tokens,
+            } => {
                 let tool_name = |t: &u32| self.hir.tool(*t).info.display.clone();
                 Body::Model {
-                    model: self.hir.models.get(*model as usize).map(|m| m.info.display.clone()).unwrap_or_default(),
+                    model: self
+                        .hir
+                        .models
+                        .get(*model as usize)
+                        .map(|m| m.info.display.clone())
+                        .unwrap_or_default(),
                     prompt: template(prompt),
                     tools: tools.iter().map(tool_name).collect(),
                     limits: limits.iter().map(|(t, n)| (tool_name(t), *n)).collect(),
@@ -223,12 +287,17 @@ impl Lower<'_> {
                     structured: !matches!(ty::resolve(self.hir, &n.output), Ty::String),
                 }
             }
-            hir::Body::Gate { message, on_timeout } => Body::Gate {
+            hir::Body::Gate {
+                message,
+                on_timeout,
+            } => Body::Gate {
                 message: message.as_ref().map(template),
                 timeout_ms: n.gate_timeout_ms,
                 on_timeout: on_timeout.clone(),
             },
-            hir::Body::Invalid => Body::Return { value: Expr::Const { value: Value::Null } },
+            hir::Body::Invalid => Body::Return {
+                value: Expr::Const { value: Value::Null },
+            },
         };
         let mut when_reads = BTreeSet::new();
         if let Some(w) = &n.when {
@@ -255,7 +324,11 @@ impl Lower<'_> {
             body,
             when: n.when.as_ref().map(|w| self.expr(w, &names)),
             when_reads: when_reads.into_iter().collect(),
-            deps: n.deps.iter().map(|d| self.hir.node(*d).info.name.clone()).collect(),
+            deps: n
+                .deps
+                .iter()
+                .map(|d| self.hir.node(*d).info.name.clone())
+                .collect(),
             skippable: n.skippable,
             timeout_ms: n.timeout_ms,
             retries: n.retries,
@@ -266,7 +339,12 @@ impl Lower<'_> {
         }
     }
 
-    fn source(&self, s: &hir::Source, names: &[&str], config: &mut BTreeMap<String, ConfigVar>) -> Source {
+    fn source(
+        &self,
+        s: &hir::Source,
+        names: &[&str],
+        config: &mut BTreeMap<String, ConfigVar>,
+    ) -> Source {
         match &s.kind {
             hir::SourceKind::Input { input, path } => Source::Input {
                 input: self.hir.inputs[*input as usize].info.name.clone(),
@@ -276,15 +354,31 @@ impl Lower<'_> {
                 node: self.hir.node(*node).info.name.clone(),
                 path: steps(path),
             },
-            hir::SourceKind::Join(sides) => Source::Join { sides: sides.iter().map(|x| self.source(x, names, config)).collect() },
+            hir::SourceKind::Join(sides) => Source::Join {
+                sides: sides
+                    .iter()
+                    .map(|x| self.source(x, names, config))
+                    .collect(),
+            },
             hir::SourceKind::Const(v) => Source::Const { value: v.clone() },
             hir::SourceKind::Record(fields) => Source::Record {
-                fields: fields.iter().map(|(k, v)| (k.clone(), self.source(v, names, config))).collect(),
+                fields: fields
+                    .iter()
+                    .map(|(k, v)| (k.clone(), self.source(v, names, config)))
+                    .collect(),
             },
-            hir::SourceKind::List(items) => Source::List { items: items.iter().map(|x| self.source(x, names, config)).collect() },
+            hir::SourceKind::List(items) => Source::List {
+                items: items
+                    .iter()
+                    .map(|x| self.source(x, names, config))
+                    .collect(),
+            },
             hir::SourceKind::Env { var, default } => {
                 note_config(config, var, false, default.clone());
-                Source::Env { var: var.clone(), default: default.clone() }
+                Source::Env {
+                    var: var.clone(),
+                    default: default.clone(),
+                }
             }
             hir::SourceKind::Secret { var } => {
                 note_config(config, var, true, None);
@@ -292,20 +386,33 @@ impl Lower<'_> {
             }
             hir::SourceKind::Resource(r) => Source::Resource {
                 uri: r.uri.text.clone(),
-                server: r.server.map(|s| self.hir.servers[s as usize].info.display.clone()).unwrap_or_default(),
+                server: r
+                    .server
+                    .map(|s| self.hir.servers[s as usize].info.display.clone())
+                    .unwrap_or_default(),
                 max_bytes: r.max_bytes,
                 mime: r.mime.clone(),
             },
             hir::SourceKind::Link(l) => Source::Link {
                 link_kind: self.hir.links[l.link as usize].kind.clone(),
                 many: l.many,
-                producer: l.producer.map(|p| self.hir.node(p).info.name.clone()).unwrap_or_default(),
-                where_: l.where_.iter().map(|(k, e)| (k.clone(), self.expr(e, names))).collect(),
+                producer: l
+                    .producer
+                    .map(|p| self.hir.node(p).info.name.clone())
+                    .unwrap_or_default(),
+                where_: l
+                    .where_
+                    .iter()
+                    .map(|(k, e)| (k.clone(), self.expr(e, names)))
+                    .collect(),
                 max_bytes: l.max_bytes,
                 max_total: l.max_total,
                 mime: l.mime.clone(),
             },
-            hir::SourceKind::Each { inner, max } => Source::Each { list: Box::new(self.source(inner, names, config)), max: *max },
+            hir::SourceKind::Each { inner, max } => Source::Each {
+                list: Box::new(self.source(inner, names, config)),
+                max: *max,
+            },
             hir::SourceKind::Error => Source::Const { value: Value::Null },
         }
     }
@@ -313,23 +420,53 @@ impl Lower<'_> {
     fn expr(&self, e: &hir::Expr, names: &[&str]) -> Expr {
         let b = |x: &hir::Expr| Box::new(self.expr(x, names));
         match &e.kind {
-            hir::ExprKind::Param(i) => Expr::Param { name: names.get(*i).map_or_else(|| format!("#{i}"), |n| n.to_string()) },
-            hir::ExprKind::Field(of, name) => Expr::Field { of: b(of), name: name.clone() },
-            hir::ExprKind::Splat(of, name) => Expr::Splat { of: b(of), name: name.clone() },
+            hir::ExprKind::Param(i) => Expr::Param {
+                name: names
+                    .get(*i)
+                    .map_or_else(|| format!("#{i}"), |n| n.to_string()),
+            },
+            hir::ExprKind::Field(of, name) => Expr::Field {
+                of: b(of),
+                name: name.clone(),
+            },
+            hir::ExprKind::Splat(of, name) => Expr::Splat {
+                of: b(of),
+                name: name.clone(),
+            },
             hir::ExprKind::Const(v) => Expr::Const { value: v.clone() },
             hir::ExprKind::Duration(ms) => Expr::Duration { ms: *ms },
-            hir::ExprKind::Record(fields) => Expr::Record { fields: fields.iter().map(|(k, v)| (k.clone(), self.expr(v, names))).collect() },
-            hir::ExprKind::List(items) => Expr::List { items: items.iter().map(|x| self.expr(x, names)).collect() },
+            hir::ExprKind::Record(fields) => Expr::Record {
+                fields: fields
+                    .iter()
+                    .map(|(k, v)| (k.clone(), self.expr(v, names)))
+                    .collect(),
+            },
+            hir::ExprKind::List(items) => Expr::List {
+                items: items.iter().map(|x| self.expr(x, names)).collect(),
+            },
             hir::ExprKind::Not(of) => Expr::Not { of: b(of) },
-            hir::ExprKind::Binary(op, l, r) => Expr::Binary { operator: op.symbol().to_string(), left: b(l), right: b(r) },
+            hir::ExprKind::Binary(op, l, r) => Expr::Binary {
+                operator: op.symbol().to_string(),
+                left: b(l),
+                right: b(r),
+            },
             hir::ExprKind::Len(of) => Expr::Len { of: b(of) },
             hir::ExprKind::Error => Expr::Const { value: Value::Null },
         }
     }
 }
 
-fn note_config(config: &mut BTreeMap<String, ConfigVar>, var: &str, secret: bool, default: Option<String>) {
-    let entry = config.entry(var.to_string()).or_insert(ConfigVar { var: var.to_string(), secret, default: default.clone() });
+fn note_config(
+    config: &mut BTreeMap<String, ConfigVar>,
+    var: &str,
+    secret: bool,
+    default: Option<String>,
+) {
+    let entry = config.entry(var.to_string()).or_insert(ConfigVar {
+        var: var.to_string(),
+        secret,
+        default: default.clone(),
+    });
     entry.secret |= secret;
     if entry.default.is_none() {
         entry.default = default;
@@ -355,7 +492,10 @@ fn template(t: &hir::Template) -> Template {
 fn params_read(e: &hir::Expr, f: &mut dyn FnMut(usize)) {
     match &e.kind {
         hir::ExprKind::Param(i) => f(*i),
-        hir::ExprKind::Field(x, _) | hir::ExprKind::Splat(x, _) | hir::ExprKind::Not(x) | hir::ExprKind::Len(x) => params_read(x, f),
+        hir::ExprKind::Field(x, _)
+        | hir::ExprKind::Splat(x, _)
+        | hir::ExprKind::Not(x)
+        | hir::ExprKind::Len(x) => params_read(x, f),
         hir::ExprKind::Binary(_, a, b) => {
             params_read(a, f);
             params_read(b, f);

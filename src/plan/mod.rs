@@ -89,13 +89,17 @@ pub struct Output {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ConfigValue {
-    Literal { value: String },
+    Literal {
+        value: String,
+    },
     Env {
         var: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         default: Option<String>,
     },
-    Secret { var: String },
+    Secret {
+        var: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -310,16 +314,26 @@ pub enum Source {
         path: Vec<Step>,
     },
     /// The first side that is neither skipped nor null.
-    Join { sides: Vec<Source> },
-    Const { value: Value },
-    Record { fields: BTreeMap<String, Source> },
-    List { items: Vec<Source> },
+    Join {
+        sides: Vec<Source>,
+    },
+    Const {
+        value: Value,
+    },
+    Record {
+        fields: BTreeMap<String, Source>,
+    },
+    List {
+        items: Vec<Source>,
+    },
     Env {
         var: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         default: Option<String>,
     },
-    Secret { var: String },
+    Secret {
+        var: String,
+    },
     Resource {
         /// RFC 6570 template; its variables are the node's other parameters
         /// (dotted for fields: `{file.path}`).
@@ -356,17 +370,41 @@ pub enum Source {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Expr {
-    Param { name: String },
-    Field { of: Box<Expr>, name: String },
-    Splat { of: Box<Expr>, name: String },
-    Const { value: Value },
-    Duration { ms: u64 },
-    Record { fields: BTreeMap<String, Expr> },
-    List { items: Vec<Expr> },
-    Not { of: Box<Expr> },
+    Param {
+        name: String,
+    },
+    Field {
+        of: Box<Expr>,
+        name: String,
+    },
+    Splat {
+        of: Box<Expr>,
+        name: String,
+    },
+    Const {
+        value: Value,
+    },
+    Duration {
+        ms: u64,
+    },
+    Record {
+        fields: BTreeMap<String, Expr>,
+    },
+    List {
+        items: Vec<Expr>,
+    },
+    Not {
+        of: Box<Expr>,
+    },
     /// `??`, `||`, `&&`, `==`, `!=`, `<`, `<=`, `>`, `>=`.
-    Binary { operator: String, left: Box<Expr>, right: Box<Expr> },
-    Len { of: Box<Expr> },
+    Binary {
+        operator: String,
+        left: Box<Expr>,
+        right: Box<Expr>,
+    },
+    Len {
+        of: Box<Expr>,
+    },
 }
 
 /// A template with everything it includes, keyed by name (paths under `prompts/`).
@@ -380,12 +418,22 @@ pub struct Template {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Body {
-    Return { value: Expr },
-    Call { tool: String, args: BTreeMap<String, Expr> },
+    Return {
+        value: Expr,
+    },
+    Call {
+        tool: String,
+        args: BTreeMap<String, Expr>,
+    },
     /// A subprocess: parameters as JSON on stdin, one JSON value on stdout.
-    Exec { argv: Vec<String>, idempotent: bool },
+    Exec {
+        argv: Vec<String>,
+        idempotent: bool,
+    },
     /// A function the embedding program registers.
-    Host { function: String },
+    Host {
+        function: String,
+    },
     /// `think` (one call), `agent` and `act` (tool loops).
     Model {
         model: String,
@@ -468,7 +516,8 @@ impl Plan {
             }
             None => return Err("not a plan: `format_version` is missing".into()),
         }
-        let plan: Plan = serde_json::from_value(value).map_err(|e| format!("not a valid plan: {e}"))?;
+        let plan: Plan =
+            serde_json::from_value(value).map_err(|e| format!("not a valid plan: {e}"))?;
         let expected = hash_plan(&plan);
         if expected != plan.hash {
             return Err(format!(

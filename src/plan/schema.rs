@@ -3,7 +3,7 @@
 //! requests. Records are open here (extra fields are allowed when reading); the runtime
 //! closes them where model output is validated.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::check::hir::Hir;
 use crate::check::ty::{Ty, TypeBody};
@@ -23,7 +23,9 @@ pub fn type_schema(hir: &Hir, ty: &Ty) -> Value {
         Ty::List(inner) => json!({ "type": "array", "items": type_schema(hir, inner) }),
         Ty::Optional(inner) => json!({ "anyOf": [type_schema(hir, inner), { "type": "null" }] }),
         Ty::Literals(values) => json!({ "type": "string", "enum": values.as_slice() }),
-        Ty::Map(inner) => json!({ "type": "object", "additionalProperties": type_schema(hir, inner) }),
+        Ty::Map(inner) => {
+            json!({ "type": "object", "additionalProperties": type_schema(hir, inner) })
+        }
         Ty::Ref(inner) => json!({
             "type": "object",
             "description": "a reference to a resource, not its content",
@@ -57,12 +59,16 @@ fn record_schema(hir: &Hir, fields: &[crate::check::ty::FieldTy]) -> Value {
 
 /// The `$defs` key of a named type.
 pub fn def_name(hir: &Hir, id: u32) -> String {
-    hir.types.get(id as usize).map_or_else(|| "unknown".into(), |t| t.key.clone())
+    hir.types
+        .get(id as usize)
+        .map_or_else(|| "unknown".into(), |t| t.key.clone())
 }
 
 /// The schema of a named type's definition.
 pub fn def_schema(hir: &Hir, id: u32) -> Value {
-    let Some(def) = hir.types.get(id as usize) else { return json!({}) };
+    let Some(def) = hir.types.get(id as usize) else {
+        return json!({});
+    };
     let mut s = match &def.body {
         TypeBody::Record(r) => record_schema(hir, &r.fields),
         TypeBody::Alias(t) => type_schema(hir, t),
@@ -89,17 +95,20 @@ pub fn def_schema(hir: &Hir, id: u32) -> Value {
 }
 
 /// Every `$defs` name a schema refers to, directly or through other definitions.
-pub fn referenced_defs(schema: &Value, defs: &std::collections::BTreeMap<String, Value>, out: &mut std::collections::BTreeSet<String>) {
+pub fn referenced_defs(
+    schema: &Value,
+    defs: &std::collections::BTreeMap<String, Value>,
+    out: &mut std::collections::BTreeSet<String>,
+) {
     match schema {
         Value::Object(map) => {
             for (k, v) in map {
                 if k == "$ref" {
-                    if let Some(name) = v.as_str().and_then(|r| r.strip_prefix("#/$defs/")) {
-                        if out.insert(name.to_string()) {
-                            if let Some(def) = defs.get(name) {
-                                referenced_defs(def, defs, out);
-                            }
-                        }
+                    if let Some(name) = v.as_str().and_then(|r| r.strip_prefix("#/$defs/"))
+                        && out.insert(name.to_string())
+                        && let Some(def) = defs.get(name)
+                    {
+                        referenced_defs(def, defs, out);
                     }
                 } else {
                     referenced_defs(v, defs, out);

@@ -45,7 +45,9 @@ impl StrLit {
 
     /// The file span of a byte range of the decoded value, clamped to the literal.
     pub fn source_span(&self, start: usize, end: usize) -> Span {
-        let s = self.source_offset(start).clamp(self.span.start, self.span.end);
+        let s = self
+            .source_offset(start)
+            .clamp(self.span.start, self.span.end);
         let e = self
             .source_offset(end.max(start))
             .clamp(s, self.span.end.max(s));

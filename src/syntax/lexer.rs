@@ -194,7 +194,11 @@ mod tests {
     #[test]
     fn comments_are_collected_but_not_inside_strings() {
         let s = scan("server a { command = \"http://x\" } // trailing\n/// doc\n//! file\n");
-        let kinds: Vec<_> = s.comments.iter().map(|c| (c.kind, c.text.as_str())).collect();
+        let kinds: Vec<_> = s
+            .comments
+            .iter()
+            .map(|c| (c.kind, c.text.as_str()))
+            .collect();
         assert_eq!(
             kinds,
             vec![

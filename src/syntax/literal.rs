@@ -182,7 +182,10 @@ fn decode_unicode_escape(
         Some(None) if u32::from_str_radix(&hex, 16).is_ok_and(|v| v > 0x10FFFF) => {
             Err(bad(end, "a unicode escape must be at most `\\u{10FFFF}`"))
         }
-        _ => Err(bad(end, "`\\u{D800}` to `\\u{DFFF}` are surrogates, not characters")),
+        _ => Err(bad(
+            end,
+            "`\\u{D800}` to `\\u{DFFF}` are surrogates, not characters",
+        )),
     }
 }
 

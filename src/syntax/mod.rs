@@ -8,5 +8,5 @@ pub mod literal;
 mod parser;
 pub mod printer;
 
-pub use parser::{parse, Parsed};
+pub use parser::{Parsed, parse};
 pub use printer::format_source;

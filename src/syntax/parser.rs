@@ -52,12 +52,13 @@ pub fn parse(file_id: FileId, text: &str) -> Parsed {
         .filter(|(a, b)| a < b)
         .collect();
 
-    let comment_spans: Vec<(u32, u32)> =
-        comments.iter().map(|c| (c.span.start, c.span.end)).collect();
+    let comment_spans: Vec<(u32, u32)> = comments
+        .iter()
+        .map(|c| (c.span.start, c.span.end))
+        .collect();
     let comment_spans = &comment_spans;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let results: Vec<PieceResult> = if threads > 1 && pieces.len() > 64 && text.len() > 64 * 1024
-    {
+    let results: Vec<PieceResult> = if threads > 1 && pieces.len() > 64 && text.len() > 64 * 1024 {
         let chunk = pieces.len().div_ceil(threads);
         std::thread::scope(|scope| {
             let handles: Vec<_> = pieces
@@ -202,18 +203,27 @@ fn declared_names(src: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for line in src.lines() {
         let mut words = line.split_whitespace();
-        let (Some(kw), Some(rest)) = (words.next(), words.next()) else { continue };
+        let (Some(kw), Some(rest)) = (words.next(), words.next()) else {
+            continue;
+        };
         let kw = match kw {
             "type" | "enum" => "type",
-            "server" | "model" | "tool" | "reader" | "node" | "think" | "agent" | "act" | "gate" => "value",
+            "server" | "model" | "tool" | "reader" | "node" | "think" | "agent" | "act"
+            | "gate" => "value",
             "input" => "input",
             "link" => "link",
             _ => continue,
         };
         let name: String = if kw == "link" {
-            rest.trim_start_matches('"').split('"').next().unwrap_or("").to_string()
+            rest.trim_start_matches('"')
+                .split('"')
+                .next()
+                .unwrap_or("")
+                .to_string()
         } else {
-            rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect()
+            rest.chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect()
         };
         if !name.is_empty() && !line.starts_with([' ', '\t']) {
             out.push((kw.to_string(), name));
@@ -284,11 +294,12 @@ fn syntax_diagnostic(
     } else {
         format!("expected {}, found {found}", join_or(&expected))
     };
-    let mut diag = Diagnostic::new(&SYNTAX_ERROR, file, span, message).label(if expected.is_empty() {
-        "not expected here".to_string()
-    } else {
-        format!("expected {}", join_or(&expected))
-    });
+    let mut diag =
+        Diagnostic::new(&SYNTAX_ERROR, file, span, message).label(if expected.is_empty() {
+            "not expected here".to_string()
+        } else {
+            format!("expected {}", join_or(&expected))
+        });
     if let Some(help) = syntax_help(text, start as usize, &expected) {
         diag = diag.help(help);
     }
@@ -298,15 +309,20 @@ fn syntax_diagnostic(
 /// Makes the list of expected things short enough to read: operators become "an
 /// operator", and what could only continue an expression is dropped beside them.
 fn simplify_expected(expected: &mut Vec<String>) {
-    const OPERATORS: &[&str] = &["`!=`", "`&&`", "`<=`", "`<`", "`==`", "`>=`", "`>`", "`??`", "`||`"];
+    const OPERATORS: &[&str] = &[
+        "`!=`", "`&&`", "`<=`", "`<`", "`==`", "`>=`", "`>`", "`??`", "`||`",
+    ];
     const CONTINUATIONS: &[&str] = &["`(`", "`.`", "`[*]`", "`[`"];
     // In a type, `<` opens `ref<T>`/`map<T>`; it is not worth suggesting there.
     if expected.iter().any(|e| e == "`[]`") {
         expected.retain(|e| !matches!(e.as_str(), "`<`" | "`>`" | "`[`" | "`.`"));
     }
-    let has_operator = expected.iter().any(|e| OPERATORS.contains(&e.as_str()) || e == "an operator");
+    let has_operator = expected
+        .iter()
+        .any(|e| OPERATORS.contains(&e.as_str()) || e == "an operator");
     if has_operator {
-        expected.retain(|e| !OPERATORS.contains(&e.as_str()) && !CONTINUATIONS.contains(&e.as_str()));
+        expected
+            .retain(|e| !OPERATORS.contains(&e.as_str()) && !CONTINUATIONS.contains(&e.as_str()));
         expected.push("an operator".into());
     }
     if expected.len() > 1 {
@@ -344,11 +360,18 @@ fn found_at(src: &str, pos: usize) -> String {
 fn syntax_help(text: &str, at: usize, expected: &[String]) -> Option<String> {
     let rest = text.get(at..).unwrap_or("");
     let wants = |t: &str| expected.iter().any(|e| e == t);
-    if rest.starts_with(['+', '*', '/', '%']) || (rest.starts_with('-') && !rest[1..].starts_with(|c: char| c.is_ascii_digit() || c == '>')) {
-        return Some("expressions have no arithmetic; compute values in an `exec` or `host` node".into());
+    if rest.starts_with(['+', '*', '/', '%'])
+        || (rest.starts_with('-')
+            && !rest[1..].starts_with(|c: char| c.is_ascii_digit() || c == '>'))
+    {
+        return Some(
+            "expressions have no arithmetic; compute values in an `exec` or `host` node".into(),
+        );
     }
     if rest.starts_with(':') && wants("`=`") {
-        return Some("settings in a block are written `name = value`; records use `name: value`".into());
+        return Some(
+            "settings in a block are written `name = value`; records use `name: value`".into(),
+        );
     }
     if rest.starts_with('=') && wants("`:`") {
         return Some("fields and record entries are written `name: value`".into());
@@ -356,7 +379,9 @@ fn syntax_help(text: &str, at: usize, expected: &[String]) -> Option<String> {
     let setting_like = rest.split_whitespace().nth(1) == Some("=")
         && rest.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
     if wants("`{`") && setting_like {
-        return Some("settings belong in the declaration's block: open it with `{` before them".into());
+        return Some(
+            "settings belong in the declaration's block: open it with `{` before them".into(),
+        );
     }
     if wants("`,`") && wants("`)`") {
         return Some("separate parameters and arguments with commas".into());
@@ -561,7 +586,9 @@ impl Builder<'_> {
             Rule::import_decl => {
                 inner.next(); // kw
                 let path = self.string(inner.next()?);
-                let alias = inner.find(|p| p.as_rule() == Rule::ident).map(|p| self.ident(p));
+                let alias = inner
+                    .find(|p| p.as_rule() == Rule::ident)
+                    .map(|p| self.ident(p));
                 ItemKind::Import(Import { path, alias })
             }
             Rule::type_decl => {

@@ -49,8 +49,15 @@ pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
             Body::Model { tools, .. } => tools.clone(),
             _ => continue,
         };
-        if tools.iter().all(|t| hir.tool(*t).read_only || hir.tool(*t).is_reader) {
-            let suggestion = if matches!(node.body, Body::Call { .. }) { "node" } else { "agent" };
+        if tools
+            .iter()
+            .all(|t| hir.tool(*t).read_only || hir.tool(*t).is_reader)
+        {
+            let suggestion = if matches!(node.body, Body::Call { .. }) {
+                "node"
+            } else {
+                "agent"
+            };
             out.push(
                 Diagnostic::new(&ACT_WITHOUT_EFFECTS, node.info.file, node.kind_span, format!("`{}` is an `act`, but all its tools only read", node.info.name))
                     .label("no effects")

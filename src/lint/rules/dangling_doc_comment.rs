@@ -76,16 +76,28 @@ fn collect<'a>(file: &'a SyntaxFile, out: &mut Vec<(Span, &'a str)>) {
                     record(r, out);
                 }
             }
-            ItemKind::Enum(e) => out.extend(e.stray_docs.iter().map(|d| (d.span, "nothing follows it"))),
+            ItemKind::Enum(e) => {
+                out.extend(e.stray_docs.iter().map(|d| (d.span, "nothing follows it")))
+            }
             ItemKind::Server(b) | ItemKind::Model(b) => block(&b.body, out),
             ItemKind::Tool(t) | ItemKind::Reader(t) => {
-                out.extend(t.params.stray_docs.iter().map(|d| (d.span, "nothing follows it")));
+                out.extend(
+                    t.params
+                        .stray_docs
+                        .iter()
+                        .map(|d| (d.span, "nothing follows it")),
+                );
                 if let Some(b) = &t.body {
                     block(b, out);
                 }
             }
             ItemKind::Node(n) => {
-                out.extend(n.params.stray_docs.iter().map(|d| (d.span, "nothing follows it")));
+                out.extend(
+                    n.params
+                        .stray_docs
+                        .iter()
+                        .map(|d| (d.span, "nothing follows it")),
+                );
                 block(&n.body, out);
             }
             ItemKind::Serve(s) => {

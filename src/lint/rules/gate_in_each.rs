@@ -41,9 +41,14 @@ pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
         if let Some(i) = node.each {
             let p = &node.params[i];
             out.push(
-                Diagnostic::new(&GATE_IN_EACH, node.info.file, p.source.span, format!("the gate `{}` cannot fan out", node.info.name))
-                    .label("`each` on a gate")
-                    .help("pass the whole list to the gate and let the answer cover every item"),
+                Diagnostic::new(
+                    &GATE_IN_EACH,
+                    node.info.file,
+                    p.source.span,
+                    format!("the gate `{}` cannot fan out", node.info.name),
+                )
+                .label("`each` on a gate")
+                .help("pass the whole list to the gate and let the answer cover every item"),
             );
         }
     }

@@ -56,9 +56,17 @@ pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
             continue;
         }
         out.push(
-            Diagnostic::new(&GATE_WITHOUT_CONSUMER, node.info.file, node.info.name_span, format!("nothing reads the answer to the gate `{}`", node.info.name))
-                .label("its answer changes nothing")
-                .help(format!("bind it where the answer matters: `ack: T = {}` with `when = ack.approved`", node.info.name)),
+            Diagnostic::new(
+                &GATE_WITHOUT_CONSUMER,
+                node.info.file,
+                node.info.name_span,
+                format!("nothing reads the answer to the gate `{}`", node.info.name),
+            )
+            .label("its answer changes nothing")
+            .help(format!(
+                "bind it where the answer matters: `ack: T = {}` with `when = ack.approved`",
+                node.info.name
+            )),
         );
     }
 }

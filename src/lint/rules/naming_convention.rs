@@ -50,15 +50,28 @@ use crate::source::{FileId, Span};
 pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
     let hir = cx.hir;
     let mut report = |file: FileId, span: Span, what: &str, name: &str, camel: bool| {
-        let ok = if camel { is_camel_case(name) } else { is_snake_case(name) };
+        let ok = if camel {
+            is_camel_case(name)
+        } else {
+            is_snake_case(name)
+        };
         if ok || !hir.is_root_file(file) {
             return;
         }
-        let (style, suggestion) = if camel { ("CamelCase", to_camel_case(name)) } else { ("snake_case", to_snake_case(name)) };
+        let (style, suggestion) = if camel {
+            ("CamelCase", to_camel_case(name))
+        } else {
+            ("snake_case", to_snake_case(name))
+        };
         out.push(
-            Diagnostic::new(&NAMING_CONVENTION, file, span, format!("the {what} `{name}` is not {style}"))
-                .label(format!("{what} names are {style}"))
-                .help(format!("rename it `{suggestion}`")),
+            Diagnostic::new(
+                &NAMING_CONVENTION,
+                file,
+                span,
+                format!("the {what} `{name}` is not {style}"),
+            )
+            .label(format!("{what} names are {style}"))
+            .help(format!("rename it `{suggestion}`")),
         );
     };
     for t in &hir.types {

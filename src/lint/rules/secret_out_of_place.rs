@@ -52,7 +52,10 @@ use crate::source::Span;
 pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
     let hir = cx.hir;
     for node in &hir.nodes {
-        let allowed = matches!(node.body, Body::Call { .. } | Body::Exec { .. } | Body::Host { .. } | Body::Invalid);
+        let allowed = matches!(
+            node.body,
+            Body::Call { .. } | Body::Exec { .. } | Body::Host { .. } | Body::Invalid
+        );
         if allowed {
             continue;
         }
@@ -73,9 +76,14 @@ pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
         secrets(&o.source, &mut found);
         for span in found {
             out.push(
-                Diagnostic::new(&SECRET_OUT_OF_PLACE, o.info.file, span, format!("a secret cannot be the output `{}`", o.info.name))
-                    .label("secret")
-                    .help("outputs are printed and stored; never output a secret"),
+                Diagnostic::new(
+                    &SECRET_OUT_OF_PLACE,
+                    o.info.file,
+                    span,
+                    format!("a secret cannot be the output `{}`", o.info.name),
+                )
+                .label("secret")
+                .help("outputs are printed and stored; never output a secret"),
             );
         }
     }

@@ -43,14 +43,25 @@ pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
             .label("may be skipped")
             .help(format!("declare that a skip is expected: `output {}: {shown}? = ...` (it prints `null`), or join a fallback with `??`", o.info.name));
         if let Some((node, span)) = skip_cause(hir, &o.source, 0) {
-            d = d.secondary(hir.node(node).info.file, span, format!("`{}` is skipped when this is false", hir.node(node).info.name));
+            d = d.secondary(
+                hir.node(node).info.file,
+                span,
+                format!(
+                    "`{}` is skipped when this is false",
+                    hir.node(node).info.name
+                ),
+            );
         }
         out.push(d);
     }
 }
 
 /// The `when` that can skip a source: the nearest skippable node with a `when` of its own.
-fn skip_cause(hir: &crate::check::hir::Hir, src: &crate::check::hir::Source, depth: usize) -> Option<(u32, crate::source::Span)> {
+fn skip_cause(
+    hir: &crate::check::hir::Hir,
+    src: &crate::check::hir::Source,
+    depth: usize,
+) -> Option<(u32, crate::source::Span)> {
     use crate::check::hir::SourceKind;
     if depth > 64 {
         return None;
@@ -64,10 +75,15 @@ fn skip_cause(hir: &crate::check::hir::Hir, src: &crate::check::hir::Source, dep
             if let (Some(w), None) = (&n.when, n.each) {
                 return Some((*node, w.span));
             }
-            n.params.iter().filter(|p| p.is_each() || !p.ty.is_optional()).find_map(|p| skip_cause(hir, &p.source, depth + 1))
+            n.params
+                .iter()
+                .filter(|p| p.is_each() || !p.ty.is_optional())
+                .find_map(|p| skip_cause(hir, &p.source, depth + 1))
         }
         SourceKind::Join(sides) => sides.iter().find_map(|s| skip_cause(hir, s, depth + 1)),
-        SourceKind::Record(fields) => fields.iter().find_map(|(_, s)| skip_cause(hir, s, depth + 1)),
+        SourceKind::Record(fields) => fields
+            .iter()
+            .find_map(|(_, s)| skip_cause(hir, s, depth + 1)),
         SourceKind::List(items) => items.iter().find_map(|s| skip_cause(hir, s, depth + 1)),
         SourceKind::Each { inner, .. } => skip_cause(hir, inner, depth + 1),
         _ => None,

@@ -40,8 +40,12 @@ pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
     let hir = cx.hir;
     for node in &hir.nodes {
         for p in &node.params {
-            let SourceKind::Each { inner, max: None } = &p.source.kind else { continue };
-            let Some(origin) = unbounded_origin(hir, &inner.kind) else { continue };
+            let SourceKind::Each { inner, max: None } = &p.source.kind else {
+                continue;
+            };
+            let Some(origin) = unbounded_origin(hir, &inner.kind) else {
+                continue;
+            };
             out.push(
                 Diagnostic::new(&UNBOUNDED_FAN_OUT, node.info.file, p.source.span, format!("`{}` fans out over a list {origin}, with no bound", node.info.name))
                     .label("no `max:`")
@@ -58,7 +62,12 @@ fn unbounded_origin(hir: &Hir, src: &SourceKind) -> Option<&'static str> {
         SourceKind::Node { node, .. } => {
             let n = hir.node(*node);
             // An upstream `each` with a `max:` bounds its own output list.
-            let bounded_upstream = n.each.is_some_and(|i| matches!(n.params[i].source.kind, SourceKind::Each { max: Some(_), .. }));
+            let bounded_upstream = n.each.is_some_and(|i| {
+                matches!(
+                    n.params[i].source.kind,
+                    SourceKind::Each { max: Some(_), .. }
+                )
+            });
             if bounded_upstream {
                 return None;
             }

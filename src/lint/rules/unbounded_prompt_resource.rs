@@ -52,7 +52,9 @@ pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
     let hir = cx.hir;
     let mut readers = BTreeSet::new();
     for node in &hir.nodes {
-        let Body::Model { tools, .. } = &node.body else { continue };
+        let Body::Model { tools, .. } = &node.body else {
+            continue;
+        };
         for p in node.params.iter().filter(|p| p.fetches()) {
             let (src, per_item) = match &p.source.kind {
                 SourceKind::Each { inner, .. } => (&inner.kind, true),
@@ -60,12 +62,18 @@ pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
             };
             let missing = match src {
                 SourceKind::Resource(r) => r.max_bytes.is_none().then_some("max_bytes"),
-                SourceKind::Link(l) if !l.many || per_item => l.max_bytes.is_none().then_some("max_bytes"),
+                SourceKind::Link(l) if !l.many || per_item => {
+                    l.max_bytes.is_none().then_some("max_bytes")
+                }
                 SourceKind::Link(l) => l.max_total.is_none().then_some("max_total"),
                 _ => None,
             };
             if let Some(option) = missing {
-                let what = if option == "max_total" { "these resources reach" } else { "this resource reaches" };
+                let what = if option == "max_total" {
+                    "these resources reach"
+                } else {
+                    "this resource reaches"
+                };
                 out.push(
                     Diagnostic::new(&UNBOUNDED_PROMPT_RESOURCE, node.info.file, p.source.span, format!("{what} the model in `{}` with no size cap", node.info.name))
                         .label(format!("no `{option}`"))
@@ -83,9 +91,17 @@ pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
     for t in readers {
         let tool = hir.tool(t);
         out.push(
-            Diagnostic::new(&UNBOUNDED_PROMPT_RESOURCE, tool.info.file, tool.info.name_span, format!("the reader `{}` gives a model what it reads with no size cap", tool.info.name))
-                .label("no `max_bytes`")
-                .help("add `max_bytes = 100kb` to the reader"),
+            Diagnostic::new(
+                &UNBOUNDED_PROMPT_RESOURCE,
+                tool.info.file,
+                tool.info.name_span,
+                format!(
+                    "the reader `{}` gives a model what it reads with no size cap",
+                    tool.info.name
+                ),
+            )
+            .label("no `max_bytes`")
+            .help("add `max_bytes = 100kb` to the reader"),
         );
     }
 }

@@ -62,7 +62,13 @@ pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
     if hir.order.len() != hir.nodes.len() {
         return;
     }
-    let gates: Vec<u32> = hir.nodes.iter().enumerate().filter(|(_, n)| n.kind == NodeKind::Gate).map(|(i, _)| i as u32).collect();
+    let gates: Vec<u32> = hir
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.kind == NodeKind::Gate)
+        .map(|(i, _)| i as u32)
+        .collect();
     if gates.is_empty() {
         return;
     }
@@ -78,14 +84,22 @@ pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
                 },
                 _ => continue,
             };
-            let Some(producer) = link.producer else { continue };
+            let Some(producer) = link.producer else {
+                continue;
+            };
             // A pause can fall between the producer and this read when a gate is upstream
             // of the read but not of the producer.
-            let Some(gate) = gates.iter().copied().find(|g| anc.is_ancestor(*g, id) && *g != producer && !anc.is_ancestor(*g, producer)) else {
+            let Some(gate) = gates.iter().copied().find(|g| {
+                anc.is_ancestor(*g, id) && *g != producer && !anc.is_ancestor(*g, producer)
+            }) else {
                 continue;
             };
             let tools = hir.producing_tools(hir.node(producer), link.link);
-            let risky: Vec<String> = tools.iter().filter(|t| !hir.tool(**t).idempotent).map(|t| format!("`{}`", hir.tool(*t).info.display)).collect();
+            let risky: Vec<String> = tools
+                .iter()
+                .filter(|t| !hir.tool(**t).idempotent)
+                .map(|t| format!("`{}`", hir.tool(*t).info.display))
+                .collect();
             if risky.is_empty() {
                 continue;
             }

@@ -58,9 +58,14 @@ pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
             return;
         }
         out.push(
-            Diagnostic::new(&UNUSED_DECLARATION, info.file, info.name_span, format!("the {what} `{}` is never used", info.display))
-                .label("unused")
-                .help("remove it, or use it"),
+            Diagnostic::new(
+                &UNUSED_DECLARATION,
+                info.file,
+                info.name_span,
+                format!("the {what} `{}` is never used", info.display),
+            )
+            .label("unused")
+            .help("remove it, or use it"),
         );
     };
     for (i, t) in hir.types.iter().enumerate() {
@@ -76,7 +81,11 @@ pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
         report(DeclRef::Link(i as u32), &l.info, "link kind");
     }
     for (i, t) in hir.tools.iter().enumerate() {
-        report(DeclRef::Tool(i as u32), &t.info, if t.is_reader { "reader" } else { "tool" });
+        report(
+            DeclRef::Tool(i as u32),
+            &t.info,
+            if t.is_reader { "reader" } else { "tool" },
+        );
     }
     for (i, inp) in hir.inputs.iter().enumerate() {
         report(DeclRef::Input(i as u32), &inp.info, "input");

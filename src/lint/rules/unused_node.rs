@@ -74,9 +74,17 @@ pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
             continue;
         }
         out.push(
-            Diagnostic::new(&UNUSED_NODE, node.info.file, node.info.name_span, format!("nothing uses the output of `{}`", node.info.name))
-                .label("unused node")
-                .help(format!("bind it downstream, make it an output (`output {0} = {0}`), or remove it", node.info.name)),
+            Diagnostic::new(
+                &UNUSED_NODE,
+                node.info.file,
+                node.info.name_span,
+                format!("nothing uses the output of `{}`", node.info.name),
+            )
+            .label("unused node")
+            .help(format!(
+                "bind it downstream, make it an output (`output {0} = {0}`), or remove it",
+                node.info.name
+            )),
         );
     }
 }
