@@ -6,17 +6,26 @@ use super::hir::*;
 use crate::diagnostic::Diagnostic;
 use crate::lint::rules as r;
 
-/// Ancestor sets as bit rows, one per node, over all nodes.
+/// Ancestor sets as bit rows, one per node, over a chosen set of columns (the nodes
+/// whose ancestry matters: link producers, gates), so the cost is nodes × columns / 64.
 pub struct Ancestors {
     words: usize,
     bits: Vec<u64>,
+    /// Column of each node, or `u32::MAX` for nodes not tracked.
+    column: Vec<u32>,
 }
 
 impl Ancestors {
-    /// Computes ancestors along a topological order.
-    pub fn compute(hir: &Hir) -> Ancestors {
+    /// Computes, along a topological order, which of `columns` are ancestors of each node.
+    pub fn compute(hir: &Hir, columns: &[NodeId]) -> Ancestors {
         let n = hir.nodes.len();
-        let words = n.div_ceil(64).max(1);
+        let mut column = vec![u32::MAX; n];
+        for (i, c) in columns.iter().enumerate() {
+            if let Some(slot) = column.get_mut(*c as usize) {
+                *slot = i as u32;
+            }
+        }
+        let words = columns.len().div_ceil(64).max(1);
         let mut bits = vec![0u64; n * words];
         for &id in &hir.order {
             let row = id as usize * words;
@@ -25,16 +34,29 @@ impl Ancestors {
                 for w in 0..words {
                     bits[row + w] |= bits[drow + w];
                 }
-                bits[row + dep as usize / 64] |= 1 << (dep % 64);
+                let c = column[dep as usize];
+                if c != u32::MAX {
+                    bits[row + c as usize / 64] |= 1 << (c % 64);
+                }
             }
         }
-        Ancestors { words, bits }
+        Ancestors {
+            words,
+            bits,
+            column,
+        }
     }
 
-    /// Whether `a` is an ancestor of `node` (a strict one).
+    /// Whether `a` (one of the columns) is a strict ancestor of `node`.
     pub fn is_ancestor(&self, a: NodeId, node: NodeId) -> bool {
-        let i = node as usize * self.words + a as usize / 64;
-        self.bits.get(i).is_some_and(|w| w & (1 << (a % 64)) != 0)
+        let Some(&c) = self.column.get(a as usize) else {
+            return false;
+        };
+        if c == u32::MAX {
+            return false;
+        }
+        let i = node as usize * self.words + c as usize / 64;
+        self.bits.get(i).is_some_and(|w| w & (1 << (c % 64)) != 0)
     }
 }
 
@@ -76,8 +98,7 @@ impl Checker<'_> {
         if !self.topo_order() {
             return;
         }
-        let anc = Ancestors::compute(&self.hir);
-        self.resolve_link_producers(&anc);
+        self.resolve_link_producers();
         // Producers found without `from:` are ancestors already, so the order holds.
         for id in 0..n {
             let mut deps = std::mem::take(&mut self.hir.nodes[id].deps);
@@ -222,14 +243,20 @@ impl Checker<'_> {
 
     /// Every `resource(ref: K)` binding takes its link from the one ancestor that can
     /// produce kind K, or from the node `from:` names.
-    fn resolve_link_producers(&mut self, anc: &Ancestors) {
+    fn resolve_link_producers(&mut self) {
         // Which nodes can produce each kind, computed once.
         let mut producers: Vec<Vec<NodeId>> = vec![Vec::new(); self.hir.links.len()];
+        let mut columns = Vec::new();
         for (i, n) in self.hir.nodes.iter().enumerate() {
-            for k in self.hir.produced_links(n) {
+            let kinds = self.hir.produced_links(n);
+            if !kinds.is_empty() {
+                columns.push(i as NodeId);
+            }
+            for k in kinds {
                 producers[k as usize].push(i as NodeId);
             }
         }
+        let anc = &Ancestors::compute(&self.hir, &columns);
         for id in 0..self.hir.nodes.len() {
             let node_id = id as NodeId;
             for pi in 0..self.hir.nodes[id].params.len() {

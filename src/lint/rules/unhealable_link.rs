@@ -72,7 +72,15 @@ pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
     if gates.is_empty() {
         return;
     }
-    let anc = Ancestors::compute(hir);
+    let mut columns = gates.clone();
+    columns.extend(
+        hir.nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| !hir.produced_links(n).is_empty())
+            .map(|(i, _)| i as u32),
+    );
+    let anc = Ancestors::compute(hir, &columns);
     for (id, node) in hir.nodes.iter().enumerate() {
         let id = id as u32;
         for p in node.params.iter().filter(|p| p.fetches()) {
