@@ -163,3 +163,7 @@ pub fn compile_with(loader: &dyn Loader, path: &Path) -> Result<Plan, CompileErr
     lower_analysis(analyze(loader, path, &name), path)
 }
 pub mod cli;
+pub mod llm;
+pub mod prompt;
+pub mod runtime;
+pub mod store;

@@ -1,0 +1,166 @@
+//! Models: the `Model` trait the runtime calls, an OpenAI-compatible HTTP client, and a
+//! scripted model that answers from a file (so examples and tests run offline).
+
+mod openai;
+mod scripted;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use openai::OpenAiModel;
+pub use scripted::ScriptedModel;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+/// A tool call the model asked for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    pub fn text(role: Role, content: impl Into<String>) -> Message {
+        Message {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+}
+
+/// A tool the model may call (name, description, JSON Schema of its arguments).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: Option<String>,
+    pub parameters: Value,
+}
+
+/// One request to a model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelRequest {
+    /// Where it comes from: the scripted model picks replies by these, not by order.
+    pub node: String,
+    pub item: u32,
+    /// The model turn within the node (repairs and agent steps count up).
+    pub turn: u32,
+    pub messages: Vec<Message>,
+    /// For structured output: the closed JSON Schema the reply must fit.
+    pub schema: Option<Value>,
+    pub schema_name: String,
+    pub tools: Vec<ToolSpec>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<i64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelReply {
+    pub content: String,
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCall>,
+    #[serde(default)]
+    pub usage: Usage,
+    /// Which model answered (provider and name), for the record.
+    #[serde(default)]
+    pub model: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ModelError {
+    /// Worth another try later (rate limits, server errors, timeouts, connection errors).
+    Transient(String),
+    /// Will not get better by trying again (bad request, authentication, no such reply).
+    Fatal(String),
+}
+
+impl std::fmt::Display for ModelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ModelError::Transient(m) | ModelError::Fatal(m) => f.write_str(m),
+        }
+    }
+}
+
+pub type ModelFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<ModelReply, ModelError>> + Send + 'a>>;
+
+/// A model endpoint.
+pub trait Model: Send + Sync {
+    fn complete<'a>(&'a self, request: &'a ModelRequest) -> ModelFuture<'a>;
+}
+
+/// Takes the JSON out of a model reply: the whole text, or the first fenced block.
+pub fn extract_json(text: &str) -> Result<Value, String> {
+    let trimmed = text.trim();
+    if let Ok(v) = serde_json::from_str(trimmed) {
+        return Ok(v);
+    }
+    if let Some(start) = trimmed.find("```") {
+        let after = &trimmed[start + 3..];
+        let after = after.strip_prefix("json").unwrap_or(after);
+        if let Some(end) = after.find("```") {
+            if let Ok(v) = serde_json::from_str(after[..end].trim()) {
+                return Ok(v);
+            }
+        }
+    }
+    if let (Some(a), Some(b)) = (trimmed.find('{'), trimmed.rfind('}')) {
+        if a < b {
+            if let Ok(v) = serde_json::from_str(&trimmed[a..=b]) {
+                return Ok(v);
+            }
+        }
+    }
+    serde_json::from_str::<Value>(trimmed).map_err(|e| format!("the reply is not JSON: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_is_found_in_fences_and_prose() {
+        assert_eq!(
+            extract_json("{\"a\": 1}"),
+            Ok(serde_json::json!({ "a": 1 }))
+        );
+        assert_eq!(
+            extract_json("Here:\n```json\n{\"a\": 2}\n```"),
+            Ok(serde_json::json!({ "a": 2 }))
+        );
+        assert_eq!(
+            extract_json("Sure! {\"a\": 3} hope it helps"),
+            Ok(serde_json::json!({ "a": 3 }))
+        );
+        assert!(extract_json("no json here").is_err());
+    }
+}

@@ -1,0 +1,123 @@
+//! Rendering prompt and message templates (minijinja, strict: an undefined value is an
+//! error). `role("system")` markers split a prompt into chat messages; without markers a
+//! prompt is one user message.
+
+use std::collections::BTreeMap;
+
+use minijinja::{Environment, UndefinedBehavior};
+use serde_json::Value;
+
+use crate::llm::{Message, Role};
+use crate::plan::Template;
+
+/// The text `role(...)` leaves in the output, to split on afterwards.
+const MARK: char = '\u{1e}';
+
+fn environment(template: &Template) -> Result<Environment<'static>, String> {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    for (name, source) in &template.sources {
+        env.add_template_owned(name.clone(), source.clone())
+            .map_err(|e| format!("template `{name}`: {e}"))?;
+    }
+    env.add_function("role", |name: String| -> Result<String, minijinja::Error> {
+        match name.as_str() {
+            "system" | "user" | "assistant" => Ok(format!("{MARK}{name}{MARK}")),
+            other => Err(minijinja::Error::new(
+                minijinja::ErrorKind::InvalidOperation,
+                format!("unknown role `{other}`"),
+            )),
+        }
+    });
+    Ok(env)
+}
+
+/// Renders a template to text.
+pub fn render_text(
+    template: &Template,
+    context: &BTreeMap<String, Value>,
+) -> Result<String, String> {
+    let env = environment(template)?;
+    let tmpl = env
+        .get_template(&template.entry)
+        .map_err(|e| e.to_string())?;
+    tmpl.render(minijinja::value::Serde(context)).map_err(|e| {
+        let mut msg = e.to_string();
+        if let Some(detail) = e.detail() {
+            if !msg.contains(detail) {
+                msg = format!("{msg}: {detail}");
+            }
+        }
+        msg
+    })
+}
+
+/// Renders a prompt into chat messages.
+pub fn render_messages(
+    template: &Template,
+    context: &BTreeMap<String, Value>,
+) -> Result<Vec<Message>, String> {
+    let text = render_text(template, context)?;
+    Ok(split_roles(&text))
+}
+
+fn split_roles(text: &str) -> Vec<Message> {
+    let mut messages = Vec::new();
+    let mut role = Role::User;
+    let mut parts = text.split(MARK);
+    let first = parts.next().unwrap_or("");
+    push(&mut messages, role, first);
+    while let (Some(name), Some(body)) = (parts.next(), parts.next()) {
+        role = match name {
+            "system" => Role::System,
+            "assistant" => Role::Assistant,
+            _ => Role::User,
+        };
+        push(&mut messages, role, body);
+    }
+    if messages.is_empty() {
+        messages.push(Message::text(Role::User, ""));
+    }
+    messages
+}
+
+fn push(messages: &mut Vec<Message>, role: Role, body: &str) {
+    let body = body.trim();
+    if !body.is_empty() {
+        messages.push(Message::text(role, body));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tpl(src: &str) -> Template {
+        Template {
+            entry: "t".into(),
+            sources: [("t".to_string(), src.to_string())].into_iter().collect(),
+        }
+    }
+
+    #[test]
+    fn roles_split_messages() {
+        let ctx: BTreeMap<String, Value> =
+            [("x".to_string(), json!({ "a": 1 }))].into_iter().collect();
+        let m = render_messages(
+            &tpl("{{ role(\"system\") }}Be brief.\n{{ role(\"user\") }}Value {{ x.a }}"),
+            &ctx,
+        )
+        .unwrap_or_default();
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[0].role, Role::System);
+        assert_eq!(m[1].content, "Value 1");
+        let plain = render_messages(&tpl("Just {{ x.a }}"), &ctx).unwrap_or_default();
+        assert_eq!(plain, vec![Message::text(Role::User, "Just 1")]);
+    }
+
+    #[test]
+    fn undefined_values_are_errors() {
+        assert!(render_text(&tpl("{{ missing }}"), &BTreeMap::new()).is_err());
+    }
+}

@@ -1,0 +1,331 @@
+//! Evaluating the plan's expressions and sources over committed values. Pure: the same
+//! committed inputs always give the same value, which is what lets chains of pure nodes
+//! share one commit.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::plan::{Expr, Source, Step};
+
+/// A source's value, or the fact that it has none (its node was skipped).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Slot {
+    Value(Value),
+    Skipped,
+}
+
+impl Slot {
+    pub fn value(&self) -> Option<&Value> {
+        match self {
+            Slot::Value(v) => Some(v),
+            Slot::Skipped => None,
+        }
+    }
+}
+
+/// What sources can read: inputs, configuration, secrets, and finished nodes.
+pub trait Env {
+    fn input(&self, name: &str) -> Option<Value>;
+    /// `None` when the node has not finished (callers only ask for finished nodes).
+    fn node(&self, name: &str) -> Option<Slot>;
+    fn env_var(&self, var: &str) -> Option<String>;
+    fn secret(&self, var: &str) -> Option<String>;
+}
+
+/// Follows a path into a value; a missing field or a null on the way gives null.
+pub fn follow(mut v: Value, path: &[Step]) -> Value {
+    for step in path {
+        v = match step {
+            Step::Field(f) => match v {
+                Value::Object(mut m) => m.remove(f).unwrap_or(Value::Null),
+                _ => Value::Null,
+            },
+            Step::Splat(f) => match v {
+                Value::Array(items) => Value::Array(
+                    items
+                        .into_iter()
+                        .map(|i| match i {
+                            Value::Object(mut m) => m.remove(f).unwrap_or(Value::Null),
+                            _ => Value::Null,
+                        })
+                        .collect(),
+                ),
+                Value::Null => Value::Null,
+                _ => Value::Null,
+            },
+        };
+    }
+    v
+}
+
+/// Converts a configuration string to the parameter's JSON type (`int`, `bool`, ...).
+pub fn config_value(raw: &str, schema: &Value) -> Result<Value, String> {
+    let ty = schema.get("type").and_then(Value::as_str).or_else(|| {
+        schema
+            .get("anyOf")
+            .and_then(Value::as_array)
+            .and_then(|a| a.first())
+            .and_then(|s| s.get("type"))
+            .and_then(Value::as_str)
+    });
+    match ty {
+        Some("integer") => raw
+            .trim()
+            .parse::<i64>()
+            .map(Value::from)
+            .map_err(|_| format!("`{raw}` is not a whole number")),
+        Some("number") => raw
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map(Value::Number)
+            .ok_or_else(|| format!("`{raw}` is not a number")),
+        Some("boolean") => match raw.trim() {
+            "true" | "1" | "yes" => Ok(Value::Bool(true)),
+            "false" | "0" | "no" => Ok(Value::Bool(false)),
+            _ => Err(format!("`{raw}` is not true or false")),
+        },
+        _ => Ok(Value::String(raw.to_string())),
+    }
+}
+
+/// Evaluates a source. Resources are not handled here (they are fetched by hydration).
+pub fn source(env: &dyn Env, src: &Source, schema: &Value) -> Result<Slot, String> {
+    Ok(match src {
+        Source::Input { input, path } => {
+            Slot::Value(follow(env.input(input).unwrap_or(Value::Null), path))
+        }
+        Source::Node { node, path } => match env.node(node) {
+            Some(Slot::Value(v)) => Slot::Value(follow(v, path)),
+            Some(Slot::Skipped) => Slot::Skipped,
+            None => return Err(format!("`{node}` has not finished")),
+        },
+        Source::Join { sides } => {
+            for side in sides {
+                if let Slot::Value(v) = source(env, side, schema)? {
+                    if !v.is_null() {
+                        return Ok(Slot::Value(v));
+                    }
+                }
+            }
+            // Every side skipped or null: skipped only if all were skipped.
+            let all_skipped = sides
+                .iter()
+                .all(|s| matches!(source(env, s, schema), Ok(Slot::Skipped)));
+            if all_skipped {
+                Slot::Skipped
+            } else {
+                Slot::Value(Value::Null)
+            }
+        }
+        Source::Const { value } => Slot::Value(value.clone()),
+        Source::Record { fields } => {
+            let mut m = Map::new();
+            for (k, s) in fields {
+                let field_schema = schema
+                    .get("properties")
+                    .and_then(|p| p.get(k))
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                match source(env, s, &field_schema)? {
+                    Slot::Value(v) => {
+                        m.insert(k.clone(), v);
+                    }
+                    Slot::Skipped => {
+                        m.insert(k.clone(), Value::Null);
+                    }
+                }
+            }
+            Slot::Value(Value::Object(m))
+        }
+        Source::List { items } => {
+            let mut out = Vec::new();
+            for s in items {
+                match source(env, s, &Value::Null)? {
+                    Slot::Value(v) => out.push(v),
+                    Slot::Skipped => out.push(Value::Null),
+                }
+            }
+            Slot::Value(Value::Array(out))
+        }
+        Source::Env { var, default } => match env.env_var(var).or_else(|| default.clone()) {
+            Some(raw) => Slot::Value(
+                config_value(&raw, schema)
+                    .map_err(|e| format!("the environment variable `{var}`: {e}"))?,
+            ),
+            None => return Err(format!("the environment variable `{var}` is not set")),
+        },
+        Source::Secret { var } => match env.secret(var) {
+            Some(v) => Slot::Value(Value::String(v)),
+            None => return Err(format!("the secret `{var}` is not set")),
+        },
+        Source::Each { list, .. } => source(env, list, &Value::Null)?,
+        Source::Resource { .. } | Source::Link { .. } => {
+            return Err("resource bindings are fetched by hydration".into());
+        }
+    })
+}
+
+/// Whether a source could be read without hydration.
+pub fn is_resource(src: &Source) -> bool {
+    match src {
+        Source::Resource { .. } | Source::Link { .. } => true,
+        Source::Each { list, .. } => is_resource(list),
+        _ => false,
+    }
+}
+
+/// Evaluates a body expression over the node's (hydrated) parameters.
+pub fn expr(params: &BTreeMap<String, Value>, e: &Expr) -> Result<Value, String> {
+    Ok(match e {
+        Expr::Param { name } => params.get(name).cloned().unwrap_or(Value::Null),
+        Expr::Field { of, name } => match expr(params, of)? {
+            Value::Object(mut m) => m.remove(name).unwrap_or(Value::Null),
+            _ => Value::Null,
+        },
+        Expr::Splat { of, name } => follow(expr(params, of)?, &[Step::Splat(name.clone())]),
+        Expr::Const { value } => value.clone(),
+        Expr::Duration { ms } => Value::from(*ms),
+        Expr::Record { fields } => {
+            let mut m = Map::new();
+            for (k, v) in fields {
+                m.insert(k.clone(), expr(params, v)?);
+            }
+            Value::Object(m)
+        }
+        Expr::List { items } => Value::Array(
+            items
+                .iter()
+                .map(|i| expr(params, i))
+                .collect::<Result<_, _>>()?,
+        ),
+        Expr::Not { of } => Value::Bool(!truthy(&expr(params, of)?)?),
+        Expr::Len { of } => match expr(params, of)? {
+            Value::Array(a) => Value::from(a.len()),
+            Value::String(s) => Value::from(s.chars().count()),
+            Value::Object(m) => Value::from(m.len()),
+            Value::Null => return Err("`len` of a missing value".into()),
+            other => return Err(format!("`len` of {other}")),
+        },
+        Expr::Binary {
+            operator,
+            left,
+            right,
+        } => {
+            let l = expr(params, left)?;
+            match operator.as_str() {
+                "??" => {
+                    if l.is_null() {
+                        expr(params, right)?
+                    } else {
+                        l
+                    }
+                }
+                "&&" => {
+                    if !truthy(&l)? {
+                        Value::Bool(false)
+                    } else {
+                        Value::Bool(truthy(&expr(params, right)?)?)
+                    }
+                }
+                "||" => {
+                    if truthy(&l)? {
+                        Value::Bool(true)
+                    } else {
+                        Value::Bool(truthy(&expr(params, right)?)?)
+                    }
+                }
+                "==" => Value::Bool(json_eq(&l, &expr(params, right)?)),
+                "!=" => Value::Bool(!json_eq(&l, &expr(params, right)?)),
+                op => {
+                    let r = expr(params, right)?;
+                    let (Some(a), Some(b)) = (l.as_f64(), r.as_f64()) else {
+                        return Err(format!("`{op}` compares numbers, not {l} and {r}"));
+                    };
+                    Value::Bool(match op {
+                        "<" => a < b,
+                        "<=" => a <= b,
+                        ">" => a > b,
+                        ">=" => a >= b,
+                        _ => return Err(format!("unknown operator `{op}`")),
+                    })
+                }
+            }
+        }
+    })
+}
+
+fn truthy(v: &Value) -> Result<bool, String> {
+    match v {
+        Value::Bool(b) => Ok(*b),
+        Value::Null => Ok(false),
+        other => Err(format!("expected true or false, found {other}")),
+    }
+}
+
+/// Deep equality where `1` equals `1.0`.
+fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn p(v: Value) -> BTreeMap<String, Value> {
+        v.as_object()
+            .map(|m| m.clone().into_iter().collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn expressions() {
+        let params =
+            p(json!({ "ack": { "approved": true }, "items": [{ "t": 1 }, { "t": 2 }], "n": null }));
+        let e: Expr = serde_json::from_value(
+            json!({ "op": "field", "of": { "op": "param", "name": "ack" }, "name": "approved" }),
+        )
+        .unwrap_or(Expr::Const { value: Value::Null });
+        assert_eq!(expr(&params, &e), Ok(json!(true)));
+        let splat: Expr = serde_json::from_value(
+            json!({ "op": "splat", "of": { "op": "param", "name": "items" }, "name": "t" }),
+        )
+        .unwrap_or(Expr::Const { value: Value::Null });
+        assert_eq!(expr(&params, &splat), Ok(json!([1, 2])));
+        let coalesce: Expr = serde_json::from_value(json!({ "op": "binary", "operator": "??", "left": { "op": "param", "name": "n" }, "right": { "op": "const", "value": 5 } })).unwrap_or(Expr::Const { value: Value::Null });
+        assert_eq!(expr(&params, &coalesce), Ok(json!(5)));
+        let cmp: Expr = serde_json::from_value(json!({ "op": "binary", "operator": "==", "left": { "op": "const", "value": 1 }, "right": { "op": "const", "value": 1.0 } })).unwrap_or(Expr::Const { value: Value::Null });
+        assert_eq!(expr(&params, &cmp), Ok(json!(true)));
+    }
+
+    #[test]
+    fn config_values_take_the_parameter_type() {
+        assert_eq!(
+            config_value("42", &json!({ "type": "integer" })),
+            Ok(json!(42))
+        );
+        assert!(config_value("x", &json!({ "type": "integer" })).is_err());
+        assert_eq!(
+            config_value("true", &json!({ "type": "boolean" })),
+            Ok(json!(true))
+        );
+        assert_eq!(
+            config_value("ops", &json!({ "type": "string" })),
+            Ok(json!("ops"))
+        );
+    }
+}

@@ -1,0 +1,5 @@
+//! The runtime: runs a plan on the store.
+
+pub mod eval;
+pub mod secrets;
+pub mod validate;

@@ -1,0 +1,96 @@
+//! Thread and run ids: ULIDs (48-bit milliseconds, 80 random bits), written in Crockford
+//! base32, sortable by time, and kept monotonic within a process.
+
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn random_u128() -> u128 {
+    use std::hash::{BuildHasher, Hasher};
+    // RandomState is seeded from the OS per instance; two of them give 128 bits.
+    let mut out = 0u128;
+    for _ in 0..2 {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(u128::from(std::process::id()) ^ u128::from(now_ms()));
+        out = (out << 64) | u128::from(h.finish());
+    }
+    out
+}
+
+static LAST: Mutex<u128> = Mutex::new(0);
+
+/// A new ULID as a number; strictly greater than the previous one of this process.
+pub fn new_ulid() -> u128 {
+    let time = u128::from(now_ms() & 0xFFFF_FFFF_FFFF) << 80;
+    let random = random_u128() & ((1u128 << 80) - 1);
+    let mut candidate = time | random;
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if candidate <= *last {
+        candidate = *last + 1;
+    }
+    *last = candidate;
+    candidate
+}
+
+pub fn encode(id: u128) -> String {
+    let mut s = [0u8; 26];
+    for (i, slot) in s.iter_mut().enumerate() {
+        let shift = 125 - 5 * i as i32;
+        let v = if shift >= 0 {
+            (id >> shift) & 0x1F
+        } else {
+            (id << (-shift)) & 0x1F
+        };
+        *slot = ALPHABET[v as usize];
+    }
+    String::from_utf8_lossy(&s).into_owned()
+}
+
+pub fn decode(s: &str) -> Option<u128> {
+    if s.len() != 26 {
+        return None;
+    }
+    let mut out: u128 = 0;
+    for (i, c) in s.bytes().enumerate() {
+        let c = c.to_ascii_uppercase();
+        let v = match c {
+            b'O' => 0,
+            b'I' | b'L' => 1,
+            _ => ALPHABET.iter().position(|a| *a == c)? as u128,
+        };
+        if i == 0 && v > 7 {
+            return None;
+        }
+        out = (out << 5) | v;
+    }
+    Some(out)
+}
+
+/// A new thread id.
+pub fn new_thread_id() -> String {
+    encode(new_ulid())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ulids_round_trip_and_increase() {
+        let a = new_ulid();
+        let b = new_ulid();
+        assert!(b > a);
+        assert_eq!(decode(&encode(a)), Some(a));
+        assert_eq!(encode(a).len(), 26);
+        assert!(encode(a) < encode(b));
+        assert_eq!(decode("not-a-ulid"), None);
+    }
+}

@@ -1,0 +1,185 @@
+//! The checkpoint store: the `Store` trait (domain operations, not get/put, so a server
+//! database can implement it too) and its embedded default on redb.
+//!
+//! Every write happens inside a *fenced* transaction: it first checks that the thread's
+//! epoch is still the one its lease was granted with, so a process that lost its lease
+//! can never write over the one that took it.
+
+mod envelope;
+pub mod ids;
+pub mod lock;
+mod records;
+mod redb_store;
+
+use std::future::Future;
+use std::pin::Pin;
+
+pub use records::*;
+pub use redb_store::{RedbStore, STORE_FORMAT};
+
+use lock::ThreadLock;
+
+/// A future returned by a store operation.
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// The right to write to a thread: its epoch, and (for redb) the held OS lock.
+#[derive(Debug)]
+pub struct Lease {
+    pub thread: ThreadId,
+    pub epoch: u64,
+    pub run_id: String,
+    pub attempt: u32,
+    pub(crate) _lock: Option<ThreadLock>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum StoreError {
+    /// No thread with this id (or unique prefix) in this store.
+    NotFound {
+        thread: String,
+        store: String,
+    },
+    /// The prefix names several threads.
+    Ambiguous {
+        prefix: String,
+        matches: Vec<String>,
+    },
+    /// Another live process holds the thread.
+    Locked {
+        thread: String,
+        holder: Option<Holder>,
+    },
+    /// The lease was lost (another process claimed the thread) or the thread was cancelled.
+    Fenced {
+        thread: String,
+        reason: String,
+    },
+    /// An answer to a gate that is not pending.
+    NoSuchGate {
+        gate: String,
+        pending: Vec<String>,
+    },
+    AlreadyAnswered {
+        gate: String,
+        by: String,
+    },
+    /// The store file is of a newer format than this pipec reads.
+    NewerFormat {
+        found: u32,
+        supported: u32,
+    },
+    /// The file or a record cannot be read: corrupt, truncated, not a store.
+    Corrupt {
+        what: String,
+    },
+    Io(String),
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::NotFound { thread, store } => {
+                write!(f, "no thread `{thread}` in the store {store}")
+            }
+            StoreError::Ambiguous { prefix, matches } => write!(
+                f,
+                "`{prefix}` matches several threads: {}",
+                matches.join(", ")
+            ),
+            StoreError::Locked { thread, holder } => match holder {
+                Some(h) => write!(
+                    f,
+                    "thread {thread} is being run by process {} on {} (run {})",
+                    h.pid, h.host, h.run_id
+                ),
+                None => write!(f, "thread {thread} is being run by another process"),
+            },
+            StoreError::Fenced { thread, reason } => write!(f, "thread {thread}: {reason}"),
+            StoreError::NoSuchGate { gate, pending } => {
+                if pending.is_empty() {
+                    write!(f, "no gate `{gate}` is waiting for an answer")
+                } else {
+                    write!(
+                        f,
+                        "no gate `{gate}` is waiting for an answer; pending: {}",
+                        pending.join(", ")
+                    )
+                }
+            }
+            StoreError::AlreadyAnswered { gate, by } => {
+                write!(f, "the gate `{gate}` was already answered ({by})")
+            }
+            StoreError::NewerFormat { found, supported } => write!(
+                f,
+                "the store has format {found}, and this pipec reads format {supported}; use a newer pipec"
+            ),
+            StoreError::Corrupt { what } => write!(f, "the store cannot be read: {what}"),
+            StoreError::Io(e) => write!(f, "store I/O error: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// A page of `pipec runs`.
+#[derive(Clone, Debug, Default)]
+pub struct ListQuery {
+    pub status: Option<Status>,
+    /// Only threads older than this id (the cursor of the previous page).
+    pub before: Option<ThreadId>,
+    pub limit: usize,
+    pub pipeline: Option<String>,
+}
+
+/// What `cancel` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CancelOutcome {
+    /// No process held it: it is cancelled now.
+    Cancelled,
+    /// A live process runs it: it stops at its next write.
+    Requested,
+    /// It had already ended.
+    AlreadyEnded(Status),
+}
+
+/// The checkpoint store.
+pub trait Store: Send + Sync {
+    /// Where the store is, for messages (`pipec runs --store ...`).
+    fn location(&self) -> String;
+
+    /// Stores a plan by hash (once).
+    fn put_plan(&self, hash: &str, plan_json: &str) -> StoreFuture<'_, ()>;
+    fn get_plan(&self, hash: &str) -> StoreFuture<'_, Option<String>>;
+
+    /// Creates a thread and takes its lease (epoch 1).
+    fn create_thread(&self, rec: ThreadRec, attempt: AttemptRec) -> StoreFuture<'_, Lease>;
+
+    /// Takes a thread's lease: the lock, then the epoch bumped in one transaction.
+    fn claim(&self, thread: &str, attempt: AttemptRec) -> StoreFuture<'_, (Lease, ThreadState)>;
+
+    /// Applies writes in one fenced transaction.
+    fn commit<'a>(&'a self, lease: &'a Lease, writes: Vec<Write>) -> StoreFuture<'a, ()>;
+
+    /// Answers pending gates (all or none), without a lease: compare-and-set on each gate.
+    fn answer(
+        &self,
+        thread: &str,
+        answers: Vec<(String, serde_json::Value)>,
+        by: &str,
+    ) -> StoreFuture<'_, ()>;
+
+    /// Cancels a thread: at once when no process holds it, else at the holder's next write.
+    fn request_cancel(&self, thread: &str) -> StoreFuture<'_, CancelOutcome>;
+
+    /// Everything stored about a thread (the id may be a unique prefix).
+    fn load(&self, thread: &str) -> StoreFuture<'_, ThreadState>;
+
+    /// Threads, newest first.
+    fn list(&self, query: ListQuery) -> StoreFuture<'_, Vec<ThreadSummary>>;
+
+    /// A thread's events from `since` on.
+    fn events(&self, thread: &str, since: u64) -> StoreFuture<'_, Vec<serde_json::Value>>;
+
+    /// Deletes terminal threads last updated before `before_ms`; returns how many.
+    fn prune(&self, before_ms: u64, statuses: Vec<Status>) -> StoreFuture<'_, usize>;
+}

@@ -1,0 +1,345 @@
+//! What the store holds about a thread: one record type per table. Records are stored
+//! as versioned envelopes (see `envelope`), never as redb value types, so a later
+//! pipec (or redb) can read them or refuse them clearly.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A thread's id: a ULID, sortable by creation time.
+pub type ThreadId = String;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Running,
+    Paused,
+    Completed,
+    Failed,
+    Blocked,
+    Cancelled,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Paused => "paused",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Blocked => "blocked",
+            Status::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Status> {
+        Some(match s {
+            "running" => Status::Running,
+            "paused" => Status::Paused,
+            "completed" => Status::Completed,
+            "failed" => Status::Failed,
+            "blocked" => Status::Blocked,
+            "cancelled" => Status::Cancelled,
+            _ => return None,
+        })
+    }
+
+    /// The byte used in the status index.
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
+    }
+
+    pub const ALL: [Status; 6] = [
+        Status::Running,
+        Status::Paused,
+        Status::Completed,
+        Status::Failed,
+        Status::Blocked,
+        Status::Cancelled,
+    ];
+}
+
+/// Who holds a thread's lease, for messages (liveness is the lock file's business).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Holder {
+    pub run_id: String,
+    pub pid: u32,
+    pub host: String,
+    pub since_ms: u64,
+}
+
+/// A diagnostic as stored: code, message, the node it concerns, help.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredError {
+    pub code: String,
+    pub name: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub help: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ThreadRec {
+    pub id: ThreadId,
+    pub pipeline: String,
+    pub plan_hash: String,
+    /// The `.pipe` or plan file the thread was started from, and the project root.
+    pub source: String,
+    pub project_root: String,
+    pub status: Status,
+    #[serde(default)]
+    pub cancel_requested: bool,
+    /// Bumped by every claim; every write checks it (fencing).
+    pub epoch: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<Holder>,
+    pub created_ms: u64,
+    pub updated_ms: u64,
+    pub inputs: Value,
+    /// `env(...)` values read when the thread started (secrets are never stored).
+    #[serde(default)]
+    pub config: BTreeMap<String, String>,
+    /// `--model NAME=scripted:FILE` overrides the thread started with.
+    #[serde(default)]
+    pub model_overrides: BTreeMap<String, String>,
+    /// Answers given before their gate was reached (`run --answer`).
+    #[serde(default)]
+    pub pre_answers: BTreeMap<String, Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outputs: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<StoredError>,
+    /// The next event sequence number.
+    pub next_seq: u64,
+    pub attempts: u32,
+    /// When a paused thread next needs attention (the earliest gate deadline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub due_ms: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeState {
+    /// Started by an attempt that has not finished it (counts crashes).
+    Running,
+    Done,
+    Skipped,
+    Failed,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeRec {
+    pub generation: u32,
+    pub fingerprint: String,
+    pub state: NodeState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<StoredError>,
+    /// Tries used so far (stored before each retry, so a crash does not reset them).
+    #[serde(default)]
+    pub tries: u32,
+    /// How many attempts died while this node was running.
+    #[serde(default)]
+    pub crash_count: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_retry_ms: Option<u64>,
+    #[serde(default)]
+    pub started_ms: u64,
+    #[serde(default)]
+    pub finished_ms: u64,
+    /// `each` nodes: how many items the list had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items: Option<u32>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemState {
+    Done,
+    Skipped,
+    Dropped,
+    Failed,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ItemRec {
+    pub state: ItemState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<StoredError>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallState {
+    /// Written before a non-idempotent call; no result yet.
+    Started,
+    Ok,
+    /// The call ran and reported an error.
+    ToolError,
+    /// No one knows whether it happened (timeout, transport error, crash in flight).
+    Unknown,
+    /// Refused before it was made (limits, rejected approval).
+    Refused,
+    /// A person decided what happened (`--resolve`).
+    Resolved,
+}
+
+impl CallState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallState::Started => "started",
+            CallState::Ok => "ok",
+            CallState::ToolError => "tool_error",
+            CallState::Unknown => "unknown",
+            CallState::Refused => "refused",
+            CallState::Resolved => "resolved",
+        }
+    }
+}
+
+/// Where a journaled call sits: node, generation, item, sequence (model turn, or the try
+/// number of a `call`/`exec` node) and call index within the turn.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct CallKey {
+    pub node: String,
+    pub generation: u32,
+    pub item: u32,
+    pub seq: u32,
+    pub call: u32,
+}
+
+impl CallKey {
+    /// How a person names the call on the command line: `node[item]#seq.call`.
+    pub fn display(&self) -> String {
+        format!("{}[{}]#{}.{}", self.node, self.item, self.seq, self.call)
+    }
+
+    pub fn parse(s: &str) -> Option<CallKey> {
+        let (node, rest) = s.split_once('[')?;
+        let (item, rest) = rest.split_once("]#")?;
+        let (seq, call) = rest.split_once('.')?;
+        Some(CallKey {
+            node: node.to_string(),
+            generation: 0,
+            item: item.parse().ok()?,
+            seq: seq.parse().ok()?,
+            call: call.parse().ok()?,
+        })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CallRec {
+    /// `exec` or `tool`.
+    pub kind: String,
+    /// The tool, or the command.
+    pub target: String,
+    /// The arguments (or stdin), secrets as placeholders.
+    pub args: Value,
+    pub args_hash: String,
+    pub idempotent: bool,
+    /// The key handed to the callee (`PIPEC_CALL_KEY`, MCP `_meta`).
+    pub idem_key: String,
+    pub state: CallState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub attempt: u32,
+    pub started_ms: u64,
+    #[serde(default)]
+    pub finished_ms: u64,
+    /// Why a person resolved it, when they did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateState {
+    Pending,
+    Answered,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GateRec {
+    pub node: String,
+    pub state: GateState,
+    pub message: String,
+    /// The JSON Schema an answer must fit.
+    pub schema: Value,
+    pub pending_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Value>,
+    #[serde(default)]
+    pub answered_ms: u64,
+    /// `cli`, `pre-answer`, `timeout`, `api`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<String>,
+}
+
+/// A record of one attempt (one process working on a thread).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AttemptRec {
+    pub number: u32,
+    pub run_id: String,
+    pub pid: u32,
+    pub host: String,
+    pub started_ms: u64,
+    #[serde(default)]
+    pub ended_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<String>,
+    pub plan_hash: String,
+    pub pipec: String,
+}
+
+/// Everything stored about one thread.
+#[derive(Clone, Debug, Default)]
+pub struct ThreadState {
+    pub thread: Option<ThreadRec>,
+    pub nodes: BTreeMap<String, NodeRec>,
+    /// (node, generation, item) → item record.
+    pub items: BTreeMap<(String, u32, u32), ItemRec>,
+    pub calls: BTreeMap<CallKey, CallRec>,
+    pub gates: BTreeMap<String, GateRec>,
+    pub attempts: Vec<AttemptRec>,
+}
+
+/// One change, applied inside a fenced write transaction.
+#[derive(Clone, Debug)]
+pub enum Write {
+    Node(String, NodeRec),
+    Item(String, u32, u32, ItemRec),
+    Call(CallKey, CallRec),
+    Gate(String, GateRec),
+    Attempt(AttemptRec),
+    /// Replaces the thread record (the store keeps the status index in step).
+    Thread(ThreadRec),
+    /// An event for `--events` and `show --history`; the store numbers it.
+    Event(Value),
+}
+
+/// A thread summary for `pipec runs`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ThreadSummary {
+    pub id: ThreadId,
+    pub pipeline: String,
+    pub status: Status,
+    /// `running` with a free lock shows as stale.
+    pub stale: bool,
+    pub created_ms: u64,
+    pub updated_ms: u64,
+}
