@@ -157,8 +157,9 @@ pub trait Store: Send + Sync {
     /// Takes a thread's lease: the lock, then the epoch bumped in one transaction.
     fn claim(&self, thread: &str, attempt: AttemptRec) -> StoreFuture<'_, (Lease, ThreadState)>;
 
-    /// Applies writes in one fenced transaction.
-    fn commit<'a>(&'a self, lease: &'a Lease, writes: Vec<Write>) -> StoreFuture<'a, ()>;
+    /// Applies writes in one fenced transaction; returns the sequence numbers the store
+    /// gave the events among them, in order.
+    fn commit<'a>(&'a self, lease: &'a Lease, writes: Vec<Write>) -> StoreFuture<'a, Vec<u64>>;
 
     /// Answers pending gates (all or none), without a lease: compare-and-set on each gate.
     fn answer(

@@ -45,7 +45,7 @@ enum Job {
         thread: u128,
         epoch: u64,
         writes: Vec<Write>,
-        reply: Reply<()>,
+        reply: Reply<Vec<u64>>,
     },
     Other(Box<dyn FnOnce(&Database) + Send>),
 }
@@ -307,8 +307,8 @@ fn store_thread(db: Arc<Database>, rx: mpsc::Receiver<Job>) {
 
 /// Applies a batch of commits in one transaction. A commit whose fence fails is left
 /// out; if applying fails for another reason, each commit is retried on its own.
-fn commit_batch(db: &Database, commits: Vec<(u128, u64, Vec<Write>, Reply<()>)>) {
-    let result = (|| -> Result<Vec<Result<(), StoreError>>, StoreError> {
+fn commit_batch(db: &Database, commits: Vec<(u128, u64, Vec<Write>, Reply<Vec<u64>>)>) {
+    let result = (|| -> Result<Vec<Result<Vec<u64>, StoreError>>, StoreError> {
         let txn = db.begin_write().map_err(io)?;
         let mut outcomes = Vec::with_capacity(commits.len());
         for (thread, epoch, writes, _) in &commits {
@@ -379,7 +379,7 @@ fn apply_fenced(
     thread: u128,
     epoch: u64,
     writes: &[Write],
-) -> Result<(), StoreError> {
+) -> Result<Vec<u64>, StoreError> {
     let name = ids::encode(thread);
     let Some(mut rec) = get_thread(txn, thread)? else {
         return Err(StoreError::NotFound {
@@ -406,8 +406,9 @@ fn apply_fenced(
         });
     }
     let old_status = rec.status;
-    apply_writes(txn, thread, &mut rec, writes)?;
-    put_thread(txn, thread, Some(old_status), &rec)
+    let seqs = apply_writes(txn, thread, &mut rec, writes)?;
+    put_thread(txn, thread, Some(old_status), &rec)?;
+    Ok(seqs)
 }
 
 fn apply_writes(
@@ -415,8 +416,9 @@ fn apply_writes(
     thread: u128,
     rec: &mut ThreadRec,
     writes: &[Write],
-) -> Result<(), StoreError> {
+) -> Result<Vec<u64>, StoreError> {
     let now = ids::now_ms();
+    let mut seqs = Vec::new();
     for w in writes {
         match w {
             Write::Node(name, n) => {
@@ -469,12 +471,13 @@ fn apply_writes(
                 let mut t = txn.open_table(EVENTS).map_err(io)?;
                 t.insert((thread, rec.next_seq), encode(&ev)?.as_slice())
                     .map_err(io)?;
+                seqs.push(rec.next_seq);
                 rec.next_seq += 1;
             }
         }
     }
     rec.updated_ms = now;
-    Ok(())
+    Ok(seqs)
 }
 
 // ---------------------------------------------------------------- reads
@@ -756,7 +759,7 @@ impl Store for RedbStore {
         })
     }
 
-    fn commit<'a>(&'a self, lease: &'a Lease, writes: Vec<Write>) -> StoreFuture<'a, ()> {
+    fn commit<'a>(&'a self, lease: &'a Lease, writes: Vec<Write>) -> StoreFuture<'a, Vec<u64>> {
         Box::pin(async move {
             let Some(thread) = ids::decode(&lease.thread) else {
                 return Err(StoreError::Io(format!(

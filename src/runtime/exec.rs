@@ -1,0 +1,165 @@
+//! `exec` nodes: a subprocess, never through a shell. The node's parameters go to stdin
+//! as one JSON object; stdout is one JSON value; stderr's tail goes into errors. The
+//! child runs in its own process group (a terminal's Ctrl-C reaches only pipec, which
+//! drains), dies with pipec on Linux, and a timeout kills its whole group.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// The most a command may print on stdout.
+const MAX_STDOUT: u64 = 16 * 1024 * 1024;
+/// How much of stderr is kept for error messages.
+const STDERR_TAIL: usize = 2048;
+
+pub struct ExecRequest<'a> {
+    pub argv: &'a [String],
+    pub project_root: &'a Path,
+    pub stdin: &'a Value,
+    pub env: Vec<(String, String)>,
+    pub timeout: Option<Duration>,
+}
+
+#[derive(Debug)]
+pub enum ExecError {
+    /// It could not start.
+    Spawn(String),
+    /// It exited non-zero (or was killed by a signal).
+    Exit { status: String, stderr: String },
+    TimedOut { after: Duration, stderr: String },
+    /// Its stdout is not one JSON value.
+    Output { message: String, stderr: String },
+}
+
+impl std::fmt::Display for ExecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let tail = |s: &str| if s.trim().is_empty() { String::new() } else { format!("; stderr ends with:\n{}", s.trim_end()) };
+        match self {
+            ExecError::Spawn(m) => write!(f, "cannot start the command: {m}"),
+            ExecError::Exit { status, stderr } => write!(f, "the command {status}{}", tail(stderr)),
+            ExecError::TimedOut { after, stderr } => write!(f, "the command ran longer than {}s and was killed{}", after.as_secs_f64(), tail(stderr)),
+            ExecError::Output { message, stderr } => write!(f, "{message}{}", tail(stderr)),
+        }
+    }
+}
+
+/// Where argv[0] is: on PATH unless it contains `/`, then relative to the project root.
+fn program(argv0: &str, root: &Path) -> std::path::PathBuf {
+    if argv0.contains('/') && !Path::new(argv0).is_absolute() {
+        root.join(argv0)
+    } else {
+        std::path::PathBuf::from(argv0)
+    }
+}
+
+/// Kills a process group.
+#[allow(unsafe_code)]
+fn kill_group(pgid: u32) {
+    // SAFETY: kill(2) with a negative pid signals a process group; it has no memory effects.
+    unsafe {
+        libc::kill(-(pgid as i32), libc::SIGKILL);
+    }
+}
+
+#[allow(unsafe_code)]
+fn die_with_parent(cmd: &mut tokio::process::Command) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl(PR_SET_PDEATHSIG) only sets a flag on the child; it is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cmd;
+}
+
+pub async fn run(req: ExecRequest<'_>) -> Result<Value, ExecError> {
+    let Some(argv0) = req.argv.first() else {
+        return Err(ExecError::Spawn("empty command".into()));
+    };
+    let mut cmd = tokio::process::Command::new(program(argv0, req.project_root));
+    cmd.args(&req.argv[1..])
+        .current_dir(req.project_root)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .process_group(0);
+    for (k, v) in &req.env {
+        cmd.env(k, v);
+    }
+    die_with_parent(&mut cmd);
+    let mut child = cmd.spawn().map_err(|e| ExecError::Spawn(format!("{argv0}: {e}")))?;
+    let pgid = child.id().unwrap_or(0);
+    let input = serde_json::to_vec(req.stdin).unwrap_or_default();
+    let mut stdin = child.stdin.take();
+    let mut stdout = child.stdout.take();
+    let mut stderr = child.stderr.take();
+    let work = async {
+        let write = async {
+            if let Some(s) = stdin.as_mut() {
+                let _ = s.write_all(&input).await;
+                let _ = s.shutdown().await;
+            }
+            drop(stdin.take());
+        };
+        let read_out = async {
+            let mut buf = Vec::new();
+            if let Some(s) = stdout.as_mut() {
+                let _ = s.take(MAX_STDOUT + 1).read_to_end(&mut buf).await;
+            }
+            buf
+        };
+        let read_err = async {
+            let mut buf = Vec::new();
+            if let Some(s) = stderr.as_mut() {
+                let _ = s.read_to_end(&mut buf).await;
+            }
+            buf
+        };
+        let ((), out, err) = tokio::join!(write, read_out, read_err);
+        let status = child.wait().await;
+        (out, err, status)
+    };
+    let (out, err, status) = match req.timeout {
+        Some(t) => match tokio::time::timeout(t, work).await {
+            Ok(r) => r,
+            Err(_) => {
+                if pgid != 0 {
+                    kill_group(pgid);
+                }
+                return Err(ExecError::TimedOut { after: t, stderr: String::new() });
+            }
+        },
+        None => work.await,
+    };
+    let stderr_text = tail(&err);
+    let status = status.map_err(|e| ExecError::Spawn(e.to_string()))?;
+    if !status.success() {
+        let status = match status.code() {
+            Some(c) => format!("exited with status {c}"),
+            None => "was killed by a signal".to_string(),
+        };
+        return Err(ExecError::Exit { status, stderr: stderr_text });
+    }
+    if out.len() as u64 > MAX_STDOUT {
+        return Err(ExecError::Output { message: format!("the command printed more than {MAX_STDOUT} bytes"), stderr: stderr_text });
+    }
+    let text = String::from_utf8_lossy(&out);
+    serde_json::from_str(text.trim()).map_err(|e| ExecError::Output {
+        message: format!("the command's stdout is not one JSON value ({e}): {}", text.chars().take(200).collect::<String>()),
+        stderr: stderr_text,
+    })
+}
+
+fn tail(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let start = text.len().saturating_sub(STDERR_TAIL);
+    let start = crate::source::floor_char_boundary(&text, start);
+    text[start..].to_string()
+}
