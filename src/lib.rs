@@ -83,7 +83,7 @@ pub fn analyze(loader: &dyn Loader, path: &Path, display_name: &str) -> Analysis
         // code that failed to check, so these warnings would mostly be noise.
         diagnostics.retain(|d| !lint::registry::UNUSED_FAMILY.contains(&d.rule.code));
     }
-    lint::apply_suppressions(&checked.syntax, &checked.db, &mut diagnostics);
+    lint::apply_suppressions(&checked.syntax, &checked.db, &mut diagnostics, has_errors);
     diagnostic::snap_spans(&checked.db, &mut diagnostics);
     diagnostic::sort_and_dedup(&mut diagnostics);
     Analysis {

@@ -245,6 +245,10 @@ pub struct ParamDef {
     pub source: Source,
     /// Whether anything in the node reads it (prompt, `return`, `when`, URI, ...).
     pub used: bool,
+    /// What its source is, as written (known before sources are checked): a resource
+    /// or link binding, or a secret.
+    pub binds_resource: bool,
+    pub binds_secret: bool,
 }
 
 impl ParamDef {

@@ -201,13 +201,27 @@ impl Checker<'_> {
                     ty: Ty::Error,
                 },
                 used: false,
+                binds_resource: p.value.as_ref().is_some_and(|v| {
+                    matches!(call_name(v), Some("resource" | "resources")) || each_of_resource(v)
+                }),
+                binds_secret: p
+                    .value
+                    .as_ref()
+                    .is_some_and(|v| call_name(v) == Some("secret")),
             });
         }
         let output = decl
             .returns
             .as_ref()
             .map(|t| (self.resolve_type(f, t), t.span));
+        // Known now, so that nodes checked earlier see this one's value as a list.
+        let each = decl
+            .params
+            .params
+            .iter()
+            .position(|p| p.value.as_ref().and_then(call_name) == Some("each"));
         let node = &mut self.hir.nodes[id as usize];
+        node.each = each;
         node.params = params;
         if let Some((ty, span)) = output {
             node.output = ty;
@@ -258,7 +272,17 @@ impl Checker<'_> {
             NodeKind::Node => self.node_body(f, &s, &mut scope, decl, declared_output, &mut output),
             NodeKind::Think | NodeKind::Agent | NodeKind::Act => {
                 if kind == NodeKind::Act && s.has("call") {
-                    for other in ["model", "prompt", "tools"] {
+                    for other in [
+                        "model",
+                        "prompt",
+                        "tools",
+                        "approve",
+                        "limits",
+                        "max_steps",
+                        "tool_timeout",
+                        "temperature",
+                        "max_tokens",
+                    ] {
                         if let Some(setting) = s.get(other) {
                             self.diags.push(
                                 Diagnostic::new(&r::UNKNOWN_SETTING, file, setting.name.span, format!("an `act` with `call` runs one tool call; `{other}` belongs to an `act` loop"))
@@ -268,11 +292,23 @@ impl Checker<'_> {
                         }
                     }
                     let b = self.call_body(f, &s, &mut scope, decl, true);
-                    if !declared_output {
-                        output = match &b {
-                            Body::Call { tool, .. } => self.hir.tool(*tool).returns.clone(),
-                            _ => Ty::Error,
-                        };
+                    match (&b, declared_output) {
+                        (Body::Call { tool, .. }, false) => {
+                            output = self.hir.tool(*tool).returns.clone()
+                        }
+                        (Body::Call { tool, .. }, true) => {
+                            let returns = self.hir.tool(*tool).returns.clone();
+                            if let Some(span) = decl.returns.as_ref().map(|t| t.span) {
+                                self.report_mismatch(
+                                    file,
+                                    span,
+                                    &returns,
+                                    &output.clone(),
+                                    "the tool returns something else: ",
+                                );
+                            }
+                        }
+                        _ => {}
                     }
                     b
                 } else {
@@ -1228,7 +1264,7 @@ impl Checker<'_> {
                 Some(iid) => {
                     self.hir.used.insert(DeclRef::Input(iid));
                     let input = &self.hir.inputs[iid as usize];
-                    let t = if input.default.is_some() {
+                    let t = if input.default.as_ref().is_some_and(|d| !d.is_null()) {
                         input.ty.strip_optional().clone()
                     } else {
                         input.ty.clone()
@@ -1948,6 +1984,14 @@ impl Checker<'_> {
                 );
                 continue;
             };
+            if ctx.params[pi].binds_secret {
+                self.diags.push(
+                    Diagnostic::new(&r::SECRET_OUT_OF_PLACE, file, at, format!("the URI variable `{}` would put a secret into a resource URI", var.name))
+                        .label("secret")
+                        .help("URIs are sent to servers, logged and stored on refs; give the server the secret through its `env`"),
+                );
+                continue;
+            }
             if pi == ctx.current || ctx.params[pi].fetches_by_decl() {
                 self.diags.push(
                     Diagnostic::new(
@@ -2159,13 +2203,31 @@ pub(crate) struct SourceCtx<'a> {
 }
 
 impl ParamDef {
-    /// Whether a parameter is bound to a resource, judging by its source as written so
-    /// far (sources are checked in order, so later ones are still unknown).
+    /// Whether a parameter is bound to a resource, as written.
     fn fetches_by_decl(&self) -> bool {
-        matches!(
-            self.source.kind,
-            SourceKind::Resource(_) | SourceKind::Link(_)
-        ) || matches!(&self.source.kind, SourceKind::Each { inner, .. } if matches!(inner.kind, SourceKind::Resource(_) | SourceKind::Link(_)))
+        self.binds_resource
+    }
+}
+
+/// The name of the function a source expression calls, if it is a call of a name.
+fn call_name(e: &ast::Expr) -> Option<&str> {
+    match &e.kind {
+        ExprKind::Call(callee, _) => match &callee.kind {
+            ExprKind::Name(n) => Some(n.name.as_str()),
+            _ => None,
+        },
+        ExprKind::Paren(inner) => call_name(inner),
+        _ => None,
+    }
+}
+
+/// `each(resources(...))`.
+fn each_of_resource(e: &ast::Expr) -> bool {
+    match &e.kind {
+        ExprKind::Call(_, args) if call_name(e) == Some("each") => args
+            .first()
+            .is_some_and(|a| matches!(call_name(&a.value), Some("resource" | "resources"))),
+        _ => false,
     }
 }
 

@@ -803,6 +803,8 @@ impl Checker<'_> {
                     ty: Ty::Json,
                 },
                 used: true,
+                binds_resource: false,
+                binds_secret: false,
             })
             .collect();
         let mut w = Walk {

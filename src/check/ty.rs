@@ -54,7 +54,7 @@ impl RecordTy {
 impl Ty {
     pub fn optional(self) -> Ty {
         match self {
-            Ty::Optional(_) | Ty::Error | Ty::Json | Ty::Null => self,
+            Ty::Optional(_) | Ty::Error | Ty::Null => self,
             other => Ty::Optional(Box::new(other)),
         }
     }

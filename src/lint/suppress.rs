@@ -21,7 +21,14 @@ struct Allow {
 }
 
 /// Removes silenced diagnostics and reports allows that silenced nothing.
-pub fn apply_suppressions(syntax: &[SyntaxFile], db: &SourceDb, diags: &mut Vec<Diagnostic>) {
+/// With `has_errors`, warnings of the "unused" family are not reported (see `analyze`),
+/// so allows for them are not reported as silencing nothing either.
+pub fn apply_suppressions(
+    syntax: &[SyntaxFile],
+    db: &SourceDb,
+    diags: &mut Vec<Diagnostic>,
+    has_errors: bool,
+) {
     let mut allows: Vec<Allow> = Vec::new();
     let mut extra: Vec<Diagnostic> = Vec::new();
     for file in syntax {
@@ -105,7 +112,11 @@ pub fn apply_suppressions(syntax: &[SyntaxFile], db: &SourceDb, diags: &mut Vec<
         }
         keep
     });
-    for a in allows.iter().filter(|a| !a.used) {
+    for a in allows
+        .iter()
+        .filter(|a| !a.used)
+        .filter(|a| !(has_errors && super::registry::UNUSED_FAMILY.contains(&a.rule.code)))
+    {
         extra.push(
             Diagnostic::new(
                 &UNUSED_SUPPRESSION,

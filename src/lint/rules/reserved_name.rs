@@ -3,9 +3,8 @@
 crate::declare_rule! {
     /// ## What it catches
     /// A name that already means something else: a parameter named `output_schema` or `role` in a
-    /// node that has a prompt, and a node, parameter, input or other declaration named `input`,
-    /// `true`, `false` or `null`. Record fields are not affected: `type`, `from` and `input` are
-    /// valid field names.
+    /// node that has a prompt, and a node or node parameter named `input`, `true`, `false` or
+    /// `null`. Record fields are not affected: `type`, `from` and `input` are valid field names.
     ///
     /// ## Why it matters
     /// A template sees the output type as `{{ output_schema }}` and splits messages with

@@ -4,7 +4,8 @@ crate::declare_rule! {
     /// ## What it catches
     /// A field path in a prompt or gate `message` that the parameter's type does not have:
     /// `{{ history.emials }}` where `history` is an `EmailPage`. The help suggests the closest
-    /// field. Loop and `set` variables are the template's own and are not checked.
+    /// field. A loop variable over a typed list (`{% for e in history.emails %}`) has the item's
+    /// type and is checked too; `set` variables and values from filters are not.
     ///
     /// ## Why it matters
     /// A missing field renders as nothing: the model would get a prompt without the data it was
