@@ -1,10 +1,19 @@
 //! The command line: one file per subcommand. `main.rs` only calls [`main`].
 
+mod answer;
+mod cancel;
 mod check;
+pub(crate) mod common;
 mod compile;
 mod explain;
 mod fmt;
 mod graph;
+mod prune;
+mod resume;
+mod run;
+mod runs;
+mod show;
+mod store;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -35,6 +44,22 @@ enum Command {
     Fmt(fmt::Args),
     /// Draw a pipeline as a Mermaid or Graphviz graph
     Graph(graph::Args),
+    /// Run a pipeline: start a thread and run it until it completes or pauses
+    Run(run::Args),
+    /// Continue a thread: answer gates, decide on unfinished effects
+    Resume(resume::Args),
+    /// Answer pending gates (no lock needed)
+    Answer(answer::Args),
+    /// Cancel a thread
+    Cancel(cancel::Args),
+    /// List threads, newest first
+    Runs(runs::Args),
+    /// Show a thread: status, nodes, gates, errors
+    Show(show::Args),
+    /// Delete old finished threads
+    Prune(prune::Args),
+    /// Store maintenance: migrate, check
+    Store(store::Args),
 }
 
 /// When to use colour.
@@ -75,6 +100,14 @@ pub fn main() -> ExitCode {
         Command::Explain(a) => explain::run(a),
         Command::Fmt(a) => fmt::run(a),
         Command::Graph(a) => graph::run(a),
+        Command::Run(a) => run::run(a),
+        Command::Resume(a) => resume::run(a),
+        Command::Answer(a) => answer::run(a),
+        Command::Cancel(a) => cancel::run(a),
+        Command::Runs(a) => runs::run(a),
+        Command::Show(a) => show::run(a),
+        Command::Prune(a) => prune::run(a),
+        Command::Store(a) => store::run(a),
     };
     ExitCode::from(code)
 }

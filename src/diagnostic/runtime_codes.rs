@@ -309,8 +309,147 @@ crate::declare_rule! {
     };
 }
 
+crate::declare_rule! {
+    /// ## What it catches
+    /// A run whose inputs do not fit the pipeline: a required input not given, an input the pipeline does not declare, or a value that does not fit the input's type.
+    ///
+    /// ## Why it matters
+    /// Inputs are checked before anything is stored or run, so a typo never starts a thread.
+    ///
+    /// ## What to do
+    /// Give every required input with `--input name=value` (JSON unless the type is `string`) or `--inputs file.json`.
+    pub static INPUT_INVALID = {
+        code: "R0001",
+        name: "input-invalid",
+        severity: Error,
+        summary: "a missing, unknown or mistyped pipeline input",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
+    /// An `env("X")` without a default, or a `secret("X")`, whose variable is not set when the run starts or resumes.
+    ///
+    /// ## Why it matters
+    /// Configuration is read before any node runs, so a run does not fail halfway for want of a key.
+    ///
+    /// ## What to do
+    /// Set the variable in the environment. `env()` values are recorded on the thread; secrets are read again at each resume and never stored.
+    pub static CONFIG_MISSING = {
+        code: "R0002",
+        name: "config-missing",
+        severity: Error,
+        summary: "an environment variable or secret the run needs is not set",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
+    /// A thread id (or prefix) that the store does not hold, or a prefix that names several threads.
+    ///
+    /// ## Why it matters
+    /// Threads live in one store file; another store (`--store`, `PIPEC_STORE`) holds other threads.
+    ///
+    /// ## What to do
+    /// List the threads with `pipec runs`, and check `--store`.
+    pub static THREAD_NOT_FOUND = {
+        code: "R0003",
+        name: "thread-not-found",
+        severity: Error,
+        summary: "no thread with this id in the store",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
+    /// An answer to a gate that was already answered with another value (an identical answer is accepted and changes nothing).
+    ///
+    /// ## Why it matters
+    /// Answers are compare-and-set: two people cannot both decide, and the first decision stands.
+    ///
+    /// ## What to do
+    /// `pipec show THREAD` shows the answer and who gave it.
+    pub static GATE_ALREADY_ANSWERED = {
+        code: "R0303",
+        name: "gate-already-answered",
+        severity: Error,
+        summary: "a different answer to a gate that already has one",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
+    /// A write refused because another process claimed the thread (its epoch moved on), or the thread was cancelled.
+    ///
+    /// ## Why it matters
+    /// Fencing keeps a process that lost its lease from writing over the one that took it.
+    ///
+    /// ## What to do
+    /// Nothing: the other process carries on. `pipec show THREAD` shows who holds it.
+    pub static LEASE_LOST = {
+        code: "R0405",
+        name: "lease-lost",
+        severity: Error,
+        summary: "a process lost its thread to another one",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
+    /// A store file whose format version is newer than this pipec reads.
+    ///
+    /// ## Why it matters
+    /// Reading a newer format could misread records; pipec refuses instead of guessing.
+    ///
+    /// ## What to do
+    /// Use the pipec that wrote it (or a newer one); `pipec store migrate` upgrades older stores.
+    pub static STORE_FORMAT_UNSUPPORTED = {
+        code: "R0409",
+        name: "store-format-unsupported",
+        severity: Error,
+        summary: "a store written by a newer pipec",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
+    /// A store file that cannot be opened or whose records cannot be decoded.
+    ///
+    /// ## Why it matters
+    /// A damaged file must not be written to: every thread in it is at stake.
+    ///
+    /// ## What to do
+    /// Restore it from a backup, or point `--store` elsewhere; `pipec store check` runs the integrity check.
+    pub static STORE_UNREADABLE = {
+        code: "R0410",
+        name: "store-unreadable",
+        severity: Error,
+        summary: "a store file that is corrupt, truncated or not a store",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
+    /// A `host = "name"` node when the program running the plan registered no function of that name (or one whose types do not fit).
+    ///
+    /// ## Why it matters
+    /// Host functions come from the program that embeds pipec; the command line has none.
+    ///
+    /// ## What to do
+    /// Register it with `Runner::host_fn("name", f)` in the embedding program.
+    pub static HOST_FUNCTION_MISSING = {
+        code: "R0411",
+        name: "host-function-missing",
+        severity: Error,
+        summary: "a `host` node whose function is not registered",
+    };
+}
+
 /// Every run-time code.
 pub static RUNTIME_CODES: &[&Rule] = &[
+    &INPUT_INVALID,
+    &CONFIG_MISSING,
+    &THREAD_NOT_FOUND,
     &RESOURCE_TOO_LARGE,
     &RESOURCE_EXPIRED,
     &NON_IDEMPOTENT_REPLAY,
@@ -321,11 +460,16 @@ pub static RUNTIME_CODES: &[&Rule] = &[
     &MODEL_OUTPUT_INVALID,
     &GATE_ANSWER_INVALID,
     &GATE_TIMED_OUT,
+    &GATE_ALREADY_ANSWERED,
     &PLAN_CHANGED,
     &THREAD_LOCKED,
     &UNFINISHED_EFFECT,
     &JOURNAL_DIVERGENCE,
+    &LEASE_LOST,
     &NODE_CRASH_LOOP,
+    &STORE_FORMAT_UNSUPPORTED,
+    &STORE_UNREADABLE,
+    &HOST_FUNCTION_MISSING,
     &MCP_SERVER_FAILED,
     &EXEC_OUTPUT_INVALID,
     &EXEC_FAILED,

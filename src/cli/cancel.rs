@@ -1,0 +1,49 @@
+//! `pipec cancel THREAD`.
+
+use std::path::PathBuf;
+
+use super::common;
+use crate::store::{CancelOutcome, Store};
+
+#[derive(clap::Args)]
+pub struct Args {
+    thread: String,
+    #[arg(long)]
+    store: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> u8 {
+    let store_path = common::store_path(&args.store, &common::default_root());
+    let rt = match common::runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            super::err(&e);
+            return super::EXIT_USAGE;
+        }
+    };
+    let store = match common::open_store(&store_path) {
+        Ok(s) => s,
+        Err(e) => {
+            common::print_error(&e);
+            return super::EXIT_FINDINGS;
+        }
+    };
+    match rt.block_on(store.request_cancel(&args.thread)) {
+        Ok(CancelOutcome::Cancelled) => {
+            super::err("cancelled");
+            super::EXIT_OK
+        }
+        Ok(CancelOutcome::Requested) => {
+            super::err("a process is running the thread; it stops at its next step and records the cancellation");
+            super::EXIT_OK
+        }
+        Ok(CancelOutcome::AlreadyEnded(s)) => {
+            super::err(&format!("the thread has already ended ({})", s.as_str()));
+            super::EXIT_FINDINGS
+        }
+        Err(e) => {
+            common::print_error(&e.into());
+            super::EXIT_FINDINGS
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! What the run commands share: finding the store, loading a plan from a `.pipe` or
+//! plan file, parsing inputs and answers, and reporting outcomes and errors.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::diagnostic::TerminalOptions;
+use crate::plan::Plan;
+use crate::runtime::{Outcome, RuntimeError};
+use crate::store::RedbStore;
+
+pub const EXIT_PAUSED: u8 = 3;
+pub const EXIT_BLOCKED: u8 = 4;
+
+/// `--store`, else `PIPEC_STORE`, else `.pipec/runs.redb` under the project root.
+pub fn store_path(flag: &Option<PathBuf>, project_root: &Path) -> PathBuf {
+    if let Some(p) = flag {
+        return p.clone();
+    }
+    if let Some(p) = std::env::var_os("PIPEC_STORE").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    project_root.join(".pipec").join("runs.redb")
+}
+
+/// Where the default store is when no pipeline is named: the project around the
+/// current folder.
+pub fn default_root() -> PathBuf {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let mut dir = Some(cwd.as_path());
+    while let Some(d) = dir {
+        if d.join(".pipec").is_dir() || d.join("pipec.toml").is_file() || d.join("prompts").is_dir() {
+            return d.to_path_buf();
+        }
+        dir = d.parent();
+    }
+    cwd
+}
+
+pub fn open_store(path: &Path) -> Result<Arc<RedbStore>, RuntimeError> {
+    RedbStore::open(path).map(Arc::new).map_err(RuntimeError::from)
+}
+
+pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))
+}
+
+/// A plan and the project root it runs in.
+pub struct Loaded {
+    pub plan: Plan,
+    pub root: PathBuf,
+    pub source: String,
+}
+
+/// Compiles a `.pipe` file, or reads a plan (`.json`). Errors are printed.
+pub fn load_plan(file: &Path) -> Result<Loaded, u8> {
+    if !file.is_file() {
+        super::err(&format!("error: cannot read `{}`: no such file", file.display()));
+        return Err(super::EXIT_USAGE);
+    }
+    let source = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()).display().to_string();
+    if file.extension().is_some_and(|e| e == "json") {
+        let text = std::fs::read_to_string(file).map_err(|e| {
+            super::err(&format!("error: cannot read `{}`: {e}", file.display()));
+            super::EXIT_USAGE
+        })?;
+        let plan = Plan::from_json(&text).map_err(|e| {
+            super::err(&format!("error: {}: {e}", file.display()));
+            super::EXIT_FINDINGS
+        })?;
+        let root = file.parent().filter(|p| !p.as_os_str().is_empty()).map(Path::to_path_buf).unwrap_or_else(default_root);
+        let root = std::path::absolute(&root).unwrap_or(root);
+        return Ok(Loaded { plan, root, source });
+    }
+    let name = file.to_string_lossy().into_owned();
+    let analysis = crate::analyze(&crate::source::FsLoader, file, &name);
+    let root = analysis.hir.project_root.clone();
+    if analysis.has_errors() {
+        let errors: Vec<_> = analysis.diagnostics.iter().filter(|d| d.is_error()).cloned().collect();
+        super::err(&crate::diagnostic::render_terminal(&analysis.db, &errors, TerminalOptions::default()));
+        return Err(super::EXIT_FINDINGS);
+    }
+    match crate::lower_analysis(analysis, file) {
+        Ok(plan) => Ok(Loaded { plan, root, source }),
+        Err(e) => {
+            super::err(&e.render(TerminalOptions::default()));
+            Err(super::EXIT_FINDINGS)
+        }
+    }
+}
+
+/// `k=v` pairs: JSON unless the input is a string.
+pub fn parse_inputs(plan: &Plan, pairs: &[String], files: &[PathBuf]) -> Result<Value, String> {
+    let mut out = Map::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).map_err(|e| format!("cannot read `{}`: {e}", f.display()))?;
+        match serde_json::from_str(&text) {
+            Ok(Value::Object(m)) => out.extend(m),
+            Ok(_) => return Err(format!("`{}` holds a JSON object of inputs", f.display())),
+            Err(e) => return Err(format!("`{}` is not JSON: {e}", f.display())),
+        }
+    }
+    for pair in pairs {
+        let Some((k, v)) = pair.split_once('=') else {
+            return Err(format!("`--input {pair}`: write `--input name=value`"));
+        };
+        let is_string = plan.inputs.iter().find(|i| i.name == k).is_some_and(|i| i.schema.get("type").and_then(Value::as_str) == Some("string"));
+        let value = if is_string {
+            Value::String(v.to_string())
+        } else {
+            serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_string()))
+        };
+        out.insert(k.to_string(), value);
+    }
+    Ok(Value::Object(out))
+}
+
+/// `gate=JSON`, `gate=@file.json` or `gate=-` (stdin).
+pub fn parse_answers(pairs: &[String]) -> Result<Vec<(String, Value)>, String> {
+    let mut out = Vec::new();
+    for pair in pairs {
+        let Some((gate, v)) = pair.split_once('=') else {
+            return Err(format!("`--answer {pair}`: write `--answer gate=JSON`"));
+        };
+        let text = if let Some(path) = v.strip_prefix('@') {
+            std::fs::read_to_string(path).map_err(|e| format!("cannot read `{path}`: {e}"))?
+        } else if v == "-" {
+            let mut s = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map_err(|e| e.to_string())?;
+            s
+        } else {
+            v.to_string()
+        };
+        let value = serde_json::from_str(&text).map_err(|e| format!("the answer to `{gate}` is not JSON: {e}"))?;
+        out.push((gate.to_string(), value));
+    }
+    Ok(out)
+}
+
+pub fn print_error(e: &RuntimeError) {
+    let mut text = format!("error[{}]: {}", e.code, e.message);
+    if let Some(h) = &e.help {
+        text.push_str(&format!("\n  help: {h}"));
+    }
+    super::err(&text);
+}
+
+/// An example answer for a schema, to show in the resume command.
+pub fn example(schema: &Value, defs: &Value, depth: usize) -> Value {
+    if depth > 6 {
+        return Value::Null;
+    }
+    if let Some(r) = schema.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix("#/$defs/")) {
+        return example(defs.get(r).unwrap_or(&Value::Null), defs, depth + 1);
+    }
+    if let Some(first) = schema.get("enum").and_then(Value::as_array).and_then(|a| a.first()) {
+        return first.clone();
+    }
+    if let Some(first) = schema.get("oneOf").and_then(Value::as_array).and_then(|a| a.first()).and_then(|o| o.get("const")) {
+        return first.clone();
+    }
+    if let Some(any) = schema.get("anyOf").and_then(Value::as_array) {
+        return any.first().map_or(Value::Null, |s| example(s, defs, depth + 1));
+    }
+    match schema.get("type").and_then(Value::as_str) {
+        Some("object") => {
+            let mut m = Map::new();
+            let required: Vec<&str> = schema.get("required").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+                for (k, s) in props {
+                    if required.contains(&k.as_str()) {
+                        m.insert(k.clone(), example(s, defs, depth + 1));
+                    }
+                }
+            }
+            Value::Object(m)
+        }
+        Some("array") => Value::Array(Vec::new()),
+        Some("string") => Value::String("...".into()),
+        Some("integer") => Value::from(0),
+        Some("number") => Value::from(0.0),
+        Some("boolean") => Value::Bool(true),
+        _ => Value::Null,
+    }
+}
+
+fn shell_quote(s: &str) -> String {
+    if s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=@".contains(c)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// Prints an outcome: outputs on stdout, or what to do next; returns the exit code.
+pub fn report(outcome: &Outcome, store: &Path, default_store: bool, detailed: bool, events: bool) -> u8 {
+    let store_flag = if default_store { String::new() } else { format!(" --store {}", shell_quote(&store.display().to_string())) };
+    match outcome {
+        Outcome::Completed { outputs, .. } => {
+            if !events {
+                super::out(&format!("{}\n", serde_json::to_string_pretty(outputs).unwrap_or_default()));
+            }
+            super::EXIT_OK
+        }
+        Outcome::Paused { thread, gates } => {
+            let mut text = format!("paused: thread {thread} waits for {}\n", if gates.len() == 1 { "an answer".to_string() } else { format!("{} answers", gates.len()) });
+            let mut args = String::new();
+            for g in gates {
+                text.push_str(&format!("\ngate `{}`: {}\n", g.name, g.message));
+                let defs = g.schema.get("$defs").cloned().unwrap_or(Value::Null);
+                let mut shown = match g.schema.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix("#/$defs/")) {
+                    Some(name) => defs.get(name).cloned().unwrap_or(Value::Null),
+                    None => g.schema.clone(),
+                };
+                if let Value::Object(m) = &mut shown {
+                    m.remove("$defs");
+                }
+                text.push_str(&format!("  answer with JSON matching: {}\n", serde_json::to_string(&shown).unwrap_or_default()));
+                if let Some(d) = g.deadline_ms {
+                    text.push_str(&format!("  deadline: {} UTC\n", super::runs::fmt_time(d)));
+                }
+                let ex = example(&g.schema, &defs, 0);
+                args.push_str(&format!(" --answer {}", shell_quote(&format!("{}={}", g.name, serde_json::to_string(&ex).unwrap_or_default()))));
+            }
+            text.push_str(&format!("\nresume with:\n  pipec resume {thread}{store_flag}{args}\n"));
+            if events {
+                super::err(&text);
+            } else {
+                super::out(&text);
+            }
+            if detailed { EXIT_PAUSED } else { super::EXIT_OK }
+        }
+        Outcome::Failed { thread, error } => {
+            let mut text = format!("error[{}]: {}", error.code, error.message);
+            if let Some(h) = &error.help {
+                text.push_str(&format!("\n  help: {h}"));
+            }
+            text.push_str(&format!("\nthread {thread} failed; `pipec show {thread}{store_flag}` has the details, `pipec resume {thread}{store_flag}` runs the failed nodes again"));
+            super::err(&text);
+            super::EXIT_FINDINGS
+        }
+        Outcome::Blocked { thread, reasons } => {
+            let mut text = format!("blocked: thread {thread} needs a decision\n");
+            for r in reasons {
+                text.push_str(&format!("\nerror[{}]: {}\n", r.code, r.message));
+                if let Some(h) = &r.help {
+                    text.push_str(&format!("  help: {}\n", h.replace("`--", &format!("`pipec resume {thread}{store_flag} --"))));
+                }
+            }
+            super::err(&text);
+            EXIT_BLOCKED
+        }
+    }
+}
+
+/// Prints events as JSON lines, after a version line.
+pub fn event_printer() -> crate::runtime::EventSink {
+    super::out(&format!("{}\n", serde_json::json!({ "type": "version", "events": "1", "pipec": env!("CARGO_PKG_VERSION") })));
+    Arc::new(|e: &Value| super::out(&format!("{}\n", serde_json::to_string(e).unwrap_or_default())))
+}

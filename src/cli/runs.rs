@@ -1,0 +1,102 @@
+//! `pipec runs`: threads of the store, newest first, a page at a time.
+
+use std::path::PathBuf;
+
+use super::common;
+use crate::store::{ListQuery, Status, Store};
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[arg(long)]
+    store: Option<PathBuf>,
+    /// Only threads with this status (running, paused, completed, failed, blocked, cancelled)
+    #[arg(long)]
+    status: Option<String>,
+    /// Only threads of this pipeline
+    #[arg(long)]
+    pipeline: Option<String>,
+    /// How many to show
+    #[arg(long, default_value_t = 50)]
+    limit: usize,
+    /// Threads older than this one (the next page)
+    #[arg(long)]
+    before: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn fmt_time(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Days since 1970-01-01 to a calendar date (civil from days).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", rem / 3600, (rem % 3600) / 60, rem % 60)
+}
+
+pub fn run(args: Args) -> u8 {
+    let status = match &args.status {
+        Some(s) => match Status::parse(s) {
+            Some(s) => Some(s),
+            None => {
+                super::err(&format!("error: `{s}` is not a status; use running, paused, completed, failed, blocked or cancelled"));
+                return super::EXIT_USAGE;
+            }
+        },
+        None => None,
+    };
+    let store_path = common::store_path(&args.store, &common::default_root());
+    if !store_path.exists() {
+        if args.json {
+            super::out("[]\n");
+        } else {
+            super::err(&format!("no runs yet (no store at {})", store_path.display()));
+        }
+        return super::EXIT_OK;
+    }
+    let rt = match common::runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            super::err(&e);
+            return super::EXIT_USAGE;
+        }
+    };
+    let store = match common::open_store(&store_path) {
+        Ok(s) => s,
+        Err(e) => {
+            common::print_error(&e);
+            return super::EXIT_FINDINGS;
+        }
+    };
+    let page = match rt.block_on(store.list(ListQuery { status, before: args.before.clone(), limit: args.limit, pipeline: args.pipeline.clone() })) {
+        Ok(p) => p,
+        Err(e) => {
+            common::print_error(&e.into());
+            return super::EXIT_FINDINGS;
+        }
+    };
+    if args.json {
+        super::out(&format!("{}\n", serde_json::to_string_pretty(&page).unwrap_or_default()));
+        return super::EXIT_OK;
+    }
+    let mut text = format!("{:<26}  {:<9}  {:<20}  {:<19}  {}\n", "THREAD", "STATUS", "PIPELINE", "CREATED (UTC)", "UPDATED (UTC)");
+    for t in &page {
+        let status = if t.stale { "stale" } else { t.status.as_str() };
+        text.push_str(&format!("{:<26}  {:<9}  {:<20}  {:<19}  {}\n", t.id, status, t.pipeline, fmt_time(t.created_ms), fmt_time(t.updated_ms)));
+    }
+    if page.len() == args.limit {
+        if let Some(last) = page.last() {
+            text.push_str(&format!("(more: pipec runs --before {})\n", last.id));
+        }
+    }
+    super::out(&text);
+    super::EXIT_OK
+}

@@ -1,0 +1,178 @@
+//! `pipec show THREAD`: status, nodes with their state and timing, pending gates, the
+//! error of a failed node; `--internal` adds the journal and attempts; `--events` the
+//! stored event history.
+
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use super::common;
+use super::runs::fmt_time;
+use crate::store::{GateState, NodeState, Store};
+
+#[derive(clap::Args)]
+pub struct Args {
+    thread: String,
+    #[arg(long)]
+    store: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+    /// Also the journal of calls, the items and the attempts
+    #[arg(long)]
+    internal: bool,
+    /// The stored events, from `--since`
+    #[arg(long)]
+    events: bool,
+    #[arg(long, default_value_t = 0)]
+    since: u64,
+}
+
+pub fn run(args: Args) -> u8 {
+    let store_path = common::store_path(&args.store, &common::default_root());
+    let rt = match common::runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            super::err(&e);
+            return super::EXIT_USAGE;
+        }
+    };
+    let store = match common::open_store(&store_path) {
+        Ok(s) => s,
+        Err(e) => {
+            common::print_error(&e);
+            return super::EXIT_FINDINGS;
+        }
+    };
+    let loaded = rt.block_on(async {
+        let state = store.load(&args.thread).await?;
+        let events = if args.events { store.events(&args.thread, args.since).await? } else { Vec::new() };
+        let order: Vec<String> = match &state.thread {
+            Some(t) => store
+                .get_plan(&t.plan_hash)
+                .await?
+                .and_then(|j| crate::plan::Plan::from_json(&j).ok())
+                .map(|p| p.nodes.iter().map(|n| n.name.clone()).collect())
+                .unwrap_or_default(),
+            None => Vec::new(),
+        };
+        Ok::<_, crate::store::StoreError>((state, events, order))
+    });
+    let (state, events, order) = match loaded {
+        Ok(x) => x,
+        Err(e) => {
+            common::print_error(&e.into());
+            return super::EXIT_FINDINGS;
+        }
+    };
+    let Some(t) = &state.thread else { return super::EXIT_FINDINGS };
+    let stale = t.status == crate::store::Status::Running && !crate::store::lock::is_locked(&store_path, &t.id);
+    if args.events && !args.json {
+        for e in &events {
+            super::out(&format!("{}\n", serde_json::to_string(e).unwrap_or_default()));
+        }
+        return super::EXIT_OK;
+    }
+    if args.json {
+        let nodes: Vec<Value> = state
+            .nodes
+            .iter()
+            .map(|(name, n)| json!({ "node": name, "state": n.state, "generation": n.generation, "tries": n.tries, "crash_count": n.crash_count, "ms": n.finished_ms.saturating_sub(n.started_ms), "items": n.items, "value": n.value, "error": n.error }))
+            .collect();
+        let mut doc = json!({
+            "thread": t.id, "pipeline": t.pipeline, "status": if stale { "stale" } else { t.status.as_str() },
+            "source": t.source, "plan_hash": t.plan_hash, "created_ms": t.created_ms, "updated_ms": t.updated_ms,
+            "inputs": t.inputs, "config": t.config, "model_overrides": t.model_overrides, "outputs": t.outputs, "error": t.error,
+            "holder": t.holder, "attempts": t.attempts, "nodes": nodes,
+            "gates": state.gates.iter().map(|(n, g)| json!({ "gate": n, "state": g.state, "message": g.message, "schema": g.schema, "deadline_ms": g.deadline_ms, "answer": g.answer, "answered_by": g.answered_by })).collect::<Vec<_>>(),
+        });
+        if args.internal {
+            doc["calls"] = Value::Array(state.calls.iter().map(|(k, c)| json!({ "call": k.display(), "generation": k.generation, "record": c })).collect());
+            doc["items"] = Value::Array(state.items.iter().map(|((n, g, i), r)| json!({ "node": n, "generation": g, "item": i, "record": r })).collect());
+            doc["attempt_log"] = serde_json::to_value(&state.attempts).unwrap_or(Value::Null);
+        }
+        if args.events {
+            doc["events"] = Value::Array(events);
+        }
+        super::out(&format!("{}\n", serde_json::to_string_pretty(&doc).unwrap_or_default()));
+        return super::EXIT_OK;
+    }
+    let mut s = String::new();
+    s.push_str(&format!("thread    {}\npipeline  {}\nstatus    {}{}\n", t.id, t.pipeline, if stale { "stale (running, but no process holds it)" } else { t.status.as_str() }, t.holder.as_ref().filter(|_| !stale).map(|h| format!(" (process {} on {})", h.pid, h.host)).unwrap_or_default()));
+    s.push_str(&format!("created   {} UTC\nupdated   {} UTC\nattempts  {}\nsource    {}\n", fmt_time(t.created_ms), fmt_time(t.updated_ms), t.attempts, t.source));
+    s.push_str(&format!("inputs    {}\n", serde_json::to_string(&t.inputs).unwrap_or_default()));
+    if !t.model_overrides.is_empty() {
+        s.push_str(&format!("models    {}\n", t.model_overrides.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")));
+    }
+    s.push_str("\nnodes\n");
+    let mut rows: Vec<(&String, &crate::store::NodeRec)> = state.nodes.iter().collect();
+    rows.sort_by_key(|(name, _)| order.iter().position(|o| o == *name).unwrap_or(usize::MAX));
+    for (name, n) in rows {
+        let state_word = match n.state {
+            NodeState::Done => "done",
+            NodeState::Skipped => "skipped",
+            NodeState::Failed => "failed",
+            NodeState::Running => "running",
+        };
+        let ms = if n.finished_ms > n.started_ms && n.started_ms > 0 { format!("{}ms", n.finished_ms - n.started_ms) } else { String::new() };
+        let extra = [
+            n.items.map(|i| format!("{i} items")),
+            (n.tries > 0).then(|| format!("{} retries", n.tries)),
+            (n.crash_count > 0).then(|| format!("{} crashes", n.crash_count)),
+            (n.generation > 0).then(|| format!("generation {}", n.generation)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(", ");
+        s.push_str(&format!("  {name:<24} {state_word:<8} {ms:>8}  {extra}\n"));
+        if let Some(e) = &n.error {
+            if n.state == NodeState::Failed {
+                s.push_str(&format!("      error[{}]: {}\n", e.code, e.message));
+            }
+        }
+    }
+    let pending: Vec<_> = state.gates.iter().filter(|(_, g)| g.state == GateState::Pending).collect();
+    if !pending.is_empty() {
+        s.push_str("\npending gates\n");
+        for (name, g) in &pending {
+            s.push_str(&format!("  {name}: {}\n", g.message));
+            let defs = g.schema.get("$defs").cloned().unwrap_or(Value::Null);
+            let ex = common::example(&g.schema, &defs, 0);
+            s.push_str(&format!("    pipec answer {} {name}='{}'\n", t.id, serde_json::to_string(&ex).unwrap_or_default()));
+        }
+    }
+    let answered: Vec<_> = state.gates.iter().filter(|(_, g)| g.state == GateState::Answered).collect();
+    if !answered.is_empty() {
+        s.push_str("\nanswered gates\n");
+        for (name, g) in answered {
+            s.push_str(&format!("  {name}: {} (by {})\n", serde_json::to_string(&g.answer).unwrap_or_default(), g.answered_by.clone().unwrap_or_default()));
+        }
+    }
+    if let Some(e) = &t.error {
+        s.push_str(&format!("\nerror[{}]: {}\n", e.code, e.message));
+        if let Some(h) = &e.help {
+            s.push_str(&format!("  help: {h}\n"));
+        }
+    }
+    if let Some(o) = &t.outputs {
+        s.push_str(&format!("\noutputs\n{}\n", serde_json::to_string_pretty(o).unwrap_or_default()));
+    }
+    if args.internal {
+        s.push_str("\njournal\n");
+        for (k, c) in &state.calls {
+            s.push_str(&format!("  {:<28} {:<10} {} {} args {}{}\n", k.display(), c.state.as_str(), c.kind, c.target, c.args_hash, c.decision.as_ref().map(|d| format!(" ({d})")).unwrap_or_default()));
+        }
+        if !state.items.is_empty() {
+            s.push_str("\nitems\n");
+            for ((n, g, i), r) in &state.items {
+                s.push_str(&format!("  {n}[{i}] gen {g}: {:?}\n", r.state));
+            }
+        }
+        s.push_str("\nattempts\n");
+        for a in &state.attempts {
+            s.push_str(&format!("  #{} pid {} on {} from {} {}\n", a.number, a.pid, a.host, fmt_time(a.started_ms), a.end.clone().unwrap_or_else(|| "(did not end cleanly)".into())));
+        }
+    }
+    super::out(&s);
+    super::EXIT_OK
+}
