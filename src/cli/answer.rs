@@ -41,20 +41,37 @@ pub fn run(args: Args) -> u8 {
     };
     let result = rt.block_on(async {
         let state = store.load(&args.thread).await?;
-        let Some(rec) = state.thread else { return Ok(Err("no such thread".to_string())) };
+        let Some(rec) = state.thread else {
+            return Ok(Err("no such thread".to_string()));
+        };
         // Validate against the thread's plan before writing anything.
         if let Some(json) = store.get_plan(&rec.plan_hash).await? {
             if let Ok(plan) = crate::plan::Plan::from_json(&json) {
                 let validators = crate::runtime::validate::Validators::new(&plan);
                 for (gate, answer) in &answers {
                     let Some(g) = state.gates.get(gate) else {
-                        let pending: Vec<&String> = state.gates.iter().filter(|(_, g)| g.state == crate::store::GateState::Pending).map(|(n, _)| n).collect();
-                        return Ok(Err(format!("error[R0301]: no gate `{gate}` is waiting; pending: {}", pending.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "))));
+                        let pending: Vec<&String> = state
+                            .gates
+                            .iter()
+                            .filter(|(_, g)| g.state == crate::store::GateState::Pending)
+                            .map(|(n, _)| n)
+                            .collect();
+                        return Ok(Err(format!(
+                            "error[R0301]: no gate `{gate}` is waiting; pending: {}",
+                            pending
+                                .iter()
+                                .map(|s| s.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )));
                     };
                     let node = plan.node(&g.node);
                     if let Some(node) = node {
                         if let Err(e) = validators.check(&node.output, answer, false) {
-                            return Ok(Err(format!("error[R0301]: the answer to `{gate}` does not fit `{}`: {e}", node.output_type)));
+                            return Ok(Err(format!(
+                                "error[R0301]: the answer to `{gate}` does not fit `{}`: {e}",
+                                node.output_type
+                            )));
                         }
                     }
                 }
@@ -65,7 +82,9 @@ pub fn run(args: Args) -> u8 {
     });
     match result {
         Ok(Ok(id)) => {
-            super::err(&format!("answered; `pipec resume {id}` continues the thread"));
+            super::err(&format!(
+                "answered; `pipec resume {id}` continues the thread"
+            ));
             super::EXIT_OK
         }
         Ok(Err(msg)) => {

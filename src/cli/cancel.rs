@@ -34,7 +34,9 @@ pub fn run(args: Args) -> u8 {
             super::EXIT_OK
         }
         Ok(CancelOutcome::Requested) => {
-            super::err("a process is running the thread; it stops at its next step and records the cancellation");
+            super::err(
+                "a process is running the thread; it stops at its next step and records the cancellation",
+            );
             super::EXIT_OK
         }
         Ok(CancelOutcome::AlreadyEnded(s)) => {

@@ -31,7 +31,8 @@ pub fn default_root() -> PathBuf {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let mut dir = Some(cwd.as_path());
     while let Some(d) = dir {
-        if d.join(".pipec").is_dir() || d.join("pipec.toml").is_file() || d.join("prompts").is_dir() {
+        if d.join(".pipec").is_dir() || d.join("pipec.toml").is_file() || d.join("prompts").is_dir()
+        {
             return d.to_path_buf();
         }
         dir = d.parent();
@@ -40,7 +41,9 @@ pub fn default_root() -> PathBuf {
 }
 
 pub fn open_store(path: &Path) -> Result<Arc<RedbStore>, RuntimeError> {
-    RedbStore::open(path).map(Arc::new).map_err(RuntimeError::from)
+    RedbStore::open(path)
+        .map(Arc::new)
+        .map_err(RuntimeError::from)
 }
 
 pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
@@ -61,10 +64,16 @@ pub struct Loaded {
 /// Compiles a `.pipe` file, or reads a plan (`.json`). Errors are printed.
 pub fn load_plan(file: &Path) -> Result<Loaded, u8> {
     if !file.is_file() {
-        super::err(&format!("error: cannot read `{}`: no such file", file.display()));
+        super::err(&format!(
+            "error: cannot read `{}`: no such file",
+            file.display()
+        ));
         return Err(super::EXIT_USAGE);
     }
-    let source = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()).display().to_string();
+    let source = std::path::absolute(file)
+        .unwrap_or_else(|_| file.to_path_buf())
+        .display()
+        .to_string();
     if file.extension().is_some_and(|e| e == "json") {
         let text = std::fs::read_to_string(file).map_err(|e| {
             super::err(&format!("error: cannot read `{}`: {e}", file.display()));
@@ -74,7 +83,11 @@ pub fn load_plan(file: &Path) -> Result<Loaded, u8> {
             super::err(&format!("error: {}: {e}", file.display()));
             super::EXIT_FINDINGS
         })?;
-        let root = file.parent().filter(|p| !p.as_os_str().is_empty()).map(Path::to_path_buf).unwrap_or_else(default_root);
+        let root = file
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(Path::to_path_buf)
+            .unwrap_or_else(default_root);
         let root = std::path::absolute(&root).unwrap_or(root);
         return Ok(Loaded { plan, root, source });
     }
@@ -82,8 +95,17 @@ pub fn load_plan(file: &Path) -> Result<Loaded, u8> {
     let analysis = crate::analyze(&crate::source::FsLoader, file, &name);
     let root = analysis.hir.project_root.clone();
     if analysis.has_errors() {
-        let errors: Vec<_> = analysis.diagnostics.iter().filter(|d| d.is_error()).cloned().collect();
-        super::err(&crate::diagnostic::render_terminal(&analysis.db, &errors, TerminalOptions::default()));
+        let errors: Vec<_> = analysis
+            .diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .cloned()
+            .collect();
+        super::err(&crate::diagnostic::render_terminal(
+            &analysis.db,
+            &errors,
+            TerminalOptions::default(),
+        ));
         return Err(super::EXIT_FINDINGS);
     }
     match crate::lower_analysis(analysis, file) {
@@ -99,7 +121,8 @@ pub fn load_plan(file: &Path) -> Result<Loaded, u8> {
 pub fn parse_inputs(plan: &Plan, pairs: &[String], files: &[PathBuf]) -> Result<Value, String> {
     let mut out = Map::new();
     for f in files {
-        let text = std::fs::read_to_string(f).map_err(|e| format!("cannot read `{}`: {e}", f.display()))?;
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| format!("cannot read `{}`: {e}", f.display()))?;
         match serde_json::from_str(&text) {
             Ok(Value::Object(m)) => out.extend(m),
             Ok(_) => return Err(format!("`{}` holds a JSON object of inputs", f.display())),
@@ -110,7 +133,11 @@ pub fn parse_inputs(plan: &Plan, pairs: &[String], files: &[PathBuf]) -> Result<
         let Some((k, v)) = pair.split_once('=') else {
             return Err(format!("`--input {pair}`: write `--input name=value`"));
         };
-        let is_string = plan.inputs.iter().find(|i| i.name == k).is_some_and(|i| i.schema.get("type").and_then(Value::as_str) == Some("string"));
+        let is_string = plan
+            .inputs
+            .iter()
+            .find(|i| i.name == k)
+            .is_some_and(|i| i.schema.get("type").and_then(Value::as_str) == Some("string"));
         let value = if is_string {
             Value::String(v.to_string())
         } else {
@@ -132,12 +159,14 @@ pub fn parse_answers(pairs: &[String]) -> Result<Vec<(String, Value)>, String> {
             std::fs::read_to_string(path).map_err(|e| format!("cannot read `{path}`: {e}"))?
         } else if v == "-" {
             let mut s = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map_err(|e| e.to_string())?;
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+                .map_err(|e| e.to_string())?;
             s
         } else {
             v.to_string()
         };
-        let value = serde_json::from_str(&text).map_err(|e| format!("the answer to `{gate}` is not JSON: {e}"))?;
+        let value = serde_json::from_str(&text)
+            .map_err(|e| format!("the answer to `{gate}` is not JSON: {e}"))?;
         out.push((gate.to_string(), value));
     }
     Ok(out)
@@ -156,22 +185,41 @@ pub fn example(schema: &Value, defs: &Value, depth: usize) -> Value {
     if depth > 6 {
         return Value::Null;
     }
-    if let Some(r) = schema.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix("#/$defs/")) {
+    if let Some(r) = schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix("#/$defs/"))
+    {
         return example(defs.get(r).unwrap_or(&Value::Null), defs, depth + 1);
     }
-    if let Some(first) = schema.get("enum").and_then(Value::as_array).and_then(|a| a.first()) {
+    if let Some(first) = schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+    {
         return first.clone();
     }
-    if let Some(first) = schema.get("oneOf").and_then(Value::as_array).and_then(|a| a.first()).and_then(|o| o.get("const")) {
+    if let Some(first) = schema
+        .get("oneOf")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(|o| o.get("const"))
+    {
         return first.clone();
     }
     if let Some(any) = schema.get("anyOf").and_then(Value::as_array) {
-        return any.first().map_or(Value::Null, |s| example(s, defs, depth + 1));
+        return any
+            .first()
+            .map_or(Value::Null, |s| example(s, defs, depth + 1));
     }
     match schema.get("type").and_then(Value::as_str) {
         Some("object") => {
             let mut m = Map::new();
-            let required: Vec<&str> = schema.get("required").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+            let required: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
             if let Some(props) = schema.get("properties").and_then(Value::as_object) {
                 for (k, s) in props {
                     if required.contains(&k.as_str()) {
@@ -191,7 +239,9 @@ pub fn example(schema: &Value, defs: &Value, depth: usize) -> Value {
 }
 
 fn shell_quote(s: &str) -> String {
-    if s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=@".contains(c)) {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_./:=@".contains(c))
+    {
         s.to_string()
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
@@ -199,42 +249,83 @@ fn shell_quote(s: &str) -> String {
 }
 
 /// Prints an outcome: outputs on stdout, or what to do next; returns the exit code.
-pub fn report(outcome: &Outcome, store: &Path, default_store: bool, detailed: bool, events: bool) -> u8 {
-    let store_flag = if default_store { String::new() } else { format!(" --store {}", shell_quote(&store.display().to_string())) };
+pub fn report(
+    outcome: &Outcome,
+    store: &Path,
+    default_store: bool,
+    detailed: bool,
+    events: bool,
+) -> u8 {
+    let store_flag = if default_store {
+        String::new()
+    } else {
+        format!(" --store {}", shell_quote(&store.display().to_string()))
+    };
     match outcome {
         Outcome::Completed { outputs, .. } => {
             if !events {
-                super::out(&format!("{}\n", serde_json::to_string_pretty(outputs).unwrap_or_default()));
+                super::out(&format!(
+                    "{}\n",
+                    serde_json::to_string_pretty(outputs).unwrap_or_default()
+                ));
             }
             super::EXIT_OK
         }
         Outcome::Paused { thread, gates } => {
-            let mut text = format!("paused: thread {thread} waits for {}\n", if gates.len() == 1 { "an answer".to_string() } else { format!("{} answers", gates.len()) });
+            let mut text = format!(
+                "paused: thread {thread} waits for {}\n",
+                if gates.len() == 1 {
+                    "an answer".to_string()
+                } else {
+                    format!("{} answers", gates.len())
+                }
+            );
             let mut args = String::new();
             for g in gates {
                 text.push_str(&format!("\ngate `{}`: {}\n", g.name, g.message));
                 let defs = g.schema.get("$defs").cloned().unwrap_or(Value::Null);
-                let mut shown = match g.schema.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix("#/$defs/")) {
+                let mut shown = match g
+                    .schema
+                    .get("$ref")
+                    .and_then(Value::as_str)
+                    .and_then(|r| r.strip_prefix("#/$defs/"))
+                {
                     Some(name) => defs.get(name).cloned().unwrap_or(Value::Null),
                     None => g.schema.clone(),
                 };
                 if let Value::Object(m) = &mut shown {
                     m.remove("$defs");
                 }
-                text.push_str(&format!("  answer with JSON matching: {}\n", serde_json::to_string(&shown).unwrap_or_default()));
+                text.push_str(&format!(
+                    "  answer with JSON matching: {}\n",
+                    serde_json::to_string(&shown).unwrap_or_default()
+                ));
                 if let Some(d) = g.deadline_ms {
                     text.push_str(&format!("  deadline: {} UTC\n", super::runs::fmt_time(d)));
                 }
                 let ex = example(&g.schema, &defs, 0);
-                args.push_str(&format!(" --answer {}", shell_quote(&format!("{}={}", g.name, serde_json::to_string(&ex).unwrap_or_default()))));
+                args.push_str(&format!(
+                    " --answer {}",
+                    shell_quote(&format!(
+                        "{}={}",
+                        g.name,
+                        serde_json::to_string(&ex).unwrap_or_default()
+                    ))
+                ));
             }
-            text.push_str(&format!("\nresume with:\n  pipec resume {thread}{store_flag}{args}\n"));
+            text.push_str(&format!(
+                "\nresume with:\n  pipec resume {thread}{store_flag}{args}\n"
+            ));
             if events {
                 super::err(&text);
             } else {
                 super::out(&text);
             }
-            if detailed { EXIT_PAUSED } else { super::EXIT_OK }
+            if detailed {
+                EXIT_PAUSED
+            } else {
+                super::EXIT_OK
+            }
         }
         Outcome::Failed { thread, error } => {
             let mut text = format!("error[{}]: {}", error.code, error.message);
@@ -250,7 +341,10 @@ pub fn report(outcome: &Outcome, store: &Path, default_store: bool, detailed: bo
             for r in reasons {
                 text.push_str(&format!("\nerror[{}]: {}\n", r.code, r.message));
                 if let Some(h) = &r.help {
-                    text.push_str(&format!("  help: {}\n", h.replace("`--", &format!("`pipec resume {thread}{store_flag} --"))));
+                    text.push_str(&format!(
+                        "  help: {}\n",
+                        h.replace("`--", &format!("`pipec resume {thread}{store_flag} --"))
+                    ));
                 }
             }
             super::err(&text);
@@ -261,6 +355,14 @@ pub fn report(outcome: &Outcome, store: &Path, default_store: bool, detailed: bo
 
 /// Prints events as JSON lines, after a version line.
 pub fn event_printer() -> crate::runtime::EventSink {
-    super::out(&format!("{}\n", serde_json::json!({ "type": "version", "events": "1", "pipec": env!("CARGO_PKG_VERSION") })));
-    Arc::new(|e: &Value| super::out(&format!("{}\n", serde_json::to_string(e).unwrap_or_default())))
+    super::out(&format!(
+        "{}\n",
+        serde_json::json!({ "type": "version", "events": "1", "pipec": env!("CARGO_PKG_VERSION") })
+    ));
+    Arc::new(|e: &Value| {
+        super::out(&format!(
+            "{}\n",
+            serde_json::to_string(e).unwrap_or_default()
+        ))
+    })
 }

@@ -22,7 +22,10 @@ pub fn run(args: Args) -> u8 {
     let ms = match crate::syntax::literal::decode_number(&args.older_than) {
         Ok(crate::syntax::literal::Number::Duration(ms)) => ms,
         _ => {
-            super::err(&format!("error: `{}` is not a duration such as 30d or 12h", args.older_than));
+            super::err(&format!(
+                "error: `{}` is not a duration such as 30d or 12h",
+                args.older_than
+            ));
             return super::EXIT_USAGE;
         }
     };
@@ -31,7 +34,9 @@ pub fn run(args: Args) -> u8 {
         match Status::parse(s).filter(|s| s.is_terminal()) {
             Some(s) => statuses.push(s),
             None => {
-                super::err(&format!("error: `{s}` is not a terminal status (completed, failed, cancelled)"));
+                super::err(&format!(
+                    "error: `{s}` is not a terminal status (completed, failed, cancelled)"
+                ));
                 return super::EXIT_USAGE;
             }
         }
@@ -57,7 +62,10 @@ pub fn run(args: Args) -> u8 {
     let before = crate::store::ids::now_ms().saturating_sub(ms);
     match rt.block_on(store.prune(before, statuses)) {
         Ok(n) => {
-            super::err(&format!("pruned {n} thread{}", if n == 1 { "" } else { "s" }));
+            super::err(&format!(
+                "pruned {n} thread{}",
+                if n == 1 { "" } else { "s" }
+            ));
             super::EXIT_OK
         }
         Err(e) => {

@@ -76,16 +76,24 @@ pub fn run(args: Args) -> u8 {
             return super::EXIT_USAGE;
         }
     };
-    let mut decisions: Vec<(String, Decision)> = args.retry.iter().map(|c| (c.clone(), Decision::Retry)).collect();
+    let mut decisions: Vec<(String, Decision)> = args
+        .retry
+        .iter()
+        .map(|c| (c.clone(), Decision::Retry))
+        .collect();
     for r in &args.resolve {
         let Some((call, json)) = r.split_once('=') else {
-            super::err(&format!("error: `--resolve {r}`: write `--resolve CALL=JSON`"));
+            super::err(&format!(
+                "error: `--resolve {r}`: write `--resolve CALL=JSON`"
+            ));
             return super::EXIT_USAGE;
         };
         match serde_json::from_str(json) {
             Ok(v) => decisions.push((call.to_string(), Decision::Performed(v))),
             Err(e) => {
-                super::err(&format!("error: the result given for `{call}` is not JSON: {e}"));
+                super::err(&format!(
+                    "error: the result given for `{call}` is not JSON: {e}"
+                ));
                 return super::EXIT_USAGE;
             }
         }
@@ -108,14 +116,26 @@ pub fn run(args: Args) -> u8 {
                 let mut out = Vec::new();
                 let mut before = None;
                 loop {
-                    let page = store.list(ListQuery { status: Some(Status::Paused), before: before.clone(), limit: 500, pipeline: None }).await?;
+                    let page = store
+                        .list(ListQuery {
+                            status: Some(Status::Paused),
+                            before: before.clone(),
+                            limit: 500,
+                            pipeline: None,
+                        })
+                        .await?;
                     if page.is_empty() {
                         break;
                     }
                     before = page.last().map(|s| s.id.clone());
                     for s in page {
                         let state = store.load(&s.id).await?;
-                        if state.thread.as_ref().and_then(|t| t.due_ms).is_some_and(|d| d <= now) {
+                        if state
+                            .thread
+                            .as_ref()
+                            .and_then(|t| t.due_ms)
+                            .is_some_and(|d| d <= now)
+                        {
                             out.push(s.id);
                         }
                     }
@@ -137,7 +157,17 @@ pub fn run(args: Args) -> u8 {
     }
     let mut worst = super::EXIT_OK;
     for thread in threads {
-        let code = resume_one(&rt, &store, &store_path, default_store, &thread, &args, answers.clone(), decisions.clone(), renames.clone());
+        let code = resume_one(
+            &rt,
+            &store,
+            &store_path,
+            default_store,
+            &thread,
+            &args,
+            answers.clone(),
+            decisions.clone(),
+            renames.clone(),
+        );
         worst = worst.max(code);
     }
     worst
@@ -163,8 +193,13 @@ fn resume_one(
             return super::EXIT_FINDINGS;
         }
     };
-    let Some(rec) = rec else { return super::EXIT_FINDINGS };
-    let source_path = args.plan.clone().or_else(|| (!rec.source.is_empty()).then(|| PathBuf::from(&rec.source)));
+    let Some(rec) = rec else {
+        return super::EXIT_FINDINGS;
+    };
+    let source_path = args
+        .plan
+        .clone()
+        .or_else(|| (!rec.source.is_empty()).then(|| PathBuf::from(&rec.source)));
     let loaded = match source_path.filter(|p| p.is_file()) {
         Some(p) => match common::load_plan(&p) {
             Ok(l) => l,
@@ -172,28 +207,50 @@ fn resume_one(
         },
         None => match rt.block_on(store.get_plan(&rec.plan_hash)) {
             Ok(Some(json)) => match Plan::from_json(&json) {
-                Ok(plan) => common::Loaded { plan, root: PathBuf::from(&rec.project_root), source: rec.source.clone() },
+                Ok(plan) => common::Loaded {
+                    plan,
+                    root: PathBuf::from(&rec.project_root),
+                    source: rec.source.clone(),
+                },
                 Err(e) => {
                     super::err(&format!("error: the stored plan cannot be read: {e}"));
                     return super::EXIT_FINDINGS;
                 }
             },
             _ => {
-                super::err(&format!("error: the source of thread {} ({}) is gone and the store has no copy of its plan", rec.id, rec.source));
+                super::err(&format!(
+                    "error: the source of thread {} ({}) is gone and the store has no copy of its plan",
+                    rec.id, rec.source
+                ));
                 return super::EXIT_FINDINGS;
             }
         },
     };
-    let mut runner = Runner::with_store(loaded.plan, store.clone()).project_root(loaded.root).source(&loaded.source).concurrency(args.concurrency);
+    let mut runner = Runner::with_store(loaded.plan, store.clone())
+        .project_root(loaded.root)
+        .source(&loaded.source)
+        .concurrency(args.concurrency);
     let events = args.events.is_some();
     if events {
         runner = runner.events(common::event_printer());
     } else if !args.quiet {
         runner = runner.progress(Arc::new(StderrProgress));
     }
-    let opts = RunOptions { decisions, keep: args.keep.clone(), rerun_from: args.rerun_from.clone(), renames, ..Default::default() };
+    let opts = RunOptions {
+        decisions,
+        keep: args.keep.clone(),
+        rerun_from: args.rerun_from.clone(),
+        renames,
+        ..Default::default()
+    };
     match rt.block_on(runner.resume_with(&rec.id, answers, opts)) {
-        Ok(outcome) => common::report(&outcome, store_path, default_store, args.detailed_exitcode, events),
+        Ok(outcome) => common::report(
+            &outcome,
+            store_path,
+            default_store,
+            args.detailed_exitcode,
+            events,
+        ),
         Err(e) => {
             common::print_error(&e);
             super::EXIT_FINDINGS

@@ -55,8 +55,12 @@ pub fn parse_model_overrides(specs: &[String]) -> Result<Vec<(String, String)>, 
     specs
         .iter()
         .map(|spec| {
-            let (name, what) = spec.split_once('=').ok_or_else(|| format!("`--model {spec}`: write `--model NAME=scripted:FILE`"))?;
-            let file = what.strip_prefix("scripted:").ok_or_else(|| format!("`--model {spec}`: only `scripted:FILE` models can be swapped in"))?;
+            let (name, what) = spec
+                .split_once('=')
+                .ok_or_else(|| format!("`--model {spec}`: write `--model NAME=scripted:FILE`"))?;
+            let file = what.strip_prefix("scripted:").ok_or_else(|| {
+                format!("`--model {spec}`: only `scripted:FILE` models can be swapped in")
+            })?;
             let abs = std::path::absolute(file).unwrap_or_else(|_| PathBuf::from(file));
             if !abs.is_file() {
                 return Err(format!("the replies file `{file}` does not exist"));
@@ -108,7 +112,10 @@ pub fn run(args: Args) -> u8 {
             return super::EXIT_FINDINGS;
         }
     };
-    let mut runner = Runner::with_store(plan, store).project_root(root).source(&source).concurrency(args.concurrency);
+    let mut runner = Runner::with_store(plan, store)
+        .project_root(root)
+        .source(&source)
+        .concurrency(args.concurrency);
     for (name, spec) in overrides {
         runner = runner.model_override(&name, &spec);
     }
@@ -118,9 +125,20 @@ pub fn run(args: Args) -> u8 {
     } else if !args.quiet {
         runner = runner.progress(Arc::new(StderrProgress));
     }
-    let opts = RunOptions { thread_id: args.thread.clone(), pre_answers: answers, concurrency: Some(args.concurrency), ..Default::default() };
+    let opts = RunOptions {
+        thread_id: args.thread.clone(),
+        pre_answers: answers,
+        concurrency: Some(args.concurrency),
+        ..Default::default()
+    };
     match rt.block_on(runner.start_with(inputs, opts)) {
-        Ok(outcome) => common::report(&outcome, &store_path, default_store, args.detailed_exitcode, events),
+        Ok(outcome) => common::report(
+            &outcome,
+            &store_path,
+            default_store,
+            args.detailed_exitcode,
+            events,
+        ),
         Err(e) => {
             common::print_error(&e);
             super::EXIT_FINDINGS

@@ -39,7 +39,12 @@ pub fn fmt_time(ms: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = if m <= 2 { y + 1 } else { y };
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", rem / 3600, (rem % 3600) / 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
 }
 
 pub fn run(args: Args) -> u8 {
@@ -47,7 +52,9 @@ pub fn run(args: Args) -> u8 {
         Some(s) => match Status::parse(s) {
             Some(s) => Some(s),
             None => {
-                super::err(&format!("error: `{s}` is not a status; use running, paused, completed, failed, blocked or cancelled"));
+                super::err(&format!(
+                    "error: `{s}` is not a status; use running, paused, completed, failed, blocked or cancelled"
+                ));
                 return super::EXIT_USAGE;
             }
         },
@@ -58,7 +65,10 @@ pub fn run(args: Args) -> u8 {
         if args.json {
             super::out("[]\n");
         } else {
-            super::err(&format!("no runs yet (no store at {})", store_path.display()));
+            super::err(&format!(
+                "no runs yet (no store at {})",
+                store_path.display()
+            ));
         }
         return super::EXIT_OK;
     }
@@ -76,7 +86,12 @@ pub fn run(args: Args) -> u8 {
             return super::EXIT_FINDINGS;
         }
     };
-    let page = match rt.block_on(store.list(ListQuery { status, before: args.before.clone(), limit: args.limit, pipeline: args.pipeline.clone() })) {
+    let page = match rt.block_on(store.list(ListQuery {
+        status,
+        before: args.before.clone(),
+        limit: args.limit,
+        pipeline: args.pipeline.clone(),
+    })) {
         Ok(p) => p,
         Err(e) => {
             common::print_error(&e.into());
@@ -84,13 +99,26 @@ pub fn run(args: Args) -> u8 {
         }
     };
     if args.json {
-        super::out(&format!("{}\n", serde_json::to_string_pretty(&page).unwrap_or_default()));
+        super::out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&page).unwrap_or_default()
+        ));
         return super::EXIT_OK;
     }
-    let mut text = format!("{:<26}  {:<9}  {:<20}  {:<19}  {}\n", "THREAD", "STATUS", "PIPELINE", "CREATED (UTC)", "UPDATED (UTC)");
+    let mut text = format!(
+        "{:<26}  {:<9}  {:<20}  {:<19}  {}\n",
+        "THREAD", "STATUS", "PIPELINE", "CREATED (UTC)", "UPDATED (UTC)"
+    );
     for t in &page {
         let status = if t.stale { "stale" } else { t.status.as_str() };
-        text.push_str(&format!("{:<26}  {:<9}  {:<20}  {:<19}  {}\n", t.id, status, t.pipeline, fmt_time(t.created_ms), fmt_time(t.updated_ms)));
+        text.push_str(&format!(
+            "{:<26}  {:<9}  {:<20}  {:<19}  {}\n",
+            t.id,
+            status,
+            t.pipeline,
+            fmt_time(t.created_ms),
+            fmt_time(t.updated_ms)
+        ));
     }
     if page.len() == args.limit {
         if let Some(last) = page.last() {

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use super::common;
 use super::runs::fmt_time;
@@ -45,7 +45,11 @@ pub fn run(args: Args) -> u8 {
     };
     let loaded = rt.block_on(async {
         let state = store.load(&args.thread).await?;
-        let events = if args.events { store.events(&args.thread, args.since).await? } else { Vec::new() };
+        let events = if args.events {
+            store.events(&args.thread, args.since).await?
+        } else {
+            Vec::new()
+        };
         let order: Vec<String> = match &state.thread {
             Some(t) => store
                 .get_plan(&t.plan_hash)
@@ -64,11 +68,17 @@ pub fn run(args: Args) -> u8 {
             return super::EXIT_FINDINGS;
         }
     };
-    let Some(t) = &state.thread else { return super::EXIT_FINDINGS };
-    let stale = t.status == crate::store::Status::Running && !crate::store::lock::is_locked(&store_path, &t.id);
+    let Some(t) = &state.thread else {
+        return super::EXIT_FINDINGS;
+    };
+    let stale = t.status == crate::store::Status::Running
+        && !crate::store::lock::is_locked(&store_path, &t.id);
     if args.events && !args.json {
         for e in &events {
-            super::out(&format!("{}\n", serde_json::to_string(e).unwrap_or_default()));
+            super::out(&format!(
+                "{}\n",
+                serde_json::to_string(e).unwrap_or_default()
+            ));
         }
         return super::EXIT_OK;
     }
@@ -93,15 +103,48 @@ pub fn run(args: Args) -> u8 {
         if args.events {
             doc["events"] = Value::Array(events);
         }
-        super::out(&format!("{}\n", serde_json::to_string_pretty(&doc).unwrap_or_default()));
+        super::out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&doc).unwrap_or_default()
+        ));
         return super::EXIT_OK;
     }
     let mut s = String::new();
-    s.push_str(&format!("thread    {}\npipeline  {}\nstatus    {}{}\n", t.id, t.pipeline, if stale { "stale (running, but no process holds it)" } else { t.status.as_str() }, t.holder.as_ref().filter(|_| !stale).map(|h| format!(" (process {} on {})", h.pid, h.host)).unwrap_or_default()));
-    s.push_str(&format!("created   {} UTC\nupdated   {} UTC\nattempts  {}\nsource    {}\n", fmt_time(t.created_ms), fmt_time(t.updated_ms), t.attempts, t.source));
-    s.push_str(&format!("inputs    {}\n", serde_json::to_string(&t.inputs).unwrap_or_default()));
+    s.push_str(&format!(
+        "thread    {}\npipeline  {}\nstatus    {}{}\n",
+        t.id,
+        t.pipeline,
+        if stale {
+            "stale (running, but no process holds it)"
+        } else {
+            t.status.as_str()
+        },
+        t.holder
+            .as_ref()
+            .filter(|_| !stale)
+            .map(|h| format!(" (process {} on {})", h.pid, h.host))
+            .unwrap_or_default()
+    ));
+    s.push_str(&format!(
+        "created   {} UTC\nupdated   {} UTC\nattempts  {}\nsource    {}\n",
+        fmt_time(t.created_ms),
+        fmt_time(t.updated_ms),
+        t.attempts,
+        t.source
+    ));
+    s.push_str(&format!(
+        "inputs    {}\n",
+        serde_json::to_string(&t.inputs).unwrap_or_default()
+    ));
     if !t.model_overrides.is_empty() {
-        s.push_str(&format!("models    {}\n", t.model_overrides.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")));
+        s.push_str(&format!(
+            "models    {}\n",
+            t.model_overrides
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     }
     s.push_str("\nnodes\n");
     let mut rows: Vec<(&String, &crate::store::NodeRec)> = state.nodes.iter().collect();
@@ -113,7 +156,11 @@ pub fn run(args: Args) -> u8 {
             NodeState::Failed => "failed",
             NodeState::Running => "running",
         };
-        let ms = if n.finished_ms > n.started_ms && n.started_ms > 0 { format!("{}ms", n.finished_ms - n.started_ms) } else { String::new() };
+        let ms = if n.finished_ms > n.started_ms && n.started_ms > 0 {
+            format!("{}ms", n.finished_ms - n.started_ms)
+        } else {
+            String::new()
+        };
         let extra = [
             n.items.map(|i| format!("{i} items")),
             (n.tries > 0).then(|| format!("{} retries", n.tries)),
@@ -131,21 +178,37 @@ pub fn run(args: Args) -> u8 {
             }
         }
     }
-    let pending: Vec<_> = state.gates.iter().filter(|(_, g)| g.state == GateState::Pending).collect();
+    let pending: Vec<_> = state
+        .gates
+        .iter()
+        .filter(|(_, g)| g.state == GateState::Pending)
+        .collect();
     if !pending.is_empty() {
         s.push_str("\npending gates\n");
         for (name, g) in &pending {
             s.push_str(&format!("  {name}: {}\n", g.message));
             let defs = g.schema.get("$defs").cloned().unwrap_or(Value::Null);
             let ex = common::example(&g.schema, &defs, 0);
-            s.push_str(&format!("    pipec answer {} {name}='{}'\n", t.id, serde_json::to_string(&ex).unwrap_or_default()));
+            s.push_str(&format!(
+                "    pipec answer {} {name}='{}'\n",
+                t.id,
+                serde_json::to_string(&ex).unwrap_or_default()
+            ));
         }
     }
-    let answered: Vec<_> = state.gates.iter().filter(|(_, g)| g.state == GateState::Answered).collect();
+    let answered: Vec<_> = state
+        .gates
+        .iter()
+        .filter(|(_, g)| g.state == GateState::Answered)
+        .collect();
     if !answered.is_empty() {
         s.push_str("\nanswered gates\n");
         for (name, g) in answered {
-            s.push_str(&format!("  {name}: {} (by {})\n", serde_json::to_string(&g.answer).unwrap_or_default(), g.answered_by.clone().unwrap_or_default()));
+            s.push_str(&format!(
+                "  {name}: {} (by {})\n",
+                serde_json::to_string(&g.answer).unwrap_or_default(),
+                g.answered_by.clone().unwrap_or_default()
+            ));
         }
     }
     if let Some(e) = &t.error {
@@ -155,12 +218,26 @@ pub fn run(args: Args) -> u8 {
         }
     }
     if let Some(o) = &t.outputs {
-        s.push_str(&format!("\noutputs\n{}\n", serde_json::to_string_pretty(o).unwrap_or_default()));
+        s.push_str(&format!(
+            "\noutputs\n{}\n",
+            serde_json::to_string_pretty(o).unwrap_or_default()
+        ));
     }
     if args.internal {
         s.push_str("\njournal\n");
         for (k, c) in &state.calls {
-            s.push_str(&format!("  {:<28} {:<10} {} {} args {}{}\n", k.display(), c.state.as_str(), c.kind, c.target, c.args_hash, c.decision.as_ref().map(|d| format!(" ({d})")).unwrap_or_default()));
+            s.push_str(&format!(
+                "  {:<28} {:<10} {} {} args {}{}\n",
+                k.display(),
+                c.state.as_str(),
+                c.kind,
+                c.target,
+                c.args_hash,
+                c.decision
+                    .as_ref()
+                    .map(|d| format!(" ({d})"))
+                    .unwrap_or_default()
+            ));
         }
         if !state.items.is_empty() {
             s.push_str("\nitems\n");
@@ -170,7 +247,16 @@ pub fn run(args: Args) -> u8 {
         }
         s.push_str("\nattempts\n");
         for a in &state.attempts {
-            s.push_str(&format!("  #{} pid {} on {} from {} {}\n", a.number, a.pid, a.host, fmt_time(a.started_ms), a.end.clone().unwrap_or_else(|| "(did not end cleanly)".into())));
+            s.push_str(&format!(
+                "  #{} pid {} on {} from {} {}\n",
+                a.number,
+                a.pid,
+                a.host,
+                fmt_time(a.started_ms),
+                a.end
+                    .clone()
+                    .unwrap_or_else(|| "(did not end cleanly)".into())
+            ));
         }
     }
     super::out(&s);

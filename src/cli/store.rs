@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 
 use super::common;
-use crate::store::{RedbStore, StoreError, STORE_FORMAT};
+use crate::store::{RedbStore, STORE_FORMAT, StoreError};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -32,18 +32,30 @@ pub fn run(args: Args) -> u8 {
     match args.command {
         StoreCommand::Migrate => match RedbStore::format_of(&path) {
             Ok(v) if v == STORE_FORMAT => {
-                super::err(&format!("{} is already at store format {STORE_FORMAT}", path.display()));
+                super::err(&format!(
+                    "{} is already at store format {STORE_FORMAT}",
+                    path.display()
+                ));
                 super::EXIT_OK
             }
             Ok(v) if v > STORE_FORMAT => {
-                common::print_error(&StoreError::NewerFormat { found: v, supported: STORE_FORMAT }.into());
+                common::print_error(
+                    &StoreError::NewerFormat {
+                        found: v,
+                        supported: STORE_FORMAT,
+                    }
+                    .into(),
+                );
                 super::EXIT_FINDINGS
             }
             Ok(_) => match RedbStore::open(&path) {
                 // Format 0 is a store created before formats were recorded: opening
                 // records the format; there is nothing else to convert yet.
                 Ok(_) => {
-                    super::err(&format!("{} migrated to store format {STORE_FORMAT}", path.display()));
+                    super::err(&format!(
+                        "{} migrated to store format {STORE_FORMAT}",
+                        path.display()
+                    ));
                     super::EXIT_OK
                 }
                 Err(e) => {

@@ -13,13 +13,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::eval::{self, Env, Slot};
 use super::progress::{Progress, Step};
-use super::runner::{Decision, EventSink, HostFn, Outcome, PendingGate, RunOptions, Runner, RuntimeError};
+use super::runner::{
+    Decision, EventSink, HostFn, Outcome, PendingGate, RunOptions, Runner, RuntimeError,
+};
 use super::secrets::Scrubber;
 use super::tasks::{self, Unit, UnitEnd};
 use super::validate::Validators;
@@ -27,7 +29,8 @@ use crate::diagnostic as codes;
 use crate::llm::Model;
 use crate::plan::{Body, Node, NodeKind, Plan};
 use crate::store::{
-    ids, CallState, GateRec, GateState, ItemRec, ItemState, Lease, NodeRec, NodeState, Status, Store, StoreError, StoredError, ThreadRec, ThreadState, Write,
+    CallState, GateRec, GateState, ItemRec, ItemState, Lease, NodeRec, NodeState, Status, Store,
+    StoreError, StoredError, ThreadRec, ThreadState, Write, ids,
 };
 
 pub(crate) enum Start {
@@ -68,10 +71,14 @@ impl Shared {
                 _ => None,
             })
             .collect();
-        let seqs = self.store.commit(&self.lease, writes).await.map_err(|e| match e {
-            StoreError::Fenced { .. } => RuntimeError::new(&codes::LEASE_LOST, e.to_string()),
-            other => RuntimeError::from(other),
-        })?;
+        let seqs = self
+            .store
+            .commit(&self.lease, writes)
+            .await
+            .map_err(|e| match e {
+                StoreError::Fenced { .. } => RuntimeError::new(&codes::LEASE_LOST, e.to_string()),
+                other => RuntimeError::from(other),
+            })?;
         if let Some(sink) = &self.events {
             for (mut e, seq) in events.into_iter().zip(seqs) {
                 if let Value::Object(m) = &mut e {
@@ -215,7 +222,10 @@ impl Attempt {
         start: Start,
     ) -> Result<Attempt, RuntimeError> {
         let Some(thread) = state.thread.clone() else {
-            return Err(RuntimeError::new(&codes::THREAD_NOT_FOUND, "the thread vanished"));
+            return Err(RuntimeError::new(
+                &codes::THREAD_NOT_FOUND,
+                "the thread vanished",
+            ));
         };
         let mut scrubber = Scrubber::default();
         for (k, v) in &secrets {
@@ -236,7 +246,13 @@ impl Attempt {
             progress: runner.progress.clone(),
             permits: Semaphore::new(runner.concurrency),
         });
-        let index: HashMap<String, usize> = runner.plan.nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i)).collect();
+        let index: HashMap<String, usize> = runner
+            .plan
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.clone(), i))
+            .collect();
         let inputs = match &thread.inputs {
             Value::Object(m) => m.clone(),
             _ => Map::new(),
@@ -273,7 +289,13 @@ impl Attempt {
         self.shared.commit(writes).await
     }
 
-    fn node_row(&self, node: &Node, state: NodeState, value: Option<Value>, error: Option<StoredError>) -> NodeRec {
+    fn node_row(
+        &self,
+        node: &Node,
+        state: NodeState,
+        value: Option<Value>,
+        error: Option<StoredError>,
+    ) -> NodeRec {
         let old = self.state.nodes.get(&node.name);
         NodeRec {
             generation: self.generation(&node.name),
@@ -308,7 +330,9 @@ impl Attempt {
             let rerun = self.dependents(&opts.rerun_from);
             for name in plan_changes.iter().filter(|n| opts.keep.contains(n)) {
                 // Kept: the old result, re-checked against the new type.
-                if let (Some(rec), Some(node)) = (self.state.nodes.get(name).cloned(), plan.node(name)) {
+                if let (Some(rec), Some(node)) =
+                    (self.state.nodes.get(name).cloned(), plan.node(name))
+                {
                     if let Some(v) = &rec.value {
                         self.shared.validators.check(&node.output, v, false).map_err(|e| {
                             RuntimeError::new(&codes::PLAN_CHANGED, format!("the kept result of `{name}` does not fit its new type `{}`: {e}", node.output_type))
@@ -324,13 +348,32 @@ impl Attempt {
                 if let Some(rec) = self.state.nodes.remove(name) {
                     let generation = rec.generation + 1;
                     self.generations.insert(name.clone(), generation);
-                    let reset = NodeRec { generation, state: NodeState::Running, value: None, error: None, tries: 0, crash_count: 0, next_retry_ms: None, ..rec };
+                    let reset = NodeRec {
+                        generation,
+                        state: NodeState::Running,
+                        value: None,
+                        error: None,
+                        tries: 0,
+                        crash_count: 0,
+                        next_retry_ms: None,
+                        ..rec
+                    };
                     // Running with no attempt behind it: it runs again from scratch.
                     self.buffer.push(Write::Node(name.clone(), reset));
-                    self.buffer.push(Write::Event(json!({ "type": "node_rerun", "node": name, "generation": generation })));
+                    self.buffer.push(Write::Event(
+                        json!({ "type": "node_rerun", "node": name, "generation": generation }),
+                    ));
                 }
                 if let Some(g) = self.state.gates.remove(name) {
-                    self.buffer.push(Write::Gate(name.clone(), GateRec { state: GateState::Pending, answer: None, answered_by: None, ..g }));
+                    self.buffer.push(Write::Gate(
+                        name.clone(),
+                        GateRec {
+                            state: GateState::Pending,
+                            answer: None,
+                            answered_by: None,
+                            ..g
+                        },
+                    ));
                 }
             }
             if self.thread.plan_hash != plan.hash {
@@ -339,13 +382,31 @@ impl Attempt {
             }
         }
         // Nodes that were running when the previous attempt died.
-        let crashed: Vec<String> = self.state.nodes.iter().filter(|(_, r)| r.state == NodeState::Running && r.started_ms > 0).map(|(n, _)| n.clone()).collect();
+        let crashed: Vec<String> = self
+            .state
+            .nodes
+            .iter()
+            .filter(|(_, r)| r.state == NodeState::Running && r.started_ms > 0)
+            .map(|(n, _)| n.clone())
+            .collect();
         for name in crashed {
-            let Some(mut rec) = self.state.nodes.get(&name).cloned() else { continue };
+            let Some(mut rec) = self.state.nodes.get(&name).cloned() else {
+                continue;
+            };
             rec.crash_count += 1;
             if rec.crash_count >= 3 {
                 rec.state = NodeState::Failed;
-                rec.error = Some(RuntimeError::new(&codes::NODE_CRASH_LOOP, format!("`{name}` was running when the process died {} times", rec.crash_count)).help("look at its inputs and stderr; fix the cause, then resume").stored(Some(&name)));
+                rec.error = Some(
+                    RuntimeError::new(
+                        &codes::NODE_CRASH_LOOP,
+                        format!(
+                            "`{name}` was running when the process died {} times",
+                            rec.crash_count
+                        ),
+                    )
+                    .help("look at its inputs and stderr; fix the cause, then resume")
+                    .stored(Some(&name)),
+                );
             }
             self.buffer.push(Write::Node(name.clone(), rec.clone()));
             self.state.nodes.insert(name, rec);
@@ -356,7 +417,13 @@ impl Attempt {
                 continue;
             }
             let shown = key.display();
-            let Some((_, decision)) = opts.decisions.iter().find(|(k, _)| k == "all" || *k == shown) else { continue };
+            let Some((_, decision)) = opts
+                .decisions
+                .iter()
+                .find(|(k, _)| k == "all" || *k == shown)
+            else {
+                continue;
+            };
             let mut resolved = call.clone();
             resolved.state = CallState::Resolved;
             resolved.finished_ms = ids::now_ms();
@@ -375,10 +442,21 @@ impl Attempt {
                     }
                 }
                 Decision::Performed(value) => {
-                    let Some(node) = plan.node(&key.node) else { continue };
-                    self.shared.validators.check(&node.output, value, false).map_err(|e| {
-                        RuntimeError::new(&codes::EXEC_OUTPUT_INVALID, format!("the result given for {shown} does not fit `{}`: {e}", node.output_type))
-                    })?;
+                    let Some(node) = plan.node(&key.node) else {
+                        continue;
+                    };
+                    self.shared
+                        .validators
+                        .check(&node.output, value, false)
+                        .map_err(|e| {
+                            RuntimeError::new(
+                                &codes::EXEC_OUTPUT_INVALID,
+                                format!(
+                                    "the result given for {shown} does not fit `{}`: {e}",
+                                    node.output_type
+                                ),
+                            )
+                        })?;
                     resolved.decision = Some("resolved as performed".into());
                     resolved.result = Some(value.clone());
                     if node.each.is_none() {
@@ -386,13 +464,26 @@ impl Attempt {
                         self.buffer.push(Write::Node(key.node.clone(), rec.clone()));
                         self.state.nodes.insert(key.node.clone(), rec);
                     } else {
-                        let item = ItemRec { state: ItemState::Done, value: Some(value.clone()), error: None };
-                        self.buffer.push(Write::Item(key.node.clone(), key.generation, key.item, item.clone()));
-                        self.state.items.insert((key.node.clone(), key.generation, key.item), item);
+                        let item = ItemRec {
+                            state: ItemState::Done,
+                            value: Some(value.clone()),
+                            error: None,
+                        };
+                        self.buffer.push(Write::Item(
+                            key.node.clone(),
+                            key.generation,
+                            key.item,
+                            item.clone(),
+                        ));
+                        self.state
+                            .items
+                            .insert((key.node.clone(), key.generation, key.item), item);
                     }
                 }
             }
-            self.buffer.push(Write::Event(json!({ "type": "call_resolved", "call": shown, "decision": resolved.decision })));
+            self.buffer.push(Write::Event(
+                json!({ "type": "call_resolved", "call": shown, "decision": resolved.decision }),
+            ));
             self.buffer.push(Write::Call(key.clone(), resolved.clone()));
             self.state.calls.insert(key, resolved);
         }
@@ -411,9 +502,17 @@ impl Attempt {
             };
             match on_timeout {
                 Some(answer) => {
-                    let rec = GateRec { state: GateState::Answered, answer: Some(answer), answered_ms: now, answered_by: Some("timeout".into()), ..g };
+                    let rec = GateRec {
+                        state: GateState::Answered,
+                        answer: Some(answer),
+                        answered_ms: now,
+                        answered_by: Some("timeout".into()),
+                        ..g
+                    };
                     self.buffer.push(Write::Gate(name.clone(), rec.clone()));
-                    self.buffer.push(Write::Event(json!({ "type": "gate_timed_out", "gate": name, "applied": "on_timeout" })));
+                    self.buffer.push(Write::Event(
+                        json!({ "type": "gate_timed_out", "gate": name, "applied": "on_timeout" }),
+                    ));
                     self.state.gates.insert(name, rec);
                 }
                 None => {
@@ -423,19 +522,32 @@ impl Attempt {
                         self.buffer.push(Write::Node(name.clone(), rec.clone()));
                         self.state.nodes.insert(name.clone(), rec);
                     }
-                    self.buffer.push(Write::Event(json!({ "type": "gate_timed_out", "gate": name })));
+                    self.buffer.push(Write::Event(
+                        json!({ "type": "gate_timed_out", "gate": name }),
+                    ));
                     self.failure.get_or_insert(error);
                 }
             }
         }
         // Slots from rows.
         for (i, node) in plan.nodes.iter().enumerate() {
-            let Some(rec) = self.state.nodes.get(&node.name) else { continue };
+            let Some(rec) = self.state.nodes.get(&node.name) else {
+                continue;
+            };
             self.slots[i] = match rec.state {
                 NodeState::Done => NodeSlot::Done(rec.value.clone().unwrap_or(Value::Null)),
                 NodeState::Skipped => NodeSlot::Skipped,
-                NodeState::Failed if rec.error.as_ref().is_some_and(|e| e.code == codes::NODE_CRASH_LOOP.code || e.code == codes::GATE_TIMED_OUT.code) => {
-                    self.failure.get_or_insert(rec.error.clone().unwrap_or_else(|| RuntimeError::new(&codes::NODE_CRASH_LOOP, "crash loop").stored(Some(&node.name))));
+                NodeState::Failed
+                    if rec.error.as_ref().is_some_and(|e| {
+                        e.code == codes::NODE_CRASH_LOOP.code
+                            || e.code == codes::GATE_TIMED_OUT.code
+                    }) =>
+                {
+                    self.failure
+                        .get_or_insert(rec.error.clone().unwrap_or_else(|| {
+                            RuntimeError::new(&codes::NODE_CRASH_LOOP, "crash loop")
+                                .stored(Some(&node.name))
+                        }));
                     NodeSlot::Failed
                 }
                 // A failed node runs again with fresh tries; a running one resumes.
@@ -467,7 +579,13 @@ impl Attempt {
                 // The one write allowed past the fence: recording the cancellation.
                 self.thread.status = Status::Cancelled;
                 self.thread.holder = None;
-                let _ = self.shared.commit(vec![Write::Thread(self.thread.clone()), Write::Event(event("thread_cancelled", None))]).await;
+                let _ = self
+                    .shared
+                    .commit(vec![
+                        Write::Thread(self.thread.clone()),
+                        Write::Event(event("thread_cancelled", None)),
+                    ])
+                    .await;
                 Err(e)
             }
             Err(e) => Err(e),
@@ -485,7 +603,8 @@ impl Attempt {
             while progressed && self.failure.is_none() && self.unknown.is_empty() {
                 progressed = false;
                 for i in 0..plan.nodes.len() {
-                    if self.slots[i] != NodeSlot::Pending || to_start.contains(&i) || !self.ready(i) {
+                    if self.slots[i] != NodeSlot::Pending || to_start.contains(&i) || !self.ready(i)
+                    {
                         continue;
                     }
                     let node = &plan.nodes[i];
@@ -502,6 +621,7 @@ impl Attempt {
             }
             // Start effects and model calls: their start rows commit first.
             let mut units: Vec<(usize, Vec<Unit>, Option<u32>)> = Vec::new();
+            let wanted = to_start.len();
             for i in to_start {
                 if let Some(work) = self.prepare_task(i) {
                     units.push((i, work.0, work.1));
@@ -523,11 +643,24 @@ impl Attempt {
                     .collect();
                 tasks.spawn(async move {
                     let start = Instant::now();
-                    let end = if items.is_some() { run_each(shared, node, work, item_rows).await } else { run_single(shared, work).await };
-                    TaskDone { idx: i, end, took: start.elapsed(), items }
+                    let end = if items.is_some() {
+                        run_each(shared, node, work, item_rows).await
+                    } else {
+                        run_single(shared, work).await
+                    };
+                    TaskDone {
+                        idx: i,
+                        end,
+                        took: start.elapsed(),
+                        items,
+                    }
                 });
             }
             if running == 0 {
+                // A node skipped (or failed) while preparing may unblock others.
+                if wanted > 0 && self.failure.is_none() {
+                    continue;
+                }
                 return self.quiesce().await;
             }
             // Wait for a task, then take every other one that finished meanwhile.
@@ -544,7 +677,13 @@ impl Attempt {
                 match d {
                     Ok(td) => self.task_done(td),
                     Err(e) => {
-                        self.failure.get_or_insert(RuntimeError::new(&codes::EXEC_FAILED, format!("a task stopped unexpectedly: {e}")).stored(None));
+                        self.failure.get_or_insert(
+                            RuntimeError::new(
+                                &codes::EXEC_FAILED,
+                                format!("a task stopped unexpectedly: {e}"),
+                            )
+                            .stored(None),
+                        );
                     }
                 }
             }
@@ -563,7 +702,12 @@ impl Attempt {
 
     /// Every dependency committed (done or skipped).
     fn ready(&self, i: usize) -> bool {
-        self.shared.plan.nodes[i].deps.iter().all(|d| matches!(self.index.get(d).map(|j| &self.slots[*j]), Some(NodeSlot::Done(_) | NodeSlot::Skipped)))
+        self.shared.plan.nodes[i].deps.iter().all(|d| {
+            matches!(
+                self.index.get(d).map(|j| &self.slots[*j]),
+                Some(NodeSlot::Done(_) | NodeSlot::Skipped)
+            )
+        })
     }
 
     fn bind(&self, node: &Node) -> Result<Bound, StoredError> {
@@ -575,8 +719,16 @@ impl Attempt {
                 return Err(RuntimeError::new(&codes::MCP_SERVER_FAILED, format!("the parameter `{}` reads a resource, and this version of pipec does not read MCP resources yet", p.name)).stored(Some(&node.name)));
             }
             let slot = eval::source(self, &p.source, &p.schema).map_err(|m| {
-                let rule = if m.contains("environment variable") || m.contains("secret") { &codes::CONFIG_MISSING } else { &codes::INPUT_INVALID };
-                RuntimeError::new(rule, format!("the parameter `{}` of `{}`: {m}", p.name, node.name)).stored(Some(&node.name))
+                let rule = if m.contains("environment variable") || m.contains("secret") {
+                    &codes::CONFIG_MISSING
+                } else {
+                    &codes::INPUT_INVALID
+                };
+                RuntimeError::new(
+                    rule,
+                    format!("the parameter `{}` of `{}`: {m}", p.name, node.name),
+                )
+                .stored(Some(&node.name))
             })?;
             let is_each = node.each.as_deref() == Some(p.name.as_str());
             match slot {
@@ -587,14 +739,24 @@ impl Attempt {
                 Slot::Value(v) if is_each => match v {
                     Value::Array(items) => each = Some((p.name.clone(), items)),
                     Value::Null => skipped = true,
-                    other => return Err(RuntimeError::new(&codes::INPUT_INVALID, format!("`each` of `{}` needs a list, and got {other}", node.name)).stored(Some(&node.name))),
+                    other => {
+                        return Err(RuntimeError::new(
+                            &codes::INPUT_INVALID,
+                            format!("`each` of `{}` needs a list, and got {other}", node.name),
+                        )
+                        .stored(Some(&node.name)));
+                    }
                 },
                 Slot::Value(v) => {
                     params.insert(p.name.clone(), v);
                 }
             }
         }
-        Ok(Bound { params, skipped, each })
+        Ok(Bound {
+            params,
+            skipped,
+            each,
+        })
     }
 
     fn when_holds(node: &Node, params: &BTreeMap<String, Value>) -> Result<bool, StoredError> {
@@ -603,8 +765,16 @@ impl Attempt {
             Some(w) => match eval::expr(params, w) {
                 Ok(Value::Bool(b)) => Ok(b),
                 Ok(Value::Null) => Ok(false),
-                Ok(other) => Err(RuntimeError::new(&codes::INPUT_INVALID, format!("`when` of `{}` gave {other}, not true or false", node.name)).stored(Some(&node.name))),
-                Err(m) => Err(RuntimeError::new(&codes::INPUT_INVALID, format!("`when` of `{}`: {m}", node.name)).stored(Some(&node.name))),
+                Ok(other) => Err(RuntimeError::new(
+                    &codes::INPUT_INVALID,
+                    format!("`when` of `{}` gave {other}, not true or false", node.name),
+                )
+                .stored(Some(&node.name))),
+                Err(m) => Err(RuntimeError::new(
+                    &codes::INPUT_INVALID,
+                    format!("`when` of `{}`: {m}", node.name),
+                )
+                .stored(Some(&node.name))),
             },
         }
     }
@@ -615,7 +785,8 @@ impl Attempt {
         let rec = self.node_row(&node, NodeState::Skipped, None, None);
         self.state.nodes.insert(node.name.clone(), rec.clone());
         self.buffer.push(Write::Node(node.name.clone(), rec));
-        self.buffer.push(Write::Event(event("node_skipped", Some(&node.name))));
+        self.buffer
+            .push(Write::Event(event("node_skipped", Some(&node.name))));
         if let Some(p) = &self.shared.progress {
             p.step(Step::Skipped { node: &node.name });
         }
@@ -629,7 +800,10 @@ impl Attempt {
         self.buffer.push(Write::Node(node.name.clone(), rec));
         self.buffer.push(Write::Event(json!({ "type": "node_failed", "node": node.name, "code": error.code, "message": error.message })));
         if let Some(p) = &self.shared.progress {
-            p.step(Step::Failed { node: &node.name, message: &error.message });
+            p.step(Step::Failed {
+                node: &node.name,
+                message: &error.message,
+            });
         }
         self.failure.get_or_insert(error);
     }
@@ -640,8 +814,13 @@ impl Attempt {
         rec.items = items;
         self.state.nodes.insert(node.name.clone(), rec.clone());
         self.buffer.push(Write::Node(node.name.clone(), rec));
-        let ms = self.started_at.get(&i).map(|t| t.elapsed().as_millis() as u64);
-        self.buffer.push(Write::Event(json!({ "type": "node_finished", "node": node.name, "ms": ms })));
+        let ms = self
+            .started_at
+            .get(&i)
+            .map(|t| t.elapsed().as_millis() as u64);
+        self.buffer.push(Write::Event(
+            json!({ "type": "node_finished", "node": node.name, "ms": ms }),
+        ));
         self.slots[i] = NodeSlot::Done(value);
     }
 
@@ -655,12 +834,20 @@ impl Attempt {
         if bound.skipped {
             return self.skip(i);
         }
-        let Body::Return { value } = &node.body else { return };
+        let Body::Return { value } = &node.body else {
+            return;
+        };
         let eval_one = |params: &BTreeMap<String, Value>| -> Result<Option<Value>, StoredError> {
             if !Self::when_holds(&node, params)? {
                 return Ok(None);
             }
-            eval::expr(params, value).map(Some).map_err(|m| RuntimeError::new(&codes::INPUT_INVALID, format!("`return` of `{}`: {m}", node.name)).stored(Some(&node.name)))
+            eval::expr(params, value).map(Some).map_err(|m| {
+                RuntimeError::new(
+                    &codes::INPUT_INVALID,
+                    format!("`return` of `{}`: {m}", node.name),
+                )
+                .stored(Some(&node.name))
+            })
         };
         match bound.each {
             None => match eval_one(&bound.params) {
@@ -719,25 +906,61 @@ impl Attempt {
                 return Ok(());
             }
         }
-        let Body::Gate { message, timeout_ms, .. } = &node.body else { return Ok(()) };
+        let Body::Gate {
+            message,
+            timeout_ms,
+            ..
+        } = &node.body
+        else {
+            return Ok(());
+        };
         let now = ids::now_ms();
         let text = match message {
-            Some(t) => crate::prompt::render_text(t, &bound.params).map_err(|e| RuntimeError::new(&codes::GATE_ANSWER_INVALID, format!("the message of `{}` does not render: {e}", node.name)))?,
+            Some(t) => crate::prompt::render_text(t, &bound.params).map_err(|e| {
+                RuntimeError::new(
+                    &codes::GATE_ANSWER_INVALID,
+                    format!("the message of `{}` does not render: {e}", node.name),
+                )
+            })?,
             None => format!("Answer the gate `{}`.", node.name),
         };
         let schema = self.shared.validators.full_schema(&node.output, false);
         if let Some(answer) = self.thread.pre_answers.remove(&node.name) {
-            let rec = GateRec { node: node.name.clone(), state: GateState::Answered, message: text, schema, pending_ms: now, deadline_ms: None, answer: Some(answer.clone()), answered_ms: now, answered_by: Some("pre-answer".into()) };
-            self.buffer.push(Write::Gate(node.name.clone(), rec.clone()));
-            self.buffer.push(Write::Event(json!({ "type": "gate_answered", "gate": node.name, "by": "pre-answer" })));
+            let rec = GateRec {
+                node: node.name.clone(),
+                state: GateState::Answered,
+                message: text,
+                schema,
+                pending_ms: now,
+                deadline_ms: None,
+                answer: Some(answer.clone()),
+                answered_ms: now,
+                answered_by: Some("pre-answer".into()),
+            };
+            self.buffer
+                .push(Write::Gate(node.name.clone(), rec.clone()));
+            self.buffer.push(Write::Event(
+                json!({ "type": "gate_answered", "gate": node.name, "by": "pre-answer" }),
+            ));
             self.buffer.push(Write::Thread(self.thread.clone()));
             self.state.gates.insert(node.name.clone(), rec);
             self.finish_node(i, answer, None);
             return Ok(());
         }
         let deadline = timeout_ms.map(|t| now + t);
-        let rec = GateRec { node: node.name.clone(), state: GateState::Pending, message: text.clone(), schema, pending_ms: now, deadline_ms: deadline, answer: None, answered_ms: 0, answered_by: None };
-        self.buffer.push(Write::Gate(node.name.clone(), rec.clone()));
+        let rec = GateRec {
+            node: node.name.clone(),
+            state: GateState::Pending,
+            message: text.clone(),
+            schema,
+            pending_ms: now,
+            deadline_ms: deadline,
+            answer: None,
+            answered_ms: 0,
+            answered_by: None,
+        };
+        self.buffer
+            .push(Write::Gate(node.name.clone(), rec.clone()));
         self.buffer.push(Write::Event(json!({ "type": "gate_pending", "gate": node.name, "message": text, "deadline_ms": deadline })));
         self.state.gates.insert(node.name.clone(), rec);
         self.slots[i] = NodeSlot::Waiting;
@@ -773,7 +996,18 @@ impl Attempt {
             Some((name, items)) => {
                 if let Some(max) = each_max(&node) {
                     if items.len() as u64 > max {
-                        self.fail_node(i, RuntimeError::new(&codes::INPUT_INVALID, format!("`{}` fans out over {} items, more than its `max` of {max}", node.name, items.len())).stored(Some(&node.name)));
+                        self.fail_node(
+                            i,
+                            RuntimeError::new(
+                                &codes::INPUT_INVALID,
+                                format!(
+                                    "`{}` fans out over {} items, more than its `max` of {max}",
+                                    node.name,
+                                    items.len()
+                                ),
+                            )
+                            .stored(Some(&node.name)),
+                        );
                         return None;
                     }
                 }
@@ -784,13 +1018,24 @@ impl Attempt {
                     .map(|(k, item)| {
                         let mut params = bound.params.clone();
                         params.insert(name.clone(), item);
-                        Unit { node: node.clone(), item: k as u32, is_item: true, params, generation, tries: 0, started: None }
+                        Unit {
+                            node: node.clone(),
+                            item: k as u32,
+                            is_item: true,
+                            params,
+                            generation,
+                            tries: 0,
+                            started: None,
+                        }
                     })
                     .collect::<Vec<_>>();
                 let n = units.len() as u32;
-                self.buffer.push(Write::Node(node.name.clone(), marker.clone()));
+                self.buffer
+                    .push(Write::Node(node.name.clone(), marker.clone()));
                 self.state.nodes.insert(node.name.clone(), marker);
-                self.buffer.push(Write::Event(json!({ "type": "node_started", "node": node.name, "items": n })));
+                self.buffer.push(Write::Event(
+                    json!({ "type": "node_started", "node": node.name, "items": n }),
+                ));
                 Some((units, Some(n)))
             }
             None => {
@@ -805,10 +1050,21 @@ impl Attempt {
                     }
                     Ok(true) => {}
                 }
-                let mut unit = Unit { node: node.clone(), item: 0, is_item: false, params: bound.params, generation, tries, started: None };
-                self.buffer.push(Write::Node(node.name.clone(), marker.clone()));
+                let mut unit = Unit {
+                    node: node.clone(),
+                    item: 0,
+                    is_item: false,
+                    params: bound.params,
+                    generation,
+                    tries,
+                    started: None,
+                };
+                self.buffer
+                    .push(Write::Node(node.name.clone(), marker.clone()));
                 self.state.nodes.insert(node.name.clone(), marker);
-                self.buffer.push(Write::Event(json!({ "type": "node_started", "node": node.name })));
+                self.buffer.push(Write::Event(
+                    json!({ "type": "node_started", "node": node.name }),
+                ));
                 if tasks::needs_started_row(&node) {
                     let (key, rec) = tasks::started_row(&self.shared, &unit, tries);
                     self.buffer.push(Write::Event(json!({ "type": "call_started", "node": node.name, "call": key.display(), "args_hash": rec.args_hash })));
@@ -842,7 +1098,9 @@ impl Attempt {
                 self.buffer.extend(writes);
                 let node = self.shared.plan.nodes[i].clone();
                 self.slots[i] = NodeSlot::Failed;
-                self.buffer.push(Write::Event(json!({ "type": "call_unknown", "node": node.name, "message": error.message })));
+                self.buffer.push(Write::Event(
+                    json!({ "type": "call_unknown", "node": node.name, "message": error.message }),
+                ));
                 self.unknown.push(error);
             }
         }
@@ -854,14 +1112,32 @@ impl Attempt {
         if self.failure.is_some() || !self.unknown.is_empty() {
             return self.end_badly().await;
         }
-        let waiting: Vec<usize> = (0..self.slots.len()).filter(|i| self.slots[*i] == NodeSlot::Waiting).collect();
+        let waiting: Vec<usize> = (0..self.slots.len())
+            .filter(|i| self.slots[*i] == NodeSlot::Waiting)
+            .collect();
         if waiting.is_empty() {
-            if self.slots.iter().all(|s| matches!(s, NodeSlot::Done(_) | NodeSlot::Skipped)) {
+            if self
+                .slots
+                .iter()
+                .all(|s| matches!(s, NodeSlot::Done(_) | NodeSlot::Skipped))
+            {
                 return self.complete().await;
             }
             // Some node can never run (a dependency failed earlier): fail.
-            let stuck: Vec<String> = self.slots.iter().enumerate().filter(|(_, s)| **s == NodeSlot::Pending).map(|(i, _)| self.shared.plan.nodes[i].name.clone()).collect();
-            self.failure = Some(RuntimeError::new(&codes::EXEC_FAILED, format!("these nodes cannot run: {}", stuck.join(", "))).stored(None));
+            let stuck: Vec<String> = self
+                .slots
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| **s == NodeSlot::Pending)
+                .map(|(i, _)| self.shared.plan.nodes[i].name.clone())
+                .collect();
+            self.failure = Some(
+                RuntimeError::new(
+                    &codes::EXEC_FAILED,
+                    format!("these nodes cannot run: {}", stuck.join(", ")),
+                )
+                .stored(None),
+            );
             return self.end_badly().await;
         }
         // Answers may have arrived while this attempt ran (`pipec answer`).
@@ -869,7 +1145,11 @@ impl Attempt {
         let mut answered = false;
         for i in waiting {
             let name = self.shared.plan.nodes[i].name.clone();
-            if let Some(g) = fresh.gates.get(&name).filter(|g| g.state == GateState::Answered) {
+            if let Some(g) = fresh
+                .gates
+                .get(&name)
+                .filter(|g| g.state == GateState::Answered)
+            {
                 self.state.gates.insert(name.clone(), g.clone());
                 self.finish_node(i, g.answer.clone().unwrap_or(Value::Null), None);
                 answered = true;
@@ -887,17 +1167,27 @@ impl Attempt {
             .gates
             .iter()
             .filter(|(_, g)| g.state == GateState::Pending)
-            .map(|(name, g)| PendingGate { name: name.clone(), message: g.message.clone(), schema: g.schema.clone(), deadline_ms: g.deadline_ms })
+            .map(|(name, g)| PendingGate {
+                name: name.clone(),
+                message: g.message.clone(),
+                schema: g.schema.clone(),
+                deadline_ms: g.deadline_ms,
+            })
             .collect();
         self.thread.status = Status::Paused;
         self.thread.holder = None;
         self.thread.due_ms = gates.iter().filter_map(|g| g.deadline_ms).min();
         let names: Vec<&str> = gates.iter().map(|g| g.name.as_str()).collect();
         self.buffer.push(Write::Thread(self.thread.clone()));
-        self.buffer.push(Write::Event(json!({ "type": "thread_paused", "gates": names })));
+        self.buffer.push(Write::Event(
+            json!({ "type": "thread_paused", "gates": names }),
+        ));
         self.end_attempt("paused");
         self.flush().await?;
-        Ok(Outcome::Paused { thread: self.shared.thread_id.clone(), gates })
+        Ok(Outcome::Paused {
+            thread: self.shared.thread_id.clone(),
+            gates,
+        })
     }
 
     async fn complete(&mut self) -> Result<Outcome, RuntimeError> {
@@ -907,7 +1197,12 @@ impl Attempt {
             let v = match eval::source(self, &o.source, &o.schema) {
                 Ok(Slot::Value(v)) => v,
                 Ok(Slot::Skipped) => Value::Null,
-                Err(m) => return Err(RuntimeError::new(&codes::INPUT_INVALID, format!("the output `{}`: {m}", o.name))),
+                Err(m) => {
+                    return Err(RuntimeError::new(
+                        &codes::INPUT_INVALID,
+                        format!("the output `{}`: {m}", o.name),
+                    ));
+                }
             };
             outputs.insert(o.name.clone(), v);
         }
@@ -918,10 +1213,15 @@ impl Attempt {
         self.thread.outputs = Some(outputs.clone());
         self.thread.due_ms = None;
         self.buffer.push(Write::Thread(self.thread.clone()));
-        self.buffer.push(Write::Event(json!({ "type": "thread_completed", "outputs": outputs })));
+        self.buffer.push(Write::Event(
+            json!({ "type": "thread_completed", "outputs": outputs }),
+        ));
         self.end_attempt("completed");
         self.flush().await?;
-        Ok(Outcome::Completed { thread: self.shared.thread_id.clone(), outputs })
+        Ok(Outcome::Completed {
+            thread: self.shared.thread_id.clone(),
+            outputs,
+        })
     }
 
     async fn end_badly(&mut self) -> Result<Outcome, RuntimeError> {
@@ -930,24 +1230,39 @@ impl Attempt {
             self.thread.status = Status::Blocked;
             self.thread.error = self.unknown.first().cloned();
             self.buffer.push(Write::Thread(self.thread.clone()));
-            self.buffer.push(Write::Event(json!({ "type": "thread_blocked" })));
+            self.buffer
+                .push(Write::Event(json!({ "type": "thread_blocked" })));
             self.end_attempt("blocked");
             self.flush().await?;
             let reasons = std::mem::take(&mut self.unknown);
-            return Ok(Outcome::Blocked { thread: self.shared.thread_id.clone(), reasons });
+            return Ok(Outcome::Blocked {
+                thread: self.shared.thread_id.clone(),
+                reasons,
+            });
         }
-        let error = self.failure.clone().unwrap_or_else(|| RuntimeError::new(&codes::EXEC_FAILED, "the run failed").stored(None));
+        let error = self.failure.clone().unwrap_or_else(|| {
+            RuntimeError::new(&codes::EXEC_FAILED, "the run failed").stored(None)
+        });
         self.thread.status = Status::Failed;
         self.thread.error = Some(error.clone());
         self.buffer.push(Write::Thread(self.thread.clone()));
         self.buffer.push(Write::Event(json!({ "type": "thread_failed", "code": error.code, "message": error.message, "node": error.node })));
         self.end_attempt("failed");
         self.flush().await?;
-        Ok(Outcome::Failed { thread: self.shared.thread_id.clone(), error })
+        Ok(Outcome::Failed {
+            thread: self.shared.thread_id.clone(),
+            error,
+        })
     }
 
     fn end_attempt(&mut self, how: &str) {
-        if let Some(mut a) = self.state.attempts.iter().find(|a| a.number == self.shared.attempt_no).cloned() {
+        if let Some(mut a) = self
+            .state
+            .attempts
+            .iter()
+            .find(|a| a.number == self.shared.attempt_no)
+            .cloned()
+        {
             a.ended_ms = ids::now_ms();
             a.end = Some(how.to_string());
             self.buffer.push(Write::Attempt(a));
@@ -956,44 +1271,75 @@ impl Attempt {
 }
 
 fn is_pure(node: &Node) -> bool {
-    matches!(node.body, Body::Return { .. }) && !node.params.iter().any(|p| eval::is_resource(&p.source))
+    matches!(node.body, Body::Return { .. })
+        && !node.params.iter().any(|p| eval::is_resource(&p.source))
 }
 
 fn each_max(node: &Node) -> Option<u64> {
     let name = node.each.as_deref()?;
-    node.params.iter().find(|p| p.name == name).and_then(|p| match &p.source {
-        crate::plan::Source::Each { max, .. } => *max,
-        _ => None,
-    })
+    node.params
+        .iter()
+        .find(|p| p.name == name)
+        .and_then(|p| match &p.source {
+            crate::plan::Source::Each { max, .. } => *max,
+            _ => None,
+        })
 }
 
 async fn run_single(shared: Arc<Shared>, mut work: Vec<Unit>) -> UnitEnd {
     match work.pop() {
         Some(unit) => tasks::run_unit(shared, unit).await,
-        None => UnitEnd::Failed { error: RuntimeError::new(&codes::EXEC_FAILED, "nothing to run").stored(None), writes: Vec::new() },
+        None => UnitEnd::Failed {
+            error: RuntimeError::new(&codes::EXEC_FAILED, "nothing to run").stored(None),
+            writes: Vec::new(),
+        },
     }
 }
 
 /// An `each` node: items run concurrently (within the node's `concurrency`), each
 /// committed as it finishes; items already stored are not run again.
-async fn run_each(shared: Arc<Shared>, node: Arc<Node>, units: Vec<Unit>, done: BTreeMap<u32, ItemRec>) -> UnitEnd {
+async fn run_each(
+    shared: Arc<Shared>,
+    node: Arc<Node>,
+    units: Vec<Unit>,
+    done: BTreeMap<u32, ItemRec>,
+) -> UnitEnd {
     let limit = node.concurrency.map_or(usize::MAX, |c| c.max(1) as usize);
     let local = Arc::new(Semaphore::new(limit.min(4096)));
     let total = units.len();
     let mut results: BTreeMap<u32, ItemRec> = done;
     let mut set: JoinSet<(u32, Result<ItemRec, (StoredError, bool)>)> = JoinSet::new();
     for unit in units {
-        if results.get(&unit.item).is_some_and(|r| r.state != ItemState::Failed) {
+        if results
+            .get(&unit.item)
+            .is_some_and(|r| r.state != ItemState::Failed)
+        {
             continue;
         }
         match Attempt::when_holds(&node, &unit.params) {
             Ok(false) => {
-                let rec = ItemRec { state: ItemState::Skipped, value: None, error: None };
-                let _ = shared.commit(vec![Write::Item(node.name.clone(), unit.generation, unit.item, rec.clone())]).await;
+                let rec = ItemRec {
+                    state: ItemState::Skipped,
+                    value: None,
+                    error: None,
+                };
+                let _ = shared
+                    .commit(vec![Write::Item(
+                        node.name.clone(),
+                        unit.generation,
+                        unit.item,
+                        rec.clone(),
+                    )])
+                    .await;
                 results.insert(unit.item, rec);
                 continue;
             }
-            Err(e) => return UnitEnd::Failed { error: e, writes: Vec::new() },
+            Err(e) => {
+                return UnitEnd::Failed {
+                    error: e,
+                    writes: Vec::new(),
+                };
+            }
             Ok(true) => {}
         }
         let shared = shared.clone();
@@ -1013,11 +1359,40 @@ async fn run_each(shared: Arc<Shared>, node: Arc<Node>, units: Vec<Unit>, done: 
             }
             let end = tasks::run_unit(shared.clone(), unit).await;
             let (rec, mut writes, outcome) = match end {
-                UnitEnd::Value { value, writes } => (ItemRec { state: ItemState::Done, value: Some(value), error: None }, writes, Ok(())),
-                UnitEnd::Failed { error, writes } => (ItemRec { state: ItemState::Failed, value: None, error: Some(error.clone()) }, writes, Err((error, false))),
-                UnitEnd::Unknown { error, writes } => (ItemRec { state: ItemState::Failed, value: None, error: Some(error.clone()) }, writes, Err((error, true))),
+                UnitEnd::Value { value, writes } => (
+                    ItemRec {
+                        state: ItemState::Done,
+                        value: Some(value),
+                        error: None,
+                    },
+                    writes,
+                    Ok(()),
+                ),
+                UnitEnd::Failed { error, writes } => (
+                    ItemRec {
+                        state: ItemState::Failed,
+                        value: None,
+                        error: Some(error.clone()),
+                    },
+                    writes,
+                    Err((error, false)),
+                ),
+                UnitEnd::Unknown { error, writes } => (
+                    ItemRec {
+                        state: ItemState::Failed,
+                        value: None,
+                        error: Some(error.clone()),
+                    },
+                    writes,
+                    Err((error, true)),
+                ),
             };
-            writes.push(Write::Item(node.name.clone(), generation, item, rec.clone()));
+            writes.push(Write::Item(
+                node.name.clone(),
+                generation,
+                item,
+                rec.clone(),
+            ));
             if let Err(e) = shared.commit(writes).await {
                 return (item, Err((e.stored(Some(&node.name)), false)));
             }
@@ -1035,8 +1410,14 @@ async fn run_each(shared: Arc<Shared>, node: Arc<Node>, units: Vec<Unit>, done: 
             }
             Ok((item, Err((error, unknown)))) => {
                 if node.drop_failed_items && !unknown {
-                    let rec = ItemRec { state: ItemState::Dropped, value: None, error: Some(error) };
-                    let _ = shared.commit(vec![Write::Item(node.name.clone(), 0, item, rec.clone())]).await;
+                    let rec = ItemRec {
+                        state: ItemState::Dropped,
+                        value: None,
+                        error: Some(error),
+                    };
+                    let _ = shared
+                        .commit(vec![Write::Item(node.name.clone(), 0, item, rec.clone())])
+                        .await;
                     results.insert(item, rec);
                 } else if failure.is_none() {
                     failure = Some((error, unknown));
@@ -1044,13 +1425,37 @@ async fn run_each(shared: Arc<Shared>, node: Arc<Node>, units: Vec<Unit>, done: 
                 }
             }
             Err(e) => {
-                failure.get_or_insert((RuntimeError::new(&codes::EXEC_FAILED, format!("an item stopped unexpectedly: {e}")).stored(Some(&node.name)), false));
+                failure.get_or_insert((
+                    RuntimeError::new(
+                        &codes::EXEC_FAILED,
+                        format!("an item stopped unexpectedly: {e}"),
+                    )
+                    .stored(Some(&node.name)),
+                    false,
+                ));
             }
         }
     }
     if let Some((error, unknown)) = failure {
-        return if unknown { UnitEnd::Unknown { error, writes: Vec::new() } } else { UnitEnd::Failed { error, writes: Vec::new() } };
+        return if unknown {
+            UnitEnd::Unknown {
+                error,
+                writes: Vec::new(),
+            }
+        } else {
+            UnitEnd::Failed {
+                error,
+                writes: Vec::new(),
+            }
+        };
     }
-    let values: Vec<Value> = (0..total as u32).filter_map(|i| results.get(&i)).filter(|r| r.state == ItemState::Done).filter_map(|r| r.value.clone()).collect();
-    UnitEnd::Value { value: Value::Array(values), writes: Vec::new() }
+    let values: Vec<Value> = (0..total as u32)
+        .filter_map(|i| results.get(&i))
+        .filter(|r| r.state == ItemState::Done)
+        .filter_map(|r| r.value.clone())
+        .collect();
+    UnitEnd::Value {
+        value: Value::Array(values),
+        writes: Vec::new(),
+    }
 }

@@ -28,19 +28,39 @@ pub enum ExecError {
     /// It could not start.
     Spawn(String),
     /// It exited non-zero (or was killed by a signal).
-    Exit { status: String, stderr: String },
-    TimedOut { after: Duration, stderr: String },
+    Exit {
+        status: String,
+        stderr: String,
+    },
+    TimedOut {
+        after: Duration,
+        stderr: String,
+    },
     /// Its stdout is not one JSON value.
-    Output { message: String, stderr: String },
+    Output {
+        message: String,
+        stderr: String,
+    },
 }
 
 impl std::fmt::Display for ExecError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let tail = |s: &str| if s.trim().is_empty() { String::new() } else { format!("; stderr ends with:\n{}", s.trim_end()) };
+        let tail = |s: &str| {
+            if s.trim().is_empty() {
+                String::new()
+            } else {
+                format!("; stderr ends with:\n{}", s.trim_end())
+            }
+        };
         match self {
             ExecError::Spawn(m) => write!(f, "cannot start the command: {m}"),
             ExecError::Exit { status, stderr } => write!(f, "the command {status}{}", tail(stderr)),
-            ExecError::TimedOut { after, stderr } => write!(f, "the command ran longer than {}s and was killed{}", after.as_secs_f64(), tail(stderr)),
+            ExecError::TimedOut { after, stderr } => write!(
+                f,
+                "the command ran longer than {}s and was killed{}",
+                after.as_secs_f64(),
+                tail(stderr)
+            ),
             ExecError::Output { message, stderr } => write!(f, "{message}{}", tail(stderr)),
         }
     }
@@ -94,7 +114,9 @@ pub async fn run(req: ExecRequest<'_>) -> Result<Value, ExecError> {
         cmd.env(k, v);
     }
     die_with_parent(&mut cmd);
-    let mut child = cmd.spawn().map_err(|e| ExecError::Spawn(format!("{argv0}: {e}")))?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| ExecError::Spawn(format!("{argv0}: {e}")))?;
     let pgid = child.id().unwrap_or(0);
     let input = serde_json::to_vec(req.stdin).unwrap_or_default();
     let mut stdin = child.stdin.take();
@@ -133,7 +155,10 @@ pub async fn run(req: ExecRequest<'_>) -> Result<Value, ExecError> {
                 if pgid != 0 {
                     kill_group(pgid);
                 }
-                return Err(ExecError::TimedOut { after: t, stderr: String::new() });
+                return Err(ExecError::TimedOut {
+                    after: t,
+                    stderr: String::new(),
+                });
             }
         },
         None => work.await,
@@ -145,14 +170,23 @@ pub async fn run(req: ExecRequest<'_>) -> Result<Value, ExecError> {
             Some(c) => format!("exited with status {c}"),
             None => "was killed by a signal".to_string(),
         };
-        return Err(ExecError::Exit { status, stderr: stderr_text });
+        return Err(ExecError::Exit {
+            status,
+            stderr: stderr_text,
+        });
     }
     if out.len() as u64 > MAX_STDOUT {
-        return Err(ExecError::Output { message: format!("the command printed more than {MAX_STDOUT} bytes"), stderr: stderr_text });
+        return Err(ExecError::Output {
+            message: format!("the command printed more than {MAX_STDOUT} bytes"),
+            stderr: stderr_text,
+        });
     }
     let text = String::from_utf8_lossy(&out);
     serde_json::from_str(text.trim()).map_err(|e| ExecError::Output {
-        message: format!("the command's stdout is not one JSON value ({e}): {}", text.chars().take(200).collect::<String>()),
+        message: format!(
+            "the command's stdout is not one JSON value ({e}): {}",
+            text.chars().take(200).collect::<String>()
+        ),
         stderr: stderr_text,
     })
 }

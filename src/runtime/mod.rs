@@ -12,4 +12,6 @@ mod tasks;
 pub mod validate;
 
 pub use progress::{Progress, StderrProgress, Step};
-pub use runner::{Decision, EventSink, HostFn, Outcome, PendingGate, RunOptions, Runner, RuntimeError};
+pub use runner::{
+    Decision, EventSink, HostFn, Outcome, PendingGate, RunOptions, Runner, RuntimeError,
+};

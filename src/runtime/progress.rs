@@ -6,12 +6,29 @@ use std::time::Duration;
 /// What a run reports as it goes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step<'a> {
-    Started { node: &'a str, item: Option<u32> },
-    Finished { node: &'a str, took: Duration },
-    Skipped { node: &'a str },
-    Failed { node: &'a str, message: &'a str },
-    Retrying { node: &'a str, try_number: u32, after: Duration },
-    Waiting { gate: &'a str },
+    Started {
+        node: &'a str,
+        item: Option<u32>,
+    },
+    Finished {
+        node: &'a str,
+        took: Duration,
+    },
+    Skipped {
+        node: &'a str,
+    },
+    Failed {
+        node: &'a str,
+        message: &'a str,
+    },
+    Retrying {
+        node: &'a str,
+        try_number: u32,
+        after: Duration,
+    },
+    Waiting {
+        gate: &'a str,
+    },
 }
 
 /// Receives progress; the CLI prints it on stderr.
@@ -26,11 +43,20 @@ impl Progress for StderrProgress {
     fn step(&self, step: Step<'_>) {
         let line = match step {
             Step::Started { node, item: None } => format!("  ▸ {node}"),
-            Step::Started { node, item: Some(i) } => format!("  ▸ {node}[{i}]"),
+            Step::Started {
+                node,
+                item: Some(i),
+            } => format!("  ▸ {node}[{i}]"),
             Step::Finished { node, took } => format!("  ✓ {node} ({})", human(took)),
             Step::Skipped { node } => format!("  ↷ {node} skipped"),
-            Step::Failed { node, message } => format!("  ✗ {node}: {}", message.lines().next().unwrap_or("")),
-            Step::Retrying { node, try_number, after } => format!("  ↻ {node}: try {try_number} in {}", human(after)),
+            Step::Failed { node, message } => {
+                format!("  ✗ {node}: {}", message.lines().next().unwrap_or(""))
+            }
+            Step::Retrying {
+                node,
+                try_number,
+                after,
+            } => format!("  ↻ {node}: try {try_number} in {}", human(after)),
             Step::Waiting { gate } => format!("  ⏸ {gate} waits for an answer"),
         };
         eprintln!("{line}");

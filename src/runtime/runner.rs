@@ -9,8 +9,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use schemars::JsonSchema;
-use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::attempt::{Attempt, Start};
@@ -19,10 +19,13 @@ use super::validate::Validators;
 use crate::diagnostic::{self as codes, Rule};
 use crate::llm::{Model, OpenAiModel, ScriptedModel};
 use crate::plan::{Body, ConfigValue, Plan, Source};
-use crate::store::{ids, AttemptRec, CallState, Status, Store, StoreError, StoredError, ThreadRec, ThreadState};
+use crate::store::{
+    AttemptRec, CallState, Status, Store, StoreError, StoredError, ThreadRec, ThreadState, ids,
+};
 
 /// A host function: JSON in (the node's parameters), JSON out.
-pub type HostFn = Arc<dyn Fn(Value) -> Pin<Box<dyn Future<Output = Result<Value, String>> + Send>> + Send + Sync>;
+pub type HostFn =
+    Arc<dyn Fn(Value) -> Pin<Box<dyn Future<Output = Result<Value, String>> + Send>> + Send + Sync>;
 
 /// A sink for `--events`: every event, after it is committed.
 pub type EventSink = Arc<dyn Fn(&Value) + Send + Sync>;
@@ -30,18 +33,33 @@ pub type EventSink = Arc<dyn Fn(&Value) + Send + Sync>;
 /// How a run ended (for now).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
-    Completed { thread: String, outputs: Value },
+    Completed {
+        thread: String,
+        outputs: Value,
+    },
     /// Waiting for answers at these gates.
-    Paused { thread: String, gates: Vec<PendingGate> },
-    Failed { thread: String, error: StoredError },
+    Paused {
+        thread: String,
+        gates: Vec<PendingGate>,
+    },
+    Failed {
+        thread: String,
+        error: StoredError,
+    },
     /// Needs a person's decision (an unfinished effect, a diverging journal).
-    Blocked { thread: String, reasons: Vec<StoredError> },
+    Blocked {
+        thread: String,
+        reasons: Vec<StoredError>,
+    },
 }
 
 impl Outcome {
     pub fn thread(&self) -> &str {
         match self {
-            Outcome::Completed { thread, .. } | Outcome::Paused { thread, .. } | Outcome::Failed { thread, .. } | Outcome::Blocked { thread, .. } => thread,
+            Outcome::Completed { thread, .. }
+            | Outcome::Paused { thread, .. }
+            | Outcome::Failed { thread, .. }
+            | Outcome::Blocked { thread, .. } => thread,
         }
     }
 }
@@ -65,7 +83,12 @@ pub struct RuntimeError {
 
 impl RuntimeError {
     pub fn new(rule: &'static Rule, message: impl Into<String>) -> RuntimeError {
-        RuntimeError { code: rule.code, name: rule.name, message: message.into(), help: None }
+        RuntimeError {
+            code: rule.code,
+            name: rule.name,
+            message: message.into(),
+            help: None,
+        }
     }
 
     pub fn help(mut self, help: impl Into<String>) -> RuntimeError {
@@ -74,7 +97,13 @@ impl RuntimeError {
     }
 
     pub fn stored(&self, node: Option<&str>) -> StoredError {
-        StoredError { code: self.code.into(), name: self.name.into(), message: self.message.clone(), node: node.map(str::to_string), help: self.help.clone() }
+        StoredError {
+            code: self.code.into(),
+            name: self.name.into(),
+            message: self.message.clone(),
+            node: node.map(str::to_string),
+            help: self.help.clone(),
+        }
     }
 }
 
@@ -102,12 +131,22 @@ impl From<StoreError> for RuntimeError {
             StoreError::Corrupt { .. } | StoreError::Io(_) => &codes::STORE_UNREADABLE,
         };
         let help = match &e {
-            StoreError::Locked { .. } => Some("wait for it to finish, or stop that process; `pipec answer` works meanwhile".to_string()),
-            StoreError::NotFound { .. } => Some("`pipec runs` lists the threads of this store".to_string()),
+            StoreError::Locked { .. } => Some(
+                "wait for it to finish, or stop that process; `pipec answer` works meanwhile"
+                    .to_string(),
+            ),
+            StoreError::NotFound { .. } => {
+                Some("`pipec runs` lists the threads of this store".to_string())
+            }
             StoreError::NewerFormat { .. } => Some("use a newer pipec".to_string()),
             _ => None,
         };
-        RuntimeError { code: rule.code, name: rule.name, message: e.to_string(), help }
+        RuntimeError {
+            code: rule.code,
+            name: rule.name,
+            message: e.to_string(),
+            help,
+        }
     }
 }
 
@@ -195,9 +234,17 @@ impl Runner {
         for node in &self.plan.nodes {
             if let Body::Host { function } = &node.body {
                 if function == name {
-                    check_host_types(node, &input_schema, &output_schema, &self.plan).map_err(|m| {
-                        RuntimeError::new(&codes::HOST_FUNCTION_MISSING, format!("the host function `{name}` does not fit the node `{}`: {m}", node.name))
-                    })?;
+                    check_host_types(node, &input_schema, &output_schema, &self.plan).map_err(
+                        |m| {
+                            RuntimeError::new(
+                                &codes::HOST_FUNCTION_MISSING,
+                                format!(
+                                    "the host function `{name}` does not fit the node `{}`: {m}",
+                                    node.name
+                                ),
+                            )
+                        },
+                    )?;
                 }
             }
         }
@@ -205,7 +252,9 @@ impl Runner {
         let wrapped: HostFn = Arc::new(move |v: Value| {
             let f = f.clone();
             Box::pin(async move {
-                let input: I = serde_json::from_value(v).map_err(|e| format!("the node's parameters do not fit the host function's input: {e}"))?;
+                let input: I = serde_json::from_value(v).map_err(|e| {
+                    format!("the node's parameters do not fit the host function's input: {e}")
+                })?;
                 let out = f(input).await?;
                 serde_json::to_value(out).map_err(|e| e.to_string())
             })
@@ -221,10 +270,13 @@ impl Runner {
         Fut: Future<Output = Result<Value, String>> + Send + 'static,
     {
         let f = Arc::new(f);
-        self.hosts.insert(name.to_string(), Arc::new(move |v| {
-            let f = f.clone();
-            Box::pin(async move { f(v).await })
-        }));
+        self.hosts.insert(
+            name.to_string(),
+            Arc::new(move |v| {
+                let f = f.clone();
+                Box::pin(async move { f(v).await })
+            }),
+        );
         self
     }
 
@@ -236,7 +288,8 @@ impl Runner {
 
     /// `--model NAME=scripted:FILE`: recorded on the thread, so a resume uses it too.
     pub fn model_override(mut self, name: &str, spec: &str) -> Runner {
-        self.model_overrides.insert(name.to_string(), spec.to_string());
+        self.model_overrides
+            .insert(name.to_string(), spec.to_string());
         self
     }
 
@@ -267,7 +320,10 @@ impl Runner {
     }
 
     /// Reads configuration and secrets through `f` instead of the process environment.
-    pub fn environment(mut self, f: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Runner {
+    pub fn environment(
+        mut self,
+        f: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Runner {
         self.environment = Arc::new(f);
         self
     }
@@ -277,7 +333,11 @@ impl Runner {
         self.start_with(inputs, RunOptions::default()).await
     }
 
-    pub async fn start_with(&self, inputs: Value, opts: RunOptions) -> Result<Outcome, RuntimeError> {
+    pub async fn start_with(
+        &self,
+        inputs: Value,
+        opts: RunOptions,
+    ) -> Result<Outcome, RuntimeError> {
         if let Some(id) = &opts.thread_id {
             match self.store.load(id).await {
                 Ok(_) => return self.resume_with(id, Vec::new(), opts.clone()).await,
@@ -311,7 +371,12 @@ impl Runner {
             status: Status::Running,
             cancel_requested: false,
             epoch: 1,
-            holder: Some(crate::store::Holder { run_id: String::new(), pid: std::process::id(), host: host_name(), since_ms: now }),
+            holder: Some(crate::store::Holder {
+                run_id: String::new(),
+                pid: std::process::id(),
+                host: host_name(),
+                since_ms: now,
+            }),
             created_ms: now,
             updated_ms: now,
             inputs,
@@ -329,39 +394,83 @@ impl Runner {
         if let Some(h) = &mut thread.holder {
             h.run_id = attempt.run_id.clone();
         }
-        let lease = self.store.create_thread(thread.clone(), attempt.clone()).await?;
-        let state = ThreadState { thread: Some(thread), attempts: vec![attempt], ..Default::default() };
+        let lease = self
+            .store
+            .create_thread(thread.clone(), attempt.clone())
+            .await?;
+        let state = ThreadState {
+            thread: Some(thread),
+            attempts: vec![attempt],
+            ..Default::default()
+        };
         let attempt = Attempt::new(self, lease, state, models, secrets, Start::Fresh)?;
         attempt.run(opts).await
     }
 
     /// Resumes a thread, applying answers first.
-    pub async fn resume(&self, thread: &str, answers: Vec<(String, Value)>) -> Result<Outcome, RuntimeError> {
-        self.resume_with(thread, answers, RunOptions::default()).await
+    pub async fn resume(
+        &self,
+        thread: &str,
+        answers: Vec<(String, Value)>,
+    ) -> Result<Outcome, RuntimeError> {
+        self.resume_with(thread, answers, RunOptions::default())
+            .await
     }
 
-    pub async fn resume_with(&self, thread: &str, answers: Vec<(String, Value)>, opts: RunOptions) -> Result<Outcome, RuntimeError> {
+    pub async fn resume_with(
+        &self,
+        thread: &str,
+        answers: Vec<(String, Value)>,
+        opts: RunOptions,
+    ) -> Result<Outcome, RuntimeError> {
         // Everything below up to the claim only reads: a refused resume changes nothing.
         let state = self.store.load(thread).await?;
         let Some(rec) = state.thread.clone() else {
-            return Err(RuntimeError::new(&codes::THREAD_NOT_FOUND, format!("no thread `{thread}`")));
+            return Err(RuntimeError::new(
+                &codes::THREAD_NOT_FOUND,
+                format!("no thread `{thread}`"),
+            ));
         };
+        if rec.status == Status::Running && self.store.is_held(&rec.id) {
+            return Err(StoreError::Locked {
+                thread: rec.id.clone(),
+                holder: rec.holder.clone(),
+            }
+            .into());
+        }
         match rec.status {
             Status::Completed => {
-                return Ok(Outcome::Completed { thread: rec.id, outputs: rec.outputs.unwrap_or(Value::Null) });
+                return Ok(Outcome::Completed {
+                    thread: rec.id,
+                    outputs: rec.outputs.unwrap_or(Value::Null),
+                });
             }
             Status::Cancelled => {
-                return Err(RuntimeError::new(&codes::THREAD_NOT_FOUND, format!("thread {} was cancelled", rec.id)).help("start a new run"));
+                return Err(RuntimeError::new(
+                    &codes::THREAD_NOT_FOUND,
+                    format!("thread {} was cancelled", rec.id),
+                )
+                .help("start a new run"));
             }
             _ => {}
         }
         // Answers: valid, for gates that exist in this plan.
         for (gate, answer) in &answers {
-            let pending = state.gates.get(gate).is_some_and(|g| g.state == crate::store::GateState::Pending);
+            let pending = state
+                .gates
+                .get(gate)
+                .is_some_and(|g| g.state == crate::store::GateState::Pending);
             self.check_answer(gate, answer, !pending)?;
             if let Some(g) = state.gates.get(gate) {
-                if g.state == crate::store::GateState::Answered && g.answer.as_ref() != Some(answer) {
-                    return Err(RuntimeError::new(&codes::GATE_ALREADY_ANSWERED, format!("the gate `{gate}` was already answered ({})", g.answered_by.clone().unwrap_or_default())));
+                if g.state == crate::store::GateState::Answered && g.answer.as_ref() != Some(answer)
+                {
+                    return Err(RuntimeError::new(
+                        &codes::GATE_ALREADY_ANSWERED,
+                        format!(
+                            "the gate `{gate}` was already answered ({})",
+                            g.answered_by.clone().unwrap_or_default()
+                        ),
+                    ));
                 }
             }
         }
@@ -370,14 +479,22 @@ impl Runner {
         // Unfinished effects need a decision.
         let blocked = self.unfinished_calls(&state, &opts);
         if !blocked.is_empty() {
-            return Ok(Outcome::Blocked { thread: rec.id, reasons: blocked });
+            return Ok(Outcome::Blocked {
+                thread: rec.id,
+                reasons: blocked,
+            });
         }
         self.check_hosts()?;
         let secrets = self.read_secrets(&rec.model_overrides)?;
         let config = self.read_config(&rec.config, &rec.model_overrides)?;
         let models = self.build_models(&rec.model_overrides, &secrets, &config)?;
         // Answers to pending gates go in without a lease (so a live holder sees them too).
-        let (now_answers, later): (Vec<_>, Vec<_>) = answers.into_iter().partition(|(g, _)| state.gates.get(g).is_some_and(|r| r.state == crate::store::GateState::Pending));
+        let (now_answers, later): (Vec<_>, Vec<_>) = answers.into_iter().partition(|(g, _)| {
+            state
+                .gates
+                .get(g)
+                .is_some_and(|r| r.state == crate::store::GateState::Pending)
+        });
         if !now_answers.is_empty() {
             self.store.answer(&rec.id, now_answers, "cli").await?;
         }
@@ -385,7 +502,14 @@ impl Runner {
         let (lease, state) = self.store.claim(&rec.id, attempt_rec).await?;
         let mut opts = opts;
         opts.pre_answers.extend(later);
-        let attempt = Attempt::new(self, lease, state, models, secrets, Start::Resume { plan_changes })?;
+        let attempt = Attempt::new(
+            self,
+            lease,
+            state,
+            models,
+            secrets,
+            Start::Resume { plan_changes },
+        )?;
         attempt.run(opts).await
     }
 
@@ -406,14 +530,27 @@ impl Runner {
     /// Validates inputs against the plan and fills defaults.
     pub fn check_inputs(&self, inputs: Value) -> Result<Value, RuntimeError> {
         let Value::Object(given) = inputs else {
-            return Err(RuntimeError::new(&codes::INPUT_INVALID, "inputs are a JSON object of input names"));
+            return Err(RuntimeError::new(
+                &codes::INPUT_INVALID,
+                "inputs are a JSON object of input names",
+            ));
         };
         for name in given.keys() {
             if !self.plan.inputs.iter().any(|i| &i.name == name) {
                 let known: Vec<&str> = self.plan.inputs.iter().map(|i| i.name.as_str()).collect();
                 let help = crate::check::names::did_you_mean(name, known.iter().copied())
-                    .unwrap_or_else(|| if known.is_empty() { "this pipeline takes no inputs".into() } else { format!("its inputs are {}", known.join(", ")) });
-                return Err(RuntimeError::new(&codes::INPUT_INVALID, format!("the pipeline has no input `{name}`")).help(help));
+                    .unwrap_or_else(|| {
+                        if known.is_empty() {
+                            "this pipeline takes no inputs".into()
+                        } else {
+                            format!("its inputs are {}", known.join(", "))
+                        }
+                    });
+                return Err(RuntimeError::new(
+                    &codes::INPUT_INVALID,
+                    format!("the pipeline has no input `{name}`"),
+                )
+                .help(help));
             }
         }
         let mut out = Map::new();
@@ -424,13 +561,25 @@ impl Runner {
                     Some(d) => d.clone(),
                     None if input.optional => Value::Null,
                     None => {
-                        return Err(RuntimeError::new(&codes::INPUT_INVALID, format!("the input `{}` ({}) is required", input.name, input.type_name))
-                            .help(format!("give it: `--input {}=...`", input.name)));
+                        return Err(RuntimeError::new(
+                            &codes::INPUT_INVALID,
+                            format!(
+                                "the input `{}` ({}) is required",
+                                input.name, input.type_name
+                            ),
+                        )
+                        .help(format!("give it: `--input {}=...`", input.name)));
                     }
                 },
             };
             if let Err(e) = self.validators.check(&input.schema, &value, false) {
-                return Err(RuntimeError::new(&codes::INPUT_INVALID, format!("the input `{}` does not fit `{}`: {e}", input.name, input.type_name)));
+                return Err(RuntimeError::new(
+                    &codes::INPUT_INVALID,
+                    format!(
+                        "the input `{}` does not fit `{}`: {e}",
+                        input.name, input.type_name
+                    ),
+                ));
             }
             out.insert(input.name.clone(), value);
         }
@@ -438,17 +587,49 @@ impl Runner {
     }
 
     /// An answer must fit its gate's type; `allow_future` accepts gates not yet reached.
-    fn check_answer(&self, gate: &str, answer: &Value, allow_future: bool) -> Result<(), RuntimeError> {
-        let Some(node) = self.plan.node(gate).filter(|n| n.kind == crate::plan::NodeKind::Gate) else {
-            let gates: Vec<&str> = self.plan.nodes.iter().filter(|n| n.kind == crate::plan::NodeKind::Gate).map(|n| n.name.as_str()).collect();
-            let help = crate::check::names::did_you_mean(gate, gates.iter().copied()).unwrap_or_else(|| format!("the gates are {}", gates.join(", ")));
-            return Err(RuntimeError::new(&codes::GATE_ANSWER_INVALID, format!("the pipeline has no gate `{gate}`")).help(help));
+    fn check_answer(
+        &self,
+        gate: &str,
+        answer: &Value,
+        allow_future: bool,
+    ) -> Result<(), RuntimeError> {
+        let Some(node) = self
+            .plan
+            .node(gate)
+            .filter(|n| n.kind == crate::plan::NodeKind::Gate)
+        else {
+            let gates: Vec<&str> = self
+                .plan
+                .nodes
+                .iter()
+                .filter(|n| n.kind == crate::plan::NodeKind::Gate)
+                .map(|n| n.name.as_str())
+                .collect();
+            let help = crate::check::names::did_you_mean(gate, gates.iter().copied())
+                .unwrap_or_else(|| format!("the gates are {}", gates.join(", ")));
+            return Err(RuntimeError::new(
+                &codes::GATE_ANSWER_INVALID,
+                format!("the pipeline has no gate `{gate}`"),
+            )
+            .help(help));
         };
         let _ = allow_future;
-        self.validators.check(&node.output, answer, false).map_err(|e| {
-            RuntimeError::new(&codes::GATE_ANSWER_INVALID, format!("the answer to `{gate}` does not fit `{}`: {e}", node.output_type))
-                .help(format!("answer with JSON of this schema: {}", serde_json::to_string(&self.validators.full_schema(&node.output, false)).unwrap_or_default()))
-        })
+        self.validators
+            .check(&node.output, answer, false)
+            .map_err(|e| {
+                RuntimeError::new(
+                    &codes::GATE_ANSWER_INVALID,
+                    format!(
+                        "the answer to `{gate}` does not fit `{}`: {e}",
+                        node.output_type
+                    ),
+                )
+                .help(format!(
+                    "answer with JSON of this schema: {}",
+                    serde_json::to_string(&self.validators.full_schema(&node.output, false))
+                        .unwrap_or_default()
+                ))
+            })
     }
 
     /// Every `host` node needs its function.
@@ -478,7 +659,11 @@ impl Runner {
     }
 
     /// `env()` values: recorded ones on resume, else read now; missing ones refuse.
-    fn read_config(&self, recorded: &BTreeMap<String, String>, overrides: &BTreeMap<String, String>) -> Result<BTreeMap<String, String>, RuntimeError> {
+    fn read_config(
+        &self,
+        recorded: &BTreeMap<String, String>,
+        overrides: &BTreeMap<String, String>,
+    ) -> Result<BTreeMap<String, String>, RuntimeError> {
         let mut needed: BTreeMap<String, Option<String>> = BTreeMap::new();
         for node in &self.plan.nodes {
             for p in &node.params {
@@ -495,13 +680,23 @@ impl Runner {
         }
         let mut out = BTreeMap::new();
         for (var, default) in needed {
-            let value = recorded.get(&var).cloned().or_else(|| (self.environment)(&var)).or(default);
+            let value = recorded
+                .get(&var)
+                .cloned()
+                .or_else(|| (self.environment)(&var))
+                .or(default);
             match value {
                 Some(v) => {
                     out.insert(var, v);
                 }
                 None => {
-                    return Err(RuntimeError::new(&codes::CONFIG_MISSING, format!("the environment variable `{var}` is not set")).help(format!("set it, or give a default: `env(\"{var}\", default: \"...\")`")));
+                    return Err(RuntimeError::new(
+                        &codes::CONFIG_MISSING,
+                        format!("the environment variable `{var}` is not set"),
+                    )
+                    .help(format!(
+                        "set it, or give a default: `env(\"{var}\", default: \"...\")`"
+                    )));
                 }
             }
         }
@@ -509,7 +704,10 @@ impl Runner {
     }
 
     /// Secrets the run needs, read from the environment now (never stored).
-    fn read_secrets(&self, overrides: &BTreeMap<String, String>) -> Result<BTreeMap<String, String>, RuntimeError> {
+    fn read_secrets(
+        &self,
+        overrides: &BTreeMap<String, String>,
+    ) -> Result<BTreeMap<String, String>, RuntimeError> {
         let mut needed = BTreeSet::new();
         for node in &self.plan.nodes {
             for p in &node.params {
@@ -540,12 +738,22 @@ impl Runner {
     }
 
     /// The model instances: registered ones, overrides, then what the plan declares.
-    fn build_models(&self, overrides: &BTreeMap<String, String>, secrets: &BTreeMap<String, String>, config: &BTreeMap<String, String>) -> Result<HashMap<String, Arc<dyn Model>>, RuntimeError> {
+    fn build_models(
+        &self,
+        overrides: &BTreeMap<String, String>,
+        secrets: &BTreeMap<String, String>,
+        config: &BTreeMap<String, String>,
+    ) -> Result<HashMap<String, Arc<dyn Model>>, RuntimeError> {
         let mut out: HashMap<String, Arc<dyn Model>> = HashMap::new();
-        let used: BTreeSet<String> = self.plan.nodes.iter().filter_map(|n| match &n.body {
-            Body::Model { model, .. } => Some(model.clone()),
-            _ => None,
-        }).collect();
+        let used: BTreeSet<String> = self
+            .plan
+            .nodes
+            .iter()
+            .filter_map(|n| match &n.body {
+                Body::Model { model, .. } => Some(model.clone()),
+                _ => None,
+            })
+            .collect();
         let bad = |m: String| RuntimeError::new(&codes::CONFIG_MISSING, m);
         for name in used {
             if let Some(m) = self.models.get(&name) {
@@ -554,9 +762,14 @@ impl Runner {
             }
             if let Some(spec) = overrides.get(&name) {
                 let Some(file) = spec.strip_prefix("scripted:") else {
-                    return Err(bad(format!("`{spec}` is not a model override; write `scripted:FILE`")));
+                    return Err(bad(format!(
+                        "`{spec}` is not a model override; write `scripted:FILE`"
+                    )));
                 };
-                out.insert(name.clone(), Arc::new(ScriptedModel::from_file(&name, &PathBuf::from(file)).map_err(bad)?));
+                out.insert(
+                    name.clone(),
+                    Arc::new(ScriptedModel::from_file(&name, &PathBuf::from(file)).map_err(bad)?),
+                );
                 continue;
             }
             let Some(decl) = self.plan.models.iter().find(|m| m.name == name) else {
@@ -565,7 +778,9 @@ impl Runner {
             let resolve = |v: &Option<ConfigValue>| -> Option<String> {
                 match v {
                     Some(ConfigValue::Literal { value }) => Some(value.clone()),
-                    Some(ConfigValue::Env { var, default }) => config.get(var).cloned().or_else(|| default.clone()),
+                    Some(ConfigValue::Env { var, default }) => {
+                        config.get(var).cloned().or_else(|| default.clone())
+                    }
                     Some(ConfigValue::Secret { var }) => secrets.get(var).cloned(),
                     None => None,
                 }
@@ -573,11 +788,25 @@ impl Runner {
             let model: Arc<dyn Model> = match decl.provider.as_str() {
                 "scripted" => {
                     let file = decl.replies.clone().unwrap_or_default();
-                    Arc::new(ScriptedModel::from_file(&name, &self.project_root.join(file)).map_err(bad)?)
+                    Arc::new(
+                        ScriptedModel::from_file(&name, &self.project_root.join(file))
+                            .map_err(bad)?,
+                    )
                 }
                 _ => {
-                    let m = OpenAiModel::new(resolve(&decl.base_url).as_deref(), resolve(&decl.api_key), decl.model.as_deref().unwrap_or("")).map_err(bad)?;
-                    Arc::new(m.with_settings(decl.temperature, decl.max_tokens, decl.retries, decl.timeout_ms, &decl.extra))
+                    let m = OpenAiModel::new(
+                        resolve(&decl.base_url).as_deref(),
+                        resolve(&decl.api_key),
+                        decl.model.as_deref().unwrap_or(""),
+                    )
+                    .map_err(bad)?;
+                    Arc::new(m.with_settings(
+                        decl.temperature,
+                        decl.max_tokens,
+                        decl.retries,
+                        decl.timeout_ms,
+                        &decl.extra,
+                    ))
                 }
             };
             out.insert(name, model);
@@ -586,11 +815,22 @@ impl Runner {
     }
 
     /// Finished nodes whose definition changed are refused unless kept or rerun.
-    fn check_plan_change(&self, state: &ThreadState, opts: &RunOptions) -> Result<Vec<String>, RuntimeError> {
-        let renamed: HashMap<&str, &str> = opts.renames.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    fn check_plan_change(
+        &self,
+        state: &ThreadState,
+        opts: &RunOptions,
+    ) -> Result<Vec<String>, RuntimeError> {
+        let renamed: HashMap<&str, &str> = opts
+            .renames
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
         let mut changed = Vec::new();
         for (name, rec) in &state.nodes {
-            if !matches!(rec.state, crate::store::NodeState::Done | crate::store::NodeState::Skipped) {
+            if !matches!(
+                rec.state,
+                crate::store::NodeState::Done | crate::store::NodeState::Skipped
+            ) {
                 continue;
             }
             let current = renamed.get(name.as_str()).copied().unwrap_or(name.as_str());
@@ -601,7 +841,10 @@ impl Runner {
             }
         }
         let rerun: BTreeSet<String> = self.dependents_of(&opts.rerun_from);
-        let unresolved: Vec<&String> = changed.iter().filter(|n| !opts.keep.contains(n) && !rerun.contains(*n)).collect();
+        let unresolved: Vec<&String> = changed
+            .iter()
+            .filter(|n| !opts.keep.contains(n) && !rerun.contains(*n))
+            .collect();
         if !unresolved.is_empty() {
             let list: Vec<String> = unresolved.iter().map(|n| format!("`{n}`")).collect();
             return Err(RuntimeError::new(&codes::PLAN_CHANGED, format!("the plan changed under finished nodes: {}", list.join(", ")))
@@ -630,11 +873,17 @@ impl Runner {
                 continue;
             }
             let shown = key.display();
-            let decided = opts.decisions.iter().any(|(k, _)| k == "all" || *k == shown);
+            let decided = opts
+                .decisions
+                .iter()
+                .any(|(k, _)| k == "all" || *k == shown);
             if decided {
                 continue;
             }
-            let node_done = state.nodes.get(&key.node).is_some_and(|n| n.state == crate::store::NodeState::Done);
+            let node_done = state
+                .nodes
+                .get(&key.node)
+                .is_some_and(|n| n.state == crate::store::NodeState::Done);
             if node_done {
                 continue;
             }
@@ -655,7 +904,9 @@ fn collect_env(src: &Source, out: &mut BTreeMap<String, Option<String>>) {
         Source::Env { var, default } => {
             out.insert(var.clone(), default.clone());
         }
-        Source::Join { sides } | Source::List { items: sides } => sides.iter().for_each(|s| collect_env(s, out)),
+        Source::Join { sides } | Source::List { items: sides } => {
+            sides.iter().for_each(|s| collect_env(s, out))
+        }
         Source::Record { fields } => fields.values().for_each(|s| collect_env(s, out)),
         Source::Each { list, .. } => collect_env(list, out),
         _ => {}
@@ -667,7 +918,9 @@ fn collect_secrets(src: &Source, out: &mut BTreeSet<String>) {
         Source::Secret { var } => {
             out.insert(var.clone());
         }
-        Source::Join { sides } | Source::List { items: sides } => sides.iter().for_each(|s| collect_secrets(s, out)),
+        Source::Join { sides } | Source::List { items: sides } => {
+            sides.iter().for_each(|s| collect_secrets(s, out))
+        }
         Source::Record { fields } => fields.values().for_each(|s| collect_secrets(s, out)),
         Source::Each { list, .. } => collect_secrets(list, out),
         _ => {}
@@ -677,7 +930,11 @@ fn collect_secrets(src: &Source, out: &mut BTreeSet<String>) {
 pub(crate) fn host_name() -> String {
     std::env::var("HOSTNAME")
         .ok()
-        .or_else(|| std::fs::read_to_string("/etc/hostname").ok().map(|s| s.trim().to_string()))
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|s| s.trim().to_string())
+        })
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "localhost".into())
 }
@@ -686,29 +943,52 @@ fn normalize_thread_id(id: &str) -> Result<String, RuntimeError> {
     let upper = id.trim().to_ascii_uppercase();
     match ids::decode(&upper) {
         Some(n) => Ok(ids::encode(n)),
-        None => Err(RuntimeError::new(&codes::THREAD_NOT_FOUND, format!("`{id}` is not a thread id")).help("thread ids are 26-character ULIDs, as `pipec runs` shows them")),
+        None => Err(RuntimeError::new(
+            &codes::THREAD_NOT_FOUND,
+            format!("`{id}` is not a thread id"),
+        )
+        .help("thread ids are 26-character ULIDs, as `pipec runs` shows them")),
     }
 }
 
 /// The host function's input must provide the node's required parameters, with fitting
 /// JSON types, and its output must have every field the node's output requires.
-fn check_host_types(node: &crate::plan::Node, input: &Value, output: &Value, plan: &Plan) -> Result<(), String> {
+fn check_host_types(
+    node: &crate::plan::Node,
+    input: &Value,
+    output: &Value,
+    plan: &Plan,
+) -> Result<(), String> {
     let props = |s: &Value| -> BTreeMap<String, Value> {
-        s.get("properties").and_then(Value::as_object).map(|m| m.clone().into_iter().collect()).unwrap_or_default()
+        s.get("properties")
+            .and_then(Value::as_object)
+            .map(|m| m.clone().into_iter().collect())
+            .unwrap_or_default()
     };
     let required = |s: &Value| -> Vec<String> {
-        s.get("required").and_then(Value::as_array).map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()).unwrap_or_default()
+        s.get("required")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
     };
     let in_props = props(input);
     for field in required(input) {
         let Some(param) = node.params.iter().find(|p| p.name == field) else {
-            return Err(format!("its input needs `{field}`, which the node has no parameter for"));
+            return Err(format!(
+                "its input needs `{field}`, which the node has no parameter for"
+            ));
         };
         if let Some(expected) = in_props.get(&field).and_then(|s| s.get("type")) {
             let declared = resolve_type(&param.schema, plan);
             if let Some(declared) = declared.get("type") {
                 if !types_overlap(declared, expected) {
-                    return Err(format!("`{field}` is {declared} in the node and {expected} in the function"));
+                    return Err(format!(
+                        "`{field}` is {declared} in the node and {expected} in the function"
+                    ));
                 }
             }
         }
@@ -717,7 +997,9 @@ fn check_host_types(node: &crate::plan::Node, input: &Value, output: &Value, pla
     let fn_props = props(output);
     for field in required(&node_out) {
         if !fn_props.contains_key(&field) {
-            return Err(format!("the node's output needs `{field}`, which the function's output lacks"));
+            return Err(format!(
+                "the node's output needs `{field}`, which the function's output lacks"
+            ));
         }
     }
     if let (Some(a), Some(b)) = (node_out.get("type"), output.get("type")) {
@@ -729,7 +1011,11 @@ fn check_host_types(node: &crate::plan::Node, input: &Value, output: &Value, pla
 }
 
 fn resolve_type(schema: &Value, plan: &Plan) -> Value {
-    match schema.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix("#/$defs/")) {
+    match schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix("#/$defs/"))
+    {
         Some(name) => plan.defs.get(name).cloned().unwrap_or(Value::Null),
         None => schema.clone(),
     }
@@ -739,10 +1025,17 @@ fn types_overlap(a: &Value, b: &Value) -> bool {
     let set = |v: &Value| -> Vec<String> {
         match v {
             Value::String(s) => vec![s.clone()],
-            Value::Array(a) => a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect(),
+            Value::Array(a) => a
+                .iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect(),
             _ => vec![],
         }
     };
     let (a, b) = (set(a), set(b));
-    a.iter().any(|x| b.contains(x) || (x == "number" && b.iter().any(|y| y == "integer")) || (x == "integer" && b.iter().any(|y| y == "number")))
+    a.iter().any(|x| {
+        b.contains(x)
+            || (x == "number" && b.iter().any(|y| y == "integer"))
+            || (x == "integer" && b.iter().any(|y| y == "number"))
+    })
 }

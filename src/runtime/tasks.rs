@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::attempt::Shared;
@@ -16,9 +16,9 @@ use super::progress::Step;
 use super::runner::RuntimeError;
 use super::secrets::placeholder;
 use crate::diagnostic as codes;
-use crate::llm::{extract_json, Message, ModelError, ModelRequest, Role};
+use crate::llm::{Message, ModelError, ModelRequest, Role, extract_json};
 use crate::plan::{Body, Node, Source};
-use crate::store::{ids, CallKey, CallRec, CallState, NodeRec, NodeState, StoredError, Write};
+use crate::store::{CallKey, CallRec, CallState, NodeRec, NodeState, StoredError, Write, ids};
 
 /// One unit of work: a node, or one item of it.
 pub(crate) struct Unit {
@@ -37,10 +37,19 @@ pub(crate) struct Unit {
 
 /// What a unit ended with; the writes are committed by the caller.
 pub(crate) enum UnitEnd {
-    Value { value: Value, writes: Vec<Write> },
-    Failed { error: StoredError, writes: Vec<Write> },
+    Value {
+        value: Value,
+        writes: Vec<Write>,
+    },
+    Failed {
+        error: StoredError,
+        writes: Vec<Write>,
+    },
     /// An effect whose outcome is unknown: the thread needs a person.
-    Unknown { error: StoredError, writes: Vec<Write> },
+    Unknown {
+        error: StoredError,
+        writes: Vec<Write>,
+    },
 }
 
 enum TryError {
@@ -52,13 +61,23 @@ enum TryError {
     Unknown(String),
 }
 
-fn err(rule: &'static crate::diagnostic::Rule, node: &str, message: impl Into<String>) -> StoredError {
+fn err(
+    rule: &'static crate::diagnostic::Rule,
+    node: &str,
+    message: impl Into<String>,
+) -> StoredError {
     RuntimeError::new(rule, message).stored(Some(node))
 }
 
 /// Whether a node's body is an effect that must be journaled before it starts.
 pub(crate) fn needs_started_row(node: &Node) -> bool {
-    matches!(node.body, Body::Exec { idempotent: false, .. })
+    matches!(
+        node.body,
+        Body::Exec {
+            idempotent: false,
+            ..
+        }
+    )
 }
 
 pub(crate) fn args_hash(args: &Value) -> String {
@@ -67,7 +86,10 @@ pub(crate) fn args_hash(args: &Value) -> String {
 }
 
 pub(crate) fn idem_key(thread: &str, key: &CallKey) -> String {
-    let digest = Sha256::digest(format!("{thread}/{}/{}/{}/{}/{}", key.node, key.generation, key.item, key.seq, key.call));
+    let digest = Sha256::digest(format!(
+        "{thread}/{}/{}/{}/{}/{}",
+        key.node, key.generation, key.item, key.seq, key.call
+    ));
     digest.iter().take(13).map(|b| format!("{b:02x}")).collect()
 }
 
@@ -75,11 +97,18 @@ pub(crate) fn idem_key(thread: &str, key: &CallKey) -> String {
 pub(crate) fn redacted_params(node: &Node, params: &BTreeMap<String, Value>) -> Value {
     let mut out = serde_json::Map::new();
     for (k, v) in params {
-        let secret = node.params.iter().find(|p| &p.name == k).and_then(|p| secret_name(&p.source));
-        out.insert(k.clone(), match secret {
-            Some(name) => placeholder(&name),
-            None => v.clone(),
-        });
+        let secret = node
+            .params
+            .iter()
+            .find(|p| &p.name == k)
+            .and_then(|p| secret_name(&p.source));
+        out.insert(
+            k.clone(),
+            match secret {
+                Some(name) => placeholder(&name),
+                None => v.clone(),
+            },
+        );
     }
     Value::Object(out)
 }
@@ -94,7 +123,13 @@ fn secret_name(src: &Source) -> Option<String> {
 
 /// The `started` journal row for a try of an effect.
 pub(crate) fn started_row(shared: &Shared, unit: &Unit, seq: u32) -> (CallKey, CallRec) {
-    let key = CallKey { node: unit.node.name.clone(), generation: unit.generation, item: unit.item, seq, call: 0 };
+    let key = CallKey {
+        node: unit.node.name.clone(),
+        generation: unit.generation,
+        item: unit.item,
+        seq,
+        call: 0,
+    };
     let args = redacted_params(&unit.node, &unit.params);
     let (target, idempotent) = match &unit.node.body {
         Body::Exec { argv, idempotent } => (argv.join(" "), *idempotent),
@@ -127,7 +162,10 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
         let seq = unit.tries;
         let _permit = shared.permits.acquire().await;
         if let Some(p) = &shared.progress {
-            p.step(Step::Started { node: &node.name, item: unit.is_item.then_some(unit.item) });
+            p.step(Step::Started {
+                node: &node.name,
+                item: unit.is_item.then_some(unit.item),
+            });
         }
         let started = Instant::now();
         let attempt = run_once(&shared, &mut unit, seq, &mut writes);
@@ -135,8 +173,16 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
             Some(ms) => match tokio::time::timeout(Duration::from_millis(ms), attempt).await {
                 Ok(r) => r,
                 Err(_) => {
-                    let msg = format!("`{}` ran longer than its timeout of {}", node.name, super::progress::human(Duration::from_millis(ms)));
-                    if needs_started_row(&node) { Err(TryError::Unknown(msg)) } else { Err(TryError::Transient(msg)) }
+                    let msg = format!(
+                        "`{}` ran longer than its timeout of {}",
+                        node.name,
+                        super::progress::human(Duration::from_millis(ms))
+                    );
+                    if needs_started_row(&node) {
+                        Err(TryError::Unknown(msg))
+                    } else {
+                        Err(TryError::Transient(msg))
+                    }
                 }
             },
             None => attempt.await,
@@ -145,32 +191,70 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
         match result {
             Ok(value) => {
                 if let Some(p) = &shared.progress {
-                    p.step(Step::Finished { node: &node.name, took: started.elapsed() });
+                    p.step(Step::Finished {
+                        node: &node.name,
+                        took: started.elapsed(),
+                    });
                 }
                 if needs_started_row(&node) {
-                    writes.push(finish_call(&shared, &unit, seq, CallState::Ok, Some(value.clone()), None));
+                    writes.push(finish_call(
+                        &shared,
+                        &unit,
+                        seq,
+                        CallState::Ok,
+                        Some(value.clone()),
+                        None,
+                    ));
                 }
                 return UnitEnd::Value { value, writes };
             }
             Err(TryError::Unknown(msg)) => {
                 if needs_started_row(&node) {
-                    writes.push(finish_call(&shared, &unit, seq, CallState::Unknown, None, Some(msg.clone())));
+                    writes.push(finish_call(
+                        &shared,
+                        &unit,
+                        seq,
+                        CallState::Unknown,
+                        None,
+                        Some(msg.clone()),
+                    ));
                 }
-                let error = err(&codes::UNFINISHED_EFFECT, &node.name, format!("{msg}; whether it took effect is unknown"));
+                let error = err(
+                    &codes::UNFINISHED_EFFECT,
+                    &node.name,
+                    format!("{msg}; whether it took effect is unknown"),
+                );
                 return UnitEnd::Unknown { error, writes };
             }
             Err(TryError::Fatal(error)) => {
                 if let Some(p) = &shared.progress {
-                    p.step(Step::Failed { node: &node.name, message: &error.message });
+                    p.step(Step::Failed {
+                        node: &node.name,
+                        message: &error.message,
+                    });
                 }
                 if needs_started_row(&node) {
-                    writes.push(finish_call(&shared, &unit, seq, CallState::ToolError, None, Some(error.message.clone())));
+                    writes.push(finish_call(
+                        &shared,
+                        &unit,
+                        seq,
+                        CallState::ToolError,
+                        None,
+                        Some(error.message.clone()),
+                    ));
                 }
                 return UnitEnd::Failed { error, writes };
             }
             Err(TryError::Transient(msg)) => {
                 if needs_started_row(&node) {
-                    writes.push(finish_call(&shared, &unit, seq, CallState::ToolError, None, Some(msg.clone())));
+                    writes.push(finish_call(
+                        &shared,
+                        &unit,
+                        seq,
+                        CallState::ToolError,
+                        None,
+                        Some(msg.clone()),
+                    ));
                 }
                 if unit.tries >= retries {
                     let rule = match node.body {
@@ -178,32 +262,46 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
                         Body::Model { .. } => &codes::MODEL_OUTPUT_INVALID,
                         _ => &codes::EXEC_FAILED,
                     };
-                    let message = if retries > 0 { format!("{msg} (after {} tries)", unit.tries + 1) } else { msg };
+                    let message = if retries > 0 {
+                        format!("{msg} (after {} tries)", unit.tries + 1)
+                    } else {
+                        msg
+                    };
                     let error = err(rule, &node.name, message);
                     if let Some(p) = &shared.progress {
-                        p.step(Step::Failed { node: &node.name, message: &error.message });
+                        p.step(Step::Failed {
+                            node: &node.name,
+                            message: &error.message,
+                        });
                     }
                     return UnitEnd::Failed { error, writes };
                 }
                 // The next try and its wait are stored before waiting.
                 unit.tries += 1;
-                let backoff = Duration::from_millis(node.backoff_ms.unwrap_or(500).saturating_mul(1u64 << (unit.tries - 1).min(6)));
+                let backoff = Duration::from_millis(
+                    node.backoff_ms
+                        .unwrap_or(500)
+                        .saturating_mul(1u64 << (unit.tries - 1).min(6)),
+                );
                 let due = ids::now_ms() + backoff.as_millis() as u64;
                 let mut batch = std::mem::take(&mut writes);
                 if !unit.is_item {
-                    batch.push(Write::Node(node.name.clone(), NodeRec {
-                        generation: unit.generation,
-                        fingerprint: node.fingerprint.clone(),
-                        state: NodeState::Running,
-                        value: None,
-                        error: Some(err(&codes::EXEC_FAILED, &node.name, msg.clone())),
-                        tries: unit.tries,
-                        crash_count: 0,
-                        next_retry_ms: Some(due),
-                        started_ms: ids::now_ms(),
-                        finished_ms: 0,
-                        items: None,
-                    }));
+                    batch.push(Write::Node(
+                        node.name.clone(),
+                        NodeRec {
+                            generation: unit.generation,
+                            fingerprint: node.fingerprint.clone(),
+                            state: NodeState::Running,
+                            value: None,
+                            error: Some(err(&codes::EXEC_FAILED, &node.name, msg.clone())),
+                            tries: unit.tries,
+                            crash_count: 0,
+                            next_retry_ms: Some(due),
+                            started_ms: ids::now_ms(),
+                            finished_ms: 0,
+                            items: None,
+                        },
+                    ));
                 }
                 batch.push(Write::Event(json!({ "type": "retry_scheduled", "node": node.name, "item": unit.item, "try": unit.tries, "at_ms": due, "error": msg })));
                 if needs_started_row(&node) {
@@ -212,10 +310,17 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
                     unit.started = Some(key);
                 }
                 if let Err(e) = shared.commit(batch).await {
-                    return UnitEnd::Failed { error: e.stored(Some(&node.name)), writes: Vec::new() };
+                    return UnitEnd::Failed {
+                        error: e.stored(Some(&node.name)),
+                        writes: Vec::new(),
+                    };
                 }
                 if let Some(p) = &shared.progress {
-                    p.step(Step::Retrying { node: &node.name, try_number: unit.tries + 1, after: backoff });
+                    p.step(Step::Retrying {
+                        node: &node.name,
+                        try_number: unit.tries + 1,
+                        after: backoff,
+                    });
                 }
                 tokio::time::sleep(backoff).await;
             }
@@ -223,24 +328,48 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
     }
 }
 
-fn finish_call(shared: &Shared, unit: &Unit, seq: u32, state: CallState, result: Option<Value>, error: Option<String>) -> Write {
+fn finish_call(
+    shared: &Shared,
+    unit: &Unit,
+    seq: u32,
+    state: CallState,
+    result: Option<Value>,
+    error: Option<String>,
+) -> Write {
     let (key, mut rec) = started_row(shared, unit, seq);
     rec.state = state;
-    rec.result = result.filter(|r| serde_json::to_vec(r).map(|b| b.len() < 64 * 1024).unwrap_or(false));
+    rec.result = result.filter(|r| {
+        serde_json::to_vec(r)
+            .map(|b| b.len() < 64 * 1024)
+            .unwrap_or(false)
+    });
     rec.error = error;
     rec.finished_ms = ids::now_ms();
     Write::Call(key, rec)
 }
 
-async fn run_once(shared: &Shared, unit: &mut Unit, seq: u32, writes: &mut Vec<Write>) -> Result<Value, TryError> {
+async fn run_once(
+    shared: &Shared,
+    unit: &mut Unit,
+    seq: u32,
+    writes: &mut Vec<Write>,
+) -> Result<Value, TryError> {
     let node = unit.node.clone();
     match &node.body {
         Body::Exec { argv, .. } => run_exec(shared, unit, argv, seq).await,
         Body::Host { function } => {
             let Some(f) = shared.hosts.get(function) else {
-                return Err(TryError::Fatal(err(&codes::HOST_FUNCTION_MISSING, &node.name, format!("no host function `{function}` is registered"))));
+                return Err(TryError::Fatal(err(
+                    &codes::HOST_FUNCTION_MISSING,
+                    &node.name,
+                    format!("no host function `{function}` is registered"),
+                )));
             };
-            let out = f(Value::Object(unit.params.clone().into_iter().collect())).await.map_err(|e| TryError::Transient(format!("the host function `{function}` failed: {e}")))?;
+            let out = f(Value::Object(unit.params.clone().into_iter().collect()))
+                .await
+                .map_err(|e| {
+                    TryError::Transient(format!("the host function `{function}` failed: {e}"))
+                })?;
             shared
                 .validators
                 .check(&node.output, &out, false)
@@ -248,52 +377,134 @@ async fn run_once(shared: &Shared, unit: &mut Unit, seq: u32, writes: &mut Vec<W
             Ok(out)
         }
         Body::Model { .. } => run_think(shared, unit, writes).await,
-        _ => Err(TryError::Fatal(err(&codes::MCP_SERVER_FAILED, &node.name, "this node kind needs MCP tools, which this version of pipec does not run yet"))),
+        _ => Err(TryError::Fatal(err(
+            &codes::MCP_SERVER_FAILED,
+            &node.name,
+            "this node kind needs MCP tools, which this version of pipec does not run yet",
+        ))),
     }
 }
 
-async fn run_exec(shared: &Shared, unit: &Unit, argv: &[String], seq: u32) -> Result<Value, TryError> {
+async fn run_exec(
+    shared: &Shared,
+    unit: &Unit,
+    argv: &[String],
+    seq: u32,
+) -> Result<Value, TryError> {
     let node = &unit.node;
-    let key = CallKey { node: node.name.clone(), generation: unit.generation, item: unit.item, seq, call: 0 };
+    let key = CallKey {
+        node: node.name.clone(),
+        generation: unit.generation,
+        item: unit.item,
+        seq,
+        call: 0,
+    };
     let env = vec![
         ("PIPEC_THREAD".to_string(), shared.thread_id.clone()),
         ("PIPEC_NODE".to_string(), node.name.clone()),
-        ("PIPEC_ITEM".to_string(), if unit.is_item { unit.item.to_string() } else { String::new() }),
-        ("PIPEC_CALL_KEY".to_string(), idem_key(&shared.thread_id, &key)),
+        (
+            "PIPEC_ITEM".to_string(),
+            if unit.is_item {
+                unit.item.to_string()
+            } else {
+                String::new()
+            },
+        ),
+        (
+            "PIPEC_CALL_KEY".to_string(),
+            idem_key(&shared.thread_id, &key),
+        ),
     ];
     let stdin = Value::Object(unit.params.clone().into_iter().collect());
-    let result = exec::run(exec::ExecRequest { argv, project_root: &shared.project_root, stdin: &stdin, env, timeout: None }).await;
+    let result = exec::run(exec::ExecRequest {
+        argv,
+        project_root: &shared.project_root,
+        stdin: &stdin,
+        env,
+        timeout: None,
+    })
+    .await;
     let idempotent = !needs_started_row(node);
     let scrub = |s: String| shared.scrubber.scrub(&s);
     match result {
         Ok(value) => {
-            shared.validators.check(&node.output, &value, false).map_err(|e| {
-                TryError::Fatal(err(&codes::EXEC_OUTPUT_INVALID, &node.name, scrub(format!("`{}` printed a value that does not fit `{}`: {e}", argv.join(" "), node.output_type))))
-            })?;
+            shared
+                .validators
+                .check(&node.output, &value, false)
+                .map_err(|e| {
+                    TryError::Fatal(err(
+                        &codes::EXEC_OUTPUT_INVALID,
+                        &node.name,
+                        scrub(format!(
+                            "`{}` printed a value that does not fit `{}`: {e}",
+                            argv.join(" "),
+                            node.output_type
+                        )),
+                    ))
+                })?;
             Ok(value)
         }
         Err(ExecError::Spawn(m)) => Err(TryError::Transient(scrub(m))),
-        Err(e @ ExecError::Output { .. }) => Err(TryError::Fatal(err(&codes::EXEC_OUTPUT_INVALID, &node.name, scrub(e.to_string())))),
+        Err(e @ ExecError::Output { .. }) => Err(TryError::Fatal(err(
+            &codes::EXEC_OUTPUT_INVALID,
+            &node.name,
+            scrub(e.to_string()),
+        ))),
         Err(e) if idempotent => Err(TryError::Transient(scrub(e.to_string()))),
         Err(e @ ExecError::TimedOut { .. }) => Err(TryError::Unknown(scrub(e.to_string()))),
-        Err(e) => Err(TryError::Fatal(err(&codes::EXEC_FAILED, &node.name, scrub(e.to_string())))),
+        Err(e) => Err(TryError::Fatal(err(
+            &codes::EXEC_FAILED,
+            &node.name,
+            scrub(e.to_string()),
+        ))),
     }
 }
 
 /// A `think` node: render, call, validate, and send validation errors back (`repairs`).
-async fn run_think(shared: &Shared, unit: &Unit, writes: &mut Vec<Write>) -> Result<Value, TryError> {
+async fn run_think(
+    shared: &Shared,
+    unit: &Unit,
+    writes: &mut Vec<Write>,
+) -> Result<Value, TryError> {
     let node = &unit.node;
-    let Body::Model { model, prompt, repairs, temperature, max_tokens, structured, .. } = &node.body else {
-        return Err(TryError::Fatal(err(&codes::MODEL_OUTPUT_INVALID, &node.name, "not a model node")));
+    let Body::Model {
+        model,
+        prompt,
+        repairs,
+        temperature,
+        max_tokens,
+        structured,
+        ..
+    } = &node.body
+    else {
+        return Err(TryError::Fatal(err(
+            &codes::MODEL_OUTPUT_INVALID,
+            &node.name,
+            "not a model node",
+        )));
     };
     let Some(m) = shared.models.get(model) else {
-        return Err(TryError::Fatal(err(&codes::CONFIG_MISSING, &node.name, format!("no model `{model}` is available"))));
+        return Err(TryError::Fatal(err(
+            &codes::CONFIG_MISSING,
+            &node.name,
+            format!("no model `{model}` is available"),
+        )));
     };
     let closed = shared.validators.full_schema(&node.output, true);
     let mut context = unit.params.clone();
-    context.insert("output_schema".into(), Value::String(serde_json::to_string_pretty(&closed).unwrap_or_default()));
-    let mut messages = crate::prompt::render_messages(prompt, &context)
-        .map_err(|e| TryError::Fatal(err(&codes::MODEL_OUTPUT_INVALID, &node.name, shared.scrubber.scrub(&format!("the prompt does not render: {e}")))))?;
+    context.insert(
+        "output_schema".into(),
+        Value::String(serde_json::to_string_pretty(&closed).unwrap_or_default()),
+    );
+    let mut messages = crate::prompt::render_messages(prompt, &context).map_err(|e| {
+        TryError::Fatal(err(
+            &codes::MODEL_OUTPUT_INVALID,
+            &node.name,
+            shared
+                .scrubber
+                .scrub(&format!("the prompt does not render: {e}")),
+        ))
+    })?;
     let repairs = repairs.unwrap_or(2) as u32;
     let mut turn = 0u32;
     loop {
@@ -310,8 +521,18 @@ async fn run_think(shared: &Shared, unit: &Unit, writes: &mut Vec<Write>) -> Res
         };
         let reply = match m.complete(&request).await {
             Ok(r) => r,
-            Err(ModelError::Transient(e)) => return Err(TryError::Transient(format!("the model `{model}` is not answering: {e}"))),
-            Err(ModelError::Fatal(e)) => return Err(TryError::Fatal(err(&codes::MODEL_OUTPUT_INVALID, &node.name, format!("the model `{model}` refused the request: {e}")))),
+            Err(ModelError::Transient(e)) => {
+                return Err(TryError::Transient(format!(
+                    "the model `{model}` is not answering: {e}"
+                )));
+            }
+            Err(ModelError::Fatal(e)) => {
+                return Err(TryError::Fatal(err(
+                    &codes::MODEL_OUTPUT_INVALID,
+                    &node.name,
+                    format!("the model `{model}` refused the request: {e}"),
+                )));
+            }
         };
         writes.push(Write::Event(json!({
             "type": "model_turn", "node": node.name, "item": unit.item, "turn": turn, "model": reply.model,
@@ -336,12 +557,24 @@ async fn run_think(shared: &Shared, unit: &Unit, writes: &mut Vec<Write>) -> Res
             )));
         }
         messages.push(Message::text(Role::Assistant, reply.content));
-        messages.push(Message::text(Role::User, format!("{problem}\nReply again with only the corrected JSON.")));
+        messages.push(Message::text(
+            Role::User,
+            format!("{problem}\nReply again with only the corrected JSON."),
+        ));
         turn += 1;
     }
 }
 
 fn sanitize(name: &str) -> String {
-    let s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     if s.is_empty() { "output".into() } else { s }
 }

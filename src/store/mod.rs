@@ -175,6 +175,9 @@ pub trait Store: Send + Sync {
     /// Everything stored about a thread (the id may be a unique prefix).
     fn load(&self, thread: &str) -> StoreFuture<'_, ThreadState>;
 
+    /// Whether a live process holds the thread (a probe; it takes nothing).
+    fn is_held(&self, thread: &str) -> bool;
+
     /// Threads, newest first.
     fn list(&self, query: ListQuery) -> StoreFuture<'_, Vec<ThreadSummary>>;
 

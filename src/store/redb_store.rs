@@ -902,6 +902,10 @@ impl Store for RedbStore {
         }))
     }
 
+    fn is_held(&self, thread: &str) -> bool {
+        lock::is_locked(&self.inner.path, thread)
+    }
+
     fn list(&self, query: ListQuery) -> StoreFuture<'_, Vec<ThreadSummary>> {
         let path = self.inner.path.clone();
         Box::pin(self.read(move |txn| {

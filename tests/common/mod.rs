@@ -1,0 +1,106 @@
+//! Helpers shared by the runtime tests: temporary projects, running the real binary.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+pub fn pipec_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_pipec")
+}
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// A temporary project folder, removed on drop.
+pub struct Project {
+    pub dir: PathBuf,
+}
+
+impl Project {
+    pub fn new(tag: &str) -> Project {
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("pipec-rt-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("prompts")).expect("mkdir");
+        Project { dir }
+    }
+
+    pub fn write(&self, rel: &str, text: &str) -> PathBuf {
+        let p = self.dir.join(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(&p, text).expect("write");
+        p
+    }
+
+    pub fn script(&self, rel: &str, text: &str) -> PathBuf {
+        let p = self.write(rel, text);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755));
+        }
+        p
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.dir.join(rel)).unwrap_or_default()
+    }
+
+    pub fn store(&self) -> PathBuf {
+        self.dir.join(".pipec/runs.redb")
+    }
+
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(pipec_bin());
+        c.args(args)
+            .current_dir(&self.dir)
+            .env("NO_COLOR", "1")
+            .env_remove("PIPEC_STORE");
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("pipec runs")
+    }
+}
+
+impl Drop for Project {
+    fn drop(&mut self) {
+        if std::env::var_os("PIPEC_KEEP_TEST_DIRS").is_none() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+/// The thread id in a pause or failure message.
+pub fn thread_of(text: &str) -> Option<String> {
+    text.split_whitespace()
+        .find(|w| w.len() == 26 && w.chars().all(|c| c.is_ascii_alphanumeric()))
+        .map(str::to_string)
+}
+
+pub fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}"))
+}
+
+pub fn crate_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}

@@ -1,0 +1,571 @@
+//! Durable runs end to end with the real binary: run, pause, resume in a new process,
+//! answers, refusals that change nothing, concurrent processes, secrets.
+
+mod common;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const GATED: &str = r#"type Item {
+  id: string
+  n: int
+}
+
+type Approval {
+  approved: bool
+}
+
+type Done {
+  done: bool
+  id: string
+}
+
+input id: string
+input n: int = 2
+
+node fetch(id: string = input.id, n: int = input.n) -> Item {
+  exec = ["./scripts/fetch.sh"]
+  idempotent = true
+}
+
+gate review(item: Item = fetch) -> Approval {
+  message = "Approve {{ item.id }}?"
+}
+
+node apply(ack: Approval = review, item: Item = fetch) -> Done {
+  when = ack.approved
+  exec = ["./scripts/effect.sh"]
+}
+
+node summary(item: Item = fetch, result: Done? = apply) -> Done {
+  return = { id: item.id, done: result.done ?? false }
+}
+
+output summary = summary
+"#;
+
+const FETCH: &str = r#"#!/bin/sh
+input=$(cat)
+id=$(printf '%s' "$input" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+n=$(printf '%s' "$input" | sed -n 's/.*"n":\([0-9]*\).*/\1/p')
+printf '{"id":"%s","n":%s}\n' "$id" "$n"
+"#;
+
+/// An effect: marks that it started, waits `EFFECT_SLEEP` seconds, then records itself.
+const EFFECT: &str = r#"#!/bin/sh
+input=$(cat)
+touch effect.started
+if [ -n "$EFFECT_SLEEP" ]; then sleep "$EFFECT_SLEEP"; fi
+echo "$PIPEC_NODE $PIPEC_CALL_KEY" >> effects.log
+id=$(printf '%s' "$input" | sed -n 's/.*"item":{"id":"\([^"]*\)".*/\1/p')
+printf '{"done":true,"id":"%s"}\n' "$id"
+"#;
+
+fn gated_project(tag: &str) -> Project {
+    let p = Project::new(tag);
+    p.write("gated.pipe", GATED);
+    p.script("scripts/fetch.sh", FETCH);
+    p.script("scripts/effect.sh", EFFECT);
+    p
+}
+
+fn start_paused(p: &Project) -> String {
+    let out = p.run(&[
+        "run",
+        "gated.pipe",
+        "--input",
+        "id=A7",
+        "--detailed-exitcode",
+    ]);
+    assert_eq!(
+        code(&out),
+        3,
+        "paused with --detailed-exitcode\n{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let text = stdout(&out);
+    assert!(text.contains("gate `review`: Approve A7?"), "{text}");
+    assert!(
+        text.contains("pipec resume"),
+        "the exact resume command:\n{text}"
+    );
+    thread_of(&text).expect("thread id")
+}
+
+#[test]
+fn run_pause_then_resume_in_a_new_process() {
+    let p = gated_project("pause");
+    let thread = start_paused(&p);
+    // Paused: listed and shown by other processes.
+    let runs = stdout(&p.run(&["runs"]));
+    assert!(runs.contains(&thread) && runs.contains("paused"), "{runs}");
+    let show = stdout(&p.run(&["show", &thread]));
+    assert!(
+        show.contains("pending gates") && show.contains("review"),
+        "{show}"
+    );
+    assert!(
+        !p.dir.join("effects.log").exists(),
+        "nothing after the gate ran"
+    );
+    // Resume in a new process with the answer.
+    let out = p.run(&[
+        "resume",
+        &thread,
+        "--answer",
+        r#"review={"approved": true}"#,
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let outputs = json(&stdout(&out));
+    assert_eq!(
+        outputs,
+        serde_json::json!({ "summary": { "id": "A7", "done": true } })
+    );
+    assert_eq!(p.read("effects.log").lines().count(), 1);
+    // A completed thread resumes to its stored outputs, running nothing.
+    let again = p.run(&["resume", &thread]);
+    assert_eq!(code(&again), 0);
+    assert_eq!(json(&stdout(&again)), outputs);
+    assert_eq!(p.read("effects.log").lines().count(), 1);
+    let show = json(&stdout(&p.run(&["show", &thread, "--json", "--internal"])));
+    assert_eq!(show["status"], "completed");
+    assert_eq!(show["attempts"], 2);
+    assert!(
+        show["calls"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["record"]["state"] == "ok"))
+    );
+}
+
+#[test]
+fn a_rejected_gate_skips_what_depends_on_it() {
+    let p = gated_project("reject");
+    let thread = start_paused(&p);
+    let out = p.run(&[
+        "resume",
+        &thread,
+        "--answer",
+        r#"review={"approved": false}"#,
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        json(&stdout(&out)),
+        serde_json::json!({ "summary": { "id": "A7", "done": false } })
+    );
+    assert!(!p.dir.join("effects.log").exists());
+}
+
+#[test]
+fn pre_answers_run_straight_through() {
+    let p = gated_project("pre");
+    let out = p.run(&[
+        "run",
+        "gated.pipe",
+        "--input",
+        "id=B1",
+        "--answer",
+        r#"review={"approved": true}"#,
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&stdout(&out))["summary"]["done"], true);
+}
+
+#[test]
+fn a_bad_answer_is_refused_and_the_thread_still_resumes() {
+    let p = gated_project("badanswer");
+    let thread = start_paused(&p);
+    let before = stdout(&p.run(&["show", &thread, "--json", "--internal"]));
+    for bad in [
+        r#"review={"approved": "yes"}"#,
+        r#"review=not json"#,
+        r#"reveiw={"approved": true}"#,
+    ] {
+        let out = p.run(&["resume", &thread, "--answer", bad]);
+        assert_ne!(code(&out), 0, "{bad} refused");
+        let err = stderr(&out);
+        assert!(
+            err.contains("R0301") || err.contains("not JSON"),
+            "{bad}: {err}"
+        );
+        assert!(!err.contains("panicked"));
+    }
+    let out = p.run(&["answer", &thread, r#"review={"approved": 1}"#]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("R0301"));
+    // Nothing changed: same rows, still paused.
+    let after = stdout(&p.run(&["show", &thread, "--json", "--internal"]));
+    assert_eq!(
+        before, after,
+        "a refused answer leaves the thread exactly as it was"
+    );
+    let out = p.run(&[
+        "resume",
+        &thread,
+        "--answer",
+        r#"review={"approved": true}"#,
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
+#[test]
+fn answer_without_the_lock_then_resume() {
+    let p = gated_project("answer");
+    let thread = start_paused(&p);
+    let out = p.run(&["answer", &thread, r#"review={"approved": true}"#]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // A second, different answer loses: the first decision stands.
+    let out = p.run(&["answer", &thread, r#"review={"approved": false}"#]);
+    assert_eq!(code(&out), 1);
+    assert!(
+        stderr(&out).contains("already answered"),
+        "{}",
+        stderr(&out)
+    );
+    let out = p.run(&["resume", &thread]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&stdout(&out))["summary"]["done"], true);
+}
+
+#[test]
+fn missing_inputs_and_unknown_threads_are_coded_errors() {
+    let p = gated_project("inputs");
+    let out = p.run(&["run", "gated.pipe"]);
+    assert_eq!(code(&out), 1);
+    assert!(
+        stderr(&out).contains("R0001") && stderr(&out).contains("`id`"),
+        "{}",
+        stderr(&out)
+    );
+    let out = p.run(&["run", "gated.pipe", "--input", "id=X", "--input", "n=many"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("R0001"), "{}", stderr(&out));
+    let out = p.run(&["run", "gated.pipe", "--input", "id=X", "--input", "nn=2"]);
+    assert!(
+        stderr(&out).contains("did you mean `n`"),
+        "{}",
+        stderr(&out)
+    );
+    // Nothing was stored by the refused runs.
+    let runs = p.run(&["runs", "--json"]);
+    assert_eq!(json(&stdout(&runs)), serde_json::json!([]));
+    let out = p.run(&["resume", "01ZZZZZZZZZZZZZZZZZZZZZZZZ"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("R0003"), "{}", stderr(&out));
+    let out = p.run(&["show", "nope"]);
+    assert!(stderr(&out).contains("R0003"), "{}", stderr(&out));
+}
+
+#[test]
+fn corrupt_truncated_and_newer_stores_are_refused_cleanly() {
+    let p = gated_project("corrupt");
+    std::fs::create_dir_all(p.dir.join(".pipec")).expect("mkdir");
+    std::fs::write(p.store(), b"this is not a redb file at all, just some text").expect("write");
+    let out = p.run(&["runs"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("R0410"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("panicked"));
+    let out = p.run(&["run", "gated.pipe", "--input", "id=A"]);
+    assert!(stderr(&out).contains("R0410"), "{}", stderr(&out));
+
+    // A real store, truncated.
+    let _ = std::fs::remove_file(p.store());
+    start_paused(&p);
+    let bytes = std::fs::read(p.store()).expect("store");
+    std::fs::write(p.store(), &bytes[..bytes.len() / 3]).expect("truncate");
+    let out = p.run(&["runs"]);
+    assert_ne!(code(&out), 0);
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+
+    // A store of a newer format.
+    let _ = std::fs::remove_file(p.store());
+    let _ = std::fs::remove_dir_all(p.dir.join(".pipec/runs.redb.locks"));
+    start_paused(&p);
+    {
+        let db = redb::Builder::new()
+            .set_concurrency_mode(redb::ConcurrencyMode::MultiWriter)
+            .open(p.store())
+            .expect("open");
+        let txn = db.begin_write().expect("txn");
+        {
+            let mut meta = txn
+                .open_table(redb::TableDefinition::<&str, &[u8]>::new("meta"))
+                .expect("meta");
+            meta.insert("store_format", b"99".as_slice())
+                .expect("insert");
+        }
+        txn.commit().expect("commit");
+    }
+    let out = p.run(&["runs"]);
+    assert_eq!(code(&out), 1);
+    assert!(
+        stderr(&out).contains("R0409") && stderr(&out).contains("format 99"),
+        "{}",
+        stderr(&out)
+    );
+    let out = p.run(&["store", "migrate"]);
+    assert!(stderr(&out).contains("R0409"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_plan_changed_under_a_paused_run_is_refused_until_told_what_to_do() {
+    let p = gated_project("planchange");
+    let thread = start_paused(&p);
+    // Change a finished node.
+    let changed = GATED.replace(
+        "exec = [\"./scripts/fetch.sh\"]\n  idempotent = true",
+        "exec = [\"./scripts/fetch.sh\", \"--v2\"]\n  idempotent = true",
+    );
+    p.write("gated.pipe", &changed);
+    let before = stdout(&p.run(&["show", &thread, "--json", "--internal"]));
+    let out = p.run(&[
+        "resume",
+        &thread,
+        "--answer",
+        r#"review={"approved": true}"#,
+    ]);
+    assert_eq!(code(&out), 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains("R0401") && err.contains("`fetch`") && err.contains("--rerun-from"),
+        "{err}"
+    );
+    assert_eq!(
+        before,
+        stdout(&p.run(&["show", &thread, "--json", "--internal"])),
+        "refused resume changes nothing"
+    );
+    // Keep the old result: resumes.
+    let out = p.run(&[
+        "resume",
+        &thread,
+        "--keep",
+        "fetch",
+        "--answer",
+        r#"review={"approved": true}"#,
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&stdout(&out))["summary"]["done"], true);
+}
+
+#[test]
+fn rerun_from_recomputes_and_reopens_the_gate() {
+    let p = gated_project("rerun");
+    let thread = start_paused(&p);
+    p.write(
+        "gated.pipe",
+        &GATED.replace("Approve {{ item.id }}?", "Approve {{ item.id }} now?"),
+    );
+    let out = p.run(&[
+        "resume",
+        &thread,
+        "--rerun-from",
+        "review",
+        "--detailed-exitcode",
+    ]);
+    assert_eq!(code(&out), 3, "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("Approve A7 now?"), "{}", stdout(&out));
+}
+
+#[test]
+fn two_resumes_of_one_thread_one_proceeds_the_other_is_locked_out() {
+    let p = gated_project("locked");
+    let thread = start_paused(&p);
+    let mut first = p
+        .cmd(&[
+            "resume",
+            &thread,
+            "--answer",
+            r#"review={"approved": true}"#,
+        ])
+        .env("EFFECT_SLEEP", "2")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let start = Instant::now();
+    while !p.dir.join("effect.started").exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the effect never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // While it runs: listed as running, shown, and a second resume is refused.
+    let runs = stdout(&p.run(&["runs"]));
+    assert!(runs.contains("running"), "{runs}");
+    let show = stdout(&p.run(&["show", &thread]));
+    assert!(show.contains("status    running"), "{show}");
+    let second = p.run(&["resume", &thread]);
+    assert_eq!(code(&second), 1);
+    let err = stderr(&second);
+    assert!(
+        err.contains("R0402") && err.contains("process"),
+        "names the holder: {err}"
+    );
+    let out = first.wait_with_output().expect("first resume");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(p.read("effects.log").lines().count(), 1);
+}
+
+#[test]
+fn events_are_versioned_json_lines_with_sequence_numbers() {
+    let p = gated_project("events");
+    let out = p.run(&["run", "gated.pipe", "--input", "id=E1", "--events", "jsonl"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let lines: Vec<serde_json::Value> = stdout(&out).lines().map(json).collect();
+    assert_eq!(lines[0]["type"], "version");
+    let seqs: Vec<u64> = lines[1..]
+        .iter()
+        .filter_map(|e| e["seq"].as_u64())
+        .collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+    let types: Vec<&str> = lines.iter().filter_map(|e| e["type"].as_str()).collect();
+    for t in [
+        "node_started",
+        "node_finished",
+        "gate_pending",
+        "thread_paused",
+    ] {
+        assert!(types.contains(&t), "{t} in {types:?}");
+    }
+    assert_eq!(types.last(), Some(&"thread_paused"));
+    // The same history is in the store.
+    let thread = lines[1]["thread"].as_str().expect("thread").to_string();
+    let stored = stdout(&p.run(&["show", &thread, "--events"]));
+    assert!(stored.contains("gate_pending"));
+}
+
+#[test]
+fn cancel_and_prune_remove_only_what_they_should() {
+    let p = gated_project("prune");
+    let paused = start_paused(&p);
+    let done = p.run(&[
+        "run",
+        "gated.pipe",
+        "--input",
+        "id=Z",
+        "--answer",
+        r#"review={"approved": false}"#,
+    ]);
+    assert_eq!(code(&done), 0);
+    let cancelled = start_paused(&p);
+    assert_eq!(code(&p.run(&["cancel", &cancelled])), 0);
+    assert!(stdout(&p.run(&["show", &cancelled])).contains("cancelled"));
+    let out = p.run(&["prune", "--older-than", "0s"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("pruned 2 threads"),
+        "{}",
+        stderr(&out)
+    );
+    let runs = stdout(&p.run(&["runs"]));
+    assert!(runs.contains(&paused), "the paused thread is kept: {runs}");
+    assert!(!runs.contains(&cancelled));
+    assert_eq!(
+        code(&p.run(&[
+            "resume",
+            &paused,
+            "--answer",
+            r#"review={"approved": true}"#
+        ])),
+        0
+    );
+}
+
+#[test]
+fn a_secret_never_reaches_the_store_events_or_output() {
+    let p = Project::new("canary");
+    p.write(
+        "secret.pipe",
+        r#"input who: string
+
+node call(who: string = input.who, token: string = secret("CANARY_TOKEN")) -> { echoed: string } {
+  exec = ["./scripts/leak.sh"]
+  idempotent = true
+}
+
+node fail(token: string = secret("CANARY_TOKEN"), prev: { echoed: string } = call) -> json {
+  exec = ["./scripts/leak_and_fail.sh"]
+  idempotent = true
+}
+
+output echoed = call
+output failed = fail
+"#,
+    );
+    // A careless script: prints the token into its result and onto stderr.
+    p.script("scripts/leak.sh", "#!/bin/sh\ninput=$(cat)\ntok=$(printf '%s' \"$input\" | sed -n 's/.*\"token\":\"\\([^\"]*\\)\".*/\\1/p')\necho \"using $tok\" >&2\nprintf '{\"echoed\":\"token=%s\"}\\n' \"$tok\"\n");
+    p.script(
+        "scripts/leak_and_fail.sh",
+        "#!/bin/sh\ninput=$(cat)\necho \"failed with $input\" >&2\nexit 3\n",
+    );
+    let canary = "pipec-canary-7f3a9b2e51";
+    let out = p
+        .cmd(&[
+            "run",
+            "secret.pipe",
+            "--input",
+            "who=x",
+            "--events",
+            "jsonl",
+        ])
+        .env("CANARY_TOKEN", canary)
+        .output()
+        .expect("run");
+    assert_eq!(code(&out), 1, "the second node fails");
+    let all = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(!all.contains(canary), "canary in output:\n{all}");
+    assert!(
+        all.contains("«secret:CANARY_TOKEN»"),
+        "scrubbed, visibly:\n{all}"
+    );
+    let thread = thread_of(&all).expect("thread");
+    let show = p
+        .cmd(&["show", &thread, "--json", "--internal", "--events"])
+        .output()
+        .expect("show");
+    assert!(!stdout(&show).contains(canary));
+    let bytes = std::fs::read(p.store()).expect("store");
+    let hay = String::from_utf8_lossy(&bytes);
+    assert!(!hay.contains(canary), "canary in the store file");
+    // Resuming needs the secret again (it was never stored).
+    let out = p.run(&["resume", &thread]);
+    assert!(
+        stderr(&out).contains("R0002") && stderr(&out).contains("CANARY_TOKEN"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn the_main_example_runs_offline_end_to_end() {
+    let root = crate_root();
+    let p = Project::new("main");
+    let store = p.dir.join("runs.redb");
+    let store = store.to_string_lossy().into_owned();
+    let out = std::process::Command::new(pipec_bin())
+        .args([
+            "run",
+            "pipelines/account_review.pipe",
+            "--input",
+            "account=ACME",
+            "--model",
+            "fast=scripted:pipelines/replies/account_review.json",
+            "--answer",
+            r#"approve={"approved": true}"#,
+            "--store",
+            &store,
+        ])
+        .current_dir(root)
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .expect("run");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let v = json(&stdout(&out));
+    assert_eq!(v["report"]["account"], "ACME");
+    assert_eq!(v["report"]["sent"], true);
+    assert!(v["note"]["subject"].as_str().is_some_and(|s| !s.is_empty()));
+}
