@@ -373,7 +373,7 @@ fn rerun_from_recomputes_and_reopens_the_gate() {
 fn two_resumes_of_one_thread_one_proceeds_the_other_is_locked_out() {
     let p = gated_project("locked");
     let thread = start_paused(&p);
-    let mut first = p
+    let first = p
         .cmd(&[
             "resume",
             &thread,

@@ -45,35 +45,35 @@ pub fn run(args: Args) -> u8 {
             return Ok(Err("no such thread".to_string()));
         };
         // Validate against the thread's plan before writing anything.
-        if let Some(json) = store.get_plan(&rec.plan_hash).await? {
-            if let Ok(plan) = crate::plan::Plan::from_json(&json) {
-                let validators = crate::runtime::validate::Validators::new(&plan);
-                for (gate, answer) in &answers {
-                    let Some(g) = state.gates.get(gate) else {
-                        let pending: Vec<&String> = state
-                            .gates
+        if let Some(json) = store.get_plan(&rec.plan_hash).await?
+            && let Ok(plan) = crate::plan::Plan::from_json(&json)
+        {
+            let validators = crate::runtime::validate::Validators::new(&plan);
+            for (gate, answer) in &answers {
+                let Some(g) = state.gates.get(gate) else {
+                    let pending: Vec<&String> = state
+                        .gates
+                        .iter()
+                        .filter(|(_, g)| g.state == crate::store::GateState::Pending)
+                        .map(|(n, _)| n)
+                        .collect();
+                    return Ok(Err(format!(
+                        "error[R0301]: no gate `{gate}` is waiting; pending: {}",
+                        pending
                             .iter()
-                            .filter(|(_, g)| g.state == crate::store::GateState::Pending)
-                            .map(|(n, _)| n)
-                            .collect();
-                        return Ok(Err(format!(
-                            "error[R0301]: no gate `{gate}` is waiting; pending: {}",
-                            pending
-                                .iter()
-                                .map(|s| s.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )));
-                    };
-                    let node = plan.node(&g.node);
-                    if let Some(node) = node {
-                        if let Err(e) = validators.check(&node.output, answer, false) {
-                            return Ok(Err(format!(
-                                "error[R0301]: the answer to `{gate}` does not fit `{}`: {e}",
-                                node.output_type
-                            )));
-                        }
-                    }
+                            .map(|s| s.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
+                };
+                let node = plan.node(&g.node);
+                if let Some(node) = node
+                    && let Err(e) = validators.check(&node.output, answer, false)
+                {
+                    return Ok(Err(format!(
+                        "error[R0301]: the answer to `{gate}` does not fit `{}`: {e}",
+                        node.output_type
+                    )));
                 }
             }
         }

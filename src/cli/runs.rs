@@ -120,10 +120,10 @@ pub fn run(args: Args) -> u8 {
             fmt_time(t.updated_ms)
         ));
     }
-    if page.len() == args.limit {
-        if let Some(last) = page.last() {
-            text.push_str(&format!("(more: pipec runs --before {})\n", last.id));
-        }
+    if page.len() == args.limit
+        && let Some(last) = page.last()
+    {
+        text.push_str(&format!("(more: pipec runs --before {})\n", last.id));
     }
     super::out(&text);
     super::EXIT_OK

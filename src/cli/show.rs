@@ -172,10 +172,10 @@ pub fn run(args: Args) -> u8 {
         .collect::<Vec<_>>()
         .join(", ");
         s.push_str(&format!("  {name:<24} {state_word:<8} {ms:>8}  {extra}\n"));
-        if let Some(e) = &n.error {
-            if n.state == NodeState::Failed {
-                s.push_str(&format!("      error[{}]: {}\n", e.code, e.message));
-            }
+        if let Some(e) = &n.error
+            && n.state == NodeState::Failed
+        {
+            s.push_str(&format!("      error[{}]: {}\n", e.code, e.message));
         }
     }
     let pending: Vec<_> = state

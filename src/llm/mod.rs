@@ -127,18 +127,17 @@ pub fn extract_json(text: &str) -> Result<Value, String> {
     if let Some(start) = trimmed.find("```") {
         let after = &trimmed[start + 3..];
         let after = after.strip_prefix("json").unwrap_or(after);
-        if let Some(end) = after.find("```") {
-            if let Ok(v) = serde_json::from_str(after[..end].trim()) {
-                return Ok(v);
-            }
+        if let Some(end) = after.find("```")
+            && let Ok(v) = serde_json::from_str(after[..end].trim())
+        {
+            return Ok(v);
         }
     }
-    if let (Some(a), Some(b)) = (trimmed.find('{'), trimmed.rfind('}')) {
-        if a < b {
-            if let Ok(v) = serde_json::from_str(&trimmed[a..=b]) {
-                return Ok(v);
-            }
-        }
+    if let (Some(a), Some(b)) = (trimmed.find('{'), trimmed.rfind('}'))
+        && a < b
+        && let Ok(v) = serde_json::from_str(&trimmed[a..=b])
+    {
+        return Ok(v);
     }
     serde_json::from_str::<Value>(trimmed).map_err(|e| format!("the reply is not JSON: {e}"))
 }

@@ -72,14 +72,13 @@ impl OpenAiModel {
         if let Some(r) = retries {
             self.retries = r.clamp(0, 10) as u32;
         }
-        if let Some(ms) = timeout_ms {
-            if let Ok(c) = reqwest::Client::builder()
+        if let Some(ms) = timeout_ms
+            && let Ok(c) = reqwest::Client::builder()
                 .timeout(Duration::from_millis(ms))
                 .connect_timeout(Duration::from_secs(10))
                 .build()
-            {
-                self.client = c;
-            }
+        {
+            self.client = c;
         }
         if let Value::Object(m) = extra {
             self.extra = m.clone();

@@ -43,10 +43,10 @@ pub fn render_text(
         .map_err(|e| e.to_string())?;
     tmpl.render(minijinja::value::Serde(context)).map_err(|e| {
         let mut msg = e.to_string();
-        if let Some(detail) = e.detail() {
-            if !msg.contains(detail) {
-                msg = format!("{msg}: {detail}");
-            }
+        if let Some(detail) = e.detail()
+            && !msg.contains(detail)
+        {
+            msg = format!("{msg}: {detail}");
         }
         msg
     })

@@ -276,6 +276,17 @@ impl Attempt {
         })
     }
 
+    /// The next unused journal sequence number of a node's item.
+    fn next_seq(&self, node: &str, generation: u32, item: u32) -> u32 {
+        self.state
+            .calls
+            .keys()
+            .filter(|k| k.node == node && k.generation == generation && k.item == item)
+            .map(|k| k.seq + 1)
+            .max()
+            .unwrap_or(0)
+    }
+
     fn plan(&self) -> Arc<Plan> {
         self.shared.plan.clone()
     }
@@ -382,6 +393,8 @@ impl Attempt {
             }
         }
         // Nodes that were running when the previous attempt died.
+        // Failures this claim decides; older failed nodes run again on resume.
+        let mut fresh_failures: Vec<String> = Vec::new();
         let crashed: Vec<String> = self
             .state
             .nodes
@@ -395,6 +408,7 @@ impl Attempt {
             };
             rec.crash_count += 1;
             if rec.crash_count >= 3 {
+                fresh_failures.push(name.clone());
                 rec.state = NodeState::Failed;
                 rec.error = Some(
                     RuntimeError::new(
@@ -525,6 +539,7 @@ impl Attempt {
                     self.buffer.push(Write::Event(
                         json!({ "type": "gate_timed_out", "gate": name }),
                     ));
+                    fresh_failures.push(name.clone());
                     self.failure.get_or_insert(error);
                 }
             }
@@ -537,12 +552,7 @@ impl Attempt {
             self.slots[i] = match rec.state {
                 NodeState::Done => NodeSlot::Done(rec.value.clone().unwrap_or(Value::Null)),
                 NodeState::Skipped => NodeSlot::Skipped,
-                NodeState::Failed
-                    if rec.error.as_ref().is_some_and(|e| {
-                        e.code == codes::NODE_CRASH_LOOP.code
-                            || e.code == codes::GATE_TIMED_OUT.code
-                    }) =>
-                {
+                NodeState::Failed if fresh_failures.contains(&node.name) => {
                     self.failure
                         .get_or_insert(rec.error.clone().unwrap_or_else(|| {
                             RuntimeError::new(&codes::NODE_CRASH_LOOP, "crash loop")
@@ -553,6 +563,16 @@ impl Attempt {
                 // A failed node runs again with fresh tries; a running one resumes.
                 NodeState::Failed | NodeState::Running => NodeSlot::Pending,
             };
+        }
+        // Fresh tries for nodes that failed in an earlier attempt.
+        for rec in self.state.nodes.values_mut() {
+            if rec.state == NodeState::Failed {
+                rec.tries = 0;
+                rec.crash_count = 0;
+            }
+        }
+        if self.failure.is_none() {
+            self.thread.error = None;
         }
         Ok(())
     }
@@ -899,12 +919,12 @@ impl Attempt {
             }
             Ok(true) => {}
         }
-        if let Some(g) = self.state.gates.get(&node.name) {
-            if g.state == GateState::Answered {
-                let answer = g.answer.clone().unwrap_or(Value::Null);
-                self.finish_node(i, answer, None);
-                return Ok(());
-            }
+        if let Some(g) = self.state.gates.get(&node.name)
+            && g.state == GateState::Answered
+        {
+            let answer = g.answer.clone().unwrap_or(Value::Null);
+            self.finish_node(i, answer, None);
+            return Ok(());
         }
         let Body::Gate {
             message,
@@ -994,22 +1014,22 @@ impl Attempt {
         marker.next_retry_ms = old.as_ref().and_then(|o| o.next_retry_ms);
         match bound.each {
             Some((name, items)) => {
-                if let Some(max) = each_max(&node) {
-                    if items.len() as u64 > max {
-                        self.fail_node(
-                            i,
-                            RuntimeError::new(
-                                &codes::INPUT_INVALID,
-                                format!(
-                                    "`{}` fans out over {} items, more than its `max` of {max}",
-                                    node.name,
-                                    items.len()
-                                ),
-                            )
-                            .stored(Some(&node.name)),
-                        );
-                        return None;
-                    }
+                if let Some(max) = each_max(&node)
+                    && items.len() as u64 > max
+                {
+                    self.fail_node(
+                        i,
+                        RuntimeError::new(
+                            &codes::INPUT_INVALID,
+                            format!(
+                                "`{}` fans out over {} items, more than its `max` of {max}",
+                                node.name,
+                                items.len()
+                            ),
+                        )
+                        .stored(Some(&node.name)),
+                    );
+                    return None;
                 }
                 marker.items = Some(items.len() as u32);
                 let units = items
@@ -1025,6 +1045,7 @@ impl Attempt {
                             params,
                             generation,
                             tries: 0,
+                            seq: self.next_seq(&node.name, generation, k as u32),
                             started: None,
                         }
                     })
@@ -1057,6 +1078,7 @@ impl Attempt {
                     params: bound.params,
                     generation,
                     tries,
+                    seq: self.next_seq(&node.name, generation, 0),
                     started: None,
                 };
                 self.buffer
@@ -1066,7 +1088,7 @@ impl Attempt {
                     json!({ "type": "node_started", "node": node.name }),
                 ));
                 if tasks::needs_started_row(&node) {
-                    let (key, rec) = tasks::started_row(&self.shared, &unit, tries);
+                    let (key, rec) = tasks::started_row(&self.shared, &unit, unit.seq);
                     self.buffer.push(Write::Event(json!({ "type": "call_started", "node": node.name, "call": key.display(), "args_hash": rec.args_hash })));
                     self.buffer.push(Write::Call(key.clone(), rec));
                     unit.started = Some(key);
@@ -1083,10 +1105,10 @@ impl Attempt {
                 self.buffer.extend(writes);
                 self.finish_node(i, value, td.items);
                 let node = &self.shared.plan.nodes[i];
-                if let Some(Write::Event(e)) = self.buffer.last_mut() {
-                    if let Value::Object(m) = e {
-                        m.insert("ms".into(), Value::from(td.took.as_millis() as u64));
-                    }
+                if let Some(Write::Event(e)) = self.buffer.last_mut()
+                    && let Value::Object(m) = e
+                {
+                    m.insert("ms".into(), Value::from(td.took.as_millis() as u64));
                 }
                 let _ = node;
             }
@@ -1286,6 +1308,9 @@ fn each_max(node: &Node) -> Option<u64> {
         })
 }
 
+/// An item's index and how it ended (the error, and whether its outcome is unknown).
+type ItemOutcome = (u32, Result<ItemRec, (StoredError, bool)>);
+
 async fn run_single(shared: Arc<Shared>, mut work: Vec<Unit>) -> UnitEnd {
     match work.pop() {
         Some(unit) => tasks::run_unit(shared, unit).await,
@@ -1308,7 +1333,7 @@ async fn run_each(
     let local = Arc::new(Semaphore::new(limit.min(4096)));
     let total = units.len();
     let mut results: BTreeMap<u32, ItemRec> = done;
-    let mut set: JoinSet<(u32, Result<ItemRec, (StoredError, bool)>)> = JoinSet::new();
+    let mut set: JoinSet<ItemOutcome> = JoinSet::new();
     for unit in units {
         if results
             .get(&unit.item)
@@ -1351,7 +1376,7 @@ async fn run_each(
             let generation = unit.generation;
             let mut unit = unit;
             if tasks::needs_started_row(&node) {
-                let (key, rec) = tasks::started_row(&shared, &unit, 0);
+                let (key, rec) = tasks::started_row(&shared, &unit, unit.seq);
                 if let Err(e) = shared.commit(vec![Write::Call(key.clone(), rec)]).await {
                     return (item, Err((e.stored(Some(&node.name)), false)));
                 }

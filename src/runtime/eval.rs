@@ -104,10 +104,10 @@ pub fn source(env: &dyn Env, src: &Source, schema: &Value) -> Result<Slot, Strin
         },
         Source::Join { sides } => {
             for side in sides {
-                if let Slot::Value(v) = source(env, side, schema)? {
-                    if !v.is_null() {
-                        return Ok(Slot::Value(v));
-                    }
+                if let Slot::Value(v) = source(env, side, schema)?
+                    && !v.is_null()
+                {
+                    return Ok(Slot::Value(v));
                 }
             }
             // Every side skipped or null: skipped only if all were skipped.

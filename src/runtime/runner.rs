@@ -20,12 +20,16 @@ use crate::diagnostic::{self as codes, Rule};
 use crate::llm::{Model, OpenAiModel, ScriptedModel};
 use crate::plan::{Body, ConfigValue, Plan, Source};
 use crate::store::{
-    AttemptRec, CallState, Status, Store, StoreError, StoredError, ThreadRec, ThreadState, ids,
+    AttemptRec, CallState, Status, Store, StoreError, StoredError, ThreadRec, ThreadState, Write,
+    ids,
 };
 
 /// A host function: JSON in (the node's parameters), JSON out.
 pub type HostFn =
     Arc<dyn Fn(Value) -> Pin<Box<dyn Future<Output = Result<Value, String>> + Send>> + Send + Sync>;
+
+/// Where configuration and secrets are read from (the process environment by default).
+pub type Environment = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// A sink for `--events`: every event, after it is committed.
 pub type EventSink = Arc<dyn Fn(&Value) + Send + Sync>;
@@ -189,7 +193,7 @@ pub struct Runner {
     pub(crate) concurrency: usize,
     pub(crate) validators: Arc<Validators>,
     /// The process environment, read through this so tests and embedders can replace it.
-    pub(crate) environment: Arc<dyn Fn(&str) -> Option<String> + Send + Sync>,
+    pub(crate) environment: Environment,
 }
 
 impl Runner {
@@ -232,20 +236,18 @@ impl Runner {
         let input_schema = serde_json::to_value(schemars::schema_for!(I)).unwrap_or(Value::Null);
         let output_schema = serde_json::to_value(schemars::schema_for!(O)).unwrap_or(Value::Null);
         for node in &self.plan.nodes {
-            if let Body::Host { function } = &node.body {
-                if function == name {
-                    check_host_types(node, &input_schema, &output_schema, &self.plan).map_err(
-                        |m| {
-                            RuntimeError::new(
-                                &codes::HOST_FUNCTION_MISSING,
-                                format!(
-                                    "the host function `{name}` does not fit the node `{}`: {m}",
-                                    node.name
-                                ),
-                            )
-                        },
-                    )?;
-                }
+            if let Body::Host { function } = &node.body
+                && function == name
+            {
+                check_host_types(node, &input_schema, &output_schema, &self.plan).map_err(|m| {
+                    RuntimeError::new(
+                        &codes::HOST_FUNCTION_MISSING,
+                        format!(
+                            "the host function `{name}` does not fit the node `{}`: {m}",
+                            node.name
+                        ),
+                    )
+                })?;
             }
         }
         let f = Arc::new(f);
@@ -461,17 +463,17 @@ impl Runner {
                 .get(gate)
                 .is_some_and(|g| g.state == crate::store::GateState::Pending);
             self.check_answer(gate, answer, !pending)?;
-            if let Some(g) = state.gates.get(gate) {
-                if g.state == crate::store::GateState::Answered && g.answer.as_ref() != Some(answer)
-                {
-                    return Err(RuntimeError::new(
-                        &codes::GATE_ALREADY_ANSWERED,
-                        format!(
-                            "the gate `{gate}` was already answered ({})",
-                            g.answered_by.clone().unwrap_or_default()
-                        ),
-                    ));
-                }
+            if let Some(g) = state.gates.get(gate)
+                && g.state == crate::store::GateState::Answered
+                && g.answer.as_ref() != Some(answer)
+            {
+                return Err(RuntimeError::new(
+                    &codes::GATE_ALREADY_ANSWERED,
+                    format!(
+                        "the gate `{gate}` was already answered ({})",
+                        g.answered_by.clone().unwrap_or_default()
+                    ),
+                ));
             }
         }
         // Plan changes under finished nodes.
@@ -479,6 +481,32 @@ impl Runner {
         // Unfinished effects need a decision.
         let blocked = self.unfinished_calls(&state, &opts);
         if !blocked.is_empty() {
+            // Record what the thread is waiting for, so `runs` and `show` say so.
+            if rec.status != Status::Blocked {
+                let (lease, state) = self
+                    .store
+                    .claim(&rec.id, self.attempt_rec(rec.attempts + 1))
+                    .await?;
+                if let Some(mut t) = state.thread {
+                    t.status = Status::Blocked;
+                    t.holder = None;
+                    t.error = blocked.first().cloned();
+                    let mut attempt = state.attempts.last().cloned();
+                    if let Some(a) = &mut attempt {
+                        a.ended_ms = ids::now_ms();
+                        a.end = Some("blocked".into());
+                    }
+                    let calls: Vec<String> = blocked.iter().map(|b| b.message.clone()).collect();
+                    let mut writes = vec![
+                        Write::Thread(t),
+                        Write::Event(
+                            serde_json::json!({ "type": "thread_blocked", "calls": calls }),
+                        ),
+                    ];
+                    writes.extend(attempt.map(Write::Attempt));
+                    self.store.commit(&lease, writes).await?;
+                }
+            }
             return Ok(Outcome::Blocked {
                 thread: rec.id,
                 reasons: blocked,
@@ -635,11 +663,11 @@ impl Runner {
     /// Every `host` node needs its function.
     fn check_hosts(&self) -> Result<(), RuntimeError> {
         for node in &self.plan.nodes {
-            if let Body::Host { function } = &node.body {
-                if !self.hosts.contains_key(function) {
-                    return Err(RuntimeError::new(&codes::HOST_FUNCTION_MISSING, format!("the node `{}` calls the host function `{function}`, which is not registered", node.name))
+            if let Body::Host { function } = &node.body
+                && !self.hosts.contains_key(function)
+            {
+                return Err(RuntimeError::new(&codes::HOST_FUNCTION_MISSING, format!("the node `{}` calls the host function `{function}`, which is not registered", node.name))
                         .help("host functions are registered by a program that embeds pipec: `Runner::host_fn(...)`"));
-                }
             }
         }
         Ok(())
@@ -649,10 +677,11 @@ impl Runner {
     fn used_models(&self, overrides: &BTreeMap<String, String>) -> BTreeSet<String> {
         let mut used = BTreeSet::new();
         for node in &self.plan.nodes {
-            if let Body::Model { model, .. } = &node.body {
-                if !self.models.contains_key(model) && !overrides.contains_key(model) {
-                    used.insert(model.clone());
-                }
+            if let Body::Model { model, .. } = &node.body
+                && !self.models.contains_key(model)
+                && !overrides.contains_key(model)
+            {
+                used.insert(model.clone());
             }
         }
         used
@@ -984,12 +1013,12 @@ fn check_host_types(
         };
         if let Some(expected) = in_props.get(&field).and_then(|s| s.get("type")) {
             let declared = resolve_type(&param.schema, plan);
-            if let Some(declared) = declared.get("type") {
-                if !types_overlap(declared, expected) {
-                    return Err(format!(
-                        "`{field}` is {declared} in the node and {expected} in the function"
-                    ));
-                }
+            if let Some(declared) = declared.get("type")
+                && !types_overlap(declared, expected)
+            {
+                return Err(format!(
+                    "`{field}` is {declared} in the node and {expected} in the function"
+                ));
             }
         }
     }
@@ -1002,10 +1031,10 @@ fn check_host_types(
             ));
         }
     }
-    if let (Some(a), Some(b)) = (node_out.get("type"), output.get("type")) {
-        if !types_overlap(a, b) {
-            return Err(format!("the node returns {a} and the function {b}"));
-        }
+    if let (Some(a), Some(b)) = (node_out.get("type"), output.get("type"))
+        && !types_overlap(a, b)
+    {
+        return Err(format!("the node returns {a} and the function {b}"));
     }
     Ok(())
 }

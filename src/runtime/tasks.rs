@@ -28,8 +28,11 @@ pub(crate) struct Unit {
     pub is_item: bool,
     pub params: BTreeMap<String, Value>,
     pub generation: u32,
-    /// Tries already used (from the node row).
+    /// Tries already used (from the node row), for the `retries` policy.
     pub tries: u32,
+    /// The journal sequence number of the next try: never reused within a generation,
+    /// whatever the retry policy says, so no two calls share a key.
+    pub seq: u32,
     /// The journal key of a `started` row the scheduler already committed for try
     /// `tries` (non-idempotent `exec`).
     pub started: Option<CallKey>,
@@ -159,7 +162,7 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
     let retries = node.retries.unwrap_or(0) as u32;
     let mut writes: Vec<Write> = Vec::new();
     loop {
-        let seq = unit.tries;
+        let seq = unit.seq;
         let _permit = shared.permits.acquire().await;
         if let Some(p) = &shared.progress {
             p.step(Step::Started {
@@ -278,6 +281,7 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
                 }
                 // The next try and its wait are stored before waiting.
                 unit.tries += 1;
+                unit.seq += 1;
                 let backoff = Duration::from_millis(
                     node.backoff_ms
                         .unwrap_or(500)
@@ -305,7 +309,7 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
                 }
                 batch.push(Write::Event(json!({ "type": "retry_scheduled", "node": node.name, "item": unit.item, "try": unit.tries, "at_ms": due, "error": msg })));
                 if needs_started_row(&node) {
-                    let (key, rec) = started_row(&shared, &unit, unit.tries);
+                    let (key, rec) = started_row(&shared, &unit, unit.seq);
                     batch.push(Write::Call(key.clone(), rec));
                     unit.started = Some(key);
                 }

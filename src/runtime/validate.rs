@@ -35,12 +35,11 @@ impl Validators {
             close(&mut root);
             close(&mut defs);
         }
-        if let Value::Object(m) = &mut root {
-            if let Value::Object(d) = &defs {
-                if !d.is_empty() {
-                    m.insert("$defs".into(), defs);
-                }
-            }
+        if let Value::Object(m) = &mut root
+            && let Value::Object(d) = &defs
+            && !d.is_empty()
+        {
+            m.insert("$defs".into(), defs);
         }
         root
     }

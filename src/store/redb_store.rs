@@ -29,11 +29,16 @@ const THREADS: TableDefinition<u128, &[u8]> = TableDefinition::new("threads");
 const BY_STATUS: TableDefinition<(u8, u128), ()> = TableDefinition::new("by_status");
 const NODES: TableDefinition<(u128, &str), &[u8]> = TableDefinition::new("nodes");
 const ITEMS: TableDefinition<(u128, &str, u32, u32), &[u8]> = TableDefinition::new("items");
-const CALLS: TableDefinition<(u128, &str, u32, u32, u32, u32), &[u8]> =
-    TableDefinition::new("calls");
+const CALLS: TableDefinition<CallCols, &[u8]> = TableDefinition::new("calls");
 const GATES: TableDefinition<(u128, &str), &[u8]> = TableDefinition::new("gates");
 const ATTEMPTS: TableDefinition<(u128, u32), &[u8]> = TableDefinition::new("attempts");
 const EVENTS: TableDefinition<(u128, u64), &[u8]> = TableDefinition::new("events");
+
+/// A journal key: thread, node, generation, item, sequence, call.
+type CallCols = (u128, &'static str, u32, u32, u32, u32);
+
+/// A commit waiting on the store thread: thread, epoch, writes, and who to tell.
+type PendingCommit = (u128, u64, Vec<Write>, Reply<Vec<u64>>);
 
 /// How many commit requests one transaction may take.
 const BATCH: usize = 64;
@@ -307,7 +312,7 @@ fn store_thread(db: Arc<Database>, rx: mpsc::Receiver<Job>) {
 
 /// Applies a batch of commits in one transaction. A commit whose fence fails is left
 /// out; if applying fails for another reason, each commit is retried on its own.
-fn commit_batch(db: &Database, commits: Vec<(u128, u64, Vec<Write>, Reply<Vec<u64>>)>) {
+fn commit_batch(db: &Database, commits: Vec<PendingCommit>) {
     let result = (|| -> Result<Vec<Result<Vec<u64>, StoreError>>, StoreError> {
         let txn = db.begin_write().map_err(io)?;
         let mut outcomes = Vec::with_capacity(commits.len());

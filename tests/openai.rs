@@ -1,0 +1,291 @@
+//! `think` nodes against a real HTTP server on 127.0.0.1 that speaks the OpenAI Chat
+//! Completions API with canned replies: structured output, repairs, rate limits, and a
+//! reply that never validates.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+
+use common::*;
+
+/// One canned HTTP response.
+#[derive(Clone)]
+struct Canned {
+    status: u16,
+    body: String,
+    headers: Vec<(String, String)>,
+}
+
+fn ok(content: &str) -> Canned {
+    let body = serde_json::json!({
+        "id": "x", "object": "chat.completion",
+        "choices": [{ "index": 0, "message": { "role": "assistant", "content": content }, "finish_reason": "stop" }],
+        "usage": { "prompt_tokens": 12, "completion_tokens": 7 }
+    });
+    Canned {
+        status: 200,
+        body: body.to_string(),
+        headers: vec![],
+    }
+}
+
+/// A server that answers each request with the next canned response (the last one
+/// repeats) and records the request bodies.
+struct Server {
+    url: String,
+    requests: Arc<Mutex<Vec<serde_json::Value>>>,
+}
+
+fn serve(responses: Vec<Canned>) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let seen = requests.clone();
+    std::thread::spawn(move || {
+        let mut n = 0usize;
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut len = 0usize;
+            let mut line = String::new();
+            loop {
+                line.clear();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                let l = line.trim_end();
+                if l.is_empty() {
+                    break;
+                }
+                if let Some(v) = l.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0u8; len];
+            let _ = reader.read_exact(&mut body);
+            if let Ok(v) = serde_json::from_slice(&body) {
+                seen.lock().expect("lock").push(v);
+            }
+            let r = responses
+                .get(n)
+                .or(responses.last())
+                .cloned()
+                .expect("a response");
+            n += 1;
+            let mut head = format!(
+                "HTTP/1.1 {} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+                r.status,
+                r.body.len()
+            );
+            for (k, v) in &r.headers {
+                head.push_str(&format!("{k}: {v}\r\n"));
+            }
+            head.push_str("\r\n");
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(r.body.as_bytes());
+        }
+    });
+    Server { url, requests }
+}
+
+fn project(url: &str) -> Project {
+    let p = Project::new("openai");
+    p.write(
+        "brief.pipe",
+        &format!(
+            r#"model llm {{
+  provider = "openai"
+  name = "test-model"
+  base_url = "{url}"
+  api_key = secret("TEST_KEY")
+  retries = 3
+}}
+
+/// A call brief.
+type Brief {{
+  /// One line.
+  headline: string
+  points: string[]
+}}
+
+input topic: string
+
+think brief(topic: string = input.topic) -> Brief {{
+  model = llm
+  prompt = "{{{{ role(\"system\") }}}}Be brief.{{{{ role(\"user\") }}}}Brief me on {{{{ topic }}}}."
+  repairs = 2
+}}
+
+think plain(topic: string = input.topic) -> string {{
+  model = llm
+  prompt = "Say hello about {{{{ topic }}}}."
+}}
+
+output brief = brief
+output plain = plain
+"#
+        ),
+    );
+    p
+}
+
+fn run(p: &Project) -> std::process::Output {
+    p.cmd(&[
+        "run",
+        "brief.pipe",
+        "--input",
+        "topic=renewals",
+        "--concurrency",
+        "1",
+    ])
+    .env("TEST_KEY", "sk-test-123456")
+    .output()
+    .expect("run")
+}
+
+const GOOD: &str = r#"{"headline": "Renewal at risk", "points": ["usage down", "tickets open"]}"#;
+
+#[test]
+fn structured_output_with_a_json_schema_and_a_plain_completion() {
+    let server = serve(vec![ok(GOOD), ok("Hello!")]);
+    let p = project(&server.url);
+    let out = run(&p);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let v = json(&stdout(&out));
+    assert_eq!(v["brief"]["headline"], "Renewal at risk");
+    assert_eq!(v["plain"], "Hello!");
+    let reqs = server.requests.lock().expect("lock").clone();
+    let structured = reqs
+        .iter()
+        .find(|r| r.get("response_format").is_some())
+        .expect("a structured request");
+    assert_eq!(structured["model"], "test-model");
+    assert_eq!(structured["response_format"]["type"], "json_schema");
+    let schema = &structured["response_format"]["json_schema"]["schema"];
+    assert_eq!(
+        schema["$defs"]["Brief"]["additionalProperties"], false,
+        "closed schema: {schema}"
+    );
+    assert_eq!(
+        schema["$defs"]["Brief"]["properties"]["headline"]["description"],
+        "One line."
+    );
+    assert_eq!(structured["messages"][0]["role"], "system");
+    assert_eq!(
+        structured["messages"][1]["content"],
+        "Brief me on renewals."
+    );
+    let plain = reqs
+        .iter()
+        .find(|r| r.get("response_format").is_none())
+        .expect("a plain request");
+    assert_eq!(plain["messages"][0]["content"], "Say hello about renewals.");
+}
+
+#[test]
+fn malformed_json_is_repaired_by_sending_the_error_back() {
+    let server = serve(vec![
+        ok("not json at all"),
+        ok(r#"{"headline": 5}"#),
+        ok(GOOD),
+        ok("Hello!"),
+    ]);
+    let p = project(&server.url);
+    let out = run(&p);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&stdout(&out))["brief"]["points"][1], "tickets open");
+    let reqs = server.requests.lock().expect("lock").clone();
+    let third = &reqs[2];
+    let msgs = third["messages"].as_array().expect("messages");
+    let last = msgs.last().expect("a message");
+    assert_eq!(last["role"], "user");
+    assert!(
+        last["content"]
+            .as_str()
+            .unwrap_or("")
+            .contains("does not match the schema"),
+        "{last}"
+    );
+    assert!(
+        msgs.iter()
+            .any(|m| m["role"] == "assistant" && m["content"] == "not json at all")
+    );
+}
+
+#[test]
+fn rate_limits_and_server_errors_are_retried_with_backoff() {
+    let limited = Canned {
+        status: 429,
+        body: r#"{"error":{"message":"slow down"}}"#.into(),
+        headers: vec![("retry-after".into(), "0.05".into())],
+    };
+    let broken = Canned {
+        status: 503,
+        body: "{}".into(),
+        headers: vec![],
+    };
+    let server = serve(vec![limited, broken, ok(GOOD), ok("Hello!")]);
+    let p = project(&server.url);
+    let out = run(&p);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(server.requests.lock().expect("lock").len(), 4);
+}
+
+#[test]
+fn a_reply_that_never_validates_fails_with_r0201_and_the_last_reply() {
+    let server = serve(vec![ok(r#"{"headline": 1}"#)]);
+    let p = project(&server.url);
+    let out = run(&p);
+    assert_eq!(code(&out), 1);
+    let err = stderr(&out);
+    assert!(err.contains("R0201"), "{err}");
+    assert!(
+        err.contains("after 2 repairs") && err.contains(r#"{"headline": 1}"#),
+        "{err}"
+    );
+    assert!(!err.contains("sk-test-123456"), "the key never shows");
+}
+
+#[test]
+fn a_server_without_structured_output_gets_instructions_instead() {
+    let refuse = Canned {
+        status: 400,
+        body: r#"{"error":{"message":"response_format json_schema is not supported"}}"#.into(),
+        headers: vec![],
+    };
+    let server = serve(vec![refuse, ok(GOOD), ok("Hello!")]);
+    let p = project(&server.url);
+    let out = run(&p);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let reqs = server.requests.lock().expect("lock").clone();
+    assert!(reqs[1].get("response_format").is_none());
+    assert!(
+        reqs[1]["messages"][0]["content"]
+            .as_str()
+            .unwrap_or("")
+            .contains("JSON Schema")
+    );
+}
+
+#[test]
+fn a_missing_key_is_refused_before_any_request() {
+    let server = serve(vec![ok(GOOD), ok("Hello!")]);
+    let p = project(&server.url);
+    let out = p
+        .cmd(&["run", "brief.pipe", "--input", "topic=x"])
+        .env_remove("TEST_KEY")
+        .output()
+        .expect("run");
+    assert_eq!(code(&out), 1);
+    assert!(
+        stderr(&out).contains("R0002") && stderr(&out).contains("TEST_KEY"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        server.requests.lock().expect("lock").is_empty(),
+        "nothing was sent"
+    );
+}

@@ -1,0 +1,323 @@
+//! Crash torture: `kill -9` at random points of a 20-node pipeline whose steps are
+//! effects, one process at a time and then four at once. Every thread must end with the
+//! outputs of an uninterrupted run; no effect may happen twice under one call key; a
+//! node's effect may repeat only as often as a person explicitly retried an unfinished
+//! call; and the store must pass its integrity check.
+//!
+//! `PIPEC_TORTURE_KILLS` sets how many kills each variant makes (default 50).
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const STEPS: usize = 20;
+
+fn pipeline() -> String {
+    let mut s = String::from("type Step {\n  v: int\n}\n\ninput seed: int\n\n");
+    s.push_str("node s0(seed: int = input.seed) -> Step {\n  exec = [\"./step.sh\"]\n}\n\n");
+    for i in 1..STEPS {
+        let prev = format!("s{}", i - 1);
+        match i % 4 {
+            // A pure step: recomputed after a crash, never journaled.
+            1 => s.push_str(&format!("node s{i}(prev: Step = {prev}) -> Step {{\n  return = {{ v: prev.v }}\n}}\n\n")),
+            // An idempotent effect: may repeat after a crash.
+            2 => s.push_str(&format!("node s{i}(prev: Step = {prev}) -> Step {{\n  exec = [\"./step.sh\"]\n  idempotent = true\n}}\n\n")),
+            // A fan-in of two effects.
+            3 if i >= 3 => s.push_str(&format!(
+                "node s{i}(prev: Step = {prev}, other: Step = s{}) -> Step {{\n  exec = [\"./step.sh\"]\n}}\n\n",
+                i - 3
+            )),
+            _ => s.push_str(&format!("node s{i}(prev: Step = {prev}) -> Step {{\n  exec = [\"./step.sh\"]\n}}\n\n")),
+        }
+    }
+    s.push_str(&format!("output last = s{}\n", STEPS - 1));
+    s
+}
+
+/// Adds one to `prev.v` (or the seed), after a short random sleep, and logs the effect.
+const STEP: &str = r#"#!/bin/sh
+input=$(cat)
+v=$(printf '%s' "$input" | sed -n 's/.*"prev":{"v":\([0-9]*\)}.*/\1/p')
+[ -n "$v" ] || v=$(printf '%s' "$input" | sed -n 's/.*"seed":\([0-9]*\).*/\1/p')
+ms=$(awk -v s="$$" 'BEGIN { srand(s); printf "%.3f", rand() * 0.02 }')
+sleep "$ms"
+echo "$PIPEC_THREAD $PIPEC_NODE $PIPEC_CALL_KEY" >> effects.log
+printf '{"v":%d}\n' $((v + 1))
+"#;
+
+/// The value an uninterrupted run ends with: one per effect step along the chain.
+fn expected(seed: i64) -> i64 {
+    let effects = (0..STEPS).filter(|i| *i == 0 || i % 4 != 1).count() as i64;
+    seed + effects
+}
+
+struct Rng(u64);
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+}
+
+fn seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(7, |d| d.as_nanos() as u64)
+        | 1
+}
+
+fn status(p: &Project, thread: &str) -> Option<serde_json::Value> {
+    let out = p.run(&["show", thread, "--json", "--internal"]);
+    (code(&out) == 0).then(|| json(&stdout(&out)))
+}
+
+fn kill(mut child: Child) {
+    #[allow(unsafe_code)]
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// How one step of driving a thread went.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Drive {
+    /// The thread is completed.
+    Completed,
+    /// The process was killed while it ran.
+    Killed,
+    /// The process ended by itself.
+    Ended,
+}
+
+/// One step of driving a thread: start or continue it, and kill it after `delay`.
+fn drive(p: &Project, thread: &str, delay: Option<Duration>) -> Drive {
+    let st = status(p, thread);
+    let state = st
+        .as_ref()
+        .and_then(|s| s["status"].as_str().map(str::to_string))
+        .unwrap_or_default();
+    let args: Vec<String> = match (st.is_some(), state.as_str()) {
+        (false, _) => vec![
+            "run".into(),
+            "tort.pipe".into(),
+            "--thread".into(),
+            thread.into(),
+            "--input".into(),
+            "seed=100".into(),
+            "-q".into(),
+        ],
+        (_, "blocked") => vec![
+            "resume".into(),
+            thread.into(),
+            "--retry-unfinished".into(),
+            "all".into(),
+            "-q".into(),
+        ],
+        (_, "completed") => return Drive::Completed,
+        _ => vec!["resume".into(), thread.into(), "-q".into()],
+    };
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut child = p
+        .cmd(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    if let Some(d) = delay {
+        let start = Instant::now();
+        while start.elapsed() < d {
+            if let Ok(Some(_)) = child.try_wait() {
+                return Drive::Ended;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        kill(child);
+        return Drive::Killed;
+    }
+    let _ = child.wait();
+    Drive::Ended
+}
+
+fn is_idempotent(node: &str) -> bool {
+    node.trim_start_matches('s')
+        .parse::<usize>()
+        .is_ok_and(|i| i % 4 == 2)
+}
+
+/// Checks every thread's outputs, the journal and the effect log.
+fn verify(p: &Project, threads: &[String]) {
+    let log = p.read("effects.log");
+    let mut per_key: HashMap<String, usize> = HashMap::new();
+    let mut idempotent_keys: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut per_node: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for line in log.lines() {
+        let parts: Vec<&str> = line.split_whitespace().collect();
+        if let [thread, node, key] = parts.as_slice() {
+            if is_idempotent(node) {
+                idempotent_keys.insert((*key).to_string());
+            }
+            *per_key.entry((*key).to_string()).or_default() += 1;
+            *per_node
+                .entry(((*thread).to_string(), (*node).to_string()))
+                .or_default() += 1;
+        }
+    }
+    // An effect that is not idempotent happens at most once under a key (an idempotent
+    // one may repeat after a crash, under the same key, so the callee can dedupe).
+    for (key, n) in &per_key {
+        if !idempotent_keys.contains(key) {
+            assert_eq!(*n, 1, "the effect with call key {key} happened {n} times");
+        }
+    }
+    for thread in threads {
+        let st = status(p, thread).unwrap_or_else(|| panic!("thread {thread} is readable"));
+        assert_eq!(st["status"], "completed", "thread {thread}: {st}");
+        assert_eq!(
+            st["outputs"]["last"]["v"],
+            expected(100),
+            "thread {thread} has the outputs of an uninterrupted run"
+        );
+        let calls = st["calls"].as_array().cloned().unwrap_or_default();
+        let mut retried: HashMap<String, usize> = HashMap::new();
+        for c in &calls {
+            if c["record"]["decision"] == "retry requested" {
+                let node = c["call"]
+                    .as_str()
+                    .unwrap_or("")
+                    .split('[')
+                    .next()
+                    .unwrap_or("")
+                    .to_string();
+                *retried.entry(node).or_default() += 1;
+            }
+            // A finished effect's key was used exactly once.
+            if c["record"]["state"] == "ok" && !c["record"]["idempotent"].as_bool().unwrap_or(true)
+            {
+                let key = c["record"]["idem_key"].as_str().unwrap_or("");
+                assert_eq!(
+                    per_key.get(key),
+                    Some(&1),
+                    "the finished call {} ran once",
+                    c["call"]
+                );
+            }
+        }
+        for ((t, node), n) in per_node.iter().filter(|((t, _), _)| t == thread) {
+            let idempotent = node
+                .trim_start_matches('s')
+                .parse::<usize>()
+                .is_ok_and(|i| i % 4 == 2);
+            if idempotent {
+                continue;
+            }
+            let allowed = 1 + retried.get(node).copied().unwrap_or(0);
+            assert!(
+                *n <= allowed,
+                "thread {t}, node {node}: the effect ran {n} times with {} explicit retries",
+                allowed - 1
+            );
+        }
+    }
+    let out = p.run(&["store", "check"]);
+    assert_eq!(code(&out), 0, "integrity check: {}", stderr(&out));
+}
+
+fn kills_wanted() -> usize {
+    std::env::var("PIPEC_TORTURE_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50)
+}
+
+fn project(tag: &str) -> Project {
+    let p = Project::new(tag);
+    p.write("tort.pipe", &pipeline());
+    p.script("step.sh", STEP);
+    let out = p.run(&["check", "tort.pipe"]);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    p
+}
+
+#[test]
+fn kill_9_at_random_points_one_process_at_a_time() {
+    let p = project("torture1");
+    let mut rng = Rng(seed());
+    let want = kills_wanted();
+    let mut kills = 0;
+    let mut threads = Vec::new();
+    // New threads until enough kills landed, each driven to completion.
+    while kills < want || threads.len() < 3 {
+        let thread = format!("01J{:023}", threads.len());
+        let mut rounds = 0;
+        loop {
+            rounds += 1;
+            assert!(rounds < 500, "thread {thread} does not finish");
+            let delay = (kills < want).then(|| Duration::from_millis(5 + rng.below(120)));
+            match drive(&p, &thread, delay) {
+                Drive::Completed => break,
+                Drive::Killed => kills += 1,
+                Drive::Ended => {}
+            }
+        }
+        threads.push(thread);
+    }
+    assert!(kills >= want);
+    verify(&p, &threads);
+}
+
+#[test]
+fn four_processes_claim_and_resume_concurrently_under_kill_9() {
+    let p = Arc::new(project("torture4"));
+    let want = kills_wanted();
+    let threads: Arc<Mutex<Vec<String>>> =
+        Arc::new(Mutex::new((0..6).map(|i| format!("01K{i:023}")).collect()));
+    let kills = Arc::new(Mutex::new(0usize));
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let workers: Vec<_> = (0..4)
+        .map(|w| {
+            let p = p.clone();
+            let threads = threads.clone();
+            let kills = kills.clone();
+            std::thread::spawn(move || {
+                let mut rng = Rng(seed() ^ (w as u64 + 1).wrapping_mul(0x9E37_79B9));
+                loop {
+                    assert!(Instant::now() < deadline, "the threads do not finish");
+                    let all: Vec<String> = threads.lock().expect("lock").clone();
+                    let open: Vec<&String> = all
+                        .iter()
+                        .filter(|t| status(&p, t).is_none_or(|s| s["status"] != "completed"))
+                        .collect();
+                    let killing = *kills.lock().expect("lock") < want;
+                    if open.is_empty() {
+                        if !killing {
+                            break;
+                        }
+                        // More work to kill: a new thread.
+                        let mut t = threads.lock().expect("lock");
+                        let n = t.len();
+                        t.push(format!("01K{n:023}"));
+                        continue;
+                    }
+                    let t = open[rng.below(open.len() as u64) as usize].clone();
+                    let delay = (killing && rng.below(3) > 0)
+                        .then(|| Duration::from_millis(5 + rng.below(150)));
+                    if drive(&p, &t, delay) == Drive::Killed {
+                        *kills.lock().expect("lock") += 1;
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("worker");
+    }
+    assert!(*kills.lock().expect("lock") >= want);
+    let threads = threads.lock().expect("lock").clone();
+    verify(&p, &threads);
+}
