@@ -36,6 +36,8 @@ pub(crate) struct Unit {
     /// The journal key of a `started` row the scheduler already committed for try
     /// `tries` (non-idempotent `exec`).
     pub started: Option<CallKey>,
+    /// A retry's wait that a crash interrupted: the rest is waited out first.
+    pub wait_until_ms: Option<u64>,
 }
 
 /// What a unit ended with; the writes are committed by the caller.
@@ -161,6 +163,12 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
     let node = unit.node.clone();
     let retries = node.retries.unwrap_or(0) as u32;
     let mut writes: Vec<Write> = Vec::new();
+    if let Some(until) = unit.wait_until_ms.take() {
+        let now = ids::now_ms();
+        if until > now {
+            tokio::time::sleep(Duration::from_millis(until - now)).await;
+        }
+    }
     loop {
         let seq = unit.seq;
         let _permit = shared.permits.acquire().await;

@@ -1,0 +1,310 @@
+//! The embedding API: host functions (typed and checked), models, `each`, joins,
+//! skips, retries and timeouts, on a real store file.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use pipec::llm::{Model, ModelFuture, ModelReply, ModelRequest, Usage};
+use pipec::runtime::{Outcome, Runner};
+use pipec::store::{RedbStore, Store};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+fn new_store(tag: &str) -> (RedbStore, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("pipec-embed-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let path = dir.join("runs.redb");
+    (RedbStore::open(&path).expect("store"), dir)
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+const FANOUT: &str = r##"
+input words: string[]
+input prefix: string = "#"
+
+type Tagged {
+  word: string
+  tag: string
+}
+
+node tag(word: string = each(input.words, max: 10), prefix: string = input.prefix) -> Tagged {
+  host = "tag"
+  retries = 2
+  backoff = 10ms
+  concurrency = 2
+  on_item_error = "drop"
+}
+
+node longest(items: Tagged[] = tag) -> string[] {
+  when = len(items) > 0
+  return = items[*].tag
+}
+
+node count(items: Tagged[] = tag, best: json? = longest) -> { n: int, any: bool } {
+  return = { n: len(items), any: best != null }
+}
+
+output count = count
+output tags = tag[*].tag
+"##;
+
+#[derive(Deserialize, JsonSchema)]
+struct TagIn {
+    word: String,
+    prefix: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct TagOut {
+    word: String,
+    tag: String,
+}
+
+#[test]
+fn host_functions_over_each_items_with_retries_and_dropped_items() {
+    let (store, dir) = new_store("fanout");
+    let plan = pipec::compile_str("fanout.pipe", FANOUT).expect("compiles");
+    let calls = Arc::new(AtomicU32::new(0));
+    let seen = calls.clone();
+    let runner = Runner::new(plan, store)
+        .host_fn("tag", move |i: TagIn| {
+            let n = seen.fetch_add(1, Ordering::SeqCst);
+            async move {
+                match i.word.as_str() {
+                    // Always fails: dropped.
+                    "bad" => Err("no tag for bad words".to_string()),
+                    // Fails once, then succeeds on a retry.
+                    "flaky" if n < 3 => Err("try again".to_string()),
+                    w => Ok(TagOut {
+                        word: w.to_string(),
+                        tag: format!("{}{w}", i.prefix),
+                    }),
+                }
+            }
+        })
+        .expect("types fit");
+    let out = rt()
+        .block_on(runner.start(json!({ "words": ["alpha", "bad", "flaky", "beta"] })))
+        .expect("runs");
+    let Outcome::Completed { outputs, thread } = out else {
+        panic!("{out:?}")
+    };
+    assert_eq!(
+        outputs["tags"],
+        json!(["#alpha", "#flaky", "#beta"]),
+        "source order, bad dropped"
+    );
+    assert_eq!(outputs["count"], json!({ "n": 3, "any": true }));
+    // Item rows were stored one by one.
+    let state = rt()
+        .block_on(
+            pipec::store::RedbStore::open(dir.join("runs.redb"))
+                .expect("reopen")
+                .load(&thread),
+        )
+        .expect("load");
+    assert_eq!(state.items.len(), 4);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn an_empty_list_is_an_empty_result_not_a_skip() {
+    let (store, dir) = new_store("empty");
+    let plan = pipec::compile_str("fanout.pipe", FANOUT).expect("compiles");
+    let runner = Runner::new(plan, store)
+        .host_fn("tag", |i: TagIn| async move {
+            Ok(TagOut {
+                word: i.word.clone(),
+                tag: i.word,
+            })
+        })
+        .expect("fits");
+    let out = rt()
+        .block_on(runner.start(json!({ "words": [] })))
+        .expect("runs");
+    let Outcome::Completed { outputs, .. } = out else {
+        panic!("{out:?}")
+    };
+    assert_eq!(outputs["tags"], json!([]));
+    assert_eq!(
+        outputs["count"],
+        json!({ "n": 0, "any": false }),
+        "`longest` was skipped by its when"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_longer_list_than_max_fails_the_node() {
+    let (store, dir) = new_store("max");
+    let plan = pipec::compile_str("fanout.pipe", FANOUT).expect("compiles");
+    let runner = Runner::new(plan, store)
+        .host_fn("tag", |i: TagIn| async move {
+            Ok(TagOut {
+                word: i.word.clone(),
+                tag: i.word,
+            })
+        })
+        .expect("fits");
+    let words: Vec<String> = (0..11).map(|i| format!("w{i}")).collect();
+    let out = rt()
+        .block_on(runner.start(json!({ "words": words })))
+        .expect("runs");
+    let Outcome::Failed { error, .. } = out else {
+        panic!("{out:?}")
+    };
+    assert!(
+        error.message.contains("more than its `max` of 10"),
+        "{}",
+        error.message
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn host_function_types_are_checked_when_registered() {
+    #[derive(Serialize, JsonSchema)]
+    struct Wrong {
+        word: String,
+    }
+    let plan = pipec::compile_str("fanout.pipe", FANOUT).expect("compiles");
+    let (store, dir) = new_store("types");
+    let err = Runner::new(plan.clone(), store)
+        .host_fn("tag", |i: TagIn| async move { Ok(Wrong { word: i.word }) })
+        .err()
+        .expect("refused");
+    assert_eq!(err.code, "R0411");
+    assert!(err.message.contains("`tag`"), "{}", err.message);
+    #[derive(Deserialize, JsonSchema)]
+    struct WrongIn {
+        #[allow(dead_code)]
+        color: String,
+    }
+    let (store2, dir2) = new_store("types2");
+    let err = Runner::new(plan.clone(), store2)
+        .host_fn("tag", |_: WrongIn| async move {
+            Ok(TagOut {
+                word: String::new(),
+                tag: String::new(),
+            })
+        })
+        .err()
+        .expect("refused");
+    assert!(err.message.contains("color"), "{}", err.message);
+    // Not registered at all: refused at start, before anything is stored.
+    let (store3, dir3) = new_store("types3");
+    let runner = Runner::new(plan, store3);
+    let err = rt()
+        .block_on(runner.start(json!({ "words": ["a"] })))
+        .expect_err("refused");
+    assert_eq!(err.code, "R0411");
+    for d in [dir, dir2, dir3] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+/// Answers with the node's name and turn, counting calls.
+struct Echo(Arc<AtomicU32>);
+
+impl Model for Echo {
+    fn complete<'a>(&'a self, request: &'a ModelRequest) -> ModelFuture<'a> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move {
+            let content = if request.schema.is_some() {
+                json!({ "label": format!("{}#{}", request.node, request.turn) }).to_string()
+            } else {
+                format!("plain from {}", request.node)
+            };
+            Ok(ModelReply {
+                content,
+                tool_calls: vec![],
+                usage: Usage::default(),
+                model: "echo".into(),
+            })
+        })
+    }
+}
+
+const JOINS: &str = r#"
+model m {
+  provider = "openai"
+  name = "x"
+}
+
+input fast: bool
+
+type Label {
+  label: string
+}
+
+think quick(fast: bool = input.fast) -> Label {
+  when = fast
+  model = m
+  prompt = "Label this quickly."
+}
+
+think careful(fast: bool = input.fast) -> Label {
+  when = !fast
+  model = m
+  prompt = "Label this carefully."
+}
+
+node pick(label: Label = quick ?? careful) -> string {
+  return = label.label
+}
+
+output label: string? = pick
+"#;
+
+#[test]
+fn joins_take_the_branch_that_ran() {
+    for (fast, expected) in [(true, "quick#0"), (false, "careful#0")] {
+        let (store, dir) = new_store(&format!("join{fast}"));
+        let calls = Arc::new(AtomicU32::new(0));
+        let plan = pipec::compile_str("joins.pipe", JOINS).expect("compiles");
+        let runner = Runner::new(plan, store).model("m", Echo(calls.clone()));
+        let out = rt()
+            .block_on(runner.start(json!({ "fast": fast })))
+            .expect("runs");
+        let Outcome::Completed { outputs, .. } = out else {
+            panic!("{out:?}")
+        };
+        assert_eq!(outputs["label"], Value::String(expected.into()));
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            1,
+            "only one branch called the model"
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+#[test]
+fn a_slow_host_function_times_out() {
+    let src = "input x: int\n\nnode slow(x: int = input.x) -> int {\n  host = \"slow\"\n  timeout = 50ms\n}\n\noutput y = slow\n";
+    let plan = pipec::compile_str("slow.pipe", src).expect("compiles");
+    let (store, dir) = new_store("timeout");
+    let runner = Runner::new(plan, store).host_fn_json("slow", |_| async {
+        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+        Ok(json!(1))
+    });
+    let started = std::time::Instant::now();
+    let out = rt()
+        .block_on(runner.start(json!({ "x": 1 })))
+        .expect("runs");
+    assert!(started.elapsed() < std::time::Duration::from_secs(3));
+    let Outcome::Failed { error, .. } = out else {
+        panic!("{out:?}")
+    };
+    assert!(error.message.contains("timeout"), "{}", error.message);
+    let _ = std::fs::remove_dir_all(dir);
+}
