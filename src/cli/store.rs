@@ -1,11 +1,11 @@
-//! `pipec store migrate` and `pipec store check`.
+//! `pipec store migrate`, `pipec store check` and `pipec store stats`.
 
 use std::path::PathBuf;
 
 use clap::Subcommand;
 
 use super::common;
-use crate::store::{RedbStore, STORE_FORMAT, StoreError};
+use crate::store::{RedbStore, STORE_FORMAT, StoreError, StoreStats};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -21,6 +21,12 @@ enum StoreCommand {
     Migrate,
     /// Run the store's integrity check (needs no other process using it)
     Check,
+    /// Rows and bytes per table, and the file's size
+    Stats {
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub fn run(args: Args) -> u8 {
@@ -68,6 +74,23 @@ pub fn run(args: Args) -> u8 {
                 super::EXIT_FINDINGS
             }
         },
+        StoreCommand::Stats { json } => match RedbStore::stats(&path) {
+            Ok(stats) => {
+                if json {
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&stats).unwrap_or_default()
+                    );
+                } else {
+                    print_stats(&stats);
+                }
+                super::EXIT_OK
+            }
+            Err(e) => {
+                common::print_error(&e.into());
+                super::EXIT_FINDINGS
+            }
+        },
         StoreCommand::Check => match RedbStore::check_integrity(&path) {
             Ok(true) => {
                 super::err("the store is intact");
@@ -83,4 +106,26 @@ pub fn run(args: Args) -> u8 {
             }
         },
     }
+}
+
+fn print_stats(stats: &StoreStats) {
+    println!(
+        "{:<10} {:>9} {:>12} {:>12} {:>12} {:>7}",
+        "table", "rows", "stored", "metadata", "fragmented", "pages"
+    );
+    let (mut stored, mut meta, mut frag) = (0, 0, 0);
+    for t in &stats.tables {
+        println!(
+            "{:<10} {:>9} {:>12} {:>12} {:>12} {:>7}",
+            t.name, t.rows, t.stored_bytes, t.metadata_bytes, t.fragmented_bytes, t.pages
+        );
+        stored += t.stored_bytes;
+        meta += t.metadata_bytes;
+        frag += t.fragmented_bytes;
+    }
+    println!(
+        "{:<10} {:>9} {stored:>12} {meta:>12} {frag:>12}",
+        "total", ""
+    );
+    println!("file: {} bytes", stats.file_bytes);
 }

@@ -187,3 +187,25 @@ pub trait Store: Send + Sync {
     /// Deletes terminal threads last updated before `before_ms`; returns how many.
     fn prune(&self, before_ms: u64, statuses: Vec<Status>) -> StoreFuture<'_, usize>;
 }
+
+/// Sizes of a store file (`pipec store stats`).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct StoreStats {
+    /// The file's length on disk, including free space the store keeps for reuse.
+    pub file_bytes: u64,
+    pub tables: Vec<TableStat>,
+}
+
+/// One table of a store.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct TableStat {
+    pub name: &'static str,
+    pub rows: u64,
+    /// Keys and values.
+    pub stored_bytes: u64,
+    /// Page headers and offsets.
+    pub metadata_bytes: u64,
+    /// Unused space inside the table's pages.
+    pub fragmented_bytes: u64,
+    pub pages: u64,
+}

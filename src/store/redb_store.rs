@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use redb::{
     Builder, ConcurrencyMode, Database, ReadTransaction, ReadableDatabase, ReadableTable,
-    TableDefinition, WriteTransaction,
+    ReadableTableMetadata, TableDefinition, WriteTransaction,
 };
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -190,6 +190,46 @@ impl RedbStore {
         builder.set_concurrency_mode(ConcurrencyMode::MultiWriter);
         let mut db = builder.open(path).map_err(|e| db_error(path, e))?;
         db.check_integrity().map_err(|e| db_error(path, e))
+    }
+
+    /// Per-table row counts and bytes (`pipec store stats`), with the file's length.
+    pub fn stats(path: &Path) -> Result<StoreStats, StoreError> {
+        let mut builder = Builder::new();
+        builder.set_concurrency_mode(ConcurrencyMode::MultiWriter);
+        let db = builder.open(path).map_err(|e| db_error(path, e))?;
+        let txn = db.begin_read().map_err(io)?;
+        let mut tables = Vec::new();
+        macro_rules! table {
+            ($def:expr, $name:literal) => {
+                match txn.open_table($def) {
+                    Ok(t) => {
+                        let s = t.stats().map_err(io)?;
+                        tables.push(TableStat {
+                            name: $name,
+                            rows: t.len().map_err(io)?,
+                            stored_bytes: s.stored_bytes(),
+                            metadata_bytes: s.metadata_bytes(),
+                            fragmented_bytes: s.fragmented_bytes(),
+                            pages: s.leaf_pages() + s.branch_pages(),
+                        });
+                    }
+                    Err(redb::TableError::TableDoesNotExist(_)) => {}
+                    Err(e) => return Err(io(e)),
+                }
+            };
+        }
+        table!(META, "meta");
+        table!(PLANS, "plans");
+        table!(THREADS, "threads");
+        table!(BY_STATUS, "by_status");
+        table!(NODES, "nodes");
+        table!(ITEMS, "items");
+        table!(CALLS, "calls");
+        table!(GATES, "gates");
+        table!(ATTEMPTS, "attempts");
+        table!(EVENTS, "events");
+        let file_bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        Ok(StoreStats { file_bytes, tables })
     }
 
     /// The store format recorded in the file.

@@ -1,0 +1,355 @@
+//! Durable-run costs, measured on a real store file: chains of 100 pure `return` nodes
+//! and of 100 `exec` effects (per step), one store commit, store bytes per node (100 vs
+//! 200 nodes), a 3-node pipeline with a gate (pause, warm resume), and cold start to the
+//! gate and cold resume to completion in fresh processes.
+//!
+//! `cargo bench --bench runtime` prints a table; `-- --json FILE` also writes the figures
+//! (the side-by-side script `bench/compare.sh` reads them); `-- --quick` repeats less.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pipec::runtime::{Outcome, Runner};
+use pipec::store::{RedbStore, Store};
+use serde_json::{Value, json};
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn p95(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let i = ((v.len() as f64) * 0.95).ceil() as usize;
+    v.get(i.saturating_sub(1).min(v.len().saturating_sub(1)))
+        .copied()
+        .unwrap_or(f64::NAN)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+struct Bench {
+    dir: PathBuf,
+    rt: tokio::runtime::Runtime,
+    results: Vec<(String, String, usize, f64, f64)>,
+}
+
+impl Bench {
+    fn record(&mut self, id: &str, unit: &str, values: Vec<f64>) {
+        let n = values.len();
+        let (m, p) = (median(values.clone()), p95(values));
+        println!("{id:<34} {unit:>5} {n:>4} {m:>12.3} {p:>12.3}");
+        self.results.push((id.into(), unit.into(), n, m, p));
+    }
+
+    fn fresh(&self, name: &str) -> PathBuf {
+        let p = self.dir.join(name);
+        let _ = std::fs::remove_file(&p);
+        let _ = std::fs::remove_dir_all(pipec::store::lock::locks_dir(&p));
+        p
+    }
+}
+
+fn chain(n: usize, exec: bool) -> String {
+    let mut s = String::from(
+        "type Step {\n  v: int\n}\n\ninput x: int\n\nnode n0(x: int = input.x) -> Step {\n  return = { v: x }\n}\n\n",
+    );
+    for i in 1..n {
+        if exec {
+            s.push_str(&format!(
+                "node n{i}(p: Step = n{}) -> Step {{\n  exec = [\"./noop.sh\"]\n}}\n\n",
+                i - 1
+            ));
+        } else {
+            s.push_str(&format!(
+                "node n{i}(p: Step = n{}) -> Step {{\n  return = {{ v: p.v }}\n}}\n\n",
+                i - 1
+            ));
+        }
+    }
+    s.push_str(&format!("output last = n{}\n", n - 1));
+    s
+}
+
+const GATE3: &str = "type Step {\n  v: int\n}\n\ninput x: int\n\nnode prepare(x: int = input.x) -> Step {\n  return = { v: x }\n}\n\ngate approve(s: Step = prepare) -> bool {\n  message = \"Go on with {{ s.v }}?\"\n}\n\nnode finish(ok: bool = approve, s: Step = prepare) -> Step {\n  when = ok\n  return = { v: s.v }\n}\n\noutput result: Step? = finish\n";
+
+const NOOP: &str = "#!/bin/sh\ncat > /dev/null\necho '{\"v\":1}'\n";
+
+fn plan(name: &str, text: &str) -> pipec::Plan {
+    pipec::compile_str(name, text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn run_chain(b: &mut Bench, n: usize, exec: bool, store_path: &Path) -> Duration {
+    let store = RedbStore::open(store_path).expect("store");
+    let runner = Runner::new(plan("chain.pipe", &chain(n, exec)), store).project_root(&b.dir);
+    let start = Instant::now();
+    let out =
+        b.rt.block_on(runner.start(json!({ "x": 1 })))
+            .expect("runs");
+    let took = start.elapsed();
+    assert!(matches!(out, Outcome::Completed { .. }), "{out:?}");
+    took
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let json_out = args
+        .iter()
+        .position(|a| a == "--json")
+        .and_then(|i| args.get(i + 1))
+        .map(PathBuf::from);
+    let reps = if quick { 4 } else { 20 };
+    let dir = std::env::var_os("BENCH_TMPDIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir)
+        .join(format!("pipec-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("bench dir");
+    std::fs::write(dir.join("noop.sh"), NOOP).expect("script");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ =
+            std::fs::set_permissions(dir.join("noop.sh"), std::fs::Permissions::from_mode(0o755));
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut b = Bench {
+        dir: dir.clone(),
+        rt,
+        results: Vec::new(),
+    };
+    println!(
+        "{:<34} {:>5} {:>4} {:>12} {:>12}",
+        "measurement", "unit", "n", "median", "p95"
+    );
+
+    // One durable commit of one small row, through the store (channel, fenced txn).
+    {
+        let path = b.fresh("commit.redb");
+        let store = RedbStore::open(&path).expect("store");
+        let runner = Runner::new(plan("c.pipe", GATE3), store.clone());
+        let _ = b.rt.block_on(runner.start(json!({ "x": 1 })));
+        let thread = b.rt.block_on(store.list(Default::default())).expect("list")[0]
+            .id
+            .clone();
+        let (lease, _) =
+            b.rt.block_on(store.claim(
+                &thread,
+                pipec::store::AttemptRec {
+                    number: 0,
+                    run_id: "bench".into(),
+                    pid: 0,
+                    host: "h".into(),
+                    started_ms: 0,
+                    ended_ms: 0,
+                    end: None,
+                    plan_hash: String::new(),
+                    pipec: String::new(),
+                },
+            ))
+            .expect("claim");
+        let mut times = Vec::new();
+        for i in 0..200 {
+            let rec = pipec::store::NodeRec {
+                generation: 0,
+                fingerprint: String::new(),
+                state: pipec::store::NodeState::Done,
+                value: Some(json!({ "v": i })),
+                error: None,
+                tries: 0,
+                crash_count: 0,
+                next_retry_ms: None,
+                started_ms: 0,
+                finished_ms: 0,
+                items: None,
+            };
+            let start = Instant::now();
+            b.rt.block_on(store.commit(
+                &lease,
+                vec![pipec::store::Write::Node(format!("n{i}"), rec)],
+            ))
+            .expect("commit");
+            times.push(ms(start.elapsed()));
+        }
+        b.record("commit_ms", "ms", times);
+    }
+
+    // Chains of 100: pure steps share commits; effects commit once per step.
+    for (id, exec) in [
+        ("chain100.return.step_ms", false),
+        ("chain100.exec.step_ms", true),
+    ] {
+        let mut times = Vec::new();
+        for r in 0..reps + 2 {
+            let path = b.fresh(&format!("chain-{r}.redb"));
+            let t = run_chain(&mut b, 100, exec, &path);
+            if r >= 2 {
+                times.push(ms(t) / 100.0);
+            }
+        }
+        b.record(id, "ms", times);
+    }
+
+    // The cost of the subprocess alone, to separate the durable cost of an effect.
+    {
+        let mut times = Vec::new();
+        for _ in 0..100 {
+            let start = Instant::now();
+            let out = Command::new(dir.join("noop.sh"))
+                .stdin(std::process::Stdio::null())
+                .output()
+                .expect("spawn");
+            assert!(out.status.success());
+            times.push(ms(start.elapsed()));
+        }
+        b.record("exec.spawn_ms", "ms", times);
+    }
+
+    // The same spawn as an `exec` step makes it (tokio, pipes, process group, stdin).
+    {
+        let mut times = Vec::new();
+        let stdin = json!({ "p": { "v": 1 } });
+        for _ in 0..100 {
+            let start = Instant::now();
+            let out = b.rt.block_on(pipec::runtime::exec::run(
+                pipec::runtime::exec::ExecRequest {
+                    argv: &["./noop.sh".to_string()],
+                    project_root: &dir,
+                    stdin: &stdin,
+                    env: Vec::new(),
+                    timeout: None,
+                },
+            ));
+            assert!(out.is_ok());
+            times.push(ms(start.elapsed()));
+        }
+        b.record("exec.run_ms", "ms", times);
+    }
+
+    // Store bytes per node, 100 and 200 nodes.
+    for n in [100, 200] {
+        let path = b.fresh(&format!("bytes-return-{n}.redb"));
+        run_chain(&mut b, n, false, &path);
+        let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0) as f64;
+        b.record(&format!("chain{n}.return.db_bytes"), "bytes", vec![bytes]);
+    }
+    for n in [100, 200] {
+        let path = b.fresh(&format!("bytes-{n}.redb"));
+        run_chain(&mut b, n, true, &path);
+        let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0) as f64;
+        b.record(&format!("chain{n}.exec.db_bytes"), "bytes", vec![bytes]);
+        b.record(
+            &format!("chain{n}.exec.db_bytes_per_step"),
+            "bytes",
+            vec![bytes / n as f64],
+        );
+    }
+
+    // A gate: pause and warm resume in one process.
+    {
+        let path = b.fresh("gate.redb");
+        let store = RedbStore::open(&path).expect("store");
+        let runner = Arc::new(Runner::new(plan("gate3.pipe", GATE3), store));
+        let (mut pause, mut resume) = (Vec::new(), Vec::new());
+        for r in 0..(if quick { 10 } else { 50 }) + 2 {
+            let start = Instant::now();
+            let out =
+                b.rt.block_on(runner.start(json!({ "x": r })))
+                    .expect("start");
+            let p = ms(start.elapsed());
+            let Outcome::Paused { thread, .. } = out else {
+                panic!("{out:?}")
+            };
+            let start = Instant::now();
+            let out =
+                b.rt.block_on(runner.resume(&thread, vec![("approve".into(), json!(true))]))
+                    .expect("resume");
+            let q = ms(start.elapsed());
+            assert!(matches!(out, Outcome::Completed { .. }));
+            if r >= 2 {
+                pause.push(p);
+                resume.push(q);
+            }
+        }
+        b.record("gate.pause_ms", "ms", pause);
+        b.record("gate.resume_warm_ms", "ms", resume);
+    }
+
+    // Fresh processes: cold start to the gate, cold resume to completion.
+    {
+        let bin = env!("CARGO_BIN_EXE_pipec");
+        std::fs::write(dir.join("gate3.pipe"), GATE3).expect("write");
+        let store = b.fresh("cold.redb");
+        let store_s = store.display().to_string();
+        let (mut cold, mut threads) = (Vec::new(), Vec::new());
+        for _ in 0..(if quick { 4 } else { 10 }) {
+            let start = Instant::now();
+            let out = Command::new(bin)
+                .args([
+                    "run",
+                    "gate3.pipe",
+                    "--input",
+                    "x=1",
+                    "--store",
+                    &store_s,
+                    "-q",
+                ])
+                .current_dir(&dir)
+                .output()
+                .expect("run");
+            cold.push(ms(start.elapsed()));
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let thread = text
+                .split_whitespace()
+                .find(|w| w.len() == 26)
+                .expect("paused with a thread id")
+                .to_string();
+            threads.push(thread);
+        }
+        b.record("cold_to_gate_wall_ms", "ms", cold);
+        let mut resume = Vec::new();
+        for t in &threads {
+            let start = Instant::now();
+            let out = Command::new(bin)
+                .args([
+                    "resume",
+                    t,
+                    "--answer",
+                    "approve=true",
+                    "--store",
+                    &store_s,
+                    "-q",
+                ])
+                .current_dir(&dir)
+                .output()
+                .expect("resume");
+            resume.push(ms(start.elapsed()));
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+            assert_eq!(
+                v["result"]["v"],
+                1,
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        b.record("cold_resume_wall_ms", "ms", resume);
+    }
+
+    if let Some(path) = json_out {
+        let doc: Vec<Value> = b.results.iter().map(|(id, unit, n, m, p)| json!({ "id": id, "unit": unit, "n": n, "median": m, "p95": p })).collect();
+        std::fs::write(
+            &path,
+            serde_json::to_string_pretty(&doc).unwrap_or_default(),
+        )
+        .expect("write results");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
