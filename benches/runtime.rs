@@ -55,6 +55,10 @@ impl Bench {
 }
 
 fn chain(n: usize, exec: bool) -> String {
+    chain_of(n, exec, false)
+}
+
+fn chain_of(n: usize, exec: bool, host: bool) -> String {
     let mut s = String::from(
         "type Step {\n  v: int\n}\n\ninput x: int\n\nnode n0(x: int = input.x) -> Step {\n  return = { v: x }\n}\n\n",
     );
@@ -62,6 +66,11 @@ fn chain(n: usize, exec: bool) -> String {
         if exec {
             s.push_str(&format!(
                 "node n{i}(p: Step = n{}) -> Step {{\n  exec = [\"./noop.sh\"]\n}}\n\n",
+                i - 1
+            ));
+        } else if host {
+            s.push_str(&format!(
+                "node n{i}(p: Step = n{}) -> Step {{\n  host = \"pass\"\n}}\n\n",
                 i - 1
             ));
         } else {
@@ -198,6 +207,26 @@ fn main() {
         b.record(id, "ms", times);
     }
 
+    // An in-process effect that costs nothing: what is left is the runtime and its commit.
+    {
+        let mut times = Vec::new();
+        for r in 0..reps + 2 {
+            let path = b.fresh(&format!("host-{r}.redb"));
+            let store = RedbStore::open(&path).expect("store");
+            let runner = Runner::new(plan("host.pipe", &chain_of(100, false, true)), store)
+                .host_fn_json("pass", |v: Value| async move { Ok(v["p"].clone()) });
+            let start = Instant::now();
+            let out =
+                b.rt.block_on(runner.start(json!({ "x": 1 })))
+                    .expect("runs");
+            assert!(matches!(out, Outcome::Completed { .. }), "{out:?}");
+            if r >= 2 {
+                times.push(ms(start.elapsed()) / 100.0);
+            }
+        }
+        b.record("chain100.host.step_ms", "ms", times);
+    }
+
     // The cost of the subprocess alone, to separate the durable cost of an effect.
     {
         let mut times = Vec::new();
@@ -234,23 +263,50 @@ fn main() {
         b.record("exec.run_ms", "ms", times);
     }
 
-    // Store bytes per node, 100 and 200 nodes.
-    for n in [100, 200] {
-        let path = b.fresh(&format!("bytes-return-{n}.redb"));
-        run_chain(&mut b, n, false, &path);
-        let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0) as f64;
-        b.record(&format!("chain{n}.return.db_bytes"), "bytes", vec![bytes]);
-    }
-    for n in [100, 200] {
-        let path = b.fresh(&format!("bytes-{n}.redb"));
-        run_chain(&mut b, n, true, &path);
-        let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0) as f64;
-        b.record(&format!("chain{n}.exec.db_bytes"), "bytes", vec![bytes]);
-        b.record(
-            &format!("chain{n}.exec.db_bytes_per_step"),
-            "bytes",
-            vec![bytes / n as f64],
-        );
+    // Store bytes. `file_bytes`: the file of a fresh store after one run (redb's fixed
+    // allocation included). `run_bytes`: the pages one more run adds to a store that holds
+    // runs already (the steady-state cost of a run). `payload_bytes`: the keys and values
+    // of the run's own rows (the shared plan and the store's metadata excluded).
+    for exec in [false, true] {
+        let kind = if exec { "exec" } else { "return" };
+        for n in [100, 200] {
+            let path = b.fresh(&format!("bytes-{kind}-{n}.redb"));
+            run_chain(&mut b, n, exec, &path);
+            let file = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0) as f64;
+            let stats = RedbStore::stats_at(&path).expect("stats");
+            let payload: u64 = stats
+                .tables
+                .iter()
+                .filter(|t| !matches!(t.name, "meta" | "plans"))
+                .map(|t| t.stored_bytes)
+                .sum();
+            let store = RedbStore::open(&path).expect("store");
+            let runner = Runner::new(plan("chain.pipe", &chain(n, exec)), store.clone())
+                .project_root(&b.dir);
+            for _ in 0..3 {
+                b.rt.block_on(runner.start(json!({ "x": 1 })))
+                    .expect("runs");
+            }
+            let runs = if quick { 4 } else { 10 };
+            let before = store.stats().expect("stats").allocated_bytes;
+            for _ in 0..runs {
+                b.rt.block_on(runner.start(json!({ "x": 1 })))
+                    .expect("runs");
+            }
+            let after = store.stats().expect("stats").allocated_bytes;
+            let per_run = after.saturating_sub(before) as f64 / runs as f64;
+            b.record(&format!("chain{n}.{kind}.file_bytes"), "bytes", vec![file]);
+            b.record(
+                &format!("chain{n}.{kind}.run_bytes"),
+                "bytes",
+                vec![per_run],
+            );
+            b.record(
+                &format!("chain{n}.{kind}.payload_bytes"),
+                "bytes",
+                vec![payload as f64],
+            );
+        }
     }
 
     // A gate: pause and warm resume in one process.

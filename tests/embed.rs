@@ -308,3 +308,121 @@ fn a_slow_host_function_times_out() {
     assert!(error.message.contains("timeout"), "{}", error.message);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+const RERUN: &str = r##"
+input words: string[]
+
+type Tagged {
+  word: string
+  tag: string
+}
+
+node tag(word: string = each(input.words), prefix: string = "#") -> Tagged {
+  host = "tag"
+  on_item_error = "drop"
+}
+
+node publish(items: Tagged[] = tag) -> int {
+  host = "publish"
+}
+
+output published = publish
+"##;
+
+#[derive(Deserialize, JsonSchema)]
+struct PublishIn {
+    items: Vec<serde_json::Value>,
+}
+
+#[test]
+fn a_rerun_stores_a_new_generation_of_items_and_a_completed_thread_stays_final() {
+    let (store, dir) = new_store("rerun");
+    let plan = pipec::compile_str("rerun.pipe", RERUN).expect("compiles");
+    let publishes = Arc::new(AtomicU32::new(0));
+    let seen = publishes.clone();
+    let runner = Runner::new(plan, store.clone())
+        .host_fn("tag", |i: TagIn| async move {
+            if i.word == "bad" {
+                Err("no tag for bad words".to_string())
+            } else {
+                Ok(TagOut {
+                    tag: format!("{}{}", i.prefix, i.word),
+                    word: i.word,
+                })
+            }
+        })
+        .expect("fits")
+        .host_fn("publish", move |i: PublishIn| {
+            let n = seen.fetch_add(1, Ordering::SeqCst);
+            async move {
+                if n == 0 {
+                    Err("the publisher is down".to_string())
+                } else {
+                    Ok(i.items.len() as i64)
+                }
+            }
+        })
+        .expect("fits");
+    let rt = rt();
+    let out = rt
+        .block_on(runner.start(json!({ "words": ["alpha", "bad", "beta"] })))
+        .expect("runs");
+    let Outcome::Failed { thread, .. } = out else {
+        panic!("{out:?}")
+    };
+    let out = rt
+        .block_on(runner.resume_with(
+            &thread,
+            Vec::new(),
+            pipec::runtime::RunOptions {
+                rerun_from: vec!["tag".into()],
+                ..Default::default()
+            },
+        ))
+        .expect("reruns");
+    let Outcome::Completed { outputs, .. } = out else {
+        panic!("{out:?}")
+    };
+    assert_eq!(outputs["published"], json!(2));
+    let state = rt.block_on(store.load(&thread)).expect("load");
+    let generation = state.nodes["tag"].generation;
+    assert!(generation > 0, "a rerun starts a new generation");
+    let current: Vec<_> = state
+        .items
+        .iter()
+        .filter(|((n, g, _), _)| n == "tag" && *g == generation)
+        .map(|((_, _, i), r)| (*i, r.state))
+        .collect();
+    assert_eq!(
+        current,
+        vec![
+            (0, pipec::store::ItemState::Done),
+            (1, pipec::store::ItemState::Dropped),
+            (2, pipec::store::ItemState::Done)
+        ]
+    );
+
+    // A completed thread is final: a rerun is refused and changes nothing.
+    let before = rt.block_on(store.events(&thread, 0)).expect("events").len();
+    let err = rt
+        .block_on(runner.resume_with(
+            &thread,
+            Vec::new(),
+            pipec::runtime::RunOptions {
+                rerun_from: vec!["tag".into()],
+                ..Default::default()
+            },
+        ))
+        .expect_err("refused");
+    assert_eq!(err.code, "R0412", "{err}");
+    let after = rt.block_on(store.events(&thread, 0)).expect("events").len();
+    assert_eq!(before, after);
+    // Resuming it with nothing to change gives its outputs again.
+    let again = rt.block_on(runner.resume(&thread, Vec::new())).expect("ok");
+    assert!(
+        matches!(&again, Outcome::Completed { outputs, .. } if outputs["published"] == json!(2)),
+        "{again:?}"
+    );
+    assert_eq!(publishes.load(Ordering::SeqCst), 2);
+    let _ = std::fs::remove_dir_all(dir);
+}

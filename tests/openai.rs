@@ -31,20 +31,22 @@ fn ok(content: &str) -> Canned {
     }
 }
 
-/// A server that answers each request with the next canned response (the last one
-/// repeats) and records the request bodies.
+/// A server that answers each request with the next canned response of its node (the
+/// `brief` node's requests say "Brief me"; every other request is `plain`'s; the last
+/// response repeats) and records the request bodies. Routing by node keeps the replies
+/// right whichever node asks first.
 struct Server {
     url: String,
     requests: Arc<Mutex<Vec<serde_json::Value>>>,
 }
 
-fn serve(responses: Vec<Canned>) -> Server {
+fn serve(brief: Vec<Canned>, plain: Vec<Canned>) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
     let requests = Arc::new(Mutex::new(Vec::new()));
     let seen = requests.clone();
     std::thread::spawn(move || {
-        let mut n = 0usize;
+        let (mut nb, mut np) = (0usize, 0usize);
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
             let mut reader = BufReader::new(stream.try_clone().expect("clone"));
@@ -65,15 +67,19 @@ fn serve(responses: Vec<Canned>) -> Server {
             }
             let mut body = vec![0u8; len];
             let _ = reader.read_exact(&mut body);
-            if let Ok(v) = serde_json::from_slice(&body) {
-                seen.lock().expect("lock").push(v);
-            }
+            let request: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let (responses, n) = if is_brief(&request) {
+                (&brief, &mut nb)
+            } else {
+                (&plain, &mut np)
+            };
             let r = responses
-                .get(n)
+                .get(*n)
                 .or(responses.last())
                 .cloned()
                 .expect("a response");
-            n += 1;
+            *n += 1;
+            seen.lock().expect("lock").push(request);
             let mut head = format!(
                 "HTTP/1.1 {} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
                 r.status,
@@ -88,6 +94,24 @@ fn serve(responses: Vec<Canned>) -> Server {
         }
     });
     Server { url, requests }
+}
+
+fn is_brief(request: &serde_json::Value) -> bool {
+    request["messages"].as_array().is_some_and(|m| {
+        m.iter().any(|m| {
+            m["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("Brief me"))
+        })
+    })
+}
+
+impl Server {
+    /// The requests of the `brief` node, in order.
+    fn brief_requests(&self) -> Vec<serde_json::Value> {
+        let all = self.requests.lock().expect("lock").clone();
+        all.into_iter().filter(is_brief).collect()
+    }
 }
 
 fn project(url: &str) -> Project {
@@ -149,7 +173,7 @@ const GOOD: &str = r#"{"headline": "Renewal at risk", "points": ["usage down", "
 
 #[test]
 fn structured_output_with_a_json_schema_and_a_plain_completion() {
-    let server = serve(vec![ok(GOOD), ok("Hello!")]);
+    let server = serve(vec![ok(GOOD)], vec![ok("Hello!")]);
     let p = project(&server.url);
     let out = run(&p);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -186,17 +210,15 @@ fn structured_output_with_a_json_schema_and_a_plain_completion() {
 
 #[test]
 fn malformed_json_is_repaired_by_sending_the_error_back() {
-    let server = serve(vec![
-        ok("not json at all"),
-        ok(r#"{"headline": 5}"#),
-        ok(GOOD),
-        ok("Hello!"),
-    ]);
+    let server = serve(
+        vec![ok("not json at all"), ok(r#"{"headline": 5}"#), ok(GOOD)],
+        vec![ok("Hello!")],
+    );
     let p = project(&server.url);
     let out = run(&p);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(json(&stdout(&out))["brief"]["points"][1], "tickets open");
-    let reqs = server.requests.lock().expect("lock").clone();
+    let reqs = server.brief_requests();
     let third = &reqs[2];
     let msgs = third["messages"].as_array().expect("messages");
     let last = msgs.last().expect("a message");
@@ -226,7 +248,7 @@ fn rate_limits_and_server_errors_are_retried_with_backoff() {
         body: "{}".into(),
         headers: vec![],
     };
-    let server = serve(vec![limited, broken, ok(GOOD), ok("Hello!")]);
+    let server = serve(vec![limited, broken, ok(GOOD)], vec![ok("Hello!")]);
     let p = project(&server.url);
     let out = run(&p);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -235,7 +257,7 @@ fn rate_limits_and_server_errors_are_retried_with_backoff() {
 
 #[test]
 fn a_reply_that_never_validates_fails_with_r0201_and_the_last_reply() {
-    let server = serve(vec![ok(r#"{"headline": 1}"#)]);
+    let server = serve(vec![ok(r#"{"headline": 1}"#)], vec![ok("Hello!")]);
     let p = project(&server.url);
     let out = run(&p);
     assert_eq!(code(&out), 1);
@@ -255,11 +277,11 @@ fn a_server_without_structured_output_gets_instructions_instead() {
         body: r#"{"error":{"message":"response_format json_schema is not supported"}}"#.into(),
         headers: vec![],
     };
-    let server = serve(vec![refuse, ok(GOOD), ok("Hello!")]);
+    let server = serve(vec![refuse, ok(GOOD)], vec![ok("Hello!")]);
     let p = project(&server.url);
     let out = run(&p);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let reqs = server.requests.lock().expect("lock").clone();
+    let reqs = server.brief_requests();
     assert!(reqs[1].get("response_format").is_none());
     assert!(
         reqs[1]["messages"][0]["content"]
@@ -271,7 +293,7 @@ fn a_server_without_structured_output_gets_instructions_instead() {
 
 #[test]
 fn a_missing_key_is_refused_before_any_request() {
-    let server = serve(vec![ok(GOOD), ok("Hello!")]);
+    let server = serve(vec![ok(GOOD)], vec![ok("Hello!")]);
     let p = project(&server.url);
     let out = p
         .cmd(&["run", "brief.pipe", "--input", "topic=x"])

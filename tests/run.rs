@@ -454,6 +454,17 @@ fn cancel_and_prune_remove_only_what_they_should() {
     let cancelled = start_paused(&p);
     assert_eq!(code(&p.run(&["cancel", &cancelled])), 0);
     assert!(stdout(&p.run(&["show", &cancelled])).contains("cancelled"));
+    let refused = p.run(&["resume", &cancelled]);
+    assert_eq!(code(&refused), 1);
+    assert!(stderr(&refused).contains("R0412"), "{}", stderr(&refused));
+    let rows = |p: &Project, table: &str| {
+        let stats = json(&stdout(&p.run(&["store", "stats", "--json"])));
+        stats["tables"]
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["name"] == table))
+            .map_or(0, |t| t["rows"].as_u64().unwrap_or(0))
+    };
+    assert_eq!(rows(&p, "threads"), 3);
     let out = p.run(&["prune", "--older-than", "0s"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(
@@ -464,6 +475,8 @@ fn cancel_and_prune_remove_only_what_they_should() {
     let runs = stdout(&p.run(&["runs"]));
     assert!(runs.contains(&paused), "the paused thread is kept: {runs}");
     assert!(!runs.contains(&cancelled));
+    assert_eq!(rows(&p, "threads"), 1, "the pruned threads' rows are gone");
+    assert_eq!(rows(&p, "by_status"), 1);
     assert_eq!(
         code(&p.run(&[
             "resume",

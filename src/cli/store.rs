@@ -74,7 +74,7 @@ pub fn run(args: Args) -> u8 {
                 super::EXIT_FINDINGS
             }
         },
-        StoreCommand::Stats { json } => match RedbStore::stats(&path) {
+        StoreCommand::Stats { json } => match RedbStore::stats_at(&path) {
             Ok(stats) => {
                 if json {
                     println!(
@@ -127,5 +127,8 @@ fn print_stats(stats: &StoreStats) {
         "{:<10} {:>9} {stored:>12} {meta:>12} {frag:>12}",
         "total", ""
     );
-    println!("file: {} bytes", stats.file_bytes);
+    println!(
+        "file: {} bytes, {} in use",
+        stats.file_bytes, stats.allocated_bytes
+    );
 }

@@ -445,6 +445,23 @@ crate::declare_rule! {
     };
 }
 
+crate::declare_rule! {
+    /// ## What it catches
+    /// A resume of a thread that has ended: cancelled, or completed when the resume asks for changes (`--rerun-from`, `--keep`, `--rename`, `--retry-unfinished`, `--resolve`).
+    ///
+    /// ## Why it matters
+    /// A completed thread's outputs have been handed out and a cancelled thread was stopped on purpose; changing either after the fact would rewrite a record others rely on. Resuming a completed thread with nothing to change just prints its outputs again.
+    ///
+    /// ## What to do
+    /// Start a new run (`pipec run`), with `--answer` to give its gates the same answers.
+    pub static THREAD_ENDED = {
+        code: "R0412",
+        name: "thread-ended",
+        severity: Error,
+        summary: "a resume that would change a thread that has ended",
+    };
+}
+
 /// Every run-time code.
 pub static RUNTIME_CODES: &[&Rule] = &[
     &INPUT_INVALID,
@@ -470,6 +487,7 @@ pub static RUNTIME_CODES: &[&Rule] = &[
     &STORE_FORMAT_UNSUPPORTED,
     &STORE_UNREADABLE,
     &HOST_FUNCTION_MISSING,
+    &THREAD_ENDED,
     &MCP_SERVER_FAILED,
     &EXEC_OUTPUT_INVALID,
     &EXEC_FAILED,

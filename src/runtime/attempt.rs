@@ -61,8 +61,12 @@ impl Shared {
         if writes.is_empty() {
             return Ok(());
         }
+        let now = ids::now_ms();
         for w in &mut writes {
             scrub_write(&self.scrubber, w);
+            if let Write::Event(Value::Object(m)) = w {
+                m.entry("ts").or_insert(Value::from(now));
+            }
         }
         let events: Vec<Value> = writes
             .iter()
@@ -85,7 +89,6 @@ impl Shared {
                     m.insert("seq".into(), Value::from(seq));
                     m.insert("thread".into(), Value::String(self.thread_id.clone()));
                     m.insert("v".into(), Value::from(1));
-                    m.entry("ts").or_insert(Value::from(ids::now_ms()));
                 }
                 sink(&e);
             }
@@ -1354,6 +1357,7 @@ async fn run_each(
     let limit = node.concurrency.map_or(usize::MAX, |c| c.max(1) as usize);
     let local = Arc::new(Semaphore::new(limit.min(4096)));
     let total = units.len();
+    let node_generation = units.first().map_or(0, |u| u.generation);
     let mut results: BTreeMap<u32, ItemRec> = done;
     let mut set: JoinSet<ItemOutcome> = JoinSet::new();
     for unit in units {
@@ -1463,7 +1467,12 @@ async fn run_each(
                         error: Some(error),
                     };
                     let _ = shared
-                        .commit(vec![Write::Item(node.name.clone(), 0, item, rec.clone())])
+                        .commit(vec![Write::Item(
+                            node.name.clone(),
+                            node_generation,
+                            item,
+                            rec.clone(),
+                        )])
                         .await;
                     results.insert(item, rec);
                 } else if failure.is_none() {

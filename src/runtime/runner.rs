@@ -173,9 +173,11 @@ pub struct RunOptions {
     pub pre_answers: Vec<(String, Value)>,
     /// Decisions on unfinished calls, by call key (`node[item]#seq.call`) or `all`.
     pub decisions: Vec<(String, Decision)>,
-    /// Apply due gate timeouts (`resume --due` does; any resume does too).
+    /// After a plan change: nodes whose stored results stay valid (`--keep`).
     pub keep: Vec<String>,
+    /// Nodes to compute again, with everything downstream (`--rerun-from`).
     pub rerun_from: Vec<String>,
+    /// Nodes renamed by a plan change, old name to new (`--rename`).
     pub renames: Vec<(String, String)>,
 }
 
@@ -362,7 +364,7 @@ impl Runner {
             Some(id) => normalize_thread_id(id)?,
             None => ids::new_thread_id(),
         };
-        let plan_json = self.plan.to_json();
+        let plan_json = serde_json::to_string(&*self.plan).unwrap_or_default();
         self.store.put_plan(&self.plan.hash, &plan_json).await?;
         let thread = ThreadRec {
             id: id.clone(),
@@ -440,19 +442,27 @@ impl Runner {
             }
             .into());
         }
+        let changes = !opts.rerun_from.is_empty()
+            || !opts.keep.is_empty()
+            || !opts.renames.is_empty()
+            || !opts.decisions.is_empty();
         match rec.status {
-            Status::Completed => {
-                return Ok(Outcome::Completed {
-                    thread: rec.id,
-                    outputs: rec.outputs.unwrap_or(Value::Null),
-                });
+            Status::Completed if changes => {
+                return Err(RuntimeError::new(
+                    &codes::THREAD_ENDED,
+                    format!(
+                        "thread {} has completed; its results are final and cannot be recomputed",
+                        rec.id
+                    ),
+                )
+                .help("start a new run with `pipec run` (give its gates the same answers with `--answer`)"));
             }
             Status::Cancelled => {
                 return Err(RuntimeError::new(
-                    &codes::THREAD_NOT_FOUND,
+                    &codes::THREAD_ENDED,
                     format!("thread {} was cancelled", rec.id),
                 )
-                .help("start a new run"));
+                .help("start a new run with `pipec run`"));
             }
             _ => {}
         }
@@ -475,6 +485,13 @@ impl Runner {
                     ),
                 ));
             }
+        }
+        if rec.status == Status::Completed {
+            // Nothing to change: the outputs again (answers equal to the stored ones are fine).
+            return Ok(Outcome::Completed {
+                thread: rec.id,
+                outputs: rec.outputs.unwrap_or(Value::Null),
+            });
         }
         // Plan changes under finished nodes.
         let plan_changes = self.check_plan_change(&state, &opts)?;
@@ -864,7 +881,9 @@ impl Runner {
             }
             let current = renamed.get(name.as_str()).copied().unwrap_or(name.as_str());
             match self.plan.node(current) {
-                Some(n) if n.fingerprint == rec.fingerprint => {}
+                Some(n)
+                    if crate::store::fingerprint_key(&n.fingerprint)
+                        == crate::store::fingerprint_key(&rec.fingerprint) => {}
                 Some(_) => changed.push(current.to_string()),
                 None => {}
             }

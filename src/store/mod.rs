@@ -193,6 +193,8 @@ pub trait Store: Send + Sync {
 pub struct StoreStats {
     /// The file's length on disk, including free space the store keeps for reuse.
     pub file_bytes: u64,
+    /// The pages in use; the rest of the file is free space kept for reuse.
+    pub allocated_bytes: u64,
     pub tables: Vec<TableStat>,
 }
 

@@ -134,9 +134,27 @@ pub enum NodeState {
     Failed,
 }
 
+/// The part of a node fingerprint that identifies it: 128 bits of the SHA-256, as hex.
+/// Node rows store only this much, which is plenty to notice a changed node.
+pub fn fingerprint_key(fp: &str) -> &str {
+    let hex = fp.strip_prefix("sha256:").unwrap_or(fp);
+    hex.get(..32).unwrap_or(hex)
+}
+
+fn short_fingerprint<S: serde::Serializer>(fp: &str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(fingerprint_key(fp))
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NodeRec {
     pub generation: u32,
+    /// The plan fingerprint of the node that wrote this row. Stored as its first 128 bits
+    /// (see [`fingerprint_key`]); compare fingerprints only through that function.
+    #[serde(serialize_with = "short_fingerprint")]
     pub fingerprint: String,
     pub state: NodeState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -144,10 +162,10 @@ pub struct NodeRec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<StoredError>,
     /// Tries used so far (stored before each retry, so a crash does not reset them).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub tries: u32,
     /// How many attempts died while this node was running.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub crash_count: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_retry_ms: Option<u64>,

@@ -193,43 +193,16 @@ impl RedbStore {
     }
 
     /// Per-table row counts and bytes (`pipec store stats`), with the file's length.
-    pub fn stats(path: &Path) -> Result<StoreStats, StoreError> {
+    pub fn stats_at(path: &Path) -> Result<StoreStats, StoreError> {
         let mut builder = Builder::new();
         builder.set_concurrency_mode(ConcurrencyMode::MultiWriter);
         let db = builder.open(path).map_err(|e| db_error(path, e))?;
-        let txn = db.begin_read().map_err(io)?;
-        let mut tables = Vec::new();
-        macro_rules! table {
-            ($def:expr, $name:literal) => {
-                match txn.open_table($def) {
-                    Ok(t) => {
-                        let s = t.stats().map_err(io)?;
-                        tables.push(TableStat {
-                            name: $name,
-                            rows: t.len().map_err(io)?,
-                            stored_bytes: s.stored_bytes(),
-                            metadata_bytes: s.metadata_bytes(),
-                            fragmented_bytes: s.fragmented_bytes(),
-                            pages: s.leaf_pages() + s.branch_pages(),
-                        });
-                    }
-                    Err(redb::TableError::TableDoesNotExist(_)) => {}
-                    Err(e) => return Err(io(e)),
-                }
-            };
-        }
-        table!(META, "meta");
-        table!(PLANS, "plans");
-        table!(THREADS, "threads");
-        table!(BY_STATUS, "by_status");
-        table!(NODES, "nodes");
-        table!(ITEMS, "items");
-        table!(CALLS, "calls");
-        table!(GATES, "gates");
-        table!(ATTEMPTS, "attempts");
-        table!(EVENTS, "events");
-        let file_bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-        Ok(StoreStats { file_bytes, tables })
+        stats_of(&db, path)
+    }
+
+    /// [`RedbStore::stats_at`] of this open store.
+    pub fn stats(&self) -> Result<StoreStats, StoreError> {
+        stats_of(&self.inner.db, &self.inner.path)
     }
 
     /// The store format recorded in the file.
@@ -240,6 +213,81 @@ impl RedbStore {
         let txn = db.begin_read().map_err(io)?;
         read_format(&txn)
     }
+}
+
+/// Marks a plan stored deflated. A stored plan is either plain JSON text (it starts with
+/// `{`) or this byte followed by the deflated JSON.
+const PLAN_DEFLATED: u8 = 0x02;
+
+/// The largest plan a store will inflate (a damaged or hostile row cannot exhaust memory).
+const MAX_PLAN_BYTES: usize = 256 * 1024 * 1024;
+
+/// Plans are written once and read at every resume; deflated they take a tenth of the
+/// space, and inflating one is far below a millisecond.
+fn pack_plan(json: &str) -> Vec<u8> {
+    let mut out = vec![PLAN_DEFLATED];
+    out.extend(miniz_oxide::deflate::compress_to_vec(json.as_bytes(), 6));
+    out
+}
+
+fn unpack_plan(bytes: &[u8], hash: &str) -> Result<String, StoreError> {
+    let corrupt = |why: String| StoreError::Corrupt {
+        what: format!("the stored plan {hash}: {why}"),
+    };
+    let text = match bytes.split_first() {
+        Some((&PLAN_DEFLATED, body)) => {
+            miniz_oxide::inflate::decompress_to_vec_with_limit(body, MAX_PLAN_BYTES)
+                .map_err(|e| corrupt(format!("cannot inflate it ({e})")))?
+        }
+        Some((b'{', _)) => bytes.to_vec(),
+        _ => return Err(corrupt("not a plan".into())),
+    };
+    String::from_utf8(text).map_err(|_| corrupt("not UTF-8".into()))
+}
+
+fn stats_of(db: &Database, path: &Path) -> Result<StoreStats, StoreError> {
+    let txn = db.begin_read().map_err(io)?;
+    let mut tables = Vec::new();
+    macro_rules! table {
+        ($def:expr, $name:literal) => {
+            match txn.open_table($def) {
+                Ok(t) => {
+                    let s = t.stats().map_err(io)?;
+                    tables.push(TableStat {
+                        name: $name,
+                        rows: t.len().map_err(io)?,
+                        stored_bytes: s.stored_bytes(),
+                        metadata_bytes: s.metadata_bytes(),
+                        fragmented_bytes: s.fragmented_bytes(),
+                        pages: s.leaf_pages() + s.branch_pages(),
+                    });
+                }
+                Err(redb::TableError::TableDoesNotExist(_)) => {}
+                Err(e) => return Err(io(e)),
+            }
+        };
+    }
+    table!(META, "meta");
+    table!(PLANS, "plans");
+    table!(THREADS, "threads");
+    table!(BY_STATUS, "by_status");
+    table!(NODES, "nodes");
+    table!(ITEMS, "items");
+    table!(CALLS, "calls");
+    table!(GATES, "gates");
+    table!(ATTEMPTS, "attempts");
+    table!(EVENTS, "events");
+    drop(txn);
+    let file_bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let write = db.begin_write().map_err(io)?;
+    let db_stats = write.stats().map_err(io)?;
+    let allocated_bytes = db_stats.allocated_pages() * db_stats.page_size() as u64;
+    write.abort().map_err(io)?;
+    Ok(StoreStats {
+        file_bytes,
+        allocated_bytes,
+        tables,
+    })
 }
 
 fn read_format(txn: &ReadTransaction) -> Result<u32, StoreError> {
@@ -507,10 +555,12 @@ fn apply_writes(
                 rec.cancel_requested = cancel;
             }
             Write::Event(v) => {
+                // The thread and the sequence number are the row's key; reads add them back.
                 let mut ev = v.clone();
                 if let Value::Object(m) = &mut ev {
-                    m.insert("seq".into(), Value::from(rec.next_seq));
-                    m.insert("thread".into(), Value::String(rec.id.clone()));
+                    m.remove("seq");
+                    m.remove("thread");
+                    m.remove("v");
                     m.entry("ts").or_insert(Value::from(now));
                 }
                 let mut t = txn.open_table(EVENTS).map_err(io)?;
@@ -660,7 +710,8 @@ impl Store for RedbStore {
             {
                 let mut t = txn.open_table(PLANS).map_err(io)?;
                 if t.get(hash.as_str()).map_err(io)?.is_none() {
-                    t.insert(hash.as_str(), json.as_bytes()).map_err(io)?;
+                    t.insert(hash.as_str(), pack_plan(&json).as_slice())
+                        .map_err(io)?;
                 }
             }
             txn.commit().map_err(io)
@@ -672,7 +723,7 @@ impl Store for RedbStore {
         Box::pin(self.read(move |txn| {
             let t = txn.open_table(PLANS).map_err(io)?;
             let v = t.get(hash.as_str()).map_err(io)?;
-            Ok(v.map(|g| String::from_utf8_lossy(g.value()).into_owned()))
+            v.map(|g| unpack_plan(g.value(), &hash)).transpose()
         }))
     }
 
@@ -1042,8 +1093,14 @@ impl Store for RedbStore {
                 .range((id, since)..(id.wrapping_add(1), 0u64))
                 .map_err(io)?
             {
-                let (_, v) = e.map_err(io)?;
-                out.push(decode(v.value(), &|| "event".to_string())?);
+                let (k, v) = e.map_err(io)?;
+                let mut ev: Value = decode(v.value(), &|| "event".to_string())?;
+                if let Value::Object(m) = &mut ev {
+                    m.insert("seq".into(), Value::from(k.value().1));
+                    m.insert("thread".into(), Value::String(ids::encode(id)));
+                    m.insert("v".into(), Value::from(1));
+                }
+                out.push(ev);
             }
             Ok(out)
         }))
