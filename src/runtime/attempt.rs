@@ -1095,24 +1095,24 @@ impl Attempt {
                 if tasks::needs_started_row(&node) {
                     let (key, rec) = tasks::started_row(&self.shared, &unit, unit.seq);
                     // A retried effect must be the same call as the one it retries.
-                    let retried = self.state.calls.iter().filter(|(k, c)| {
+                    let mut retried = self.state.calls.iter().filter(|(k, c)| {
                         k.node == node.name
                             && k.generation == generation
                             && k.item == 0
                             && c.decision.as_deref() == Some("retry requested")
                     });
-                    if let Some((old_key, old)) = retried.last() {
-                        if old.args_hash != rec.args_hash {
-                            let error = RuntimeError::new(&codes::JOURNAL_DIVERGENCE, format!(
+                    if let Some((old_key, old)) = retried.next_back()
+                        && old.args_hash != rec.args_hash
+                    {
+                        let error = RuntimeError::new(&codes::JOURNAL_DIVERGENCE, format!(
                                 "the retry of {} would send different arguments ({} ≠ {}) than the call it retries",
                                 old_key.display(), rec.args_hash, old.args_hash
                             ))
                             .help("its inputs changed; check them with `pipec show --internal`, then run it from scratch with `--rerun-from`")
                             .stored(Some(&node.name));
-                            self.slots[i] = NodeSlot::Failed;
-                            self.unknown.push(error);
-                            return None;
-                        }
+                        self.slots[i] = NodeSlot::Failed;
+                        self.unknown.push(error);
+                        return None;
                     }
                     self.buffer.push(Write::Event(json!({ "type": "call_started", "node": node.name, "call": key.display(), "args_hash": rec.args_hash })));
                     self.buffer.push(Write::Call(key.clone(), rec));
