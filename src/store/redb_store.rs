@@ -453,8 +453,10 @@ fn put_thread(
     old_status: Option<Status>,
     rec: &ThreadRec,
 ) -> Result<(), StoreError> {
+    let mut rec = rec.clone();
+    rec.updated_ms = ids::now_ms();
     let mut threads = txn.open_table(THREADS).map_err(io)?;
-    threads.insert(id, encode(rec)?.as_slice()).map_err(io)?;
+    threads.insert(id, encode(&rec)?.as_slice()).map_err(io)?;
     if old_status != Some(rec.status) {
         let mut by = txn.open_table(BY_STATUS).map_err(io)?;
         if let Some(old) = old_status {
@@ -500,8 +502,24 @@ fn apply_fenced(
     }
     let old_status = rec.status;
     let seqs = apply_writes(txn, thread, &mut rec, writes)?;
-    put_thread(txn, thread, Some(old_status), &rec)?;
+    // The thread row is rewritten only when it changed: a step's commit touches the
+    // tables of what it wrote, not the thread's record too.
+    if writes.iter().any(|w| matches!(w, Write::Thread(_))) {
+        put_thread(txn, thread, Some(old_status), &rec)?;
+    }
     Ok(seqs)
+}
+
+/// The next event number of a thread: one past its last event row.
+fn next_event_seq(txn: &WriteTransaction, thread: u128) -> Result<u64, StoreError> {
+    let t = txn.open_table(EVENTS).map_err(io)?;
+    let last = t
+        .range((thread, 0u64)..=(thread, u64::MAX))
+        .map_err(io)?
+        .next_back()
+        .transpose()
+        .map_err(io)?;
+    Ok(last.map_or(0, |(k, _)| k.value().1 + 1))
 }
 
 fn apply_writes(
@@ -512,6 +530,7 @@ fn apply_writes(
 ) -> Result<Vec<u64>, StoreError> {
     let now = ids::now_ms();
     let mut seqs = Vec::new();
+    let mut next_seq = None;
     for w in writes {
         match w {
             Write::Node(name, n) => {
@@ -546,11 +565,9 @@ fn apply_writes(
                     .map_err(io)?;
             }
             Write::Thread(new) => {
-                let seq = rec.next_seq.max(new.next_seq);
                 let epoch = rec.epoch;
                 let cancel = rec.cancel_requested;
                 *rec = new.clone();
-                rec.next_seq = seq;
                 rec.epoch = epoch;
                 rec.cancel_requested = cancel;
             }
@@ -563,15 +580,21 @@ fn apply_writes(
                     m.remove("v");
                     m.entry("ts").or_insert(Value::from(now));
                 }
+                let seq = match next_seq {
+                    Some(n) => n,
+                    None => next_event_seq(txn, thread)?,
+                };
                 let mut t = txn.open_table(EVENTS).map_err(io)?;
-                t.insert((thread, rec.next_seq), encode(&ev)?.as_slice())
+                t.insert((thread, seq), encode(&ev)?.as_slice())
                     .map_err(io)?;
-                seqs.push(rec.next_seq);
-                rec.next_seq += 1;
+                seqs.push(seq);
+                next_seq = Some(seq + 1);
             }
         }
     }
-    rec.updated_ms = now;
+    if let Some(n) = next_seq {
+        rec.next_seq = n;
+    }
     Ok(seqs)
 }
 
