@@ -25,19 +25,9 @@ pub fn run(args: Args) -> u8 {
             return super::EXIT_USAGE;
         }
     };
-    let rt = match common::runtime() {
-        Ok(rt) => rt,
-        Err(e) => {
-            super::err(&e);
-            return super::EXIT_USAGE;
-        }
-    };
-    let store = match common::open_store(&store_path) {
-        Ok(s) => s,
-        Err(e) => {
-            common::print_error(&e);
-            return super::EXIT_FINDINGS;
-        }
+    let (rt, store) = match common::runtime_and_store(&store_path) {
+        Ok(pair) => pair,
+        Err(code) => return code,
     };
     let result = rt.block_on(async {
         let state = store.load(&args.thread).await?;

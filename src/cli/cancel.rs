@@ -14,19 +14,9 @@ pub struct Args {
 
 pub fn run(args: Args) -> u8 {
     let store_path = common::store_path(&args.store, &common::default_root());
-    let rt = match common::runtime() {
-        Ok(rt) => rt,
-        Err(e) => {
-            super::err(&e);
-            return super::EXIT_USAGE;
-        }
-    };
-    let store = match common::open_store(&store_path) {
-        Ok(s) => s,
-        Err(e) => {
-            common::print_error(&e);
-            return super::EXIT_FINDINGS;
-        }
+    let (rt, store) = match common::runtime_and_store(&store_path) {
+        Ok(pair) => pair,
+        Err(code) => return code,
     };
     match rt.block_on(store.request_cancel(&args.thread)) {
         Ok(CancelOutcome::Cancelled) => {

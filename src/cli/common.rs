@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::diagnostic::TerminalOptions;
 use crate::plan::Plan;
-use crate::runtime::{Outcome, RuntimeError};
+use crate::runtime::{Outcome, Runner, RuntimeError};
 use crate::store::RedbStore;
 
 pub const EXIT_PAUSED: u8 = 3;
@@ -52,6 +52,31 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))
+}
+
+/// The runtime and the store a command needs; on failure the error is printed and the
+/// exit code returned.
+pub fn runtime_and_store(path: &Path) -> Result<(tokio::runtime::Runtime, Arc<RedbStore>), u8> {
+    let rt = runtime().map_err(|e| {
+        super::err(&e);
+        super::EXIT_USAGE
+    })?;
+    let store = open_store(path).map_err(|e| {
+        print_error(&e);
+        super::EXIT_FINDINGS
+    })?;
+    Ok((rt, store))
+}
+
+/// Events on stdout (`--events jsonl`), else progress on stderr unless `-q`.
+pub fn with_output(runner: Runner, events: bool, quiet: bool) -> Runner {
+    if events {
+        runner.events(event_printer())
+    } else if quiet {
+        runner
+    } else {
+        runner.progress(Arc::new(crate::runtime::StderrProgress))
+    }
 }
 
 /// A plan and the project root it runs in.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::common;
 use crate::plan::Plan;
-use crate::runtime::{Decision, RunOptions, Runner, StderrProgress};
+use crate::runtime::{Decision, RunOptions, Runner};
 use crate::store::{ListQuery, Status, Store};
 
 #[derive(clap::Args)]
@@ -55,19 +55,9 @@ pub fn run(args: Args) -> u8 {
     let root = common::default_root();
     let store_path = common::store_path(&args.store, &root);
     let default_store = args.store.is_none() && std::env::var_os("PIPEC_STORE").is_none();
-    let rt = match common::runtime() {
-        Ok(rt) => rt,
-        Err(e) => {
-            super::err(&e);
-            return super::EXIT_USAGE;
-        }
-    };
-    let store = match common::open_store(&store_path) {
-        Ok(s) => s,
-        Err(e) => {
-            common::print_error(&e);
-            return super::EXIT_FINDINGS;
-        }
+    let (rt, store) = match common::runtime_and_store(&store_path) {
+        Ok(pair) => pair,
+        Err(code) => return code,
     };
     let answers = match common::parse_answers(&args.answers) {
         Ok(a) => a,
@@ -231,11 +221,7 @@ fn resume_one(
         .source(&loaded.source)
         .concurrency(args.concurrency);
     let events = args.events.is_some();
-    if events {
-        runner = runner.events(common::event_printer());
-    } else if !args.quiet {
-        runner = runner.progress(Arc::new(StderrProgress));
-    }
+    runner = common::with_output(runner, events, args.quiet);
     let opts = RunOptions {
         decisions,
         keep: args.keep.clone(),

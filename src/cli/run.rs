@@ -2,12 +2,11 @@
 //! fails.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use clap::ValueEnum;
 
 use super::common::{self, Loaded};
-use crate::runtime::{RunOptions, Runner, StderrProgress};
+use crate::runtime::{RunOptions, Runner};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -98,19 +97,9 @@ pub fn run(args: Args) -> u8 {
     };
     let store_path = common::store_path(&args.store, &root);
     let default_store = args.store.is_none() && std::env::var_os("PIPEC_STORE").is_none();
-    let rt = match common::runtime() {
-        Ok(rt) => rt,
-        Err(e) => {
-            super::err(&e);
-            return super::EXIT_USAGE;
-        }
-    };
-    let store = match common::open_store(&store_path) {
-        Ok(s) => s,
-        Err(e) => {
-            common::print_error(&e);
-            return super::EXIT_FINDINGS;
-        }
+    let (rt, store) = match common::runtime_and_store(&store_path) {
+        Ok(pair) => pair,
+        Err(code) => return code,
     };
     let mut runner = Runner::with_store(plan, store)
         .project_root(root)
@@ -120,11 +109,7 @@ pub fn run(args: Args) -> u8 {
         runner = runner.model_override(&name, &spec);
     }
     let events = args.events.is_some();
-    if events {
-        runner = runner.events(common::event_printer());
-    } else if !args.quiet {
-        runner = runner.progress(Arc::new(StderrProgress));
-    }
+    runner = common::with_output(runner, events, args.quiet);
     let opts = RunOptions {
         thread_id: args.thread.clone(),
         pre_answers: answers,

@@ -199,6 +199,12 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
             None => attempt.await,
         };
         drop(_permit);
+        // The end of the try, in the journal of effects that have one.
+        let journal = |writes: &mut Vec<Write>, state, result, error| {
+            if needs_started_row(&node) {
+                writes.push(finish_call(&shared, &unit, seq, state, result, error));
+            }
+        };
         match result {
             Ok(value) => {
                 if let Some(p) = &shared.progress {
@@ -207,29 +213,11 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
                         took: started.elapsed(),
                     });
                 }
-                if needs_started_row(&node) {
-                    writes.push(finish_call(
-                        &shared,
-                        &unit,
-                        seq,
-                        CallState::Ok,
-                        Some(value.clone()),
-                        None,
-                    ));
-                }
+                journal(&mut writes, CallState::Ok, Some(value.clone()), None);
                 return UnitEnd::Value { value, writes };
             }
             Err(TryError::Unknown(msg)) => {
-                if needs_started_row(&node) {
-                    writes.push(finish_call(
-                        &shared,
-                        &unit,
-                        seq,
-                        CallState::Unknown,
-                        None,
-                        Some(msg.clone()),
-                    ));
-                }
+                journal(&mut writes, CallState::Unknown, None, Some(msg.clone()));
                 let error = err(
                     &codes::UNFINISHED_EFFECT,
                     &node.name,
@@ -244,29 +232,16 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
                         message: &error.message,
                     });
                 }
-                if needs_started_row(&node) {
-                    writes.push(finish_call(
-                        &shared,
-                        &unit,
-                        seq,
-                        CallState::ToolError,
-                        None,
-                        Some(error.message.clone()),
-                    ));
-                }
+                journal(
+                    &mut writes,
+                    CallState::ToolError,
+                    None,
+                    Some(error.message.clone()),
+                );
                 return UnitEnd::Failed { error, writes };
             }
             Err(TryError::Transient(msg)) => {
-                if needs_started_row(&node) {
-                    writes.push(finish_call(
-                        &shared,
-                        &unit,
-                        seq,
-                        CallState::ToolError,
-                        None,
-                        Some(msg.clone()),
-                    ));
-                }
+                journal(&mut writes, CallState::ToolError, None, Some(msg.clone()));
                 if unit.tries >= retries {
                     let rule = match node.body {
                         Body::Exec { .. } => &codes::EXEC_FAILED,
