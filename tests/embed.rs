@@ -340,6 +340,8 @@ fn a_rerun_stores_a_new_generation_of_items_and_a_completed_thread_stays_final()
     let plan = pipec::compile_str("rerun.pipe", RERUN).expect("compiles");
     let publishes = Arc::new(AtomicU32::new(0));
     let seen = publishes.clone();
+    let received = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let got = received.clone();
     let runner = Runner::new(plan, store.clone())
         .host_fn("tag", |i: TagIn| async move {
             if i.word == "bad" {
@@ -354,8 +356,9 @@ fn a_rerun_stores_a_new_generation_of_items_and_a_completed_thread_stays_final()
         .expect("fits")
         .host_fn("publish", move |i: PublishIn| {
             let n = seen.fetch_add(1, Ordering::SeqCst);
+            got.lock().expect("lock").push(i.items.len());
             async move {
-                if n == 0 {
+                if n < 2 {
                     Err("the publisher is down".to_string())
                 } else {
                     Ok(i.items.len() as i64)
@@ -370,6 +373,13 @@ fn a_rerun_stores_a_new_generation_of_items_and_a_completed_thread_stays_final()
     let Outcome::Failed { thread, .. } = out else {
         panic!("{out:?}")
     };
+    // A plain resume: `tag` is not run again; its list comes back from its item rows.
+    let out = rt
+        .block_on(runner.resume(&thread, Vec::new()))
+        .expect("resumes");
+    assert!(matches!(out, Outcome::Failed { .. }), "{out:?}");
+    let row = &rt.block_on(store.load(&thread)).expect("load").nodes["tag"];
+    assert!(row.value.is_none(), "an each node's list is not stored twice");
     let out = rt
         .block_on(runner.resume_with(
             &thread,
@@ -423,6 +433,7 @@ fn a_rerun_stores_a_new_generation_of_items_and_a_completed_thread_stays_final()
         matches!(&again, Outcome::Completed { outputs, .. } if outputs["published"] == json!(2)),
         "{again:?}"
     );
-    assert_eq!(publishes.load(Ordering::SeqCst), 2);
+    assert_eq!(publishes.load(Ordering::SeqCst), 3);
+    assert_eq!(*received.lock().expect("lock"), vec![2, 2, 2]);
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -125,14 +125,19 @@ fn run_pause_then_resume_in_a_new_process() {
         serde_json::json!({ "summary": { "id": "A7", "done": true } })
     );
     assert_eq!(p.read("effects.log").lines().count(), 1);
-    // A completed thread resumes to its stored outputs, running nothing.
+    // A completed thread resumes to its outputs, running nothing.
     let again = p.run(&["resume", &thread]);
     assert_eq!(code(&again), 0);
     assert_eq!(json(&stdout(&again)), outputs);
     assert_eq!(p.read("effects.log").lines().count(), 1);
     let show = json(&stdout(&p.run(&["show", &thread, "--json", "--internal"])));
     assert_eq!(show["status"], "completed");
+    assert_eq!(show["outputs"], outputs, "computed from the node rows");
     assert_eq!(show["attempts"], 2);
+    let events = stdout(&p.run(&["show", &thread, "--events"]));
+    let last = json(events.lines().last().unwrap_or(""));
+    assert_eq!(last["type"], "thread_completed");
+    assert_eq!(last["outputs"], outputs);
     assert!(
         show["calls"]
             .as_array()
@@ -581,4 +586,41 @@ fn the_main_example_runs_offline_end_to_end() {
     assert_eq!(v["report"]["account"], "ACME");
     assert_eq!(v["report"]["sent"], true);
     assert!(v["note"]["subject"].as_str().is_some_and(|s| !s.is_empty()));
+}
+
+#[test]
+fn a_value_is_stored_once_however_many_effects_pass_it_on() {
+    let p = Project::new("once");
+    let mut src = String::from(
+        "type Blob {\n  blob: string\n}\n\ninput x: int\n\nnode n0(x: int = input.x) -> Blob {\n  exec = [\"./scripts/blob.sh\"]\n}\n\n",
+    );
+    for i in 1..6 {
+        src.push_str(&format!(
+            "node n{i}(p: Blob = n{}) -> Blob {{\n  exec = [\"./scripts/blob.sh\"]\n}}\n\n",
+            i - 1
+        ));
+    }
+    src.push_str("output last = n5\n");
+    p.write("chain.pipe", &src);
+    // Each step prints a fresh 20 kB value.
+    p.script(
+        "scripts/blob.sh",
+        "#!/bin/sh\ncat > /dev/null\nprintf '{\"blob\":\"%s\"}' \"$(head -c 20000 /dev/zero | tr '\\000' x)\"\n",
+    );
+    let out = p.run(&["run", "chain.pipe", "--input", "x=1", "-q"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let stats = json(&stdout(&p.run(&["store", "stats", "--json"])));
+    let stored: u64 = stats["tables"]
+        .as_array()
+        .expect("tables")
+        .iter()
+        .filter(|t| t["name"] != "plans" && t["name"] != "meta")
+        .map(|t| t["stored_bytes"].as_u64().unwrap_or(0))
+        .sum();
+    // Six values of 20 kB: their rows and a little bookkeeping, no copies in the journal
+    // (an exec's stdin and stdout are its inputs and its node's value).
+    assert!(
+        (120_000..140_000).contains(&stored),
+        "stored {stored} bytes for 120 kB of values: {stats}"
+    );
 }

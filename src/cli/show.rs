@@ -40,18 +40,16 @@ pub fn run(args: Args) -> u8 {
         } else {
             Vec::new()
         };
-        let order: Vec<String> = match &state.thread {
+        let plan = match &state.thread {
             Some(t) => store
                 .get_plan(&t.plan_hash)
                 .await?
-                .and_then(|j| crate::plan::Plan::from_json(&j).ok())
-                .map(|p| p.nodes.iter().map(|n| n.name.clone()).collect())
-                .unwrap_or_default(),
-            None => Vec::new(),
+                .and_then(|j| crate::plan::Plan::from_json(&j).ok()),
+            None => None,
         };
-        Ok::<_, crate::store::StoreError>((state, events, order))
+        Ok::<_, crate::store::StoreError>((state, events, plan))
     });
-    let (state, events, order) = match loaded {
+    let (state, mut events, plan) = match loaded {
         Ok(x) => x,
         Err(e) => {
             common::print_error(&e.into());
@@ -61,6 +59,25 @@ pub fn run(args: Args) -> u8 {
     let Some(t) = &state.thread else {
         return super::EXIT_FINDINGS;
     };
+    let order: Vec<String> = plan
+        .as_ref()
+        .map(|p| p.nodes.iter().map(|n| n.name.clone()).collect())
+        .unwrap_or_default();
+    // Outputs are not stored; they are computed from the node rows.
+    let outputs = match (&t.outputs, &plan) {
+        (Some(o), _) => Some(o.clone()),
+        (None, Some(p)) if t.status == crate::store::Status::Completed => {
+            crate::runtime::eval::outputs_of(p, &state).ok()
+        }
+        _ => None,
+    };
+    for e in &mut events {
+        if let (Some(o), serde_json::Value::Object(m)) = (&outputs, e)
+            && m.get("type").and_then(|v| v.as_str()) == Some("thread_completed")
+        {
+            m.insert("outputs".into(), o.clone());
+        }
+    }
     let stale = t.status == crate::store::Status::Running
         && !crate::store::lock::is_locked(&store_path, &t.id);
     if args.events && !args.json {
@@ -76,12 +93,12 @@ pub fn run(args: Args) -> u8 {
         let nodes: Vec<Value> = state
             .nodes
             .iter()
-            .map(|(name, n)| json!({ "node": name, "state": n.state, "generation": n.generation, "tries": n.tries, "crash_count": n.crash_count, "ms": n.finished_ms.saturating_sub(n.started_ms), "items": n.items, "value": n.value, "error": n.error }))
+            .map(|(name, n)| json!({ "node": name, "state": n.state, "generation": n.generation, "tries": n.tries, "crash_count": n.crash_count, "ms": n.finished_ms.saturating_sub(n.started_ms), "items": n.items, "value": state.value_of(name), "error": n.error }))
             .collect();
         let mut doc = json!({
             "thread": t.id, "pipeline": t.pipeline, "status": if stale { "stale" } else { t.status.as_str() },
             "source": t.source, "plan_hash": t.plan_hash, "created_ms": t.created_ms, "updated_ms": t.updated_ms,
-            "inputs": t.inputs, "config": t.config, "model_overrides": t.model_overrides, "outputs": t.outputs, "error": t.error,
+            "inputs": t.inputs, "config": t.config, "model_overrides": t.model_overrides, "outputs": outputs, "error": t.error,
             "holder": t.holder, "attempts": t.attempts, "nodes": nodes,
             "gates": state.gates.iter().map(|(n, g)| json!({ "gate": n, "state": g.state, "message": g.message, "schema": g.schema, "deadline_ms": g.deadline_ms, "answer": g.answer, "answered_by": g.answered_by })).collect::<Vec<_>>(),
         });
@@ -207,7 +224,7 @@ pub fn run(args: Args) -> u8 {
             s.push_str(&format!("  help: {h}\n"));
         }
     }
-    if let Some(o) = &t.outputs {
+    if let Some(o) = &outputs {
         s.push_str(&format!(
             "\noutputs\n{}\n",
             serde_json::to_string_pretty(o).unwrap_or_default()

@@ -75,6 +75,15 @@ impl Shared {
                 _ => None,
             })
             .collect();
+        // The live `thread_completed` event carries the outputs; the stored one does not,
+        // since they are the node rows' values (`pipec show` computes them again).
+        for w in &mut writes {
+            if let Write::Event(Value::Object(m)) = w
+                && m.get("type").and_then(Value::as_str) == Some("thread_completed")
+            {
+                m.remove("outputs");
+            }
+        }
         let seqs = self
             .store
             .commit(&self.lease, writes)
@@ -120,7 +129,9 @@ fn scrub_write(s: &Scrubber, w: &mut Write) {
             scrub_err(&mut i.error);
         }
         Write::Call(_, c) => {
-            s.scrub_value(&mut c.args);
+            if let Some(a) = &mut c.args {
+                s.scrub_value(a);
+            }
             if let Some(r) = &mut c.result {
                 s.scrub_value(r);
             }
@@ -336,6 +347,18 @@ impl Attempt {
         // Renamed nodes keep their rows.
         for (old, new) in &opts.renames {
             if let Some(rec) = self.state.nodes.remove(old) {
+                // An `each` node's items go with it, under the new name.
+                let items: Vec<_> = self
+                    .state
+                    .items
+                    .iter()
+                    .filter(|((n, g, _), _)| n == old && *g == rec.generation)
+                    .map(|((_, g, i), r)| (*g, *i, r.clone()))
+                    .collect();
+                for (g, i, r) in items {
+                    self.buffer.push(Write::Item(new.clone(), g, i, r.clone()));
+                    self.state.items.insert((new.clone(), g, i), r);
+                }
                 self.buffer.push(Write::Node(new.clone(), rec.clone()));
                 self.state.nodes.insert(new.clone(), rec);
             }
@@ -347,7 +370,7 @@ impl Attempt {
                 if let (Some(rec), Some(node)) =
                     (self.state.nodes.get(name).cloned(), plan.node(name))
                 {
-                    if let Some(v) = &rec.value {
+                    if let Some(v) = &self.state.value_of(name) {
                         self.shared.validators.check(&node.output, v, false).map_err(|e| {
                             RuntimeError::new(&codes::PLAN_CHANGED, format!("the kept result of `{name}` does not fit its new type `{}`: {e}", node.output_type))
                         })?;
@@ -474,8 +497,8 @@ impl Attempt {
                                 ),
                             )
                         })?;
+                    // The value goes into the node's (or item's) row, not the journal too.
                     resolved.decision = Some("resolved as performed".into());
-                    resolved.result = Some(value.clone());
                     if node.each.is_none() {
                         let rec = self.node_row(node, NodeState::Done, Some(value.clone()), None);
                         self.buffer.push(Write::Node(key.node.clone(), rec.clone()));
@@ -553,7 +576,9 @@ impl Attempt {
                 continue;
             };
             self.slots[i] = match rec.state {
-                NodeState::Done => NodeSlot::Done(rec.value.clone().unwrap_or(Value::Null)),
+                NodeState::Done => {
+                    NodeSlot::Done(self.state.value_of(&node.name).unwrap_or(Value::Null))
+                }
                 NodeState::Skipped => NodeSlot::Skipped,
                 NodeState::Failed if fresh_failures.contains(&node.name) => {
                     self.failure
@@ -833,7 +858,13 @@ impl Attempt {
 
     fn finish_node(&mut self, i: usize, value: Value, items: Option<u32>) {
         let node = self.shared.plan.nodes[i].clone();
-        let mut rec = self.node_row(&node, NodeState::Done, Some(value.clone()), None);
+        // An `each` node's list is in its item rows already; its row only counts them.
+        let stored = if items.is_some() {
+            None
+        } else {
+            Some(value.clone())
+        };
+        let mut rec = self.node_row(&node, NodeState::Done, stored, None);
         rec.items = items;
         self.state.nodes.insert(node.name.clone(), rec.clone());
         self.buffer.push(Write::Node(node.name.clone(), rec));
@@ -1257,7 +1288,8 @@ impl Attempt {
         self.shared.scrubber.scrub_value(&mut outputs);
         self.thread.status = Status::Completed;
         self.thread.holder = None;
-        self.thread.outputs = Some(outputs.clone());
+        // Computed from the node rows whenever they are asked for; not stored again.
+        self.thread.outputs = None;
         self.thread.due_ms = None;
         self.buffer.push(Write::Thread(self.thread.clone()));
         self.buffer.push(Write::Event(

@@ -281,6 +281,50 @@ fn json_eq(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// Sources read from a stored thread: its inputs, its recorded configuration, and its
+/// finished nodes' values. Secrets are never stored, so none can be read.
+struct Stored<'a> {
+    state: &'a crate::store::ThreadState,
+}
+
+impl Env for Stored<'_> {
+    fn input(&self, name: &str) -> Option<Value> {
+        self.state.thread.as_ref()?.inputs.get(name).cloned()
+    }
+    fn node(&self, name: &str) -> Option<Slot> {
+        match self.state.nodes.get(name)?.state {
+            crate::store::NodeState::Done => self.state.value_of(name).map(Slot::Value),
+            crate::store::NodeState::Skipped => Some(Slot::Skipped),
+            _ => None,
+        }
+    }
+    fn env_var(&self, var: &str) -> Option<String> {
+        self.state.thread.as_ref()?.config.get(var).cloned()
+    }
+    fn secret(&self, _var: &str) -> Option<String> {
+        None
+    }
+}
+
+/// A completed thread's outputs, computed from its stored rows (they are not stored a
+/// second time). A skipped output is `null`.
+pub fn outputs_of(
+    plan: &crate::plan::Plan,
+    state: &crate::store::ThreadState,
+) -> Result<Value, String> {
+    let env = Stored { state };
+    let mut out = Map::new();
+    for o in &plan.outputs {
+        let v = match source(&env, &o.source, &o.schema) {
+            Ok(Slot::Value(v)) => v,
+            Ok(Slot::Skipped) => Value::Null,
+            Err(m) => return Err(format!("the output `{}`: {m}", o.name)),
+        };
+        out.insert(o.name.clone(), v);
+    }
+    Ok(Value::Object(out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -412,6 +412,34 @@ impl Runner {
     }
 
     /// Resumes a thread, applying answers first.
+    /// A completed thread's outputs, computed with the plan it ran.
+    async fn outputs_of(
+        &self,
+        rec: &crate::store::ThreadRec,
+        state: &crate::store::ThreadState,
+    ) -> Result<Value, RuntimeError> {
+        if let Some(o) = &rec.outputs {
+            // Stores written before outputs were computed on read.
+            return Ok(o.clone());
+        }
+        let stored;
+        let plan = if rec.plan_hash == self.plan.hash {
+            &*self.plan
+        } else {
+            let json = self.store.get_plan(&rec.plan_hash).await?.ok_or_else(|| {
+                RuntimeError::new(
+                    &codes::STORE_UNREADABLE,
+                    format!("the plan {} of thread {} is missing", rec.plan_hash, rec.id),
+                )
+            })?;
+            stored = Plan::from_json(&json)
+                .map_err(|e| RuntimeError::new(&codes::STORE_UNREADABLE, e))?;
+            &stored
+        };
+        super::eval::outputs_of(plan, state)
+            .map_err(|m| RuntimeError::new(&codes::STORE_UNREADABLE, m))
+    }
+
     pub async fn resume(
         &self,
         thread: &str,
@@ -488,9 +516,10 @@ impl Runner {
         }
         if rec.status == Status::Completed {
             // Nothing to change: the outputs again (answers equal to the stored ones are fine).
+            let outputs = self.outputs_of(&rec, &state).await?;
             return Ok(Outcome::Completed {
                 thread: rec.id,
-                outputs: rec.outputs.unwrap_or(Value::Null),
+                outputs,
             });
         }
         // Plan changes under finished nodes.

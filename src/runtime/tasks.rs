@@ -144,7 +144,7 @@ pub(crate) fn started_row(shared: &Shared, unit: &Unit, seq: u32) -> (CallKey, C
         kind: "exec".into(),
         target,
         args_hash: args_hash(&args),
-        args,
+        args: None,
         idempotent,
         idem_key: idem_key(&shared.thread_id, &key),
         state: CallState::Started,
@@ -200,9 +200,9 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
         };
         drop(_permit);
         // The end of the try, in the journal of effects that have one.
-        let journal = |writes: &mut Vec<Write>, state, result, error| {
+        let journal = |writes: &mut Vec<Write>, state, error| {
             if needs_started_row(&node) {
-                writes.push(finish_call(&shared, &unit, seq, state, result, error));
+                writes.push(finish_call(&shared, &unit, seq, state, error));
             }
         };
         match result {
@@ -213,11 +213,11 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
                         took: started.elapsed(),
                     });
                 }
-                journal(&mut writes, CallState::Ok, Some(value.clone()), None);
+                journal(&mut writes, CallState::Ok, None);
                 return UnitEnd::Value { value, writes };
             }
             Err(TryError::Unknown(msg)) => {
-                journal(&mut writes, CallState::Unknown, None, Some(msg.clone()));
+                journal(&mut writes, CallState::Unknown, Some(msg.clone()));
                 let error = err(
                     &codes::UNFINISHED_EFFECT,
                     &node.name,
@@ -235,13 +235,12 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
                 journal(
                     &mut writes,
                     CallState::ToolError,
-                    None,
                     Some(error.message.clone()),
                 );
                 return UnitEnd::Failed { error, writes };
             }
             Err(TryError::Transient(msg)) => {
-                journal(&mut writes, CallState::ToolError, None, Some(msg.clone()));
+                journal(&mut writes, CallState::ToolError, Some(msg.clone()));
                 if unit.tries >= retries {
                     let rule = match node.body {
                         Body::Exec { .. } => &codes::EXEC_FAILED,
@@ -320,16 +319,11 @@ fn finish_call(
     unit: &Unit,
     seq: u32,
     state: CallState,
-    result: Option<Value>,
     error: Option<String>,
 ) -> Write {
     let (key, mut rec) = started_row(shared, unit, seq);
     rec.state = state;
-    rec.result = result.filter(|r| {
-        serde_json::to_vec(r)
-            .map(|b| b.len() < 64 * 1024)
-            .unwrap_or(false)
-    });
+    // An `exec`'s result is its node's value: the journal keeps only the state.
     rec.error = error;
     rec.finished_ms = ids::now_ms();
     Write::Call(key, rec)

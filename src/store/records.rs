@@ -262,13 +262,18 @@ pub struct CallRec {
     pub kind: String,
     /// The tool, or the command.
     pub target: String,
-    /// The arguments (or stdin), secrets as placeholders.
-    pub args: Value,
+    /// The arguments, secrets as placeholders, when nothing else in the store holds them
+    /// (a model's tool call). An `exec`'s stdin is its node's inputs, which are upstream
+    /// results: only their hash is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Value>,
     pub args_hash: String,
     pub idempotent: bool,
     /// The key handed to the callee (`PIPEC_CALL_KEY`, MCP `_meta`).
     pub idem_key: String,
     pub state: CallState,
+    /// What the call returned, when nothing else in the store holds it (an `exec`'s
+    /// result is its node's value).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -334,6 +339,24 @@ pub struct ThreadState {
     pub calls: BTreeMap<CallKey, CallRec>,
     pub gates: BTreeMap<String, GateRec>,
     pub attempts: Vec<AttemptRec>,
+}
+
+impl ThreadState {
+    /// A finished node's value. An `each` node's row holds no list: its value is the
+    /// values of its done items, in order, read from the item rows of its generation.
+    pub fn value_of(&self, node: &str) -> Option<Value> {
+        let rec = self.nodes.get(node)?;
+        if let Some(v) = &rec.value {
+            return Some(v.clone());
+        }
+        let count = rec.items?;
+        let values = (0..count)
+            .filter_map(|i| self.items.get(&(node.to_string(), rec.generation, i)))
+            .filter(|r| r.state == ItemState::Done)
+            .filter_map(|r| r.value.clone())
+            .collect();
+        Some(Value::Array(values))
+    }
 }
 
 /// One change, applied inside a fenced write transaction.
