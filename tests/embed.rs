@@ -379,7 +379,10 @@ fn a_rerun_stores_a_new_generation_of_items_and_a_completed_thread_stays_final()
         .expect("resumes");
     assert!(matches!(out, Outcome::Failed { .. }), "{out:?}");
     let row = &rt.block_on(store.load(&thread)).expect("load").nodes["tag"];
-    assert!(row.value.is_none(), "an each node's list is not stored twice");
+    assert!(
+        row.value.is_none(),
+        "an each node's list is not stored twice"
+    );
     let out = rt
         .block_on(runner.resume_with(
             &thread,
