@@ -399,6 +399,70 @@ fn main() {
         b.record("cold_resume_wall_ms", "ms", resume);
     }
 
+    // `pipec runs` over a store of many threads: the first page, a page by status, a page
+    // deep in the list (by cursor), and the command in a fresh process.
+    {
+        let threads = if quick { 10_000 } else { 100_000 };
+        let path = b.fresh("many.redb");
+        let store = RedbStore::open(&path).expect("store");
+        let start = Instant::now();
+        b.rt.block_on(fill(&store, threads));
+        let filled = start.elapsed();
+        println!(
+            "  ({threads} threads created in {:.1} s)",
+            filled.as_secs_f64()
+        );
+        let page = |q: pipec::store::ListQuery| {
+            let mut times = Vec::new();
+            for _ in 0..50 {
+                let t = Instant::now();
+                let rows = b.rt.block_on(store.list(q.clone())).expect("list");
+                assert_eq!(rows.len(), 50);
+                times.push(ms(t.elapsed()));
+            }
+            times
+        };
+        let first = page(pipec::store::ListQuery {
+            limit: 50,
+            ..Default::default()
+        });
+        let paused = page(pipec::store::ListQuery {
+            limit: 50,
+            status: Some(pipec::store::Status::Paused),
+            ..Default::default()
+        });
+        // The cursor of a page half-way down the list.
+        let all =
+            b.rt.block_on(store.list(pipec::store::ListQuery {
+                limit: threads / 2,
+                ..Default::default()
+            }))
+            .expect("list");
+        let cursor = all.last().map(|t| t.id.clone());
+        let deep = page(pipec::store::ListQuery {
+            limit: 50,
+            before: cursor,
+            ..Default::default()
+        });
+        b.record(&format!("runs{threads}.first_page_ms"), "ms", first);
+        b.record(&format!("runs{threads}.status_page_ms"), "ms", paused);
+        b.record(&format!("runs{threads}.deep_page_ms"), "ms", deep);
+        drop(store);
+        let bin = env!("CARGO_BIN_EXE_pipec");
+        let store_s = path.display().to_string();
+        let mut cold = Vec::new();
+        for _ in 0..10 {
+            let t = Instant::now();
+            let out = Command::new(bin)
+                .args(["runs", "--store", &store_s, "--limit", "50"])
+                .output()
+                .expect("runs");
+            assert!(out.status.success());
+            cold.push(ms(t.elapsed()));
+        }
+        b.record(&format!("runs{threads}.cli_cold_ms"), "ms", cold);
+    }
+
     if let Some(path) = json_out {
         let doc: Vec<Value> = b.results.iter().map(|(id, unit, n, m, p)| json!({ "id": id, "unit": unit, "n": n, "median": m, "p95": p })).collect();
         std::fs::write(
@@ -408,4 +472,70 @@ fn main() {
         .expect("write results");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Creates `n` threads (one in ten paused, the rest completed) through the store's own
+/// operations, many at a time so that their commits share transactions.
+async fn fill(store: &RedbStore, n: usize) {
+    use pipec::store::{AttemptRec, Status, ThreadRec, Write};
+    let mut done = 0;
+    while done < n {
+        let batch = (n - done).min(512);
+        let mut set = tokio::task::JoinSet::new();
+        for k in 0..batch {
+            let store = store.clone();
+            let i = done + k;
+            set.spawn(async move {
+                let now = pipec::store::ids::now_ms();
+                let mut rec = ThreadRec {
+                    id: pipec::store::ids::new_thread_id(),
+                    pipeline: "bench".into(),
+                    plan_hash: "sha256:0".into(),
+                    source: "bench.pipe".into(),
+                    project_root: ".".into(),
+                    status: Status::Running,
+                    cancel_requested: false,
+                    epoch: 1,
+                    holder: None,
+                    created_ms: now,
+                    updated_ms: now,
+                    inputs: json!({ "x": i }),
+                    config: Default::default(),
+                    model_overrides: Default::default(),
+                    pre_answers: Default::default(),
+                    outputs: None,
+                    error: None,
+                    next_seq: 0,
+                    attempts: 1,
+                    due_ms: None,
+                };
+                let attempt = AttemptRec {
+                    number: 1,
+                    run_id: "bench".into(),
+                    pid: 0,
+                    host: "h".into(),
+                    started_ms: now,
+                    ended_ms: 0,
+                    end: None,
+                    plan_hash: "sha256:0".into(),
+                    pipec: String::new(),
+                };
+                let lease = store
+                    .create_thread(rec.clone(), attempt)
+                    .await
+                    .expect("create");
+                rec.status = if i % 10 == 0 {
+                    Status::Paused
+                } else {
+                    Status::Completed
+                };
+                store
+                    .commit(&lease, vec![Write::Thread(rec)])
+                    .await
+                    .expect("commit");
+            });
+        }
+        while set.join_next().await.is_some() {}
+        done += batch;
+    }
 }

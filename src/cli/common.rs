@@ -75,7 +75,7 @@ pub fn with_output(runner: Runner, events: bool, quiet: bool) -> Runner {
     } else if quiet {
         runner
     } else {
-        runner.progress(Arc::new(crate::runtime::StderrProgress))
+        runner.progress(Arc::new(crate::runtime::StderrProgress::new()))
     }
 }
 

@@ -1,7 +1,10 @@
 //! Progress reports for people (stderr lines from the CLI), separate from the
 //! machine-readable events.
 
-use std::time::Duration;
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// What a run reports as it goes.
 #[derive(Clone, Debug, PartialEq)]
@@ -36,30 +39,187 @@ pub trait Progress: Send + Sync {
     fn step(&self, step: Step<'_>);
 }
 
-/// One line per step on stderr.
-pub struct StderrProgress;
+/// Progress on stderr. On a terminal: a spinner line naming the nodes that run, with the
+/// finished steps printed above it, in colour unless `NO_COLOR` is set. Elsewhere (a
+/// pipe, a CI log): one plain line per step.
+pub struct StderrProgress {
+    tty: bool,
+    color: bool,
+    shared: Arc<Mutex<Live>>,
+}
+
+/// What the spinner line shows, and where it goes.
+struct Live {
+    out: Box<dyn Write + Send>,
+    running: BTreeMap<String, Instant>,
+    frame: usize,
+    /// A spinner line is on screen and must be cleared before anything else is printed.
+    drawn: bool,
+    stop: bool,
+    ticker: bool,
+}
+
+const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+impl StderrProgress {
+    pub fn new() -> StderrProgress {
+        let tty = std::io::stderr().is_terminal();
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        StderrProgress::with_writer(Box::new(std::io::stderr()), tty, tty && !no_color)
+    }
+
+    /// Progress into any writer, drawn as for a terminal or not, in colour or not.
+    pub fn with_writer(out: Box<dyn Write + Send>, terminal: bool, color: bool) -> StderrProgress {
+        StderrProgress {
+            tty: terminal,
+            color,
+            shared: Arc::new(Mutex::new(Live {
+                out,
+                running: BTreeMap::new(),
+                frame: 0,
+                drawn: false,
+                stop: false,
+                ticker: false,
+            })),
+        }
+    }
+
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+
+    /// Starts the thread that turns the spinner (once, on a terminal).
+    fn start_ticker(&self, live: &mut Live) {
+        if live.ticker {
+            return;
+        }
+        live.ticker = true;
+        let shared = Arc::downgrade(&self.shared);
+        let _ = std::thread::Builder::new()
+            .name("pipec-progress".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(Duration::from_millis(100));
+                    let Some(shared) = shared.upgrade() else {
+                        return;
+                    };
+                    let mut live = shared.lock().unwrap_or_else(|e| e.into_inner());
+                    if live.stop {
+                        return;
+                    }
+                    live.frame += 1;
+                    draw(&mut live);
+                }
+            });
+    }
+}
+
+impl Default for StderrProgress {
+    fn default() -> Self {
+        StderrProgress::new()
+    }
+}
+
+impl Drop for StderrProgress {
+    fn drop(&mut self) {
+        let mut live = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        live.stop = true;
+        clear(&mut live);
+    }
+}
+
+fn clear(live: &mut Live) {
+    if live.drawn {
+        let _ = write!(live.out, "\r\x1b[2K");
+        let _ = live.out.flush();
+        live.drawn = false;
+    }
+}
+
+fn draw(live: &mut Live) {
+    if live.running.is_empty() {
+        clear(live);
+        return;
+    }
+    let oldest = live.running.values().min().map(|t| t.elapsed());
+    let mut names: Vec<&str> = live.running.keys().map(String::as_str).collect();
+    let more = names.len().saturating_sub(4);
+    names.truncate(4);
+    let mut line = format!("{} {}", FRAMES[live.frame % FRAMES.len()], names.join(", "));
+    if more > 0 {
+        line.push_str(&format!(" and {more} more"));
+    }
+    if let Some(t) = oldest {
+        line.push_str(&format!(" ({})", human(t)));
+    }
+    let _ = write!(live.out, "\r\x1b[2K{line}");
+    let _ = live.out.flush();
+    live.drawn = true;
+}
 
 impl Progress for StderrProgress {
     fn step(&self, step: Step<'_>) {
         let line = match step {
-            Step::Started { node, item: None } => format!("  ▸ {node}"),
-            Step::Started {
-                node,
-                item: Some(i),
-            } => format!("  ▸ {node}[{i}]"),
-            Step::Finished { node, took } => format!("  ✓ {node} ({})", human(took)),
-            Step::Skipped { node } => format!("  ↷ {node} skipped"),
-            Step::Failed { node, message } => {
-                format!("  ✗ {node}: {}", message.lines().next().unwrap_or(""))
+            Step::Started { node, item } => {
+                if self.tty {
+                    let mut live = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+                    let key = match item {
+                        Some(i) => format!("{node}[{i}]"),
+                        None => node.to_string(),
+                    };
+                    live.running.insert(key, Instant::now());
+                    self.start_ticker(&mut live);
+                    draw(&mut live);
+                    return;
+                }
+                match item {
+                    Some(i) => format!("  ▸ {node}[{i}]"),
+                    None => format!("  ▸ {node}"),
+                }
             }
+            Step::Finished { node, took } => {
+                format!("  {} {node} ({})", self.paint("32", "✓"), human(took))
+            }
+            Step::Skipped { node } => format!("  {} {node} skipped", self.paint("2", "↷")),
+            Step::Failed { node, message } => format!(
+                "  {} {node}: {}",
+                self.paint("31", "✗"),
+                message.lines().next().unwrap_or("")
+            ),
             Step::Retrying {
                 node,
                 try_number,
                 after,
-            } => format!("  ↻ {node}: try {try_number} in {}", human(after)),
-            Step::Waiting { gate } => format!("  ⏸ {gate} waits for an answer"),
+            } => format!(
+                "  {} {node}: try {try_number} in {}",
+                self.paint("33", "↻"),
+                human(after)
+            ),
+            Step::Waiting { gate } => {
+                format!("  {} {gate} waits for an answer", self.paint("33", "⏸"))
+            }
         };
-        eprintln!("{line}");
+        let mut live = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        if !self.tty {
+            let _ = writeln!(live.out, "{line}");
+            return;
+        }
+        match step {
+            Step::Finished { node, .. } | Step::Skipped { node } | Step::Failed { node, .. } => {
+                // Items of an `each` node end with the node.
+                let prefix = format!("{node}[");
+                live.running
+                    .retain(|k, _| k != node && !k.starts_with(&prefix));
+            }
+            _ => {}
+        }
+        clear(&mut live);
+        let _ = writeln!(live.out, "{line}");
+        draw(&mut live);
     }
 }
 
@@ -71,5 +231,80 @@ pub fn human(d: Duration) -> String {
         format!("{ms:.0}ms")
     } else {
         format!("{:.1}s", ms / 1000.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A writer the test can read back.
+    #[derive(Clone, Default)]
+    struct Buf(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("lock").extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Buf {
+        fn text(&self) -> String {
+            String::from_utf8_lossy(&self.0.lock().expect("lock")).into_owned()
+        }
+    }
+
+    fn steps(p: &StderrProgress) {
+        p.step(Step::Started {
+            node: "fetch",
+            item: None,
+        });
+        p.step(Step::Finished {
+            node: "fetch",
+            took: Duration::from_millis(12),
+        });
+        p.step(Step::Waiting { gate: "review" });
+    }
+
+    #[test]
+    fn plain_lines_without_a_terminal() {
+        let buf = Buf::default();
+        let p = StderrProgress::with_writer(Box::new(buf.clone()), false, false);
+        steps(&p);
+        assert_eq!(
+            buf.text(),
+            "  ▸ fetch\n  ✓ fetch (12ms)\n  ⏸ review waits for an answer\n"
+        );
+    }
+
+    #[test]
+    fn a_spinner_line_on_a_terminal_cleared_before_each_line_and_at_the_end() {
+        let buf = Buf::default();
+        let p = StderrProgress::with_writer(Box::new(buf.clone()), true, true);
+        steps(&p);
+        let text = buf.text();
+        // The running node is on the spinner line, not a line of its own.
+        assert!(text.starts_with("\r\x1b[2K⠋ fetch"), "{text:?}");
+        assert!(!text.contains("▸"), "{text:?}");
+        // Cleared before the finished line, which is green.
+        assert!(
+            text.contains("\r\x1b[2K  \x1b[32m✓\x1b[0m fetch (12ms)\n"),
+            "{text:?}"
+        );
+        assert!(text.ends_with("review waits for an answer\n"), "{text:?}");
+        drop(p);
+        assert!(!buf.text().ends_with("⠋ fetch"), "nothing is left drawn");
+    }
+
+    #[test]
+    fn no_colour_on_a_terminal_when_asked() {
+        let buf = Buf::default();
+        let p = StderrProgress::with_writer(Box::new(buf.clone()), true, false);
+        steps(&p);
+        assert!(!buf.text().contains("\x1b[32m"), "{:?}", buf.text());
     }
 }
