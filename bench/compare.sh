@@ -37,7 +37,7 @@ cargo bench --bench runtime --no-run >/dev/null 2>&1 || cargo bench --bench runt
 
 for r in $(seq 1 "$rounds"); do
     echo "round $r/$rounds: pipec" >&2
-    cargo bench -q --bench runtime -- "${quick[@]}" --json "$work/pipec-$r.json" >&2
+    cargo bench -q --bench runtime -- "${quick[@]}" --skip-list --json "$work/pipec-$r.json" >&2
     echo "round $r/$rounds: LangGraph + SQLite" >&2
     PEER_RESULTS="$work/peer-$r.json" "$peer/run.sh" "${quick[@]}" --only abe >&2
 done
