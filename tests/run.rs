@@ -482,6 +482,7 @@ fn cancel_and_prune_remove_only_what_they_should() {
     assert!(!runs.contains(&cancelled));
     assert_eq!(rows(&p, "threads"), 1, "the pruned threads' rows are gone");
     assert_eq!(rows(&p, "by_status"), 1);
+    assert_eq!(rows(&p, "fences"), 1);
     assert_eq!(
         code(&p.run(&[
             "resume",

@@ -33,6 +33,11 @@ const CALLS: TableDefinition<CallCols, &[u8]> = TableDefinition::new("calls");
 const GATES: TableDefinition<(u128, &str), &[u8]> = TableDefinition::new("gates");
 const ATTEMPTS: TableDefinition<(u128, u32), &[u8]> = TableDefinition::new("attempts");
 const EVENTS: TableDefinition<(u128, u64), &[u8]> = TableDefinition::new("events");
+/// Each thread's fence, (epoch, cancel requested), kept apart from the thread record so
+/// that checking it does not decode the record (whose inputs may be large). Written with
+/// every write of the thread record; a thread without one (older stores) is fenced by
+/// its record.
+const FENCES: TableDefinition<u128, (u64, bool)> = TableDefinition::new("fences");
 
 /// A journal key: thread, node, generation, item, sequence, call.
 type CallCols = (u128, &'static str, u32, u32, u32, u32);
@@ -277,6 +282,7 @@ fn stats_of(db: &Database, path: &Path) -> Result<StoreStats, StoreError> {
     table!(GATES, "gates");
     table!(ATTEMPTS, "attempts");
     table!(EVENTS, "events");
+    table!(FENCES, "fences");
     drop(txn);
     let file_bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let write = db.begin_write().map_err(io)?;
@@ -357,6 +363,7 @@ fn init(db: &Database) -> Result<(), StoreError> {
         txn.open_table(GATES).map_err(io)?;
         txn.open_table(ATTEMPTS).map_err(io)?;
         txn.open_table(EVENTS).map_err(io)?;
+        txn.open_table(FENCES).map_err(io)?;
     }
     txn.commit().map_err(io)
 }
@@ -457,6 +464,10 @@ fn put_thread(
     rec.updated_ms = ids::now_ms();
     let mut threads = txn.open_table(THREADS).map_err(io)?;
     threads.insert(id, encode(&rec)?.as_slice()).map_err(io)?;
+    txn.open_table(FENCES)
+        .map_err(io)?
+        .insert(id, (rec.epoch, rec.cancel_requested))
+        .map_err(io)?;
     if old_status != Some(rec.status) {
         let mut by = txn.open_table(BY_STATUS).map_err(io)?;
         if let Some(old) = old_status {
@@ -476,38 +487,49 @@ fn apply_fenced(
     writes: &[Write],
 ) -> Result<Vec<u64>, StoreError> {
     let name = ids::encode(thread);
-    let Some(mut rec) = get_thread(txn, thread)? else {
-        return Err(StoreError::NotFound {
-            thread: name,
-            store: String::new(),
-        });
+    let not_found = || StoreError::NotFound {
+        thread: ids::encode(thread),
+        store: String::new(),
     };
-    if rec.epoch != epoch {
+    let fence = txn
+        .open_table(FENCES)
+        .map_err(io)?
+        .get(thread)
+        .map_err(io)?
+        .map(|g| g.value());
+    let (current, cancel_requested) = match fence {
+        Some(f) => f,
+        None => {
+            let rec = get_thread(txn, thread)?.ok_or_else(not_found)?;
+            (rec.epoch, rec.cancel_requested)
+        }
+    };
+    if current != epoch {
         return Err(StoreError::Fenced {
             thread: name,
-            reason: format!(
-                "another process took the thread over (epoch {} ≠ {epoch})",
-                rec.epoch
-            ),
+            reason: format!("another process took the thread over (epoch {current} ≠ {epoch})"),
         });
     }
     let records_cancel = writes
         .iter()
         .any(|w| matches!(w, Write::Thread(t) if t.status == Status::Cancelled));
-    if rec.cancel_requested && !records_cancel {
+    if cancel_requested && !records_cancel {
         return Err(StoreError::Fenced {
             thread: name,
             reason: "the thread was cancelled".into(),
         });
     }
-    let old_status = rec.status;
-    let seqs = apply_writes(txn, thread, &mut rec, writes)?;
-    // The thread row is rewritten only when it changed: a step's commit touches the
-    // tables of what it wrote, not the thread's record too.
+    // The thread record is read and rewritten only when the commit changes it: a step's
+    // commit touches the tables of what it wrote, not the thread's record too.
     if writes.iter().any(|w| matches!(w, Write::Thread(_))) {
+        let mut rec = get_thread(txn, thread)?.ok_or_else(not_found)?;
+        let old_status = rec.status;
+        let seqs = apply_writes(txn, thread, Some(&mut rec), writes)?;
         put_thread(txn, thread, Some(old_status), &rec)?;
+        Ok(seqs)
+    } else {
+        apply_writes(txn, thread, None, writes)
     }
-    Ok(seqs)
 }
 
 /// The next event number of a thread: one past its last event row.
@@ -522,10 +544,13 @@ fn next_event_seq(txn: &WriteTransaction, thread: u128) -> Result<u64, StoreErro
     Ok(last.map_or(0, |(k, _)| k.value().1 + 1))
 }
 
+/// Applies the rows of a commit. `rec` is the thread's record when the caller rewrites
+/// it afterwards: `Write::Thread` is merged into it (keeping its fence) and it learns the
+/// next event number.
 fn apply_writes(
     txn: &WriteTransaction,
     thread: u128,
-    rec: &mut ThreadRec,
+    mut rec: Option<&mut ThreadRec>,
     writes: &[Write],
 ) -> Result<Vec<u64>, StoreError> {
     let now = ids::now_ms();
@@ -565,11 +590,13 @@ fn apply_writes(
                     .map_err(io)?;
             }
             Write::Thread(new) => {
-                let epoch = rec.epoch;
-                let cancel = rec.cancel_requested;
-                *rec = new.clone();
-                rec.epoch = epoch;
-                rec.cancel_requested = cancel;
+                if let Some(rec) = rec.as_deref_mut() {
+                    let epoch = rec.epoch;
+                    let cancel = rec.cancel_requested;
+                    *rec = new.clone();
+                    rec.epoch = epoch;
+                    rec.cancel_requested = cancel;
+                }
             }
             Write::Event(v) => {
                 // The thread and the sequence number are the row's key; reads add them back.
@@ -592,7 +619,7 @@ fn apply_writes(
             }
         }
     }
-    if let Some(n) = next_seq {
+    if let (Some(n), Some(rec)) = (next_seq, rec) {
         rec.next_seq = n;
     }
     Ok(seqs)
@@ -776,7 +803,7 @@ impl Store for RedbStore {
                 apply_writes(
                     &txn,
                     id,
-                    &mut rec,
+                    Some(&mut rec),
                     &[
                         Write::Attempt(attempt),
                         Write::Event(
@@ -850,7 +877,7 @@ impl Store for RedbStore {
                     apply_writes(
                         &txn,
                         id,
-                        &mut rec,
+                        Some(&mut rec),
                         &[
                             Write::Attempt(attempt),
                             Write::Event(
@@ -947,7 +974,7 @@ impl Store for RedbStore {
                     }
                 }
                 let old = rec.status;
-                apply_writes(&txn, id, &mut rec, &writes)?;
+                apply_writes(&txn, id, Some(&mut rec), &writes)?;
                 put_thread(&txn, id, Some(old), &rec)?;
                 txn.commit().map_err(io)
             })
@@ -983,7 +1010,7 @@ impl Store for RedbStore {
                         apply_writes(
                             &txn,
                             id,
-                            &mut rec,
+                            Some(&mut rec),
                             &[Write::Event(
                                 serde_json::json!({ "type": "cancel_requested" }),
                             )],
@@ -995,7 +1022,7 @@ impl Store for RedbStore {
                         apply_writes(
                             &txn,
                             id,
-                            &mut rec,
+                            Some(&mut rec),
                             &[Write::Event(
                                 serde_json::json!({ "type": "thread_cancelled" }),
                             )],
@@ -1181,6 +1208,7 @@ impl Store for RedbStore {
                             .map_err(io)?
                             .remove((rec.status.code(), id))
                             .map_err(io)?;
+                        txn.open_table(FENCES).map_err(io)?.remove(id).map_err(io)?;
                         txn.open_table(NODES)
                             .map_err(io)?
                             .retain_in((id, "")..(next, ""), |_, _| false)
@@ -1219,5 +1247,178 @@ impl Store for RedbStore {
             }
             Ok(total)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn temp_store(tag: &str) -> (RedbStore, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("pipec-store-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("runs.redb");
+        (RedbStore::open(&path).expect("store"), dir)
+    }
+
+    fn thread_rec() -> ThreadRec {
+        ThreadRec {
+            id: ids::new_thread_id(),
+            pipeline: "p".into(),
+            plan_hash: "sha256:0".into(),
+            source: "p.pipe".into(),
+            project_root: ".".into(),
+            status: Status::Running,
+            cancel_requested: false,
+            epoch: 1,
+            holder: None,
+            created_ms: 0,
+            updated_ms: 0,
+            inputs: json!({ "doc": "x".repeat(10_000) }),
+            config: Default::default(),
+            model_overrides: Default::default(),
+            pre_answers: Default::default(),
+            outputs: None,
+            error: None,
+            next_seq: 0,
+            attempts: 1,
+            due_ms: None,
+        }
+    }
+
+    fn attempt() -> AttemptRec {
+        AttemptRec {
+            number: 1,
+            run_id: "r".into(),
+            pid: 0,
+            host: "h".into(),
+            started_ms: 0,
+            ended_ms: 0,
+            end: None,
+            plan_hash: String::new(),
+            pipec: String::new(),
+        }
+    }
+
+    fn node(v: i64) -> Write {
+        Write::Node(
+            "n".into(),
+            NodeRec {
+                generation: 0,
+                fingerprint: String::new(),
+                state: NodeState::Done,
+                value: Some(json!(v)),
+                error: None,
+                tries: 0,
+                crash_count: 0,
+                next_retry_ms: None,
+                started_ms: 0,
+                finished_ms: 0,
+                items: None,
+            },
+        )
+    }
+
+    /// A lease as a process that lost its thread still holds it: its epoch, no lock.
+    fn stale(lease: &Lease) -> Lease {
+        Lease {
+            thread: lease.thread.clone(),
+            epoch: lease.epoch,
+            run_id: lease.run_id.clone(),
+            attempt: lease.attempt,
+            _lock: None,
+        }
+    }
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+    }
+
+    #[test]
+    fn a_writer_whose_epoch_moved_on_writes_nothing() {
+        let (store, dir) = temp_store("fence");
+        let rt = rt();
+        let first = rt
+            .block_on(store.create_thread(thread_rec(), attempt()))
+            .expect("create");
+        let old = stale(&first);
+        drop(first);
+        let (second, _) = rt
+            .block_on(store.claim(&old.thread, attempt()))
+            .expect("claim");
+        assert_eq!(second.epoch, old.epoch + 1);
+        let err = rt
+            .block_on(store.commit(&old, vec![node(1)]))
+            .expect_err("fenced");
+        assert!(matches!(err, StoreError::Fenced { .. }), "{err:?}");
+        rt.block_on(store.commit(&second, vec![node(2)]))
+            .expect("the holder writes");
+        let state = rt.block_on(store.load(&old.thread)).expect("load");
+        assert_eq!(state.nodes["n"].value, Some(json!(2)));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn after_a_cancel_request_only_the_cancellation_is_written() {
+        let (store, dir) = temp_store("cancel");
+        let rt = rt();
+        let lease = rt
+            .block_on(store.create_thread(thread_rec(), attempt()))
+            .expect("create");
+        // The lease holds the lock, so the cancel is a request.
+        let outcome = rt
+            .block_on(store.request_cancel(&lease.thread))
+            .expect("cancel");
+        assert_eq!(outcome, CancelOutcome::Requested);
+        let err = rt
+            .block_on(store.commit(&lease, vec![node(1)]))
+            .expect_err("fenced");
+        assert!(matches!(err, StoreError::Fenced { .. }), "{err:?}");
+        let mut rec = rt
+            .block_on(store.load(&lease.thread))
+            .expect("load")
+            .thread
+            .expect("thread");
+        rec.status = Status::Cancelled;
+        rt.block_on(store.commit(&lease, vec![Write::Thread(rec)]))
+            .expect("the cancellation is recorded");
+        let state = rt.block_on(store.load(&lease.thread)).expect("load");
+        assert_eq!(state.thread.map(|t| t.status), Some(Status::Cancelled));
+        assert!(!state.nodes.contains_key("n"));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_thread_without_a_fence_row_is_fenced_by_its_record() {
+        let (store, dir) = temp_store("nofence");
+        let rt = rt();
+        let first = rt
+            .block_on(store.create_thread(thread_rec(), attempt()))
+            .expect("create");
+        let old = stale(&first);
+        drop(first);
+        let (second, _) = rt
+            .block_on(store.claim(&old.thread, attempt()))
+            .expect("claim");
+        // As a store written before fences had their own rows.
+        let id = ids::decode(&old.thread).expect("id");
+        rt.block_on(store.on_store_thread(move |db| {
+            let txn = db.begin_write().map_err(io)?;
+            txn.open_table(FENCES).map_err(io)?.remove(id).map_err(io)?;
+            txn.commit().map_err(io)
+        }))
+        .expect("fence removed");
+        let err = rt
+            .block_on(store.commit(&old, vec![node(1)]))
+            .expect_err("fenced");
+        assert!(matches!(err, StoreError::Fenced { .. }), "{err:?}");
+        rt.block_on(store.commit(&second, vec![node(2)]))
+            .expect("the holder writes");
+        let _ = std::fs::remove_dir_all(dir);
     }
 }
