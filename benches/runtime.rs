@@ -61,8 +61,9 @@ fn chain(n: usize, exec: bool) -> String {
 }
 
 fn chain_of(n: usize, exec: bool, host: bool) -> String {
+    // `doc` is an input the chain carries and never reads after the start.
     let mut s = String::from(
-        "type Step {\n  v: int\n}\n\ninput x: int\n\nnode n0(x: int = input.x) -> Step {\n  return = { v: x }\n}\n\n",
+        "type Step {\n  v: int\n}\n\ninput x: int\ninput doc: string = \"\"\n\nnode n0(x: int = input.x, doc: string = input.doc) -> Step {\n  return = { v: x }\n}\n\n",
     );
     for i in 1..n {
         if exec {
@@ -212,7 +213,11 @@ fn main() {
     }
 
     // An in-process effect that costs nothing: what is left is the runtime and its commit.
-    {
+    // The same with a 1 MB input on the thread: a step's commit must not cost more.
+    for (id, doc) in [
+        ("chain100.host.step_ms", String::new()),
+        ("chain100.host_1mb_input.step_ms", "y".repeat(1 << 20)),
+    ] {
         let mut times = Vec::new();
         for r in 0..reps + 2 {
             let path = b.fresh(&format!("host-{r}.redb"));
@@ -221,14 +226,14 @@ fn main() {
                 .host_fn_json("pass", |v: Value| async move { Ok(v["p"].clone()) });
             let start = Instant::now();
             let out =
-                b.rt.block_on(runner.start(json!({ "x": 1 })))
+                b.rt.block_on(runner.start(json!({ "x": 1, "doc": doc })))
                     .expect("runs");
             assert!(matches!(out, Outcome::Completed { .. }), "{out:?}");
             if r >= 2 {
                 times.push(ms(start.elapsed()) / 100.0);
             }
         }
-        b.record("chain100.host.step_ms", "ms", times);
+        b.record(id, "ms", times);
     }
 
     // The cost of the subprocess alone, to separate the durable cost of an effect.
