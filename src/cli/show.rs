@@ -64,9 +64,8 @@ pub fn run(args: Args) -> u8 {
         .map(|p| p.nodes.iter().map(|n| n.name.clone()).collect())
         .unwrap_or_default();
     // Outputs are not stored; they are computed from the node rows.
-    let outputs = match (&t.outputs, &plan) {
-        (Some(o), _) => Some(o.clone()),
-        (None, Some(p)) if t.status == crate::store::Status::Completed => {
+    let outputs = match &plan {
+        Some(p) if t.status == crate::store::Status::Completed => {
             crate::runtime::eval::outputs_of(p, &state).ok()
         }
         _ => None,

@@ -1270,21 +1270,8 @@ impl Attempt {
 
     async fn complete(&mut self) -> Result<Outcome, RuntimeError> {
         let plan = self.plan();
-        let mut outputs = Map::new();
-        for o in &plan.outputs {
-            let v = match eval::source(self, &o.source, &o.schema) {
-                Ok(Slot::Value(v)) => v,
-                Ok(Slot::Skipped) => Value::Null,
-                Err(m) => {
-                    return Err(RuntimeError::new(
-                        &codes::INPUT_INVALID,
-                        format!("the output `{}`: {m}", o.name),
-                    ));
-                }
-            };
-            outputs.insert(o.name.clone(), v);
-        }
-        let mut outputs = Value::Object(outputs);
+        let mut outputs =
+            eval::outputs(self, &plan).map_err(|m| RuntimeError::new(&codes::INPUT_INVALID, m))?;
         self.shared.scrubber.scrub_value(&mut outputs);
         self.thread.status = Status::Completed;
         self.thread.holder = None;

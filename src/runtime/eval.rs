@@ -306,23 +306,31 @@ impl Env for Stored<'_> {
     }
 }
 
-/// A completed thread's outputs, computed from its stored rows (they are not stored a
-/// second time). A skipped output is `null`.
-pub fn outputs_of(
-    plan: &crate::plan::Plan,
-    state: &crate::store::ThreadState,
-) -> Result<Value, String> {
-    let env = Stored { state };
+/// A pipeline's outputs over whatever `env` reads; a skipped output is `null`.
+pub fn outputs(env: &dyn Env, plan: &crate::plan::Plan) -> Result<Value, String> {
     let mut out = Map::new();
     for o in &plan.outputs {
-        let v = match source(&env, &o.source, &o.schema) {
-            Ok(Slot::Value(v)) => v,
-            Ok(Slot::Skipped) => Value::Null,
-            Err(m) => return Err(format!("the output `{}`: {m}", o.name)),
+        let v = match source(env, &o.source, &o.schema)
+            .map_err(|m| format!("the output `{}`: {m}", o.name))?
+        {
+            Slot::Value(v) => v,
+            Slot::Skipped => Value::Null,
         };
         out.insert(o.name.clone(), v);
     }
     Ok(Value::Object(out))
+}
+
+/// A completed thread's outputs, computed from its stored rows (they are not stored a
+/// second time; stores written before that hold them on the thread record).
+pub fn outputs_of(
+    plan: &crate::plan::Plan,
+    state: &crate::store::ThreadState,
+) -> Result<Value, String> {
+    if let Some(o) = state.thread.as_ref().and_then(|t| t.outputs.clone()) {
+        return Ok(o);
+    }
+    outputs(&Stored { state }, plan)
 }
 
 #[cfg(test)]

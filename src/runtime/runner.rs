@@ -418,10 +418,6 @@ impl Runner {
         rec: &crate::store::ThreadRec,
         state: &crate::store::ThreadState,
     ) -> Result<Value, RuntimeError> {
-        if let Some(o) = &rec.outputs {
-            // Stores written before outputs were computed on read.
-            return Ok(o.clone());
-        }
         let stored;
         let plan = if rec.plan_hash == self.plan.hash {
             &*self.plan
