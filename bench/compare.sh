@@ -86,6 +86,11 @@ print()
 print(f"durable cost of an exec step: {durable:.3f} ms = {durable / p['commit_ms']:.2f}x one commit "
       f"({p['commit_ms']:.3f} ms)  goal <= 2x")
 print(f"  (exec step {p['chain100.exec.step_ms']:.3f} ms, the subprocess alone {p['exec.run_ms']:.3f} ms)")
+print(f"in-process (host) effect step: {p['chain100.host.step_ms']:.3f} ms = "
+      f"{p['chain100.host.step_ms'] / p['commit_ms']:.2f}x one commit")
+if p.get("chain100.exec.minor_faults"):
+    print(f"minor page faults per step: exec chain {p['chain100.exec.minor_faults']:.0f}, "
+          f"host chain {p['chain100.host.minor_faults']:.0f}, subprocess alone {p['exec.run.minor_faults']:.0f}")
 print(f"store bytes, 200-node run / 100-node run: {linear:.2f}  goal <= 2.2")
 print(f"one fdatasync of 4 KB on this disk: {g['a.fdatasync_4k_ms']:.3f} ms (LangGraph harness)")
 

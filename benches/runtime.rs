@@ -4,6 +4,11 @@
 //! resume), cold start to the gate and cold resume to completion in fresh processes, and
 //! `pipec runs` over a store of 100,000 threads.
 //!
+//! Per-step figures are means over a sequence (a chain's time ÷ 100); the references they
+//! are compared with (a store commit, the subprocess alone) are measured the same way, as
+//! sequences of 100, so that a difference of two figures compares like with like. Each
+//! row's median is over repeated sequences.
+//!
 //! `cargo bench --bench runtime` prints a table; `-- --json FILE` also writes the figures
 //! (the side-by-side script `bench/compare.sh` reads them); `-- --quick` repeats less;
 //! `-- --skip-list` leaves out `pipec runs` over 100,000 threads (about a minute).
@@ -91,6 +96,21 @@ const GATE3: &str = "type Step {\n  v: int\n}\n\ninput x: int\n\nnode prepare(x:
 
 const NOOP: &str = "#!/bin/sh\ncat > /dev/null\necho '{\"v\":1}'\n";
 
+/// Minor page faults of this process so far (Linux; 0 elsewhere). Forking a child
+/// write-protects the parent's pages, so after each `exec` the runtime pays a fault for
+/// every page it writes; this shows how many.
+fn minor_faults() -> f64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            // Fields after the command name, which ends with the last `)`: the 10th
+            // field of the line (minflt) is the 8th of these.
+            let rest = s.rsplit_once(')')?.1.to_string();
+            rest.split_whitespace().nth(7)?.parse::<f64>().ok()
+        })
+        .unwrap_or(0.0)
+}
+
 fn plan(name: &str, text: &str) -> pipec::Plan {
     pipec::compile_str(name, text).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -170,28 +190,30 @@ fn main() {
                 },
             ))
             .expect("claim");
+        let row = |i: usize| {
+            vec![pipec::store::Write::Node(
+                format!("n{i}"),
+                pipec::store::NodeRec::done(json!({ "v": i })),
+            )]
+        };
+        // Single commits: their spread.
         let mut times = Vec::new();
         for i in 0..200 {
-            let rec = pipec::store::NodeRec {
-                generation: 0,
-                fingerprint: String::new(),
-                state: pipec::store::NodeState::Done,
-                value: Some(json!({ "v": i })),
-                error: None,
-                tries: 0,
-                crash_count: 0,
-                next_retry_ms: None,
-                started_ms: 0,
-                finished_ms: 0,
-                items: None,
-            };
             let start = Instant::now();
-            b.rt.block_on(store.commit(
-                &lease,
-                vec![pipec::store::Write::Node(format!("n{i}"), rec)],
-            ))
-            .expect("commit");
+            b.rt.block_on(store.commit(&lease, row(i))).expect("commit");
             times.push(ms(start.elapsed()));
+        }
+        b.record("commit.single_ms", "ms", times);
+        // Sequences of 100 commits, per commit: the same statistic as a chain's step.
+        let mut times = Vec::new();
+        for _ in 0..reps {
+            let start = Instant::now();
+            b.rt.block_on(async {
+                for i in 0..100 {
+                    store.commit(&lease, row(i)).await.expect("commit");
+                }
+            });
+            times.push(ms(start.elapsed()) / 100.0);
         }
         b.record("commit_ms", "ms", times);
     }
@@ -202,14 +224,20 @@ fn main() {
         ("chain100.exec.step_ms", true),
     ] {
         let mut times = Vec::new();
+        let mut faults = Vec::new();
         for r in 0..reps + 2 {
             let path = b.fresh(&format!("chain-{r}.redb"));
+            let before = minor_faults();
             let t = run_chain(&mut b, 100, exec, &path);
             if r >= 2 {
                 times.push(ms(t) / 100.0);
+                faults.push((minor_faults() - before) / 100.0);
             }
         }
         b.record(id, "ms", times);
+        if exec {
+            b.record("chain100.exec.minor_faults", "n", faults);
+        }
     }
 
     // An in-process effect that costs nothing: what is left is the runtime and its commit.
@@ -219,11 +247,13 @@ fn main() {
         ("chain100.host_1mb_input.step_ms", "y".repeat(1 << 20)),
     ] {
         let mut times = Vec::new();
+        let mut faults = Vec::new();
         for r in 0..reps + 2 {
             let path = b.fresh(&format!("host-{r}.redb"));
             let store = RedbStore::open(&path).expect("store");
             let runner = Runner::new(plan("host.pipe", &chain_of(100, false, true)), store)
                 .host_fn_json("pass", |v: Value| async move { Ok(v["p"].clone()) });
+            let before = minor_faults();
             let start = Instant::now();
             let out =
                 b.rt.block_on(runner.start(json!({ "x": 1, "doc": doc })))
@@ -231,22 +261,29 @@ fn main() {
             assert!(matches!(out, Outcome::Completed { .. }), "{out:?}");
             if r >= 2 {
                 times.push(ms(start.elapsed()) / 100.0);
+                faults.push((minor_faults() - before) / 100.0);
             }
         }
         b.record(id, "ms", times);
+        if doc.is_empty() {
+            b.record("chain100.host.minor_faults", "n", faults);
+        }
     }
 
-    // The cost of the subprocess alone, to separate the durable cost of an effect.
+    // The cost of the subprocess alone, to separate the durable cost of an effect: 100
+    // in a row, per run, as a chain's step is measured.
     {
         let mut times = Vec::new();
-        for _ in 0..100 {
+        for _ in 0..reps {
             let start = Instant::now();
-            let out = Command::new(dir.join("noop.sh"))
-                .stdin(std::process::Stdio::null())
-                .output()
-                .expect("spawn");
-            assert!(out.status.success());
-            times.push(ms(start.elapsed()));
+            for _ in 0..100 {
+                let out = Command::new(dir.join("noop.sh"))
+                    .stdin(std::process::Stdio::null())
+                    .output()
+                    .expect("spawn");
+                assert!(out.status.success());
+            }
+            times.push(ms(start.elapsed()) / 100.0);
         }
         b.record("exec.spawn_ms", "ms", times);
     }
@@ -254,22 +291,29 @@ fn main() {
     // The same spawn as an `exec` step makes it (tokio, pipes, process group, stdin).
     {
         let mut times = Vec::new();
+        let mut faults = Vec::new();
         let stdin = json!({ "p": { "v": 1 } });
-        for _ in 0..100 {
+        for _ in 0..reps {
+            let before = minor_faults();
             let start = Instant::now();
-            let out = b.rt.block_on(pipec::runtime::exec::run(
-                pipec::runtime::exec::ExecRequest {
-                    argv: &["./noop.sh".to_string()],
-                    project_root: &dir,
-                    stdin: &stdin,
-                    env: Vec::new(),
-                    timeout: None,
-                },
-            ));
-            assert!(out.is_ok());
-            times.push(ms(start.elapsed()));
+            b.rt.block_on(async {
+                for _ in 0..100 {
+                    let out = pipec::runtime::exec::run(pipec::runtime::exec::ExecRequest {
+                        argv: &["./noop.sh".to_string()],
+                        project_root: &dir,
+                        stdin: &stdin,
+                        env: Vec::new(),
+                        timeout: None,
+                    })
+                    .await;
+                    assert!(out.is_ok());
+                }
+            });
+            times.push(ms(start.elapsed()) / 100.0);
+            faults.push((minor_faults() - before) / 100.0);
         }
         b.record("exec.run_ms", "ms", times);
+        b.record("exec.run.minor_faults", "n", faults);
     }
 
     // Store bytes. `file_bytes`: the file of a fresh store after one run (redb's fixed

@@ -440,3 +440,66 @@ fn a_rerun_stores_a_new_generation_of_items_and_a_completed_thread_stays_final()
     assert_eq!(*received.lock().expect("lock"), vec![2, 2, 2]);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A host function that panics fails its node, whether the node runs alone (in the
+/// scheduler's own task) or beside another (in a task of its own); the process goes on,
+/// the failure is stored, and the sibling's result is kept.
+#[test]
+fn a_panicking_host_function_fails_its_node_not_the_process() {
+    const ALONE: &str = r#"
+input x: int
+
+node boom(x: int = input.x) -> int {
+  host = "boom"
+}
+
+output y = boom
+"#;
+    const BESIDE: &str = r#"
+input x: int
+
+node boom(x: int = input.x) -> int {
+  host = "boom"
+}
+
+node calm(x: int = input.x) -> int {
+  host = "calm"
+}
+
+output y = boom
+output z = calm
+"#;
+    let rt = rt();
+    for (tag, source) in [("alone", ALONE), ("beside", BESIDE)] {
+        let (store, dir) = new_store(&format!("panic-{tag}"));
+        let plan = pipec::compile_str("panic.pipe", source).expect("compiles");
+        let runner = Runner::new(plan, store.clone())
+            .host_fn_json("boom", |_v: Value| async move {
+                if std::hint::black_box(true) {
+                    panic!("the host function broke");
+                }
+                Ok(json!(0))
+            })
+            .host_fn_json("calm", |v: Value| async move { Ok(v["x"].clone()) });
+        let out = rt.block_on(runner.start(json!({ "x": 7 }))).expect("runs");
+        let Outcome::Failed { thread, error } = out else {
+            panic!("{tag}: {out:?}")
+        };
+        assert!(
+            error.message.contains("panicked") && error.message.contains("the host function broke"),
+            "{tag}: {}",
+            error.message
+        );
+        let state = rt.block_on(store.load(&thread)).expect("load");
+        let status = state.thread.as_ref().map(|t| t.status);
+        assert_eq!(status, Some(pipec::store::Status::Failed), "{tag}");
+        if tag == "beside" {
+            assert_eq!(
+                state.nodes.get("calm").and_then(|n| n.value.clone()),
+                Some(json!(7)),
+                "{tag}: the sibling's result is kept"
+            );
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

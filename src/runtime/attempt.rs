@@ -676,6 +676,10 @@ impl Attempt {
                 }
             }
             self.flush().await?;
+            // With nothing else in flight, a lone unit runs in this task: the scheduler
+            // would only wait for it, and a task of its own costs two thread wake-ups.
+            let inline = running == 0 && units.len() == 1;
+            let mut done: Vec<Result<TaskDone, String>> = Vec::new();
             for (i, work, items) in units {
                 self.slots[i] = NodeSlot::Running;
                 self.started_at.insert(i, Instant::now());
@@ -689,7 +693,7 @@ impl Attempt {
                     .filter(|((n, g, _), _)| *n == node.name && *g == self.generation(&node.name))
                     .map(|((_, _, it), r)| (*it, r.clone()))
                     .collect();
-                tasks.spawn(async move {
+                let task = async move {
                     let start = Instant::now();
                     let end = if items.is_some() {
                         run_each(shared, node, work, item_rows).await
@@ -702,7 +706,12 @@ impl Attempt {
                         took: start.elapsed(),
                         items,
                     }
-                });
+                };
+                if inline {
+                    done.push(CatchPanic(Box::pin(task)).await);
+                } else {
+                    tasks.spawn(task);
+                }
             }
             if running == 0 {
                 // A node skipped (or failed) while preparing may unblock others.
@@ -711,14 +720,16 @@ impl Attempt {
                 }
                 return self.quiesce().await;
             }
-            // Wait for a task, then take every other one that finished meanwhile.
-            let Some(first) = tasks.join_next().await else {
-                running = 0;
-                continue;
-            };
-            let mut done = vec![first];
-            while let Some(more) = tasks.try_join_next() {
-                done.push(more);
+            if done.is_empty() {
+                // Wait for a task, then take every other one that finished meanwhile.
+                let Some(first) = tasks.join_next().await else {
+                    running = 0;
+                    continue;
+                };
+                done.push(first.map_err(|e| e.to_string()));
+                while let Some(more) = tasks.try_join_next() {
+                    done.push(more.map_err(|e| e.to_string()));
+                }
             }
             for d in done {
                 running -= 1;
@@ -1350,6 +1361,32 @@ fn each_max(node: &Node) -> Option<u64> {
             crate::plan::Source::Each { max, .. } => *max,
             _ => None,
         })
+}
+
+/// Runs a future in place, turning a panic into an error as a spawned task's would be.
+struct CatchPanic<F>(std::pin::Pin<Box<F>>);
+
+impl<F: std::future::Future> std::future::Future for CatchPanic<F> {
+    type Output = Result<F::Output, String>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let inner = self.0.as_mut();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(std::task::Poll::Ready(v)) => std::task::Poll::Ready(Ok(v)),
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                std::task::Poll::Ready(Err(format!("panicked: {message}")))
+            }
+        }
+    }
 }
 
 /// An item's index and how it ended (the error, and whether its outcome is unknown).

@@ -84,6 +84,11 @@ fn kill_group(pgid: u32) {
     }
 }
 
+/// Linux delivers the parent-death signal when the *thread* that forked the child ends,
+/// not the process: spawns therefore happen on long-lived threads (the thread driving the
+/// attempt, or the runtime's workers), never on a blocking-pool thread that may retire
+/// while its child runs. The same request is why `exec` forks rather than using
+/// `posix_spawn`: the flag must be set in the child before `exec`.
 #[allow(unsafe_code)]
 fn die_with_parent(cmd: &mut tokio::process::Command) {
     #[cfg(target_os = "linux")]

@@ -178,6 +178,26 @@ pub struct NodeRec {
     pub items: Option<u32>,
 }
 
+impl NodeRec {
+    /// A finished row of generation 0 holding `value`, with no fingerprint or timings
+    /// (for tools and tests that write rows directly).
+    pub fn done(value: Value) -> NodeRec {
+        NodeRec {
+            generation: 0,
+            fingerprint: String::new(),
+            state: NodeState::Done,
+            value: Some(value),
+            error: None,
+            tries: 0,
+            crash_count: 0,
+            next_retry_ms: None,
+            started_ms: 0,
+            finished_ms: 0,
+            items: None,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ItemState {

@@ -1303,22 +1303,7 @@ mod tests {
     }
 
     fn node(v: i64) -> Write {
-        Write::Node(
-            "n".into(),
-            NodeRec {
-                generation: 0,
-                fingerprint: String::new(),
-                state: NodeState::Done,
-                value: Some(json!(v)),
-                error: None,
-                tries: 0,
-                crash_count: 0,
-                next_retry_ms: None,
-                started_ms: 0,
-                finished_ms: 0,
-                items: None,
-            },
-        )
+        Write::Node("n".into(), NodeRec::done(json!(v)))
     }
 
     /// A lease as a process that lost its thread still holds it: its epoch, no lock.
