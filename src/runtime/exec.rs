@@ -67,9 +67,11 @@ impl std::fmt::Display for ExecError {
 }
 
 /// Where argv[0] is: on PATH unless it contains `/`, then relative to the project root.
+/// Made absolute, since the child changes into the root before it starts the program.
 fn program(argv0: &str, root: &Path) -> std::path::PathBuf {
     if argv0.contains('/') && !Path::new(argv0).is_absolute() {
-        root.join(argv0)
+        let joined = root.join(argv0);
+        std::path::absolute(&joined).unwrap_or(joined)
     } else {
         std::path::PathBuf::from(argv0)
     }
@@ -103,11 +105,44 @@ fn die_with_parent(cmd: &mut tokio::process::Command) {
     let _ = cmd;
 }
 
-pub async fn run(req: ExecRequest<'_>) -> Result<Value, ExecError> {
-    let Some(argv0) = req.argv.first() else {
-        return Err(ExecError::Spawn("empty command".into()));
-    };
-    let mut cmd = tokio::process::Command::new(program(argv0, req.project_root));
+/// A running child, however it was started.
+enum Proc {
+    Tokio(tokio::process::Child),
+    #[cfg(target_os = "linux")]
+    Direct(super::spawn::Child),
+}
+
+impl Proc {
+    async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        match self {
+            Proc::Tokio(c) => c.wait().await,
+            #[cfg(target_os = "linux")]
+            Proc::Direct(c) => c.wait().await,
+        }
+    }
+}
+
+type Writer = Box<dyn tokio::io::AsyncWrite + Unpin + Send>;
+type Reader = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
+
+/// A started child: the process, its process group, and its stdin, stdout and stderr.
+type Started = (Proc, u32, Option<Writer>, Option<Reader>, Option<Reader>);
+
+fn start(req: &ExecRequest<'_>, argv0: &str) -> std::io::Result<Started> {
+    let program = program(argv0, req.project_root);
+    #[cfg(target_os = "linux")]
+    if super::spawn::available() {
+        let s = super::spawn::spawn(&program, req.argv, req.project_root, &req.env)?;
+        let pgid = s.child.id();
+        return Ok((
+            Proc::Direct(s.child),
+            pgid,
+            Some(Box::new(s.stdin)),
+            Some(Box::new(s.stdout)),
+            Some(Box::new(s.stderr)),
+        ));
+    }
+    let mut cmd = tokio::process::Command::new(program);
     cmd.args(&req.argv[1..])
         .current_dir(req.project_root)
         .stdin(Stdio::piped())
@@ -119,14 +154,38 @@ pub async fn run(req: ExecRequest<'_>) -> Result<Value, ExecError> {
         cmd.env(k, v);
     }
     die_with_parent(&mut cmd);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| ExecError::Spawn(format!("{argv0}: {e}")))?;
+    let mut child = cmd.spawn()?;
     let pgid = child.id().unwrap_or(0);
+    let stdin = child.stdin.take().map(|s| Box::new(s) as Writer);
+    let stdout = child.stdout.take().map(|s| Box::new(s) as Reader);
+    let stderr = child.stderr.take().map(|s| Box::new(s) as Reader);
+    Ok((Proc::Tokio(child), pgid, stdin, stdout, stderr))
+}
+
+/// Kills a child's process group when dropped before the child was waited for: a node's
+/// timeout or a cancelled attempt drops the future running the command, and whatever the
+/// command started in its group goes with it.
+struct GroupGuard {
+    pgid: u32,
+    armed: bool,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if self.armed && self.pgid != 0 {
+            kill_group(self.pgid);
+        }
+    }
+}
+
+pub async fn run(req: ExecRequest<'_>) -> Result<Value, ExecError> {
+    let Some(argv0) = req.argv.first() else {
+        return Err(ExecError::Spawn("empty command".into()));
+    };
+    let (mut child, pgid, mut stdin, mut stdout, mut stderr) =
+        start(&req, argv0).map_err(|e| ExecError::Spawn(format!("{argv0}: {e}")))?;
+    let mut guard = GroupGuard { pgid, armed: true };
     let input = serde_json::to_vec(req.stdin).unwrap_or_default();
-    let mut stdin = child.stdin.take();
-    let mut stdout = child.stdout.take();
-    let mut stderr = child.stderr.take();
     let work = async {
         let write = async {
             if let Some(s) = stdin.as_mut() {
@@ -151,6 +210,7 @@ pub async fn run(req: ExecRequest<'_>) -> Result<Value, ExecError> {
         };
         let ((), out, err) = tokio::join!(write, read_out, read_err);
         let status = child.wait().await;
+        guard.armed = false;
         (out, err, status)
     };
     let (out, err, status) = match req.timeout {

@@ -226,7 +226,11 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
                 return UnitEnd::Unknown { error, writes };
             }
             Err(TryError::Fatal(error)) => {
-                if let Some(p) = &shared.progress {
+                // An item's failure is shown here; a node's, by the scheduler as it fails
+                // the node.
+                if unit.is_item
+                    && let Some(p) = &shared.progress
+                {
                     p.step(Step::Failed {
                         node: &node.name,
                         message: &error.message,
@@ -253,7 +257,9 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
                         msg
                     };
                     let error = err(rule, &node.name, message);
-                    if let Some(p) = &shared.progress {
+                    if unit.is_item
+                        && let Some(p) = &shared.progress
+                    {
                         p.step(Step::Failed {
                             node: &node.name,
                             message: &error.message,
