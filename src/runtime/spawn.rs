@@ -146,7 +146,7 @@ pub(crate) fn spawn(
             ],
             mask: old,
             parent: std::process::id() as libc::pid_t,
-            error: &mut error,
+            error: &raw mut error,
         };
         // The stack grows down from its 16-byte aligned top.
         let top = (stack.as_mut_ptr() as usize + CHILD_STACK) & !15;
