@@ -74,7 +74,8 @@ rows = [
     row("cold start to the gate (fresh process)", p["cold_to_gate_wall_ms"], g["e.cold_to_gate_wall_ms"], "ms"),
     row("cold resume to completion (fresh process)", p["cold_resume_wall_ms"], g["b.gate_resume_cold_wall_ms"], "ms", ">= 50x"),
 ]
-durable = p["chain100.exec.step_ms"] - p["exec.run_ms"]
+# Paired: each exec chain next to 100 runs of the subprocess alone (see the benchmark).
+durable = p.get("exec.durable_ms", p["chain100.exec.step_ms"] - p["exec.run_ms"])
 linear = p["chain200.return.run_bytes"] / p["chain100.return.run_bytes"]
 
 print()
@@ -85,7 +86,8 @@ for r in rows:
 print()
 print(f"durable cost of an exec step: {durable:.3f} ms = {durable / p['commit_ms']:.2f}x one commit "
       f"({p['commit_ms']:.3f} ms)  goal <= 2x")
-print(f"  (exec step {p['chain100.exec.step_ms']:.3f} ms, the subprocess alone {p['exec.run_ms']:.3f} ms)")
+print(f"  (exec step {p['chain100.exec.step_ms']:.3f} ms, the subprocess alone {p['exec.run_ms']:.3f} ms;"
+      f" the durable cost is the median of paired differences)")
 print(f"in-process (host) effect step: {p['chain100.host.step_ms']:.3f} ms = "
       f"{p['chain100.host.step_ms'] / p['commit_ms']:.2f}x one commit")
 if p.get("chain100.exec.minor_faults"):

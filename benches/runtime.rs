@@ -111,6 +111,27 @@ fn minor_faults() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// `n` runs of the no-op command as an `exec` step starts it, one after the other; the
+/// time per run.
+fn exec_alone(b: &Bench, n: usize) -> f64 {
+    let stdin = json!({ "p": { "v": 1 } });
+    let start = Instant::now();
+    b.rt.block_on(async {
+        for _ in 0..n {
+            let out = pipec::runtime::exec::run(pipec::runtime::exec::ExecRequest {
+                argv: &["./noop.sh".to_string()],
+                project_root: &b.dir,
+                stdin: &stdin,
+                env: Vec::new(),
+                timeout: None,
+            })
+            .await;
+            assert!(out.is_ok());
+        }
+    });
+    ms(start.elapsed()) / n as f64
+}
+
 fn plan(name: &str, text: &str) -> pipec::Plan {
     pipec::compile_str(name, text).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -225,18 +246,34 @@ fn main() {
     ] {
         let mut times = Vec::new();
         let mut faults = Vec::new();
+        // For `exec`, each chain is paired with 100 runs of the subprocess alone, in
+        // alternating order, so that the durable cost (their difference) is taken from
+        // neighbouring measurements rather than from two far apart.
+        let mut durable = Vec::new();
         for r in 0..reps + 2 {
             let path = b.fresh(&format!("chain-{r}.redb"));
+            let alone_first = exec && r % 2 == 1;
+            let alone_before = alone_first.then(|| exec_alone(&b, 100));
             let before = minor_faults();
             let t = run_chain(&mut b, 100, exec, &path);
+            let after = minor_faults();
+            let alone = match alone_before {
+                Some(a) => Some(a),
+                None if exec => Some(exec_alone(&b, 100)),
+                None => None,
+            };
             if r >= 2 {
                 times.push(ms(t) / 100.0);
-                faults.push((minor_faults() - before) / 100.0);
+                faults.push((after - before) / 100.0);
+                if let Some(a) = alone {
+                    durable.push(ms(t) / 100.0 - a);
+                }
             }
         }
         b.record(id, "ms", times);
         if exec {
             b.record("chain100.exec.minor_faults", "n", faults);
+            b.record("exec.durable_ms", "ms", durable);
         }
     }
 
@@ -292,24 +329,9 @@ fn main() {
     {
         let mut times = Vec::new();
         let mut faults = Vec::new();
-        let stdin = json!({ "p": { "v": 1 } });
         for _ in 0..reps {
             let before = minor_faults();
-            let start = Instant::now();
-            b.rt.block_on(async {
-                for _ in 0..100 {
-                    let out = pipec::runtime::exec::run(pipec::runtime::exec::ExecRequest {
-                        argv: &["./noop.sh".to_string()],
-                        project_root: &dir,
-                        stdin: &stdin,
-                        env: Vec::new(),
-                        timeout: None,
-                    })
-                    .await;
-                    assert!(out.is_ok());
-                }
-            });
-            times.push(ms(start.elapsed()) / 100.0);
+            times.push(exec_alone(&b, 100));
             faults.push((minor_faults() - before) / 100.0);
         }
         b.record("exec.run_ms", "ms", times);
