@@ -86,11 +86,11 @@ fn kill_group(pgid: u32) {
     }
 }
 
-/// Linux delivers the parent-death signal when the *thread* that forked the child ends,
-/// not the process: spawns therefore happen on long-lived threads (the thread driving the
-/// attempt, or the runtime's workers), never on a blocking-pool thread that may retire
-/// while its child runs. The same request is why `exec` forks rather than using
-/// `posix_spawn`: the flag must be set in the child before `exec`.
+/// The fork path's way of arming the parent-death signal (`spawn.rs` arms it on the usual
+/// path). Linux delivers the signal when the *thread* that started the child ends, not
+/// the process: children are therefore started from long-lived threads (the thread
+/// driving the attempt, or the runtime's workers), never from a blocking-pool thread that
+/// may retire while its child runs.
 #[allow(unsafe_code)]
 fn die_with_parent(cmd: &mut tokio::process::Command) {
     #[cfg(target_os = "linux")]
@@ -216,10 +216,8 @@ pub async fn run(req: ExecRequest<'_>) -> Result<Value, ExecError> {
     let (out, err, status) = match req.timeout {
         Some(t) => match tokio::time::timeout(t, work).await {
             Ok(r) => r,
+            // The guard kills the group as this returns.
             Err(_) => {
-                if pgid != 0 {
-                    kill_group(pgid);
-                }
                 return Err(ExecError::TimedOut {
                     after: t,
                     stderr: String::new(),
