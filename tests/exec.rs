@@ -17,9 +17,10 @@ const PROBE: &str = r#"#!/bin/sh
 input=$(cat)
 pgrp=$(cut -d' ' -f5 /proc/$$/stat)
 blocked=$(sed -n 's/^SigBlk:[[:space:]]*//p' /proc/$$/status)
-printf '{"input":%s,"cwd":"%s","node":"%s","item":"%s","key":"%s","leader":%s,"blocked":"%s"}\n' \
+ignored=$(sed -n 's/^SigIgn:[[:space:]]*//p' /proc/$$/status)
+printf '{"input":%s,"cwd":"%s","node":"%s","item":"%s","key":"%s","leader":%s,"blocked":"%s","ignored":"%s"}\n' \
   "$input" "$(pwd)" "$PIPEC_NODE" "$PIPEC_ITEM" "$PIPEC_CALL_KEY" \
-  "$([ "$pgrp" = "$$" ] && echo true || echo false)" "$blocked"
+  "$([ "$pgrp" = "$$" ] && echo true || echo false)" "$blocked" "$ignored"
 "#;
 
 const PIPE: &str = r#"type Seen {
@@ -30,6 +31,7 @@ const PIPE: &str = r#"type Seen {
   key: string
   leader: bool
   blocked: string
+  ignored: string
 }
 
 input word: string
@@ -106,6 +108,10 @@ fn the_child_sees_the_same_on_both_spawn_paths() {
         assert_eq!(
             seen["blocked"], "0000000000000000",
             "{spawn:?}: no signal left blocked"
+        );
+        assert_eq!(
+            seen["ignored"], "0000000000000000",
+            "{spawn:?}: no signal left ignored (SIGPIPE included)"
         );
         assert_eq!(
             out["shell"]["echoed"], "from-sh",
@@ -320,4 +326,69 @@ fn a_relative_project_root_through_the_library() {
         out.expect("runs"),
         serde_json::json!(root.display().to_string())
     );
+}
+
+/// Commands are found as `execvp` finds them: a relative `PATH` directory is taken from
+/// the project root, and a script without a `#!` line is run by `/bin/sh`.
+#[test]
+fn commands_are_found_and_run_as_execvp_would() {
+    let p = Project::new("execvp");
+    p.script(
+        "tools/relative-tool",
+        "#!/bin/sh\ncat >/dev/null\necho '{\"via\":\"path\"}'\n",
+    );
+    p.script(
+        "scripts/no-shebang.sh",
+        "cat >/dev/null\necho '{\"via\":\"sh\"}'\n",
+    );
+    for (argv, via) in [
+        ("\"relative-tool\"", "path"),
+        ("\"./scripts/no-shebang.sh\"", "sh"),
+    ] {
+        p.write("x.pipe", &one_exec(argv, ""));
+        for spawn in ["direct", "fork"] {
+            let path = format!("tools:{}", std::env::var("PATH").unwrap_or_default());
+            let out = p
+                .cmd(&["run", "x.pipe", "--input", "x=1"])
+                .env("PIPEC_SPAWN", spawn)
+                .env("PATH", path)
+                .stdin(Stdio::null())
+                .output()
+                .expect("runs");
+            assert_eq!(code(&out), 0, "{argv} {spawn}: {}", stderr(&out));
+            assert_eq!(json(&stdout(&out))["n"]["via"], via, "{argv} {spawn}");
+        }
+    }
+}
+
+/// A command printing more than pipec keeps fails its node; it is not left blocked on a
+/// full pipe.
+#[test]
+fn a_command_printing_too_much_fails_instead_of_hanging() {
+    let p = Project::new("flood");
+    p.script(
+        "scripts/flood.sh",
+        "#!/bin/sh\ncat >/dev/null\nhead -c 20000000 /dev/zero | tr '\\0' a\n",
+    );
+    p.write(
+        "flood.pipe",
+        &one_exec(
+            "\"./scripts/flood.sh\"",
+            "  idempotent = true\n  timeout = 60s\n",
+        ),
+    );
+    for spawn in ["direct", "fork"] {
+        let out = p
+            .cmd(&["run", "flood.pipe", "--input", "x=1"])
+            .env("PIPEC_SPAWN", spawn)
+            .stdin(Stdio::null())
+            .output()
+            .expect("runs");
+        assert_eq!(code(&out), 1, "{spawn}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("printed more than"),
+            "{spawn}: {}",
+            stderr(&out)
+        );
+    }
 }

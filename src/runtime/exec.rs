@@ -94,12 +94,23 @@ fn kill_group(pgid: u32) {
 #[allow(unsafe_code)]
 fn die_with_parent(cmd: &mut tokio::process::Command) {
     #[cfg(target_os = "linux")]
-    // SAFETY: prctl(PR_SET_PDEATHSIG) only sets a flag on the child; it is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
+    {
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: prctl(PR_SET_PDEATHSIG) only sets a flag on the child and getppid reads
+        // its parent; both are async-signal-safe, and the closure allocates nothing.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // pipec died before the signal was armed: do not start the effect.
+                if libc::getppid() != parent {
+                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                }
+                super::spawn::default_reserved_signals();
+                Ok(())
+            });
+        }
     }
     #[cfg(not(target_os = "linux"))]
     let _ = cmd;
@@ -143,7 +154,8 @@ fn start(req: &ExecRequest<'_>, argv0: &str) -> std::io::Result<Started> {
         ));
     }
     let mut cmd = tokio::process::Command::new(program);
-    cmd.args(&req.argv[1..])
+    cmd.arg0(argv0)
+        .args(&req.argv[1..])
         .current_dir(req.project_root)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -197,7 +209,10 @@ pub async fn run(req: ExecRequest<'_>) -> Result<Value, ExecError> {
         let read_out = async {
             let mut buf = Vec::new();
             if let Some(s) = stdout.as_mut() {
-                let _ = s.take(MAX_STDOUT + 1).read_to_end(&mut buf).await;
+                let _ = s.as_mut().take(MAX_STDOUT + 1).read_to_end(&mut buf).await;
+                // Past the limit the rest is drained, not kept: a command blocked on a
+                // full pipe would never exit.
+                let _ = tokio::io::copy(s, &mut tokio::io::sink()).await;
             }
             buf
         };

@@ -6,10 +6,12 @@
 //! offers no way to set the parent-death signal, which pipec wants so that an effect dies
 //! with the process that journals it. This module does what `posix_spawn` does, plus
 //! that one call: the child shares pipec's memory (the calling thread is suspended until
-//! the child has called `exec` or exited), resets the signal handlers it inherited, puts
-//! itself in its own process group, asks for SIGKILL when its parent thread ends, wires
-//! stdin/stdout/stderr to pipes and calls `execve`. A failure before the program runs
-//! comes back as the error of `spawn`.
+//! the child has called `exec` or exited), resets the signal handlers it inherited (and
+//! SIGPIPE, which Rust ignores), puts itself in its own process group, asks for SIGKILL
+//! when its parent thread ends, wires stdin/stdout/stderr to pipes, changes into the
+//! project root and calls `execve` the way `execvp` would (each `PATH` candidate in
+//! turn; a file without a `#!` line through `/bin/sh`). A failure before the program
+//! runs comes back as the error of `spawn`.
 //!
 //! Waiting is through a pidfd, so it needs Linux 5.3; [`available`] says whether this
 //! path can be used, and `exec` falls back to tokio's process spawning where not.
@@ -60,8 +62,15 @@ pub(crate) struct Child {
 /// What the child needs, prepared by the parent: pointers into memory that stays alive
 /// and unchanged until the child has called `exec` (the parent thread is suspended).
 struct ChildArgs {
-    path: *const libc::c_char,
+    /// The paths to try in turn (null-terminated): one for a program named by a path,
+    /// one per `PATH` directory for a bare name.
+    paths: *const *const libc::c_char,
+    /// A bare name is searched, as `execvp` does: a missing or denied candidate moves on.
+    search: bool,
     argv: *const *const libc::c_char,
+    /// `/bin/sh`, a candidate, then the arguments: for a file without a `#!` line, run by
+    /// the shell as `execvp` does. The child writes the candidate into slot 1.
+    sh_argv: *mut *const libc::c_char,
     envp: *const *const libc::c_char,
     cwd: *const libc::c_char,
     /// The child's ends of the three pipes, none of them 0, 1 or 2.
@@ -82,15 +91,25 @@ pub(crate) fn spawn(
     cwd: &Path,
     env: &[(String, String)],
 ) -> io::Result<Spawned> {
-    let path = cstring(resolve(program)?.as_os_str())?;
+    // The environment: pipec's, then `env` on top (a later entry wins).
+    let mut vars: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
+    for (k, v) in env {
+        vars.retain(|(name, _)| name != OsStr::new(k));
+        vars.push((k.into(), v.into()));
+    }
+    let path_var = vars
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone());
+    let search = !program.as_os_str().as_bytes().contains(&b'/');
+    let paths_c = candidates(program, cwd, path_var.as_deref())?
+        .iter()
+        .map(|p| cstring(p.as_os_str()))
+        .collect::<io::Result<Vec<_>>>()?;
     let argv_c = argv
         .iter()
         .map(|a| cstring(OsStr::new(a)))
         .collect::<io::Result<Vec<_>>>()?;
-    let mut vars: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
-        .filter(|(k, _)| !env.iter().any(|(name, _)| OsStr::new(name) == k))
-        .collect();
-    vars.extend(env.iter().map(|(k, v)| (k.into(), v.into())));
     let envp_c = vars
         .iter()
         .map(|(k, v)| {
@@ -111,6 +130,16 @@ pub(crate) fn spawn(
         .map(|c| c.as_ptr())
         .chain([std::ptr::null()])
         .collect();
+    let paths_p: Vec<*const libc::c_char> = paths_c
+        .iter()
+        .map(|c| c.as_ptr())
+        .chain([std::ptr::null()])
+        .collect();
+    let mut sh_argv: Vec<*const libc::c_char> = [SH.as_ptr(), std::ptr::null()]
+        .into_iter()
+        .chain(argv_c.iter().skip(1).map(|c| c.as_ptr()))
+        .chain([std::ptr::null()])
+        .collect();
 
     // Close-on-exec pipes; the child's ends are moved to 0, 1 and 2 (which clears the
     // flag there) and the originals close at `exec`.
@@ -126,17 +155,22 @@ pub(crate) fn spawn(
     let mut error: libc::c_int = 0;
     let mut stack = vec![0u8; CHILD_STACK];
     let pid = {
-        // SAFETY: sigset_t is a plain bit set; sigfillset and pthread_sigmask only write
-        // the sets they are given.
-        let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // Every signal blocked, glibc's internal ones too (its wrappers leave those out,
+        // hence the raw call): nothing of pipec's may run on the child's stack before the
+        // child has reset the handlers.
+        // SAFETY: sigset_t is a plain bit set, valid when zeroed.
         let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
-        unsafe {
-            libc::sigfillset(&mut all);
-            libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let all = [u64::MAX; 1];
+        // SAFETY: rt_sigprocmask reads the 8-byte kernel set `all` and writes the old set
+        // into `old`, which is larger than that.
+        if unsafe { sigprocmask_raw(all.as_ptr().cast(), &mut old) } != 0 {
+            return Err(io::Error::last_os_error());
         }
         let args = ChildArgs {
-            path: path.as_ptr(),
+            paths: paths_p.as_ptr(),
+            search,
             argv: argv_p.as_ptr(),
+            sh_argv: sh_argv.as_mut_ptr(),
             envp: envp_p.as_ptr(),
             cwd: cwd_c.as_ptr(),
             stdio: [
@@ -166,7 +200,7 @@ pub(crate) fn spawn(
         let clone_error = io::Error::last_os_error();
         // SAFETY: restores the mask saved above.
         unsafe {
-            libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+            sigprocmask_raw((&raw const old).cast(), std::ptr::null_mut());
         }
         if pid < 0 {
             return Err(clone_error);
@@ -216,22 +250,25 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             libc::_exit(127)
         };
         // Handlers of pipec's would run on this stack with pipec's memory: back to the
-        // defaults before anything can be delivered.
+        // defaults before anything can be delivered. SIGPIPE too, which Rust programs
+        // ignore and a command expects at its default.
         for sig in 1..=libc::SIGRTMAX() {
             let mut current: libc::sigaction = std::mem::zeroed();
             if libc::sigaction(sig, std::ptr::null(), &mut current) == 0
-                && current.sa_sigaction != libc::SIG_DFL
-                && current.sa_sigaction != libc::SIG_IGN
+                && (sig == libc::SIGPIPE
+                    || (current.sa_sigaction != libc::SIG_DFL
+                        && current.sa_sigaction != libc::SIG_IGN))
             {
                 let mut default: libc::sigaction = std::mem::zeroed();
                 default.sa_sigaction = libc::SIG_DFL;
                 libc::sigaction(sig, &default, std::ptr::null_mut());
             }
         }
+        default_reserved_signals();
         if libc::setpgid(0, 0) != 0 {
             fail(a);
         }
-        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
             fail(a);
         }
         // The parent died before the signal was armed: do not start the effect.
@@ -246,10 +283,64 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         if libc::chdir(a.cwd) != 0 {
             fail(a);
         }
-        libc::sigprocmask(libc::SIG_SETMASK, &a.mask, std::ptr::null_mut());
-        libc::execve(a.path, a.argv, a.envp);
+        if sigprocmask_raw((&raw const a.mask).cast(), std::ptr::null_mut()) != 0 {
+            fail(a);
+        }
+        // As `execvp`: each candidate in turn; a file the kernel cannot execute goes to
+        // the shell; a missing or denied candidate moves on when searching.
+        let mut denied = false;
+        let mut next = a.paths;
+        while !(*next).is_null() {
+            let path = *next;
+            libc::execve(path, a.argv, a.envp);
+            let mut errno = *libc::__errno_location();
+            if errno == libc::ENOEXEC {
+                *a.sh_argv.add(1) = path;
+                libc::execve(SH.as_ptr(), a.sh_argv.cast_const(), a.envp);
+                errno = *libc::__errno_location();
+            }
+            match errno {
+                libc::EACCES if a.search => denied = true,
+                libc::ENOENT | libc::ENOTDIR | libc::ESTALE | libc::ENODEV | libc::ETIMEDOUT
+                    if a.search => {}
+                _ => fail(a),
+            }
+            next = next.add(1);
+        }
+        *libc::__errno_location() = if denied { libc::EACCES } else { libc::ENOENT };
         fail(a)
     }
+}
+
+/// Sets the signals glibc keeps for itself (from 32 up to SIGRTMIN) back to their default.
+/// Its wrappers refuse them, and a process started by `posix_spawn` may have them ignored,
+/// which an `exec` would pass on; so through the kernel directly (a zeroed kernel
+/// sigaction is SIG_DFL with no flags on every architecture). Async-signal-safe: for a
+/// child between `fork`/`clone` and `exec`.
+pub(crate) fn default_reserved_signals() {
+    for sig in 32..libc::SIGRTMIN() {
+        let default = [0u64; 4];
+        // SAFETY: rt_sigaction reads the 32-byte zeroed action; no old action is written.
+        unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                sig,
+                default.as_ptr(),
+                std::ptr::null_mut::<libc::c_void>(),
+                8,
+            );
+        }
+    }
+}
+
+/// `rt_sigprocmask(SIG_SETMASK, set, old)` on the 64-bit kernel set, without the libc
+/// wrapper's filtering of glibc's internal signals.
+///
+/// # Safety
+/// `set` must point to at least 8 readable bytes; `old`, if not null, to 8 writable ones.
+unsafe fn sigprocmask_raw(set: *const libc::c_void, old: *mut libc::sigset_t) -> libc::c_long {
+    // SAFETY: as documented; the kernel reads and writes exactly 8 bytes.
+    unsafe { libc::syscall(libc::SYS_rt_sigprocmask, libc::SIG_SETMASK, set, old, 8) }
 }
 
 impl Child {
@@ -298,14 +389,7 @@ impl Child {
     }
 
     fn reap_blocking(&mut self) {
-        let mut status: libc::c_int = 0;
-        loop {
-            // SAFETY: as in `try_reap`.
-            let r = unsafe { libc::waitpid(self.pid, &mut status, 0) };
-            if r >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-                break;
-            }
-        }
+        reap(self.pid, 0);
         self.reaped = true;
     }
 }
@@ -322,40 +406,58 @@ impl Drop for Child {
         if let Ok(Some(_)) = self.try_reap() {
             return;
         }
-        // Killed but not gone yet: reap it off this thread.
-        let pid = self.pid;
+        // Killed but not gone yet (the signal is delivered asynchronously): reap it when
+        // its pidfd says it has exited, off this thread. Only the pid and the pidfd move
+        // on, never a `Child`, so nothing here can run this again.
         self.reaped = true;
-        let _ = std::thread::Builder::new()
-            .name("pipec-reap".into())
-            .spawn(move || {
-                let mut child = Child {
-                    pid,
-                    pidfd: None,
-                    reaped: false,
-                };
-                child.reap_blocking();
+        let pid = self.pid;
+        if let Some(fd) = self.pidfd.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move {
+                if fd.readable().await.is_ok() {
+                    reap(pid, libc::WNOHANG);
+                }
             });
+            return;
+        }
+        let spawned = std::thread::Builder::new()
+            .name("pipec-reap".into())
+            .spawn(move || reap(pid, 0));
+        if spawned.is_err() {
+            // No thread to spare: wait here; a killed process is gone within moments.
+            reap(pid, 0);
+        }
     }
 }
 
-/// A name without `/` is looked up on `PATH`, as a shell would; a path is used as given.
-/// Either way the result is absolute: the child changes directory before `exec`.
-fn resolve(program: &Path) -> io::Result<PathBuf> {
+/// `waitpid` for one child, retried when interrupted.
+fn reap(pid: libc::pid_t, flags: libc::c_int) {
+    let mut status: libc::c_int = 0;
+    loop {
+        // SAFETY: waitpid on our own child's pid writes only `status`.
+        let r = unsafe { libc::waitpid(pid, &mut status, flags) };
+        if r >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return;
+        }
+    }
+}
+
+/// The shell `execvp` hands a file without a `#!` line to.
+const SH: &std::ffi::CStr = c"/bin/sh";
+
+/// The paths to try for `program`, all absolute (the child changes directory before it
+/// tries them): the program itself if it names a path; otherwise the name in each
+/// directory of `path` (the environment's `PATH`, or a default), where a relative or
+/// empty directory is taken from `cwd`, as `execvp` after `chdir` would.
+fn candidates(program: &Path, cwd: &Path, path: Option<&OsStr>) -> io::Result<Vec<PathBuf>> {
     if program.as_os_str().as_bytes().contains(&b'/') {
-        return std::path::absolute(program);
+        return Ok(vec![std::path::absolute(program)?]);
     }
-    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-    let found = std::env::split_paths(&path)
-        .filter(|dir| !dir.as_os_str().is_empty())
-        .map(|dir| dir.join(program))
-        .find(|candidate| is_executable(candidate))
-        .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?;
-    std::path::absolute(found)
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    let path = path.unwrap_or(OsStr::new("/usr/local/bin:/usr/bin:/bin"));
+    std::env::split_paths(path)
+        .map(|dir| std::path::absolute(cwd.join(dir).join(program)))
+        .collect()
 }
 
 fn cstring(s: &OsStr) -> io::Result<CString> {
