@@ -367,29 +367,14 @@ impl Child {
         if self.reaped {
             return Err(io::Error::other("the child was already waited for"));
         }
-        let mut status: libc::c_int = 0;
-        // SAFETY: waitpid on our own child's pid writes only `status`.
-        let r = unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) };
-        match r {
-            0 => Ok(None),
-            r if r == self.pid => {
-                self.reaped = true;
-                Ok(Some(ExitStatus::from_raw(status)))
-            }
-            _ => {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    Ok(None)
-                } else {
-                    self.reaped = true;
-                    Err(e)
-                }
-            }
-        }
+        let reaped = waitpid(self.pid, libc::WNOHANG);
+        // Reaped, or never to be: either way there is nothing left to wait for.
+        self.reaped = !matches!(reaped, Ok(None));
+        Ok(reaped?.map(ExitStatus::from_raw))
     }
 
     fn reap_blocking(&mut self) {
-        reap(self.pid, 0);
+        let _ = waitpid(self.pid, 0);
         self.reaped = true;
     }
 }
@@ -416,29 +401,37 @@ impl Drop for Child {
         {
             runtime.spawn(async move {
                 if fd.readable().await.is_ok() {
-                    reap(pid, libc::WNOHANG);
+                    let _ = waitpid(pid, libc::WNOHANG);
                 }
             });
             return;
         }
         let spawned = std::thread::Builder::new()
             .name("pipec-reap".into())
-            .spawn(move || reap(pid, 0));
+            .spawn(move || waitpid(pid, 0));
         if spawned.is_err() {
             // No thread to spare: wait here; a killed process is gone within moments.
-            reap(pid, 0);
+            let _ = waitpid(pid, 0);
         }
     }
 }
 
-/// `waitpid` for one child, retried when interrupted.
-fn reap(pid: libc::pid_t, flags: libc::c_int) {
+/// `waitpid` for one child, retried when interrupted: its raw wait status once reaped,
+/// or `None` while it runs (with `WNOHANG`).
+fn waitpid(pid: libc::pid_t, flags: libc::c_int) -> io::Result<Option<libc::c_int>> {
     let mut status: libc::c_int = 0;
     loop {
         // SAFETY: waitpid on our own child's pid writes only `status`.
         let r = unsafe { libc::waitpid(pid, &mut status, flags) };
-        if r >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return;
+        match r {
+            0 => return Ok(None),
+            r if r == pid => return Ok(Some(status)),
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
         }
     }
 }
