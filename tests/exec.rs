@@ -63,7 +63,7 @@ fn run_with(p: &Project, spawn: Option<&str>, stdin_closed: bool) -> serde_json:
         c.args([
             "-c",
             "exec \"$0\" run probe.pipe --input word=héllo <&-",
-            pipec_bin(),
+            &pipec_bin(),
         ])
         .current_dir(&p.dir)
         .env("NO_COLOR", "1")

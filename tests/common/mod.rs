@@ -6,8 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-pub fn pipec_bin() -> &'static str {
-    env!("CARGO_BIN_EXE_pipec")
+/// The binary under test: this build's, or `PIPEC_TEST_BIN` (to run a regression test
+/// against an older build and see it fail there).
+pub fn pipec_bin() -> String {
+    std::env::var("PIPEC_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pipec").to_string())
 }
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
