@@ -538,7 +538,7 @@ output failed = fail
     let all = format!("{}{}", stdout(&out), stderr(&out));
     assert!(!all.contains(canary), "canary in output:\n{all}");
     assert!(
-        all.contains("«secret:CANARY_TOKEN»"),
+        all.contains("secret(CANARY_TOKEN)"),
         "scrubbed, visibly:\n{all}"
     );
     let thread = thread_of(&all).expect("thread");

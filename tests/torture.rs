@@ -1,8 +1,9 @@
 //! Crash torture: `kill -9` at random points of a 20-node pipeline whose steps are
 //! effects, one process at a time and then four at once. Every thread must end with the
-//! outputs of an uninterrupted run; no effect may happen twice under one call key; a
-//! node's effect may repeat only as often as a person explicitly retried an unfinished
-//! call; and the store must pass its integrity check.
+//! outputs of an uninterrupted run; every try of a call carries the same call key
+//! (`PIPEC_CALL_KEY`), so a command can deduplicate a retry; a node's effect may repeat
+//! only as often as a person explicitly retried an unfinished call; and the store must
+//! pass its integrity check.
 //!
 //! `PIPEC_TORTURE_KILLS` sets how many kills each variant makes (default 50).
 
@@ -168,13 +169,6 @@ fn verify(p: &Project, threads: &[String]) {
                 .or_default() += 1;
         }
     }
-    // An effect that is not idempotent happens at most once under a key (an idempotent
-    // one may repeat after a crash, under the same key, so the callee can dedupe).
-    for (key, n) in &per_key {
-        if !idempotent_keys.contains(key) {
-            assert_eq!(*n, 1, "the effect with call key {key} happened {n} times");
-        }
-    }
     for thread in threads {
         let st = status(p, thread).unwrap_or_else(|| panic!("thread {thread} is readable"));
         assert_eq!(st["status"], "completed", "thread {thread}: {st}");
@@ -184,43 +178,53 @@ fn verify(p: &Project, threads: &[String]) {
             "thread {thread} has the outputs of an uninterrupted run"
         );
         let calls = st["calls"].as_array().cloned().unwrap_or_default();
+        // Every try of a call (node, generation, item, call index) has one key.
+        let mut key_of: HashMap<String, String> = HashMap::new();
         let mut retried: HashMap<String, usize> = HashMap::new();
         for c in &calls {
+            let shown = c["call"].as_str().unwrap_or("");
+            let parts: Vec<&str> = shown.split(':').collect();
+            let [node, generation, item, _step, call] = parts.as_slice() else {
+                panic!("a call key of five parts: {shown}");
+            };
+            let call_id = format!("{node}:{generation}:{item}:{call}");
+            let key = c["record"]["idem_key"].as_str().unwrap_or("").to_string();
+            let first = key_of.entry(call_id.clone()).or_insert_with(|| key.clone());
+            assert_eq!(
+                *first, key,
+                "thread {thread}: every try of {call_id} has the same PIPEC_CALL_KEY"
+            );
             if c["record"]["decision"] == "retry requested" {
-                let node = c["call"]
-                    .as_str()
-                    .unwrap_or("")
-                    .split('[')
-                    .next()
-                    .unwrap_or("")
-                    .to_string();
-                *retried.entry(node).or_default() += 1;
-            }
-            // A finished effect's key was used exactly once.
-            if c["record"]["state"] == "ok" && !c["record"]["idempotent"].as_bool().unwrap_or(true)
-            {
-                let key = c["record"]["idem_key"].as_str().unwrap_or("");
-                assert_eq!(
-                    per_key.get(key),
-                    Some(&1),
-                    "the finished call {} ran once",
-                    c["call"]
-                );
+                *retried.entry(key).or_default() += 1;
             }
         }
-        for ((t, node), n) in per_node.iter().filter(|((t, _), _)| t == thread) {
-            let idempotent = node
-                .trim_start_matches('s')
-                .parse::<usize>()
-                .is_ok_and(|i| i % 4 == 2);
-            if idempotent {
+        // A non-idempotent effect ran under its key once, plus once per explicit retry.
+        for key in key_of.values() {
+            if idempotent_keys.contains(key) {
                 continue;
             }
-            let allowed = 1 + retried.get(node).copied().unwrap_or(0);
+            let n = per_key.get(key).copied().unwrap_or(0);
+            let allowed = 1 + retried.get(key).copied().unwrap_or(0);
             assert!(
-                *n <= allowed,
-                "thread {t}, node {node}: the effect ran {n} times with {} explicit retries",
+                n <= allowed,
+                "thread {thread}: the effect with call key {key} ran {n} times with {} explicit retries",
                 allowed - 1
+            );
+        }
+        for ((t, node), n) in per_node.iter().filter(|((t, _), _)| t == thread) {
+            if is_idempotent(node) {
+                continue;
+            }
+            let node_retries: usize = calls
+                .iter()
+                .filter(|c| {
+                    c["record"]["decision"] == "retry requested"
+                        && c["call"].as_str().unwrap_or("").split(':').next() == Some(node.as_str())
+                })
+                .count();
+            assert!(
+                *n <= 1 + node_retries,
+                "thread {t}, node {node}: the effect ran {n} times with {node_retries} explicit retries"
             );
         }
     }

@@ -1,9 +1,11 @@
 //! `pipec answer THREAD gate=JSON`: answer pending gates without taking the thread (so it
-//! works while another process runs it).
+//! works while another process runs it). Answers are checked against the thread's own
+//! plan, as `resume --answer` checks them.
 
 use std::path::PathBuf;
 
 use super::common;
+use crate::runtime::{DEFAULT_MAX_ANSWER_BYTES, Runner, RuntimeError};
 use crate::store::Store;
 
 #[derive(clap::Args)]
@@ -14,6 +16,9 @@ pub struct Args {
     answers: Vec<String>,
     #[arg(long)]
     store: Option<PathBuf>,
+    /// The largest answer accepted, in bytes of JSON
+    #[arg(long, default_value_t = DEFAULT_MAX_ANSWER_BYTES)]
+    max_answer_bytes: usize,
 }
 
 pub fn run(args: Args) -> u8 {
@@ -32,57 +37,25 @@ pub fn run(args: Args) -> u8 {
     let result = rt.block_on(async {
         let state = store.load(&args.thread).await?;
         let Some(rec) = state.thread else {
-            return Ok(Err("no such thread".to_string()));
+            return Err(RuntimeError::new(
+                &crate::diagnostic::THREAD_NOT_FOUND,
+                format!("no thread `{}`", args.thread),
+            ));
         };
-        // Validate against the thread's plan before writing anything.
-        if let Some(json) = store.get_plan(&rec.plan_hash).await?
-            && let Ok(plan) = crate::plan::Plan::from_json(&json)
-        {
-            let validators = crate::runtime::validate::Validators::new(&plan);
-            for (gate, answer) in &answers {
-                let Some(g) = state.gates.get(gate) else {
-                    let pending: Vec<&String> = state
-                        .gates
-                        .iter()
-                        .filter(|(_, g)| g.state == crate::store::GateState::Pending)
-                        .map(|(n, _)| n)
-                        .collect();
-                    return Ok(Err(format!(
-                        "error[R0301]: no gate `{gate}` is waiting; pending: {}",
-                        pending
-                            .iter()
-                            .map(|s| s.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )));
-                };
-                let node = plan.node(&g.node);
-                if let Some(node) = node
-                    && let Err(e) = validators.check(&node.output, answer, false)
-                {
-                    return Ok(Err(format!(
-                        "error[R0301]: the answer to `{gate}` does not fit `{}`: {e}",
-                        node.output_type
-                    )));
-                }
-            }
-        }
-        store.answer(&rec.id, answers, "cli").await?;
-        Ok::<_, crate::store::StoreError>(Ok(rec.id))
+        let plan = common::stored_plan(&*store, &rec).await?;
+        let runner =
+            Runner::with_store(plan, store.clone()).max_answer_bytes(args.max_answer_bytes);
+        runner.answer(&rec.id, answers).await
     });
     match result {
-        Ok(Ok(id)) => {
+        Ok(id) => {
             super::err(&format!(
                 "answered; `pipec resume {id}` continues the thread"
             ));
             super::EXIT_OK
         }
-        Ok(Err(msg)) => {
-            super::err(&msg);
-            super::EXIT_FINDINGS
-        }
         Err(e) => {
-            common::print_error(&e.into());
+            common::print_error(&e);
             super::EXIT_FINDINGS
         }
     }

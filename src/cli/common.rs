@@ -142,6 +142,31 @@ pub fn load_plan(file: &Path) -> Result<Loaded, u8> {
     }
 }
 
+/// The plan a thread was started with, as the store keeps it.
+pub async fn stored_plan(
+    store: &dyn crate::store::Store,
+    thread: &crate::store::ThreadRec,
+) -> Result<Plan, RuntimeError> {
+    let json = store.get_plan(&thread.plan_hash).await?.ok_or_else(|| {
+        RuntimeError::new(
+            &crate::diagnostic::STORE_UNREADABLE,
+            format!(
+                "the store has no copy of the plan {} of thread {}",
+                thread.plan_hash, thread.id
+            ),
+        )
+    })?;
+    Plan::from_json(&json).map_err(|e| {
+        RuntimeError::new(
+            &crate::diagnostic::STORE_UNREADABLE,
+            format!(
+                "the stored plan of thread {} cannot be read: {e}",
+                thread.id
+            ),
+        )
+    })
+}
+
 /// `k=v` pairs: JSON unless the input is a string.
 pub fn parse_inputs(plan: &Plan, pairs: &[String], files: &[PathBuf]) -> Result<Value, String> {
     let mut out = Map::new();
@@ -384,7 +409,7 @@ pub fn event_printer() -> crate::runtime::EventSink {
         "{}\n",
         serde_json::json!({ "type": "version", "events": "1", "pipec": env!("CARGO_PKG_VERSION") })
     ));
-    Arc::new(|e: &Value| {
+    Arc::new(|e: &crate::store::RecordedEvent| {
         super::out(&format!(
             "{}\n",
             serde_json::to_string(e).unwrap_or_default()

@@ -462,11 +462,237 @@ crate::declare_rule! {
     };
 }
 
+crate::declare_rule! {
+    /// ## What it catches
+    /// A node or binding that this version of pipec cannot run: `call`, `agent` and `act` nodes, and parameters bound to MCP resources or resource links.
+    ///
+    /// ## Why it matters
+    /// The checker accepts them (they are part of the language), but running one needs the MCP client; the run stops before anything of that node happens.
+    ///
+    /// ## What to do
+    /// Run the pipeline with a pipec that runs MCP nodes, or replace the node with an `exec` or `host` node for now.
+    pub static NOT_SUPPORTED = {
+        code: "R0005",
+        name: "not-supported",
+        severity: Error,
+        summary: "a node or binding this pipec cannot run yet",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
+    /// A body expression (`return`, `when`) that cannot be evaluated with the values the node received: `len` of a missing value, a comparison of values that are not numbers, a `when` that is not true or false, or an `each` source that is not a list.
+    ///
+    /// ## Why it matters
+    /// The checker types every expression, so this means an upstream value did not have its declared type (an `exec` or host function that returned something looser than declared, or a resource that changed).
+    ///
+    /// ## What to do
+    /// `pipec show THREAD --json` shows the node's inputs; fix the node that produced the value, then resume.
+    pub static EVALUATION_FAILED = {
+        code: "R0006",
+        name: "evaluation-failed",
+        severity: Error,
+        summary: "a body expression that cannot be evaluated at run time",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
+    /// A failure inside pipec itself: a task that panicked, or a state the runner should never reach.
+    ///
+    /// ## Why it matters
+    /// It is a bug in pipec, not in the pipeline. The thread keeps what it committed; nothing is lost.
+    ///
+    /// ## What to do
+    /// Report it with `pipec show THREAD --json --internal`; `pipec resume THREAD` tries again.
+    pub static INTERNAL_ERROR = {
+        code: "R0007",
+        name: "internal-error",
+        severity: Error,
+        summary: "a failure inside pipec",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
+    /// An `each` whose list has more items than its `max:`.
+    ///
+    /// ## Why it matters
+    /// `max:` bounds how many model calls or effects one node can fan out to; a longer list fails the node before any item runs.
+    ///
+    /// ## What to do
+    /// Raise `max:` on the `each` source, or narrow the list upstream.
+    pub static FAN_OUT_TOO_LARGE = {
+        code: "R0008",
+        name: "fan-out-too-large",
+        severity: Error,
+        summary: "an `each` list longer than its `max`",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
+    /// A run option that names something the pipeline or thread does not have: a `--model` override of a model the plan does not declare, `--keep`, `--rerun-from` or `--rename` of a node that does not exist, `--retry-unfinished` or `--resolve` of a call that is not unfinished, the same node both kept and rerun, an input or answer given twice, a concurrency of 0.
+    ///
+    /// ## Why it matters
+    /// An option that silently does nothing is worse than an error: a mistyped override would call (and bill) the real model, a mistyped `--keep` would leave a run refused for reasons that look fixed.
+    ///
+    /// ## What to do
+    /// Use the name the message suggests; `pipec show THREAD --internal` lists a thread's nodes and calls.
+    pub static OPTION_INVALID = {
+        code: "R0009",
+        name: "option-invalid",
+        severity: Error,
+        summary: "a run option that names nothing, or contradicts another",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
+    /// A model that does not answer: a connection error, a timeout, or 429/5xx replies through every retry.
+    ///
+    /// ## Why it matters
+    /// Nothing about the request is wrong; the endpoint is down or overloaded. The node's tries are stored, so a resume goes on from there.
+    ///
+    /// ## What to do
+    /// Check the model's `base_url` and the service's status, then `pipec resume THREAD`.
+    pub static MODEL_UNAVAILABLE = {
+        code: "R0202",
+        name: "model-unavailable",
+        severity: Error,
+        summary: "a model endpoint that does not answer",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
+    /// A request the model endpoint refused: an invalid API key, an unknown model name, a request it calls malformed (4xx other than 429).
+    ///
+    /// ## Why it matters
+    /// Sending the same request again would be refused again, so pipec does not retry it.
+    ///
+    /// ## What to do
+    /// Check the model's `name`, `api_key` and `base_url`; the message quotes the endpoint's reply.
+    pub static MODEL_REFUSED = {
+        code: "R0203",
+        name: "model-refused",
+        severity: Error,
+        summary: "a request the model endpoint refused",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
+    /// A prompt or gate message template that fails to render with the node's values (a filter given a value of the wrong kind, a missing include).
+    ///
+    /// ## Why it matters
+    /// The checker proves that every variable a template uses exists; what it cannot see is a value whose shape a filter does not accept.
+    ///
+    /// ## What to do
+    /// The message names the template and the error; `pipec show THREAD --json` shows the node's inputs.
+    pub static TEMPLATE_RENDER_FAILED = {
+        code: "R0204",
+        name: "template-render-failed",
+        severity: Error,
+        summary: "a prompt or message template that fails to render",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
+    /// A thread that was cancelled (`pipec cancel`) while a process was running it. Effects in flight are stopped, and their calls are recorded as unknown.
+    ///
+    /// ## Why it matters
+    /// A cancelled thread is final: nothing more of it runs, and a resume is refused.
+    ///
+    /// ## What to do
+    /// Start a new run if the work is still wanted; `pipec show THREAD --internal` shows which calls were interrupted.
+    pub static THREAD_CANCELLED = {
+        code: "R0406",
+        name: "thread-cancelled",
+        severity: Error,
+        summary: "a thread cancelled while it ran",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
+    /// A resume (or `run --thread`) with a plan of another pipeline than the one the thread started with, or a plan whose inputs no longer fit the thread's stored inputs, or that no longer has a gate the thread waits at.
+    ///
+    /// ## Why it matters
+    /// A thread belongs to one pipeline, identified by its name (the `.pipe` file's name without the extension). Plan changes (`--keep`, `--rerun-from`, `--rename`) are for edits of that pipeline; running another one on its rows would bypass its gates and run effects it never asked for.
+    ///
+    /// ## What to do
+    /// Start a new thread of the other pipeline with `pipec run`. For an edit of the same pipeline, keep its name and its inputs.
+    pub static FOREIGN_PLAN = {
+        code: "R0407",
+        name: "foreign-plan",
+        severity: Error,
+        summary: "a plan of another pipeline than the thread's",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
+    /// `pipec run --thread ID` with the id of a thread that already exists.
+    ///
+    /// ## Why it matters
+    /// `run` starts threads; continuing one is `resume`'s job, which checks answers, plan changes and unfinished effects first.
+    ///
+    /// ## What to do
+    /// `pipec resume ID`, or choose a new id.
+    pub static THREAD_EXISTS = {
+        code: "R0413",
+        name: "thread-exists",
+        severity: Error,
+        summary: "a `run --thread` of an id that is taken",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
+    /// A host function (registered by the program that embeds pipec) that returned an error, through every retry.
+    ///
+    /// ## Why it matters
+    /// Host functions are the embedding program's code; pipec retries them as `retries` says and then fails the node.
+    ///
+    /// ## What to do
+    /// The message quotes the function's error.
+    pub static HOST_FUNCTION_FAILED = {
+        code: "R0603",
+        name: "host-function-failed",
+        severity: Error,
+        summary: "a host function that returned an error",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
+    /// A host function whose result does not fit the node's output type.
+    ///
+    /// ## Why it matters
+    /// Results are checked before they are stored, so a downstream node never reads a value of the wrong shape.
+    ///
+    /// ## What to do
+    /// Make the function return the node's type; `Runner::host_fn` checks the Rust types when it is registered.
+    pub static HOST_OUTPUT_INVALID = {
+        code: "R0604",
+        name: "host-output-invalid",
+        severity: Error,
+        summary: "a host function result that does not fit the node's type",
+    };
+}
+
 /// Every run-time code.
 pub static RUNTIME_CODES: &[&Rule] = &[
     &INPUT_INVALID,
     &CONFIG_MISSING,
     &THREAD_NOT_FOUND,
+    &NOT_SUPPORTED,
+    &EVALUATION_FAILED,
+    &INTERNAL_ERROR,
+    &FAN_OUT_TOO_LARGE,
+    &OPTION_INVALID,
     &RESOURCE_TOO_LARGE,
     &RESOURCE_EXPIRED,
     &NON_IDEMPOTENT_REPLAY,
@@ -475,6 +701,9 @@ pub static RUNTIME_CODES: &[&Rule] = &[
     &AMBIGUOUS_LINK,
     &TOOL_RESULT_UNPARSABLE,
     &MODEL_OUTPUT_INVALID,
+    &MODEL_UNAVAILABLE,
+    &MODEL_REFUSED,
+    &TEMPLATE_RENDER_FAILED,
     &GATE_ANSWER_INVALID,
     &GATE_TIMED_OUT,
     &GATE_ALREADY_ANSWERED,
@@ -483,12 +712,17 @@ pub static RUNTIME_CODES: &[&Rule] = &[
     &UNFINISHED_EFFECT,
     &JOURNAL_DIVERGENCE,
     &LEASE_LOST,
+    &THREAD_CANCELLED,
+    &FOREIGN_PLAN,
     &NODE_CRASH_LOOP,
     &STORE_FORMAT_UNSUPPORTED,
     &STORE_UNREADABLE,
     &HOST_FUNCTION_MISSING,
     &THREAD_ENDED,
+    &THREAD_EXISTS,
     &MCP_SERVER_FAILED,
     &EXEC_OUTPUT_INVALID,
     &EXEC_FAILED,
+    &HOST_FUNCTION_FAILED,
+    &HOST_OUTPUT_INVALID,
 ];

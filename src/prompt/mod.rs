@@ -13,12 +13,30 @@ use crate::plan::Template;
 /// The text `role(...)` leaves in the output, to split on afterwards.
 const MARK: char = '\u{1e}';
 
-fn environment(template: &Template) -> Result<Environment<'static>, String> {
+/// Why a template did not render: which template, and minijinja's message.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RenderError {
+    pub template: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for RenderError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "template `{}`: {}", self.template, self.message)
+    }
+}
+
+impl std::error::Error for RenderError {}
+
+fn environment(template: &Template) -> Result<Environment<'static>, RenderError> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     for (name, source) in &template.sources {
         env.add_template_owned(name.clone(), source.clone())
-            .map_err(|e| format!("template `{name}`: {e}"))?;
+            .map_err(|e| RenderError {
+                template: name.clone(),
+                message: e.to_string(),
+            })?;
     }
     env.add_function("role", |name: String| -> Result<String, minijinja::Error> {
         match name.as_str() {
@@ -36,27 +54,30 @@ fn environment(template: &Template) -> Result<Environment<'static>, String> {
 pub fn render_text(
     template: &Template,
     context: &BTreeMap<String, Value>,
-) -> Result<String, String> {
+) -> Result<String, RenderError> {
     let env = environment(template)?;
-    let tmpl = env
-        .get_template(&template.entry)
-        .map_err(|e| e.to_string())?;
-    tmpl.render(minijinja::value::Serde(context)).map_err(|e| {
-        let mut msg = e.to_string();
+    let failed = |e: minijinja::Error| {
+        let mut message = e.to_string();
         if let Some(detail) = e.detail()
-            && !msg.contains(detail)
+            && !message.contains(detail)
         {
-            msg = format!("{msg}: {detail}");
+            message = format!("{message}: {detail}");
         }
-        msg
-    })
+        RenderError {
+            template: e.name().unwrap_or(&template.entry).to_string(),
+            message,
+        }
+    };
+    let tmpl = env.get_template(&template.entry).map_err(failed)?;
+    tmpl.render(minijinja::value::Serde(context))
+        .map_err(failed)
 }
 
 /// Renders a prompt into chat messages.
 pub fn render_messages(
     template: &Template,
     context: &BTreeMap<String, Value>,
-) -> Result<Vec<Message>, String> {
+) -> Result<Vec<Message>, RenderError> {
     let text = render_text(template, context)?;
     Ok(split_roles(&text))
 }

@@ -1,12 +1,72 @@
 //! Evaluating the plan's expressions and sources over committed values. Pure: the same
 //! committed inputs always give the same value, which is what lets chains of pure nodes
-//! share one commit.
+//! share one commit. Failures are typed ([`EvalError`]), so callers pick the code from
+//! the kind of failure, never from its text.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use crate::diagnostic::{self as codes, Rule};
 use crate::plan::{Expr, Source, Step};
+
+/// Why a source or an expression has no value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EvalError {
+    /// `env("X")` without a default, and `X` is not set.
+    MissingEnv { var: String },
+    /// `secret("X")`, and `X` is not set.
+    MissingSecret { var: String },
+    /// `env("X")` whose text does not convert to the parameter's type.
+    BadEnv { var: String, problem: String },
+    /// A node the source reads has not finished (the scheduler only binds ready nodes).
+    NotFinished { node: String },
+    /// A resource or link binding, which hydration fetches.
+    Resource,
+    /// An expression over values that do not have the types the checker proved (an
+    /// upstream value looser than its declaration).
+    Expression { problem: String },
+}
+
+impl EvalError {
+    /// The run-time code of this failure.
+    pub fn rule(&self) -> &'static Rule {
+        match self {
+            EvalError::MissingEnv { .. }
+            | EvalError::MissingSecret { .. }
+            | EvalError::BadEnv { .. } => &codes::CONFIG_MISSING,
+            EvalError::Resource => &codes::NOT_SUPPORTED,
+            EvalError::NotFinished { .. } => &codes::INTERNAL_ERROR,
+            EvalError::Expression { .. } => &codes::EVALUATION_FAILED,
+        }
+    }
+}
+
+impl std::fmt::Display for EvalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EvalError::MissingEnv { var } => {
+                write!(f, "the environment variable `{var}` is not set")
+            }
+            EvalError::MissingSecret { var } => write!(f, "the secret `{var}` is not set"),
+            EvalError::BadEnv { var, problem } => {
+                write!(f, "the environment variable `{var}`: {problem}")
+            }
+            EvalError::NotFinished { node } => write!(f, "`{node}` has not finished"),
+            EvalError::Resource => write!(
+                f,
+                "it reads an MCP resource, and this version of pipec does not read MCP resources yet"
+            ),
+            EvalError::Expression { problem } => f.write_str(problem),
+        }
+    }
+}
+
+fn expression(problem: impl Into<String>) -> EvalError {
+    EvalError::Expression {
+        problem: problem.into(),
+    }
+}
 
 /// A source's value, or the fact that it has none (its node was skipped).
 #[derive(Clone, Debug, PartialEq)]
@@ -92,7 +152,7 @@ pub fn config_value(raw: &str, schema: &Value) -> Result<Value, String> {
 }
 
 /// Evaluates a source. Resources are not handled here (they are fetched by hydration).
-pub fn source(env: &dyn Env, src: &Source, schema: &Value) -> Result<Slot, String> {
+pub fn source(env: &dyn Env, src: &Source, schema: &Value) -> Result<Slot, EvalError> {
     Ok(match src {
         Source::Input { input, path } => {
             Slot::Value(follow(env.input(input).unwrap_or(Value::Null), path))
@@ -100,7 +160,7 @@ pub fn source(env: &dyn Env, src: &Source, schema: &Value) -> Result<Slot, Strin
         Source::Node { node, path } => match env.node(node) {
             Some(Slot::Value(v)) => Slot::Value(follow(v, path)),
             Some(Slot::Skipped) => Slot::Skipped,
-            None => return Err(format!("`{node}` has not finished")),
+            None => return Err(EvalError::NotFinished { node: node.clone() }),
         },
         Source::Join { sides } => {
             for side in sides {
@@ -150,25 +210,28 @@ pub fn source(env: &dyn Env, src: &Source, schema: &Value) -> Result<Slot, Strin
             }
             Slot::Value(Value::Array(out))
         }
-        Source::Env { var, default } => match env.env_var(var).or_else(|| default.clone()) {
-            Some(raw) => Slot::Value(
-                config_value(&raw, schema)
-                    .map_err(|e| format!("the environment variable `{var}`: {e}"))?,
-            ),
-            None => return Err(format!("the environment variable `{var}` is not set")),
-        },
+        Source::Env { var, default } => {
+            match env.env_var(var).or_else(|| default.clone()) {
+                Some(raw) => Slot::Value(config_value(&raw, schema).map_err(|problem| {
+                    EvalError::BadEnv {
+                        var: var.clone(),
+                        problem,
+                    }
+                })?),
+                None => return Err(EvalError::MissingEnv { var: var.clone() }),
+            }
+        }
         Source::Secret { var } => match env.secret(var) {
             Some(v) => Slot::Value(Value::String(v)),
-            None => return Err(format!("the secret `{var}` is not set")),
+            None => return Err(EvalError::MissingSecret { var: var.clone() }),
         },
         Source::Each { list, .. } => source(env, list, &Value::Null)?,
-        Source::Resource { .. } | Source::Link { .. } => {
-            return Err("resource bindings are fetched by hydration".into());
-        }
+        Source::Resource { .. } | Source::Link { .. } => return Err(EvalError::Resource),
     })
 }
 
-/// Whether a source could be read without hydration.
+/// Whether a source is read by hydration (an MCP resource or a resource link), not by
+/// [`source`].
 pub fn is_resource(src: &Source) -> bool {
     match src {
         Source::Resource { .. } | Source::Link { .. } => true,
@@ -178,7 +241,7 @@ pub fn is_resource(src: &Source) -> bool {
 }
 
 /// Evaluates a body expression over the node's (hydrated) parameters.
-pub fn expr(params: &BTreeMap<String, Value>, e: &Expr) -> Result<Value, String> {
+pub fn expr(params: &BTreeMap<String, Value>, e: &Expr) -> Result<Value, EvalError> {
     Ok(match e {
         Expr::Param { name } => params.get(name).cloned().unwrap_or(Value::Null),
         Expr::Field { of, name } => match expr(params, of)? {
@@ -206,8 +269,8 @@ pub fn expr(params: &BTreeMap<String, Value>, e: &Expr) -> Result<Value, String>
             Value::Array(a) => Value::from(a.len()),
             Value::String(s) => Value::from(s.chars().count()),
             Value::Object(m) => Value::from(m.len()),
-            Value::Null => return Err("`len` of a missing value".into()),
-            other => return Err(format!("`len` of {other}")),
+            Value::Null => return Err(expression("`len` of a missing value")),
+            other => return Err(expression(format!("`len` of {other}"))),
         },
         Expr::Binary {
             operator,
@@ -242,14 +305,16 @@ pub fn expr(params: &BTreeMap<String, Value>, e: &Expr) -> Result<Value, String>
                 op => {
                     let r = expr(params, right)?;
                     let (Some(a), Some(b)) = (l.as_f64(), r.as_f64()) else {
-                        return Err(format!("`{op}` compares numbers, not {l} and {r}"));
+                        return Err(expression(format!(
+                            "`{op}` compares numbers, not {l} and {r}"
+                        )));
                     };
                     Value::Bool(match op {
                         "<" => a < b,
                         "<=" => a <= b,
                         ">" => a > b,
                         ">=" => a >= b,
-                        _ => return Err(format!("unknown operator `{op}`")),
+                        _ => return Err(expression(format!("unknown operator `{op}`"))),
                     })
                 }
             }
@@ -257,11 +322,11 @@ pub fn expr(params: &BTreeMap<String, Value>, e: &Expr) -> Result<Value, String>
     })
 }
 
-fn truthy(v: &Value) -> Result<bool, String> {
+fn truthy(v: &Value) -> Result<bool, EvalError> {
     match v {
         Value::Bool(b) => Ok(*b),
         Value::Null => Ok(false),
-        other => Err(format!("expected true or false, found {other}")),
+        other => Err(expression(format!("expected true or false, found {other}"))),
     }
 }
 
@@ -306,13 +371,12 @@ impl Env for Stored<'_> {
     }
 }
 
-/// A pipeline's outputs over whatever `env` reads; a skipped output is `null`.
-pub fn outputs(env: &dyn Env, plan: &crate::plan::Plan) -> Result<Value, String> {
+/// A pipeline's outputs over whatever `env` reads; a skipped output is `null`. The
+/// error names the output.
+pub fn outputs(env: &dyn Env, plan: &crate::plan::Plan) -> Result<Value, (String, EvalError)> {
     let mut out = Map::new();
     for o in &plan.outputs {
-        let v = match source(env, &o.source, &o.schema)
-            .map_err(|m| format!("the output `{}`: {m}", o.name))?
-        {
+        let v = match source(env, &o.source, &o.schema).map_err(|e| (o.name.clone(), e))? {
             Slot::Value(v) => v,
             Slot::Skipped => Value::Null,
         };
@@ -326,7 +390,7 @@ pub fn outputs(env: &dyn Env, plan: &crate::plan::Plan) -> Result<Value, String>
 pub fn outputs_of(
     plan: &crate::plan::Plan,
     state: &crate::store::ThreadState,
-) -> Result<Value, String> {
+) -> Result<Value, (String, EvalError)> {
     if let Some(o) = state.thread.as_ref().and_then(|t| t.outputs.clone()) {
         return Ok(o);
     }

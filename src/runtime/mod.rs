@@ -1,10 +1,25 @@
-//! The runtime: runs a plan on the store. `Runner` is the embedding API; an attempt
-//! (`attempt.rs`) schedules nodes as data arrives; `tasks.rs` runs the nodes that are not
-//! pure; `exec.rs` subprocesses (`spawn.rs` starts them on Linux); `eval.rs` expressions and sources.
+//! The runtime: runs a plan on the store. `Runner` (`runner.rs`) is the embedding API;
+//! before anything is written it checks inputs, options and answers (`preflight.rs`),
+//! the plan against the thread (`plan_change.rs`) and configuration (`config.rs`). An
+//! attempt (`attempt/`) schedules nodes as data arrives; nodes that are not pure run
+//! through their kind's executor (`executor/`) with retries and timeouts (`tries.rs`),
+//! journaled as `journal.rs` says. `bind.rs` is how every node enters; `eval.rs` the
+//! expressions and sources; `exec.rs` subprocesses (`spawn.rs` starts them on Linux).
 
 mod attempt;
+mod bind;
+mod config;
+mod error;
 pub mod eval;
 pub mod exec;
+mod executor;
+mod hosts;
+mod journal;
+mod models;
+mod options;
+mod outcome;
+mod plan_change;
+mod preflight;
 pub mod progress;
 mod runner;
 pub mod secrets;
@@ -13,10 +28,13 @@ pub mod secrets;
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 mod spawn;
-mod tasks;
+mod tries;
 pub mod validate;
 
+pub use error::RuntimeError;
+pub use hosts::HostFn;
+pub use options::{Decision, RunOptions};
+pub use outcome::{Outcome, PendingGate};
+pub use preflight::DEFAULT_MAX_ANSWER_BYTES;
 pub use progress::{Progress, StderrProgress, Step};
-pub use runner::{
-    Decision, EventSink, HostFn, Outcome, PendingGate, RunOptions, Runner, RuntimeError,
-};
+pub use runner::{Environment, EventSink, Runner};

@@ -6,6 +6,7 @@
 //! can never write over the one that took it.
 
 mod envelope;
+mod event;
 pub mod ids;
 pub mod lock;
 mod records;
@@ -14,6 +15,7 @@ mod redb_store;
 use std::future::Future;
 use std::pin::Pin;
 
+pub use event::*;
 pub use records::*;
 pub use redb_store::{RedbStore, STORE_FORMAT};
 
@@ -49,10 +51,14 @@ pub enum StoreError {
         thread: String,
         holder: Option<Holder>,
     },
-    /// The lease was lost (another process claimed the thread) or the thread was cancelled.
+    /// The lease was lost: another process claimed the thread.
     Fenced {
         thread: String,
         reason: String,
+    },
+    /// The thread was cancelled: only the write that records the cancellation passes.
+    Cancelled {
+        thread: String,
     },
     /// An answer to a gate that is not pending.
     NoSuchGate {
@@ -95,6 +101,7 @@ impl std::fmt::Display for StoreError {
                 None => write!(f, "thread {thread} is being run by another process"),
             },
             StoreError::Fenced { thread, reason } => write!(f, "thread {thread}: {reason}"),
+            StoreError::Cancelled { thread } => write!(f, "thread {thread} was cancelled"),
             StoreError::NoSuchGate { gate, pending } => {
                 if pending.is_empty() {
                     write!(f, "no gate `{gate}` is waiting for an answer")
@@ -177,6 +184,18 @@ pub trait Store: Send + Sync {
 
     /// Whether a live process holds the thread (a probe; it takes nothing).
     fn is_held(&self, thread: &str) -> bool;
+
+    /// Whether someone asked to cancel the thread: what a running attempt polls, so a
+    /// cancel stops it while its effects are in flight, not only at its next write.
+    fn cancel_requested<'a>(&'a self, thread: &'a str) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            Ok(self
+                .load(thread)
+                .await?
+                .thread
+                .is_some_and(|t| t.cancel_requested))
+        })
+    }
 
     /// Threads, newest first.
     fn list(&self, query: ListQuery) -> StoreFuture<'_, Vec<ThreadSummary>>;

@@ -257,22 +257,13 @@ pub struct CallKey {
 }
 
 impl CallKey {
-    /// How a person names the call on the command line: `node[item]#seq.call`.
+    /// How a person names the call on the command line: `node:g0:i3:s1:c0` (generation,
+    /// item, step, call). Free of characters a shell would expand.
     pub fn display(&self) -> String {
-        format!("{}[{}]#{}.{}", self.node, self.item, self.seq, self.call)
-    }
-
-    pub fn parse(s: &str) -> Option<CallKey> {
-        let (node, rest) = s.split_once('[')?;
-        let (item, rest) = rest.split_once("]#")?;
-        let (seq, call) = rest.split_once('.')?;
-        Some(CallKey {
-            node: node.to_string(),
-            generation: 0,
-            item: item.parse().ok()?,
-            seq: seq.parse().ok()?,
-            call: call.parse().ok()?,
-        })
+        format!(
+            "{}:g{}:i{}:s{}:c{}",
+            self.node, self.generation, self.item, self.seq, self.call
+        )
     }
 }
 
@@ -363,13 +354,16 @@ pub struct ThreadState {
 
 impl ThreadState {
     /// A finished node's value. An `each` node's row holds no list: its value is the
-    /// values of its done items, in order, read from the item rows of its generation.
+    /// values of its done items, in order, read from the item rows of its generation. A
+    /// gate's row holds no value either: its value is the answer in its gate row.
     pub fn value_of(&self, node: &str) -> Option<Value> {
         let rec = self.nodes.get(node)?;
         if let Some(v) = &rec.value {
             return Some(v.clone());
         }
-        let count = rec.items?;
+        let Some(count) = rec.items else {
+            return self.gates.get(node).and_then(|g| g.answer.clone());
+        };
         let values = (0..count)
             .filter_map(|i| self.items.get(&(node.to_string(), rec.generation, i)))
             .filter(|r| r.state == ItemState::Done)

@@ -514,10 +514,7 @@ fn apply_fenced(
         .iter()
         .any(|w| matches!(w, Write::Thread(t) if t.status == Status::Cancelled));
     if cancel_requested && !records_cancel {
-        return Err(StoreError::Fenced {
-            thread: name,
-            reason: "the thread was cancelled".into(),
-        });
+        return Err(StoreError::Cancelled { thread: name });
     }
     // The thread record is read and rewritten only when the commit changes it: a step's
     // commit touches the tables of what it wrote, not the thread's record too.
@@ -1363,7 +1360,7 @@ mod tests {
         let err = rt
             .block_on(store.commit(&lease, vec![node(1)]))
             .expect_err("fenced");
-        assert!(matches!(err, StoreError::Fenced { .. }), "{err:?}");
+        assert!(matches!(err, StoreError::Cancelled { .. }), "{err:?}");
         let mut rec = rt
             .block_on(store.load(&lease.thread))
             .expect("load")

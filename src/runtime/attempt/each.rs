@@ -1,0 +1,204 @@
+//! `each` nodes that run as tasks: items run concurrently within the node's
+//! `concurrency`, each committed as it finishes; items already stored are not run again.
+//! Items are started one at a time as room frees up, so once an item fails the node
+//! (or its outcome is unknown), no further item starts: those running finish and are
+//! recorded, nothing queued behind them is paid for. With `drop_failed_items`, a failed
+//! item is recorded as dropped, with its reason, and the others go on.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::task::JoinSet;
+
+use super::commit::{Shared, event_write};
+use crate::diagnostic as codes;
+use crate::plan::Node;
+use crate::runtime::bind;
+use crate::runtime::error::RuntimeError;
+use crate::runtime::tries::{self, Unit, UnitEnd};
+use crate::store::{Event, ItemRec, ItemState, StoredError, Write};
+
+/// How an item ended: its row, or its error and whether its outcome is unknown.
+type ItemOutcome = (u32, Result<ItemRec, (StoredError, bool)>);
+
+/// Runs the items of an `each` node; `done` holds the item rows already stored.
+pub(super) async fn run_each(
+    shared: Arc<Shared>,
+    node: Arc<Node>,
+    units: Vec<Unit>,
+    done: BTreeMap<u32, ItemRec>,
+) -> UnitEnd {
+    let limit = node.concurrency.map_or(usize::MAX, |c| c.max(1) as usize);
+    let total = units.len() as u32;
+    let generation = units.first().map_or(0, |u| u.generation);
+    let mut results: BTreeMap<u32, ItemRec> = done;
+    let queue: Vec<Unit> = units
+        .into_iter()
+        .filter(|u| {
+            !results
+                .get(&u.item)
+                .is_some_and(|r| r.state != ItemState::Failed)
+        })
+        .collect();
+    let mut queue = queue.into_iter();
+    let mut set: JoinSet<ItemOutcome> = JoinSet::new();
+    let mut failure: Option<(StoredError, bool)> = None;
+    loop {
+        // Start items while there is room and nothing failed the node.
+        while failure.is_none() && set.len() < limit {
+            let Some(unit) = queue.next() else {
+                break;
+            };
+            match bind::when_holds(&node, &unit.params) {
+                Ok(true) => {
+                    set.spawn(run_item(shared.clone(), node.clone(), unit));
+                }
+                Ok(false) => {
+                    let rec = ItemRec {
+                        state: ItemState::Skipped,
+                        value: None,
+                        error: None,
+                    };
+                    let write = Write::Item(node.name.clone(), generation, unit.item, rec.clone());
+                    if let Err(e) = shared.commit(vec![write]).await {
+                        failure = Some((e.stored(Some(&node.name)), false));
+                        break;
+                    }
+                    results.insert(unit.item, rec);
+                }
+                Err(e) => failure = Some((e, false)),
+            }
+        }
+        let Some(joined) = set.join_next().await else {
+            break;
+        };
+        match joined {
+            Ok((item, Ok(rec))) => {
+                results.insert(item, rec);
+            }
+            Ok((item, Err((error, unknown)))) => {
+                if node.drop_failed_items && !unknown {
+                    let rec = ItemRec {
+                        state: ItemState::Dropped,
+                        value: None,
+                        error: Some(error.clone()),
+                    };
+                    let writes = vec![
+                        Write::Item(node.name.clone(), generation, item, rec.clone()),
+                        event_write(Event::ItemDropped {
+                            node: node.name.clone(),
+                            item,
+                            code: error.code.clone(),
+                            message: error.message.clone(),
+                        }),
+                    ];
+                    if let Err(e) = shared.commit(writes).await {
+                        failure.get_or_insert((e.stored(Some(&node.name)), false));
+                    }
+                    results.insert(item, rec);
+                } else {
+                    // The first failure stands; later ones are recorded in their rows.
+                    failure.get_or_insert((error, unknown));
+                }
+            }
+            Err(e) => {
+                failure.get_or_insert((
+                    RuntimeError::new(
+                        &codes::INTERNAL_ERROR,
+                        format!("an item of `{}` stopped unexpectedly: {e}", node.name),
+                    )
+                    .stored(Some(&node.name)),
+                    false,
+                ));
+            }
+        }
+    }
+    if let Some((error, unknown)) = failure {
+        return if unknown {
+            UnitEnd::Unknown {
+                error,
+                writes: Vec::new(),
+            }
+        } else {
+            UnitEnd::Failed {
+                error,
+                writes: Vec::new(),
+            }
+        };
+    }
+    let values: Vec<Value> = (0..total)
+        .filter_map(|i| results.get(&i))
+        .filter(|r| r.state == ItemState::Done)
+        .filter_map(|r| r.value.clone())
+        .collect();
+    UnitEnd::Value {
+        value: Value::Array(values),
+        writes: Vec::new(),
+    }
+}
+
+/// One item: its `started` row first when its executor journals, then its tries, then
+/// its row, committed.
+async fn run_item(shared: Arc<Shared>, node: Arc<Node>, mut unit: Unit) -> ItemOutcome {
+    let item = unit.item;
+    let generation = unit.generation;
+    if unit.executor.journaled(&node) {
+        let (key, rec) = unit.started_row(shared.attempt_no);
+        let started = vec![
+            event_write(Event::CallStarted {
+                node: node.name.clone(),
+                call: key.display(),
+                args_hash: rec.args_hash.clone(),
+            }),
+            Write::Call(key.clone(), rec.clone()),
+        ];
+        if let Err(e) = shared.commit(started).await {
+            return (item, Err((e.stored(Some(&node.name)), false)));
+        }
+        unit.started = Some((key, rec));
+    }
+    let end = tries::run_unit(shared.clone(), unit).await;
+    let (rec, mut writes, outcome) = match end {
+        UnitEnd::Value { value, writes } => (
+            ItemRec {
+                state: ItemState::Done,
+                value: Some(value),
+                error: None,
+            },
+            writes,
+            Ok(()),
+        ),
+        UnitEnd::Failed { error, writes } => (
+            ItemRec {
+                state: ItemState::Failed,
+                value: None,
+                error: Some(error.clone()),
+            },
+            writes,
+            Err((error, false)),
+        ),
+        UnitEnd::Unknown { error, writes } => (
+            ItemRec {
+                state: ItemState::Failed,
+                value: None,
+                error: Some(error.clone()),
+            },
+            writes,
+            Err((error, true)),
+        ),
+    };
+    writes.push(Write::Item(
+        node.name.clone(),
+        generation,
+        item,
+        rec.clone(),
+    ));
+    if let Err(e) = shared.commit(writes).await {
+        return (item, Err((e.stored(Some(&node.name)), false)));
+    }
+    match outcome {
+        Ok(()) => (item, Ok(rec)),
+        Err(e) => (item, Err(e)),
+    }
+}

@@ -1,0 +1,146 @@
+//! Gates in an attempt: a gate that becomes ready is answered already, pre-answered, or
+//! written as pending with its message, its answer's schema and an absolute deadline,
+//! which stays what it was when the gate first became pending (a resume never re-arms
+//! it). Answers given meanwhile (`pipec answer`) are picked up before the attempt pauses.
+
+use serde_json::Value;
+
+use super::Attempt;
+use super::commit::event_write;
+use crate::diagnostic as codes;
+use crate::plan::Body;
+use crate::runtime::bind::Params;
+use crate::runtime::error::RuntimeError;
+use crate::runtime::outcome::PendingGate;
+use crate::store::{Event, GateRec, GateState, Write, ids};
+
+impl Attempt {
+    /// A gate whose inputs are ready (and whose `when` holds).
+    pub(super) fn gate_ready(&mut self, i: usize, params: Params) {
+        let node = self.nodes.node(i).clone();
+        if let Some(g) = self.state.gates.get(&node.name) {
+            match g.state {
+                GateState::Answered => {
+                    let answer = g.answer.clone().unwrap_or(Value::Null);
+                    self.nodes.finish(i, answer, None, true, &mut self.buffer);
+                    return;
+                }
+                GateState::Pending if !self.thread.pre_answers.contains_key(&node.name) => {
+                    // Pending since an earlier attempt: its row (and deadline) stands.
+                    self.nodes.wait(i);
+                    return;
+                }
+                GateState::Pending => {}
+            }
+        }
+        let Body::Gate {
+            message,
+            timeout_ms,
+            ..
+        } = &node.body
+        else {
+            return;
+        };
+        let now = ids::now_ms();
+        let text = match message {
+            Some(t) => match crate::prompt::render_text(t, &params) {
+                Ok(text) => text,
+                Err(e) => {
+                    let error = RuntimeError::new(
+                        &codes::TEMPLATE_RENDER_FAILED,
+                        format!("the message of `{}` does not render: {e}", node.name),
+                    )
+                    .stored(Some(&node.name));
+                    self.nodes.fail(i, error, &mut self.buffer);
+                    return;
+                }
+            },
+            None => format!("Answer the gate `{}`.", node.name),
+        };
+        let schema = self.shared.validators.shown_schema(&node.output);
+        let existing = self.state.gates.get(&node.name).cloned();
+        if let Some(answer) = self.thread.pre_answers.remove(&node.name) {
+            let rec = GateRec {
+                node: node.name.clone(),
+                state: GateState::Answered,
+                message: text,
+                schema,
+                pending_ms: existing.as_ref().map_or(now, |g| g.pending_ms),
+                deadline_ms: existing.as_ref().and_then(|g| g.deadline_ms),
+                answer: Some(answer.clone()),
+                answered_ms: now,
+                answered_by: Some("pre-answer".into()),
+            };
+            self.buffer
+                .push(Write::Gate(node.name.clone(), rec.clone()));
+            self.buffer.push(event_write(Event::GateAnswered {
+                gate: node.name.clone(),
+                by: "pre-answer".into(),
+            }));
+            self.buffer.push(Write::Thread(self.thread.clone()));
+            self.state.gates.insert(node.name.clone(), rec);
+            self.nodes.finish(i, answer, None, true, &mut self.buffer);
+            return;
+        }
+        let deadline = timeout_ms.map(|t| now.saturating_add(t));
+        let rec = GateRec {
+            node: node.name.clone(),
+            state: GateState::Pending,
+            message: text.clone(),
+            schema,
+            pending_ms: now,
+            deadline_ms: deadline,
+            answer: None,
+            answered_ms: 0,
+            answered_by: None,
+        };
+        self.buffer
+            .push(Write::Gate(node.name.clone(), rec.clone()));
+        self.buffer.push(event_write(Event::GatePending {
+            gate: node.name.clone(),
+            message: text,
+            deadline_ms: deadline,
+        }));
+        self.state.gates.insert(node.name.clone(), rec);
+        self.nodes.wait(i);
+    }
+
+    /// Gates answered while this attempt ran: their nodes finish. Returns whether any did.
+    pub(super) async fn take_new_answers(&mut self) -> Result<bool, RuntimeError> {
+        let waiting = self.nodes.with_slot(|s| *s == super::nodes::Slot::Waiting);
+        if waiting.is_empty() {
+            return Ok(false);
+        }
+        let fresh = self.shared.store.load(&self.shared.thread_id).await?;
+        let mut answered = false;
+        for i in waiting {
+            let name = self.nodes.node(i).name.clone();
+            if let Some(g) = fresh
+                .gates
+                .get(&name)
+                .filter(|g| g.state == GateState::Answered)
+            {
+                self.state.gates.insert(name.clone(), g.clone());
+                let answer = g.answer.clone().unwrap_or(Value::Null);
+                self.nodes.finish(i, answer, None, true, &mut self.buffer);
+                answered = true;
+            }
+        }
+        Ok(answered)
+    }
+
+    /// The gates the thread waits at.
+    pub(super) fn pending_gates(&self) -> Vec<PendingGate> {
+        self.state
+            .gates
+            .iter()
+            .filter(|(_, g)| g.state == GateState::Pending)
+            .map(|(name, g)| PendingGate {
+                name: name.clone(),
+                message: g.message.clone(),
+                schema: g.schema.clone(),
+                deadline_ms: g.deadline_ms,
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,344 @@
+//! Bringing the stored rows in line with a new attempt, before anything runs: renamed
+//! nodes keep their rows, kept nodes take their new fingerprint, rerun nodes start a new
+//! generation, nodes that were running when the last process died count a crash,
+//! decisions on unfinished calls are recorded, answers given ahead are kept, and gates
+//! whose deadline passed take their `on_timeout` answer or fail. Everything here was
+//! validated before the claim (`preflight.rs`), so nothing here refuses.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use super::commit::event_write;
+use super::{Attempt, Start};
+use crate::diagnostic as codes;
+use crate::plan::Body;
+use crate::runtime::error::RuntimeError;
+use crate::runtime::options::{Decision, RunOptions};
+use crate::runtime::plan_change::dependents;
+use crate::store::{
+    CallState, Event, GateRec, GateState, ItemRec, ItemState, NodeRec, NodeState, Write, ids,
+};
+
+/// How many times a node may be running when its process dies before it fails.
+const CRASH_LIMIT: u32 = 3;
+
+impl Attempt {
+    /// Rewrites the loaded rows for this attempt; the writes go into the buffer. Returns
+    /// the nodes this recovery failed (crash loops, gates past their deadline).
+    pub(super) fn recover(&mut self, opts: &RunOptions) -> Vec<String> {
+        let plan = self.shared.plan.clone();
+        self.rename(opts);
+        if let Start::Resume { plan_changes } = &self.start {
+            let plan_changes = plan_changes.clone();
+            self.keep(&plan_changes, opts);
+            self.rerun(opts);
+            if self.thread.plan_hash != plan.hash {
+                self.buffer.push(event_write(Event::PlanUpgraded {
+                    from: self.thread.plan_hash.clone(),
+                    to: plan.hash.clone(),
+                }));
+                self.thread.plan_hash = plan.hash.clone();
+            }
+        }
+        let mut fresh_failures = self.count_crashes();
+        self.decide(opts);
+        for (gate, answer) in &opts.pre_answers {
+            self.thread.pre_answers.insert(gate.clone(), answer.clone());
+        }
+        fresh_failures.extend(self.apply_deadlines());
+        // Nodes that failed in an earlier attempt run again, with fresh tries.
+        for (name, rec) in self.state.nodes.iter_mut() {
+            if rec.state == NodeState::Failed && !fresh_failures.contains(name) {
+                rec.tries = 0;
+                rec.crash_count = 0;
+            }
+        }
+        fresh_failures
+    }
+
+    /// Renamed nodes keep their rows (and an `each` node its items) under the new name.
+    fn rename(&mut self, opts: &RunOptions) {
+        for (old, new) in &opts.renames {
+            let Some(rec) = self.state.nodes.remove(old) else {
+                continue;
+            };
+            let items: Vec<(u32, u32, ItemRec)> = self
+                .state
+                .items
+                .iter()
+                .filter(|((n, g, _), _)| n == old && *g == rec.generation)
+                .map(|((_, g, i), r)| (*g, *i, r.clone()))
+                .collect();
+            for (g, i, r) in items {
+                self.buffer.push(Write::Item(new.clone(), g, i, r.clone()));
+                self.state.items.insert((new.clone(), g, i), r);
+            }
+            if let Some(g) = self.state.gates.remove(old) {
+                let g = GateRec {
+                    node: new.clone(),
+                    ..g
+                };
+                self.buffer.push(Write::Gate(new.clone(), g.clone()));
+                self.state.gates.insert(new.clone(), g);
+            }
+            self.buffer.push(Write::Node(new.clone(), rec.clone()));
+            self.state.nodes.insert(new.clone(), rec);
+        }
+    }
+
+    /// Kept nodes: the old result stands under the new definition.
+    fn keep(&mut self, plan_changes: &[String], opts: &RunOptions) {
+        let plan = self.shared.plan.clone();
+        for name in plan_changes.iter().filter(|n| opts.keep.contains(n)) {
+            if let (Some(rec), Some(node)) = (self.state.nodes.get_mut(name), plan.node(name)) {
+                rec.fingerprint = node.fingerprint.clone();
+                self.buffer.push(Write::Node(name.clone(), rec.clone()));
+            }
+        }
+    }
+
+    /// `--rerun-from`: those nodes and everything downstream run again as a new
+    /// generation; their gates ask again.
+    fn rerun(&mut self, opts: &RunOptions) {
+        let rerun = dependents(&self.shared.plan, &opts.rerun_from);
+        for name in &rerun {
+            if let Some(rec) = self.state.nodes.remove(name) {
+                let generation = rec.generation + 1;
+                // Running with no attempt behind it (no start time): it runs again from
+                // scratch, and it is no crash.
+                let reset = NodeRec {
+                    generation,
+                    state: NodeState::Running,
+                    value: None,
+                    error: None,
+                    tries: 0,
+                    crash_count: 0,
+                    next_retry_ms: None,
+                    started_ms: 0,
+                    items: None,
+                    ..rec
+                };
+                self.buffer.push(Write::Node(name.clone(), reset.clone()));
+                self.buffer.push(event_write(Event::NodeRerun {
+                    node: name.clone(),
+                    generation,
+                }));
+                self.state.nodes.insert(name.clone(), reset);
+            }
+            if let Some(g) = self.state.gates.remove(name) {
+                let reopened = GateRec {
+                    state: GateState::Pending,
+                    answer: None,
+                    answered_by: None,
+                    answered_ms: 0,
+                    ..g
+                };
+                // Left out of the loaded rows: the gate writes a new row when it is
+                // reached again, with a new deadline.
+                self.buffer.push(Write::Gate(name.clone(), reopened));
+            }
+        }
+    }
+
+    /// Nodes that were running when the previous attempt died count a crash; after
+    /// [`CRASH_LIMIT`] the node fails instead of taking the machine down in a loop.
+    fn count_crashes(&mut self) -> Vec<String> {
+        let mut failed = Vec::new();
+        for (name, rec) in self.state.nodes.iter_mut() {
+            if rec.state != NodeState::Running || rec.started_ms == 0 {
+                continue;
+            }
+            rec.crash_count += 1;
+            if rec.crash_count >= CRASH_LIMIT {
+                failed.push(name.clone());
+                rec.state = NodeState::Failed;
+                rec.error = Some(
+                    RuntimeError::new(
+                        &codes::NODE_CRASH_LOOP,
+                        format!(
+                            "`{name}` was running when the process died {} times",
+                            rec.crash_count
+                        ),
+                    )
+                    .help("look at its inputs and stderr; fix the cause, then resume")
+                    .stored(Some(name)),
+                );
+            }
+            self.buffer.push(Write::Node(name.clone(), rec.clone()));
+        }
+        failed
+    }
+
+    /// Decisions on unfinished calls: a retry gets fresh tries, a performed call's given
+    /// result becomes the node's (or item's) value.
+    fn decide(&mut self, opts: &RunOptions) {
+        let plan = self.shared.plan.clone();
+        for (key, call) in self.state.calls.clone() {
+            if !matches!(call.state, CallState::Started | CallState::Unknown) || call.idempotent {
+                continue;
+            }
+            let shown = key.display();
+            let Some((_, decision)) = opts
+                .decisions
+                .iter()
+                .find(|(k, _)| k == "all" || *k == shown)
+            else {
+                continue;
+            };
+            let mut resolved = call.clone();
+            resolved.state = CallState::Resolved;
+            resolved.finished_ms = ids::now_ms();
+            match decision {
+                Decision::Retry => {
+                    resolved.decision = Some("retry requested".into());
+                    match self.state.nodes.get_mut(&key.node) {
+                        Some(rec) => {
+                            rec.tries = rec.tries.max(key.seq + 1);
+                            self.buffer.push(Write::Node(key.node.clone(), rec.clone()));
+                        }
+                        None => {
+                            if let Some(node) = plan.node(&key.node) {
+                                let rec = NodeRec {
+                                    generation: key.generation,
+                                    fingerprint: node.fingerprint.clone(),
+                                    state: NodeState::Running,
+                                    value: None,
+                                    error: None,
+                                    tries: key.seq + 1,
+                                    crash_count: 0,
+                                    next_retry_ms: None,
+                                    started_ms: 0,
+                                    finished_ms: 0,
+                                    items: None,
+                                };
+                                self.buffer.push(Write::Node(key.node.clone(), rec.clone()));
+                                self.state.nodes.insert(key.node.clone(), rec);
+                            }
+                        }
+                    }
+                }
+                Decision::Performed(value) => {
+                    let Some(node) = plan.node(&key.node) else {
+                        continue;
+                    };
+                    // The value goes into the node's (or item's) row, not the journal too.
+                    resolved.decision = Some("resolved as performed".into());
+                    if node.each.is_none() {
+                        let rec = NodeRec {
+                            generation: key.generation,
+                            fingerprint: node.fingerprint.clone(),
+                            state: NodeState::Done,
+                            value: Some(value.clone()),
+                            error: None,
+                            tries: 0,
+                            crash_count: 0,
+                            next_retry_ms: None,
+                            started_ms: 0,
+                            finished_ms: ids::now_ms(),
+                            items: None,
+                        };
+                        self.buffer.push(Write::Node(key.node.clone(), rec.clone()));
+                        self.state.nodes.insert(key.node.clone(), rec);
+                    } else {
+                        let item = ItemRec {
+                            state: ItemState::Done,
+                            value: Some(value.clone()),
+                            error: None,
+                        };
+                        self.buffer.push(Write::Item(
+                            key.node.clone(),
+                            key.generation,
+                            key.item,
+                            item.clone(),
+                        ));
+                        self.state
+                            .items
+                            .insert((key.node.clone(), key.generation, key.item), item);
+                    }
+                }
+            }
+            self.buffer.push(event_write(Event::CallResolved {
+                call: shown,
+                decision: resolved.decision.clone(),
+            }));
+            self.buffer.push(Write::Call(key.clone(), resolved.clone()));
+            self.state.calls.insert(key, resolved);
+        }
+    }
+
+    /// Gates whose (absolute) deadline passed take their `on_timeout` answer, or fail.
+    fn apply_deadlines(&mut self) -> Vec<String> {
+        let plan = self.shared.plan.clone();
+        let now = ids::now_ms();
+        let mut failed = Vec::new();
+        let due: BTreeSet<String> = self
+            .state
+            .gates
+            .iter()
+            .filter(|(_, g)| {
+                g.state == GateState::Pending && g.deadline_ms.is_some_and(|d| d <= now)
+            })
+            .map(|(n, _)| n.clone())
+            .collect();
+        for name in due {
+            let Some(g) = self.state.gates.get(&name).cloned() else {
+                continue;
+            };
+            let on_timeout: Option<Value> = match plan.node(&name).map(|n| &n.body) {
+                Some(Body::Gate { on_timeout, .. }) => on_timeout.clone(),
+                _ => None,
+            };
+            match on_timeout {
+                Some(answer) => {
+                    let rec = GateRec {
+                        state: GateState::Answered,
+                        answer: Some(answer),
+                        answered_ms: now,
+                        answered_by: Some("timeout".into()),
+                        ..g
+                    };
+                    self.buffer.push(Write::Gate(name.clone(), rec.clone()));
+                    self.buffer.push(event_write(Event::GateTimedOut {
+                        gate: name.clone(),
+                        applied: Some("on_timeout".into()),
+                    }));
+                    self.state.gates.insert(name, rec);
+                }
+                None => {
+                    let error = RuntimeError::new(
+                        &codes::GATE_TIMED_OUT,
+                        format!(
+                            "the gate `{name}` was not answered before its deadline, and has no `on_timeout`"
+                        ),
+                    )
+                    .stored(Some(&name));
+                    if let Some(node) = plan.node(&name) {
+                        let old = self.state.nodes.get(&name);
+                        let rec = NodeRec {
+                            generation: old.map_or(0, |o| o.generation),
+                            fingerprint: node.fingerprint.clone(),
+                            state: NodeState::Failed,
+                            value: None,
+                            error: Some(error.clone()),
+                            tries: 0,
+                            crash_count: 0,
+                            next_retry_ms: None,
+                            started_ms: old.map_or(0, |o| o.started_ms),
+                            finished_ms: now,
+                            items: None,
+                        };
+                        self.buffer.push(Write::Node(name.clone(), rec.clone()));
+                        self.state.nodes.insert(name.clone(), rec);
+                    }
+                    self.buffer.push(event_write(Event::GateTimedOut {
+                        gate: name.clone(),
+                        applied: None,
+                    }));
+                    failed.push(name);
+                }
+            }
+        }
+        failed
+    }
+}

@@ -1,0 +1,141 @@
+//! Entering a node: binding its parameters from committed values, then deciding whether
+//! it runs. Every node kind enters the same way, here: a required parameter whose source
+//! was skipped skips the node; a binding that fails fails it; an `each` list fans out
+//! (within its `max:`); otherwise `when` decides. Per-item `when` is [`when_holds`].
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::error::RuntimeError;
+use super::eval::{self, Env, Slot};
+use crate::diagnostic as codes;
+use crate::plan::{Node, Source};
+use crate::store::StoredError;
+
+/// A node's bound parameters.
+pub(crate) type Params = BTreeMap<String, Value>;
+
+/// How a node enters.
+pub(crate) enum Entry {
+    /// Skipped: a required input was skipped, its `each` list is missing, or `when` is
+    /// false.
+    Skip,
+    Fail(StoredError),
+    /// Runs once with these parameters.
+    Run(Params),
+    /// Runs once per item: `base` plus the `each` parameter `name` set to the item.
+    /// `when` is decided per item.
+    Each {
+        name: String,
+        base: Params,
+        items: Vec<Value>,
+    },
+}
+
+fn failure(node: &Node, rule: &'static crate::diagnostic::Rule, message: String) -> Entry {
+    Entry::Fail(RuntimeError::new(rule, message).stored(Some(&node.name)))
+}
+
+/// Binds a node's parameters and decides how it enters.
+pub(crate) fn enter(node: &Node, env: &dyn Env) -> Entry {
+    let mut params = Params::new();
+    let mut each = None;
+    for p in &node.params {
+        let slot = match eval::source(env, &p.source, &p.schema) {
+            Ok(slot) => slot,
+            Err(e) => {
+                return failure(
+                    node,
+                    e.rule(),
+                    format!("the parameter `{}` of `{}`: {e}", p.name, node.name),
+                );
+            }
+        };
+        let is_each = node.each.as_deref() == Some(p.name.as_str());
+        match slot {
+            Slot::Skipped if p.optional && !is_each => {
+                params.insert(p.name.clone(), Value::Null);
+            }
+            Slot::Skipped => return Entry::Skip,
+            Slot::Value(v) if is_each => match v {
+                Value::Array(items) => each = Some((p.name.clone(), items)),
+                Value::Null => return Entry::Skip,
+                other => {
+                    return failure(
+                        node,
+                        &codes::EVALUATION_FAILED,
+                        format!("`each` of `{}` needs a list, and got {other}", node.name),
+                    );
+                }
+            },
+            Slot::Value(v) => {
+                params.insert(p.name.clone(), v);
+            }
+        }
+    }
+    if let Some((name, items)) = each {
+        if let Some(max) = each_max(node)
+            && items.len() as u64 > max
+        {
+            return failure(
+                node,
+                &codes::FAN_OUT_TOO_LARGE,
+                format!(
+                    "`{}` fans out over {} items, more than its `max` of {max}",
+                    node.name,
+                    items.len()
+                ),
+            );
+        }
+        return Entry::Each {
+            name,
+            base: params,
+            items,
+        };
+    }
+    match when_holds(node, &params) {
+        Ok(true) => Entry::Run(params),
+        Ok(false) => Entry::Skip,
+        Err(e) => Entry::Fail(e),
+    }
+}
+
+/// The parameters of one item of an `each` node.
+pub(crate) fn item_params(base: &Params, name: &str, item: Value) -> Params {
+    let mut params = base.clone();
+    params.insert(name.to_string(), item);
+    params
+}
+
+/// Whether the node's `when` holds for these parameters (no `when`: it does).
+pub(crate) fn when_holds(node: &Node, params: &Params) -> Result<bool, StoredError> {
+    let Some(w) = &node.when else {
+        return Ok(true);
+    };
+    match eval::expr(params, w) {
+        Ok(Value::Bool(b)) => Ok(b),
+        Ok(Value::Null) => Ok(false),
+        Ok(other) => Err(RuntimeError::new(
+            &codes::EVALUATION_FAILED,
+            format!("`when` of `{}` gave {other}, not true or false", node.name),
+        )
+        .stored(Some(&node.name))),
+        Err(e) => Err(
+            RuntimeError::new(e.rule(), format!("`when` of `{}`: {e}", node.name))
+                .stored(Some(&node.name)),
+        ),
+    }
+}
+
+/// The `max:` of a node's `each` source.
+fn each_max(node: &Node) -> Option<u64> {
+    let name = node.each.as_deref()?;
+    node.params
+        .iter()
+        .find(|p| p.name == name)
+        .and_then(|p| match &p.source {
+            Source::Each { max, .. } => *max,
+            _ => None,
+        })
+}

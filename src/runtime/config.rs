@@ -1,0 +1,136 @@
+//! Configuration (`env("X")`) and secrets (`secret("X")`) a run needs, read before it
+//! starts so that a run never fails halfway for want of a key. On a start every node
+//! counts; on a resume only the nodes still to run, so a secret that only a finished node
+//! used is not asked for again. Everything missing is reported in one error.
+//!
+//! `env()` values are recorded on the thread when it starts (a resume does not drift);
+//! secrets are read at every start and resume and never stored.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::error::{RuntimeError, combine};
+use crate::diagnostic as codes;
+use crate::plan::{Body, ConfigValue, Plan, Source};
+
+/// What a run needs from its environment.
+#[derive(Default)]
+pub(crate) struct Needs {
+    /// `env()` variables and their defaults.
+    pub env: BTreeMap<String, Option<String>>,
+    pub secrets: BTreeSet<String>,
+}
+
+/// The needs of the nodes in `to_run` (all nodes when `None`) and of the models they
+/// call, leaving out models that `replaced` says are replaced (registered or overridden).
+pub(crate) fn needs(
+    plan: &Plan,
+    to_run: Option<&BTreeSet<String>>,
+    replaced: &dyn Fn(&str) -> bool,
+) -> Needs {
+    let mut out = Needs::default();
+    let mut models = BTreeSet::new();
+    for node in &plan.nodes {
+        if to_run.is_some_and(|set| !set.contains(&node.name)) {
+            continue;
+        }
+        for p in &node.params {
+            collect(&p.source, &mut out);
+        }
+        if let Body::Model { model, .. } = &node.body
+            && !replaced(model)
+        {
+            models.insert(model.clone());
+        }
+    }
+    if to_run.is_none() {
+        for o in &plan.outputs {
+            collect(&o.source, &mut out);
+        }
+    }
+    for m in plan.models.iter().filter(|m| models.contains(&m.name)) {
+        for v in [&m.base_url, &m.api_key].into_iter().flatten() {
+            match v {
+                ConfigValue::Env { var, default } => {
+                    out.env.insert(var.clone(), default.clone());
+                }
+                ConfigValue::Secret { var } => {
+                    out.secrets.insert(var.clone());
+                }
+                ConfigValue::Literal { .. } => {}
+            }
+        }
+    }
+    out
+}
+
+fn collect(src: &Source, out: &mut Needs) {
+    match src {
+        Source::Env { var, default } => {
+            out.env.insert(var.clone(), default.clone());
+        }
+        Source::Secret { var } => {
+            out.secrets.insert(var.clone());
+        }
+        Source::Join { sides } | Source::List { items: sides } => {
+            sides.iter().for_each(|s| collect(s, out))
+        }
+        Source::Record { fields } => fields.values().for_each(|s| collect(s, out)),
+        Source::Each { list, .. } => collect(list, out),
+        _ => {}
+    }
+}
+
+/// Configuration values and secrets, by variable.
+pub(crate) struct Values {
+    pub config: BTreeMap<String, String>,
+    pub secrets: BTreeMap<String, String>,
+}
+
+/// The configuration values: recorded ones first (a resume), then the environment,
+/// then the default. Also the secrets. Every missing one is in the error.
+pub(crate) fn read(
+    needs: &Needs,
+    recorded: &BTreeMap<String, String>,
+    environment: &dyn Fn(&str) -> Option<String>,
+) -> Result<Values, RuntimeError> {
+    let mut config = recorded.clone();
+    let mut missing = Vec::new();
+    for (var, default) in &needs.env {
+        if config.contains_key(var) {
+            continue;
+        }
+        match environment(var).or_else(|| default.clone()) {
+            Some(v) => {
+                config.insert(var.clone(), v);
+            }
+            None => missing.push(
+                RuntimeError::new(
+                    &codes::CONFIG_MISSING,
+                    format!("the environment variable `{var}` is not set"),
+                )
+                .help(format!(
+                    "set it, or give a default: `env(\"{var}\", default: \"...\")`"
+                )),
+            ),
+        }
+    }
+    let mut secrets = BTreeMap::new();
+    for var in &needs.secrets {
+        match environment(var) {
+            Some(v) => {
+                secrets.insert(var.clone(), v);
+            }
+            None => missing.push(
+                RuntimeError::new(
+                    &codes::CONFIG_MISSING,
+                    format!("the secret `{var}` is not set"),
+                )
+                .help("set each in the environment; secrets are read at every start and resume, and never stored"),
+            ),
+        }
+    }
+    match combine(missing) {
+        Some(e) => Err(e),
+        None => Ok(Values { config, secrets }),
+    }
+}

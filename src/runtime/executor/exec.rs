@@ -1,0 +1,115 @@
+//! `exec` nodes: a subprocess (started by `runtime/exec.rs`) with the node's parameters
+//! as JSON on stdin and one JSON value on stdout. A non-idempotent command is journaled
+//! before each try; it gets its call's idempotency key in `PIPEC_CALL_KEY`.
+
+use serde_json::Value;
+
+use super::{Executor, TryContext, TryError, TryFuture};
+use crate::diagnostic::{self as codes, Rule};
+use crate::plan::{Body, Node};
+use crate::runtime::error::RuntimeError;
+use crate::runtime::exec::{self, ExecError};
+use crate::runtime::validate::Mode;
+
+pub(crate) struct Exec;
+
+impl Executor for Exec {
+    fn call_kind(&self) -> &'static str {
+        "exec"
+    }
+
+    fn journaled(&self, node: &Node) -> bool {
+        matches!(
+            node.body,
+            Body::Exec {
+                idempotent: false,
+                ..
+            }
+        )
+    }
+
+    fn target(&self, node: &Node) -> String {
+        match &node.body {
+            Body::Exec { argv, .. } => argv.join(" "),
+            _ => String::new(),
+        }
+    }
+
+    fn failure_rule(&self) -> &'static Rule {
+        &codes::EXEC_FAILED
+    }
+
+    fn run<'a>(&'a self, cx: TryContext<'a>) -> TryFuture<'a> {
+        Box::pin(run(self, cx))
+    }
+}
+
+async fn run(this: &Exec, cx: TryContext<'_>) -> Result<Value, TryError> {
+    let unit = cx.unit;
+    let node = &unit.node;
+    let Body::Exec { argv, .. } = &node.body else {
+        return Err(super::fatal(
+            &cx,
+            &codes::INTERNAL_ERROR,
+            format!("`{}` is not an `exec` node", node.name),
+        ));
+    };
+    let shared = cx.shared;
+    let env = vec![
+        ("PIPEC_THREAD".to_string(), shared.thread_id.clone()),
+        ("PIPEC_NODE".to_string(), node.name.clone()),
+        (
+            "PIPEC_ITEM".to_string(),
+            if unit.is_item {
+                unit.item.to_string()
+            } else {
+                String::new()
+            },
+        ),
+        ("PIPEC_CALL_KEY".to_string(), cx.idem_key.clone()),
+    ];
+    let stdin = Value::Object(unit.params.clone().into_iter().collect());
+    let result = exec::run(exec::ExecRequest {
+        argv,
+        project_root: &shared.project_root,
+        stdin: &stdin,
+        env,
+        timeout: None,
+    })
+    .await;
+    let idempotent = !this.journaled(node);
+    let scrub = |s: String| shared.scrubber.scrub_fragment(&s);
+    let fatal = |rule, message: String| {
+        TryError::Fatal(RuntimeError::new(rule, scrub(message)).stored(Some(&node.name)))
+    };
+    match result {
+        Ok(value) => {
+            shared
+                .validators
+                .check(&node.output, &value, Mode::Open)
+                .map_err(|e| {
+                    fatal(
+                        &codes::EXEC_OUTPUT_INVALID,
+                        format!(
+                            "`{}` printed a value that does not fit `{}`: {e}",
+                            argv.join(" "),
+                            node.output_type
+                        ),
+                    )
+                })?;
+            Ok(value)
+        }
+        // Nothing ran: trying again is safe.
+        Err(ExecError::Spawn(m)) => Err(TryError::Transient {
+            rule: &codes::EXEC_FAILED,
+            message: scrub(m),
+        }),
+        Err(e @ ExecError::Output { .. }) => Err(fatal(&codes::EXEC_OUTPUT_INVALID, e.to_string())),
+        Err(e) if idempotent => Err(TryError::Transient {
+            rule: &codes::EXEC_FAILED,
+            message: scrub(e.to_string()),
+        }),
+        Err(e @ ExecError::TimedOut { .. }) => Err(TryError::Unknown(scrub(e.to_string()))),
+        Err(e) => Err(fatal(&codes::EXEC_FAILED, e.to_string())),
+    }
+}

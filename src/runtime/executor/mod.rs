@@ -1,0 +1,94 @@
+//! One executor per kind of node that is not pure: `exec` (a subprocess), `host` (a
+//! function of the embedding program), `think` (one model call, with repairs), and the
+//! MCP kinds `call`, `agent` and `act`. Each says how its calls are journaled, what the
+//! journal names as the callee, and what a failure is; the retry loop (`tries.rs`) is the
+//! same for all. A new node kind is a file here and a line in [`for_node`].
+
+mod act;
+mod agent;
+mod call;
+mod exec;
+mod host;
+mod think;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::Value;
+
+use super::attempt::Shared;
+use super::tries::Unit;
+use crate::diagnostic::Rule;
+use crate::plan::{Body, Node, NodeKind};
+use crate::store::{StoredError, Write};
+
+/// A boxed future of an executor's try.
+pub(crate) type TryFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, TryError>> + Send + 'a>>;
+
+/// How one try ended, when it did not give a value.
+#[derive(Debug)]
+pub(crate) enum TryError {
+    /// Trying again may help, and is safe: the failure's code and message.
+    Transient {
+        rule: &'static Rule,
+        message: String,
+    },
+    /// It will not get better by trying again.
+    Fatal(StoredError),
+    /// An effect that may or may not have happened: the thread needs a person.
+    Unknown(String),
+}
+
+/// What a try can use.
+pub(crate) struct TryContext<'a> {
+    pub shared: &'a Shared,
+    pub unit: &'a Unit,
+    /// The key handed to the callee; the same for every try of the call.
+    pub idem_key: String,
+    /// Rows and events the try produced (model turns), committed with its result.
+    pub writes: &'a mut Vec<Write>,
+}
+
+/// A kind of node that runs as a task.
+pub(crate) trait Executor: Sync {
+    /// The journal's word for this kind of call (`exec`, `host`, `model`, `tool`).
+    fn call_kind(&self) -> &'static str;
+
+    /// Whether each try must be journaled (a committed `started` row) before it runs:
+    /// an effect that is not idempotent.
+    fn journaled(&self, node: &Node) -> bool;
+
+    /// What the journal names as the callee (the command, the function, the model).
+    fn target(&self, node: &Node) -> String;
+
+    /// The code of a try that ran out of time, and of the last transient failure when
+    /// the retries are used up and it carries none.
+    fn failure_rule(&self) -> &'static Rule;
+
+    /// Whether each step is a call of its own, with its own idempotency key (model
+    /// turns), rather than a try of the same call.
+    fn key_per_step(&self) -> bool {
+        false
+    }
+
+    /// One try.
+    fn run<'a>(&'a self, cx: TryContext<'a>) -> TryFuture<'a>;
+}
+
+/// The executor of a node that runs as a task; `None` for pure nodes and gates.
+pub(crate) fn for_node(node: &Node) -> Option<&'static dyn Executor> {
+    Some(match (&node.body, node.kind) {
+        (Body::Exec { .. }, _) => &exec::Exec,
+        (Body::Host { .. }, _) => &host::Host,
+        (Body::Call { .. }, _) => &call::Call,
+        (Body::Model { .. }, NodeKind::Agent) => &agent::Agent,
+        (Body::Model { .. }, NodeKind::Act) => &act::Act,
+        (Body::Model { .. }, _) => &think::Think,
+        (Body::Return { .. } | Body::Gate { .. }, _) => return None,
+    })
+}
+
+/// A fatal error about the node of `cx`.
+pub(crate) fn fatal(cx: &TryContext<'_>, rule: &'static Rule, message: String) -> TryError {
+    TryError::Fatal(super::error::RuntimeError::new(rule, message).stored(Some(&cx.unit.node.name)))
+}

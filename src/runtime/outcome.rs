@@ -1,0 +1,50 @@
+//! How a run ended (for now): completed with its outputs, paused at gates, failed, or
+//! blocked on a person's decision.
+
+use serde_json::Value;
+
+use crate::store::StoredError;
+
+/// How a run ended (for now).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    Completed {
+        thread: String,
+        outputs: Value,
+    },
+    /// Waiting for answers at these gates.
+    Paused {
+        thread: String,
+        gates: Vec<PendingGate>,
+    },
+    Failed {
+        thread: String,
+        error: StoredError,
+    },
+    /// Needs a person's decision (an unfinished effect, a diverging journal).
+    Blocked {
+        thread: String,
+        reasons: Vec<StoredError>,
+    },
+}
+
+impl Outcome {
+    pub fn thread(&self) -> &str {
+        match self {
+            Outcome::Completed { thread, .. }
+            | Outcome::Paused { thread, .. }
+            | Outcome::Failed { thread, .. }
+            | Outcome::Blocked { thread, .. } => thread,
+        }
+    }
+}
+
+/// A gate that waits for its answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PendingGate {
+    pub name: String,
+    pub message: String,
+    /// The JSON Schema an answer must fit (with the definitions it uses).
+    pub schema: Value,
+    pub deadline_ms: Option<u64>,
+}

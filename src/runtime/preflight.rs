@@ -1,0 +1,416 @@
+//! Everything a start or resume checks before it writes anything: inputs, answers,
+//! options (every name they give must exist), host functions, node kinds this pipec can
+//! run, and unfinished effects. A refused command changes nothing.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Map, Value};
+
+use super::error::{RuntimeError, combine};
+use super::eval;
+use super::executor;
+use super::options::{Decision, RunOptions};
+use super::runner::Runner;
+use super::validate::Mode;
+use crate::check::names::did_you_mean;
+use crate::diagnostic as codes;
+use crate::plan::{Body, NodeKind};
+use crate::store::{CallState, NodeState, StoredError, ThreadState};
+
+/// The default cap on one gate answer's size, as JSON.
+pub const DEFAULT_MAX_ANSWER_BYTES: usize = 1024 * 1024;
+
+fn option(message: String) -> RuntimeError {
+    RuntimeError::new(&codes::OPTION_INVALID, message)
+}
+
+/// `help` naming what exists, with a did-you-mean when one is close.
+fn suggestion<'a>(name: &str, known: impl Iterator<Item = &'a str> + Clone, what: &str) -> String {
+    did_you_mean(name, known.clone()).unwrap_or_else(|| {
+        let list: Vec<&str> = known.collect();
+        if list.is_empty() {
+            format!("there are no {what}")
+        } else {
+            format!("the {what} are {}", list.join(", "))
+        }
+    })
+}
+
+impl Runner {
+    /// Validates inputs against the plan and fills defaults.
+    pub fn check_inputs(&self, inputs: Value) -> Result<Value, RuntimeError> {
+        let Value::Object(given) = inputs else {
+            return Err(RuntimeError::new(
+                &codes::INPUT_INVALID,
+                "inputs are a JSON object of input names",
+            ));
+        };
+        for name in given.keys() {
+            if !self.plan.inputs.iter().any(|i| &i.name == name) {
+                let known = self.plan.inputs.iter().map(|i| i.name.as_str());
+                let help = if self.plan.inputs.is_empty() {
+                    "this pipeline takes no inputs".to_string()
+                } else {
+                    suggestion(name, known, "inputs")
+                };
+                return Err(RuntimeError::new(
+                    &codes::INPUT_INVALID,
+                    format!("the pipeline has no input `{name}`"),
+                )
+                .help(help));
+            }
+        }
+        let mut out = Map::new();
+        for input in &self.plan.inputs {
+            let value = match given.get(&input.name) {
+                Some(v) => v.clone(),
+                None => match &input.default {
+                    Some(d) => d.clone(),
+                    None if input.optional => Value::Null,
+                    None => {
+                        return Err(RuntimeError::new(
+                            &codes::INPUT_INVALID,
+                            format!(
+                                "the input `{}` ({}) is required",
+                                input.name, input.type_name
+                            ),
+                        )
+                        .help(format!("give it: `--input {}=...`", input.name)));
+                    }
+                },
+            };
+            if let Err(e) = self.validators.check(&input.schema, &value, Mode::Closed) {
+                return Err(RuntimeError::new(
+                    &codes::INPUT_INVALID,
+                    format!(
+                        "the input `{}` does not fit `{}`: {e}",
+                        input.name, input.type_name
+                    ),
+                ));
+            }
+            out.insert(input.name.clone(), value);
+        }
+        Ok(Value::Object(out))
+    }
+
+    /// An answer must name a gate, fit its type exactly (no field it does not declare,
+    /// integers within 64 bits) and stay under the size cap.
+    pub(crate) fn check_answer(&self, gate: &str, answer: &Value) -> Result<(), RuntimeError> {
+        let gates = || {
+            self.plan
+                .nodes
+                .iter()
+                .filter(|n| n.kind == NodeKind::Gate)
+                .map(|n| n.name.as_str())
+        };
+        let Some(node) = self.plan.node(gate).filter(|n| n.kind == NodeKind::Gate) else {
+            return Err(RuntimeError::new(
+                &codes::GATE_ANSWER_INVALID,
+                format!("the pipeline has no gate `{gate}`"),
+            )
+            .help(suggestion(gate, gates(), "gates")));
+        };
+        let size = serde_json::to_vec(answer).map_or(0, |b| b.len());
+        if size > self.max_answer_bytes {
+            return Err(RuntimeError::new(
+                &codes::GATE_ANSWER_INVALID,
+                format!(
+                    "the answer to `{gate}` is {size} bytes, more than the {} an answer may have",
+                    self.max_answer_bytes
+                ),
+            )
+            .help("put large content where the pipeline can read it (a file, a resource) and answer with a reference; or raise the cap with `--max-answer-bytes`"));
+        }
+        self.validators
+            .check(&node.output, answer, Mode::Closed)
+            .map_err(|e| {
+                let example = serde_json::to_string(&self.validators.shown_schema(&node.output))
+                    .unwrap_or_default();
+                RuntimeError::new(
+                    &codes::GATE_ANSWER_INVALID,
+                    format!(
+                        "the answer to `{gate}` does not fit `{}`: {e}",
+                        node.output_type
+                    ),
+                )
+                .help(format!("answer with JSON of this schema: {example}"))
+            })
+    }
+
+    /// Answers given on one command: each gate once, each valid.
+    pub(crate) fn check_answers(&self, answers: &[(String, Value)]) -> Result<(), RuntimeError> {
+        let mut seen = BTreeSet::new();
+        for (gate, answer) in answers {
+            if !seen.insert(gate.as_str()) {
+                return Err(option(format!("the gate `{gate}` is answered twice"))
+                    .help("give one answer per gate"));
+            }
+            self.check_answer(gate, answer)?;
+        }
+        Ok(())
+    }
+
+    /// Every `host` node needs its function; every node must be of a kind this pipec runs.
+    pub(crate) fn check_runnable(
+        &self,
+        to_run: Option<&BTreeSet<String>>,
+    ) -> Result<(), RuntimeError> {
+        let mut unsupported = Vec::new();
+        for node in &self.plan.nodes {
+            if to_run.is_some_and(|set| !set.contains(&node.name)) {
+                continue;
+            }
+            if let Body::Host { function } = &node.body
+                && !self.hosts.contains_key(function)
+            {
+                return Err(RuntimeError::new(
+                    &codes::HOST_FUNCTION_MISSING,
+                    format!(
+                        "the node `{}` calls the host function `{function}`, which is not registered",
+                        node.name
+                    ),
+                )
+                .help("host functions are registered by a program that embeds pipec: `Runner::host_fn(...)`"));
+            }
+            let mcp = matches!(node.body, Body::Call { .. })
+                || matches!(node.kind, NodeKind::Agent | NodeKind::Act);
+            let reads = node.params.iter().any(|p| eval::is_resource(&p.source));
+            if mcp || reads {
+                unsupported.push(format!(
+                    "`{}` ({})",
+                    node.name,
+                    if mcp { "MCP tools" } else { "an MCP resource" }
+                ));
+            } else if node.kind != NodeKind::Gate
+                && !matches!(node.body, Body::Return { .. })
+                && executor::for_node(node).is_none()
+            {
+                unsupported.push(format!("`{}`", node.name));
+            }
+        }
+        if !unsupported.is_empty() {
+            return Err(RuntimeError::new(
+                &codes::NOT_SUPPORTED,
+                format!(
+                    "this version of pipec cannot run these nodes: {}",
+                    unsupported.join(", ")
+                ),
+            )
+            .help("run the pipeline with a pipec that runs MCP nodes, or replace them with `exec` or `host` nodes"));
+        }
+        Ok(())
+    }
+
+    /// Model overrides name models the plan declares.
+    pub(crate) fn check_overrides(
+        &self,
+        overrides: &BTreeMap<String, String>,
+    ) -> Result<(), RuntimeError> {
+        for name in overrides.keys() {
+            if !self.plan.models.iter().any(|m| &m.name == name) {
+                let known = self.plan.models.iter().map(|m| m.name.as_str());
+                return Err(option(format!(
+                    "`--model {name}=...`: the plan declares no model `{name}`"
+                ))
+                .help(suggestion(name, known, "models")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The options of a start: only answers ahead and a new thread id are meaningful.
+    pub(crate) fn check_start_options(&self, opts: &RunOptions) -> Result<(), RuntimeError> {
+        if opts.concurrency == Some(0) {
+            return Err(option("a concurrency of 0 runs nothing".into())
+                .help("give `--concurrency 1` or more"));
+        }
+        if opts.changes_results() {
+            return Err(option(
+                "`--keep`, `--rerun-from`, `--rename`, `--retry-unfinished` and `--resolve` apply to a resume, not to a new thread".into(),
+            ));
+        }
+        self.check_answers(&opts.pre_answers)
+    }
+
+    /// The options of a resume: every node and call they name exists, no node is both
+    /// kept and rerun, each decision's result fits its node.
+    pub(crate) fn check_resume_options(
+        &self,
+        state: &ThreadState,
+        opts: &RunOptions,
+    ) -> Result<(), RuntimeError> {
+        if opts.concurrency == Some(0) {
+            return Err(option("a concurrency of 0 runs nothing".into())
+                .help("give `--concurrency 1` or more"));
+        }
+        let plan_nodes = || self.plan.nodes.iter().map(|n| n.name.as_str());
+        let mut problems = Vec::new();
+        for (flag, names) in [("--keep", &opts.keep), ("--rerun-from", &opts.rerun_from)] {
+            for name in names {
+                if self.plan.node(name).is_none() {
+                    problems.push(
+                        option(format!(
+                            "`{flag} {name}`: the pipeline has no node `{name}`"
+                        ))
+                        .help(suggestion(name, plan_nodes(), "nodes")),
+                    );
+                }
+            }
+        }
+        for name in opts.keep.iter().filter(|n| opts.rerun_from.contains(n)) {
+            problems.push(
+                option(format!(
+                    "`{name}` is both kept (`--keep`) and computed again (`--rerun-from`)"
+                ))
+                .help("choose one"),
+            );
+        }
+        let mut renamed = BTreeSet::new();
+        for (old, new) in &opts.renames {
+            if !state.nodes.contains_key(old) {
+                let known = state.nodes.keys().map(String::as_str);
+                problems.push(
+                    option(format!(
+                        "`--rename {old}={new}`: the thread has no node `{old}`"
+                    ))
+                    .help(suggestion(old, known, "thread's nodes")),
+                );
+            }
+            if self.plan.node(new).is_none() {
+                problems.push(
+                    option(format!(
+                        "`--rename {old}={new}`: the pipeline has no node `{new}`"
+                    ))
+                    .help(suggestion(new, plan_nodes(), "nodes")),
+                );
+            } else if state.nodes.contains_key(new) && !opts.renames.iter().any(|(o, _)| o == new) {
+                problems.push(option(format!(
+                    "`--rename {old}={new}`: the thread already has a node `{new}`"
+                )));
+            }
+            if !renamed.insert(new.as_str()) {
+                problems.push(option(format!("two nodes are renamed to `{new}`")));
+            }
+        }
+        let unfinished: Vec<String> = state
+            .calls
+            .iter()
+            .filter(|(_, c)| {
+                matches!(c.state, CallState::Started | CallState::Unknown) && !c.idempotent
+            })
+            .map(|(k, _)| k.display())
+            .collect();
+        let mut decided = BTreeSet::new();
+        for (key, decision) in &opts.decisions {
+            if !decided.insert(key.as_str()) {
+                problems.push(option(format!("the call `{key}` is decided twice")));
+            }
+            if key == "all" {
+                if unfinished.is_empty() {
+                    problems.push(option("`all`: the thread has no unfinished call".into()));
+                }
+                continue;
+            }
+            if !unfinished.contains(key) {
+                let help = if unfinished.is_empty() {
+                    "the thread has no unfinished call".to_string()
+                } else {
+                    suggestion(
+                        key,
+                        unfinished.iter().map(String::as_str),
+                        "unfinished calls",
+                    )
+                };
+                problems.push(
+                    option(format!("`{key}` is not an unfinished call of this thread")).help(help),
+                );
+                continue;
+            }
+            if let Decision::Performed(value) = decision {
+                let node = state
+                    .calls
+                    .keys()
+                    .find(|k| k.display() == *key)
+                    .and_then(|k| self.plan.node(&k.node));
+                if let Some(node) = node
+                    && let Err(e) = self.validators.check(&node.output, value, Mode::Open)
+                {
+                    problems.push(option(format!(
+                        "the result given for {key} does not fit `{}`: {e}",
+                        node.output_type
+                    )));
+                }
+            }
+        }
+        match combine(problems) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Calls whose outcome nobody knows and nobody decided on.
+    pub(crate) fn unfinished_calls(
+        &self,
+        state: &ThreadState,
+        opts: &RunOptions,
+    ) -> Vec<StoredError> {
+        let mut out = Vec::new();
+        for (key, call) in &state.calls {
+            if !matches!(call.state, CallState::Started | CallState::Unknown) || call.idempotent {
+                continue;
+            }
+            let shown = key.display();
+            let decided = opts
+                .decisions
+                .iter()
+                .any(|(k, _)| k == "all" || *k == shown);
+            if decided {
+                continue;
+            }
+            let node_done = state
+                .nodes
+                .get(&key.node)
+                .is_some_and(|n| n.state == NodeState::Done && n.generation == key.generation);
+            if node_done {
+                continue;
+            }
+            out.push(StoredError {
+                code: codes::UNFINISHED_EFFECT.code.into(),
+                name: codes::UNFINISHED_EFFECT.name.into(),
+                message: format!(
+                    "the call {shown} ({} {}) started and may or may not have happened",
+                    call.kind, call.target
+                ),
+                node: Some(key.node.clone()),
+                help: Some(format!(
+                    "run it again with `--retry-unfinished {shown}`, or record that it happened with `--resolve {shown}=<result JSON>`"
+                )),
+            });
+        }
+        out
+    }
+
+    /// The nodes a resume may still run: those without a finished row, and those it
+    /// computes again.
+    pub(crate) fn still_to_run(&self, state: &ThreadState, opts: &RunOptions) -> BTreeSet<String> {
+        let rerun = super::plan_change::dependents(&self.plan, &opts.rerun_from);
+        let renamed: BTreeMap<&str, &str> = opts
+            .renames
+            .iter()
+            .map(|(a, b)| (b.as_str(), a.as_str()))
+            .collect();
+        self.plan
+            .nodes
+            .iter()
+            .filter(|n| {
+                let stored = renamed.get(n.name.as_str()).copied().unwrap_or(&n.name);
+                rerun.contains(&n.name)
+                    || !state
+                        .nodes
+                        .get(stored)
+                        .is_some_and(|r| matches!(r.state, NodeState::Done | NodeState::Skipped))
+            })
+            .map(|n| n.name.clone())
+            .collect()
+    }
+}

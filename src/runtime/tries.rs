@@ -1,0 +1,250 @@
+//! Running one unit of work (a node, or one item of an `each` node) with its executor:
+//! the node's `timeout` per try, `retries` with backoff (the next try and its deadline
+//! are committed before waiting, so a crash does not reset them), and the journal row
+//! that ends each journaled try. Results go back to the scheduler, which commits them
+//! with whatever they make ready: one commit per step of a chain.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::attempt::{Shared, event_write};
+use super::bind::Params;
+use super::error::RuntimeError;
+use super::executor::{Executor, TryContext, TryError};
+use super::journal;
+use super::progress::Step;
+use crate::diagnostic as codes;
+use crate::plan::Node;
+use crate::store::{
+    CallKey, CallRec, CallState, Event, NodeRec, NodeState, StoredError, Write, ids,
+};
+
+/// One unit of work: a node, or one item of it.
+pub(crate) struct Unit {
+    pub node: Arc<Node>,
+    pub executor: &'static dyn Executor,
+    pub item: u32,
+    /// The item index as `PIPEC_ITEM` shows it (none for plain nodes).
+    pub is_item: bool,
+    pub params: Params,
+    pub generation: u32,
+    /// Tries already used (from the node row), for the `retries` policy.
+    pub tries: u32,
+    /// The step of the next try (see `journal.rs`).
+    pub step: u32,
+    /// The idempotency key of the unit's call, the same for every try.
+    pub idem_key: String,
+    /// The `started` row the scheduler already committed for the next try.
+    pub started: Option<(CallKey, CallRec)>,
+    /// A retry's wait that a crash interrupted: the rest is waited out first.
+    pub wait_until_ms: Option<u64>,
+}
+
+/// What a unit ended with; the writes are committed by the caller.
+pub(crate) enum UnitEnd {
+    Value {
+        value: serde_json::Value,
+        writes: Vec<Write>,
+    },
+    Failed {
+        error: StoredError,
+        writes: Vec<Write>,
+    },
+    /// An effect whose outcome is unknown: the thread needs a person.
+    Unknown {
+        error: StoredError,
+        writes: Vec<Write>,
+    },
+}
+
+impl Unit {
+    /// The `started` row of this unit's next try (journaled executors).
+    pub(crate) fn started_row(&self, attempt: u32) -> (CallKey, CallRec) {
+        let key = journal::key(&self.node.name, self.generation, self.item, self.step);
+        let rec = journal::started_row(
+            self.executor,
+            &self.node,
+            &self.params,
+            self.idem_key.clone(),
+            attempt,
+        );
+        (key, rec)
+    }
+}
+
+/// Runs a unit with its retries.
+pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
+    let node = unit.node.clone();
+    let executor = unit.executor;
+    let journaled = executor.journaled(&node);
+    let retries = node.retries.unwrap_or(0) as u32;
+    let mut writes: Vec<Write> = Vec::new();
+    if let Some(until) = unit.wait_until_ms.take() {
+        let now = ids::now_ms();
+        if until > now {
+            tokio::time::sleep(Duration::from_millis(until - now)).await;
+        }
+    }
+    loop {
+        let key = journal::key(&node.name, unit.generation, unit.item, unit.step);
+        let started_row = unit.started.take().map(|(_, rec)| rec);
+        let permit = shared.permits.acquire().await;
+        if let Some(p) = &shared.progress {
+            p.step(Step::Started {
+                node: &node.name,
+                item: unit.is_item.then_some(unit.item),
+            });
+        }
+        let begun = Instant::now();
+        let cx = TryContext {
+            shared: &shared,
+            unit: &unit,
+            idem_key: unit.idem_key.clone(),
+            writes: &mut writes,
+        };
+        let attempt = executor.run(cx);
+        let result = match node.timeout_ms {
+            Some(ms) => match tokio::time::timeout(Duration::from_millis(ms), attempt).await {
+                Ok(r) => r,
+                Err(_) => {
+                    let message = format!(
+                        "`{}` ran longer than its timeout of {}",
+                        node.name,
+                        super::progress::human(Duration::from_millis(ms))
+                    );
+                    if journaled {
+                        Err(TryError::Unknown(message))
+                    } else {
+                        Err(TryError::Transient {
+                            rule: executor.failure_rule(),
+                            message,
+                        })
+                    }
+                }
+            },
+            None => attempt.await,
+        };
+        drop(permit);
+        // The end of the try, in the journal of the executors that keep one.
+        let journal = |writes: &mut Vec<Write>, state, error| {
+            if let Some(started) = &started_row {
+                writes.push(Write::Call(
+                    key.clone(),
+                    journal::finished_row(started, state, error),
+                ));
+            }
+        };
+        match result {
+            Ok(value) => {
+                if let Some(p) = &shared.progress {
+                    p.step(Step::Finished {
+                        node: &node.name,
+                        took: begun.elapsed(),
+                    });
+                }
+                journal(&mut writes, CallState::Ok, None);
+                return UnitEnd::Value { value, writes };
+            }
+            Err(TryError::Unknown(message)) => {
+                journal(&mut writes, CallState::Unknown, Some(message.clone()));
+                let error = RuntimeError::new(
+                    &codes::UNFINISHED_EFFECT,
+                    format!("{message}; whether it took effect is unknown"),
+                )
+                .stored(Some(&node.name));
+                return UnitEnd::Unknown { error, writes };
+            }
+            Err(TryError::Fatal(error)) => {
+                report_item_failure(&shared, &unit, &error);
+                journal(
+                    &mut writes,
+                    CallState::ToolError,
+                    Some(error.message.clone()),
+                );
+                return UnitEnd::Failed { error, writes };
+            }
+            Err(TryError::Transient { rule, message }) => {
+                journal(&mut writes, CallState::ToolError, Some(message.clone()));
+                if unit.tries >= retries {
+                    let message = if retries > 0 {
+                        format!("{message} (after {} tries)", unit.tries + 1)
+                    } else {
+                        message
+                    };
+                    let error = RuntimeError::new(rule, message).stored(Some(&node.name));
+                    report_item_failure(&shared, &unit, &error);
+                    return UnitEnd::Failed { error, writes };
+                }
+                // The next try and its wait are stored before waiting.
+                unit.tries += 1;
+                unit.step += 1;
+                let backoff = Duration::from_millis(
+                    node.backoff_ms
+                        .unwrap_or(500)
+                        .saturating_mul(1u64 << (unit.tries - 1).min(6)),
+                );
+                let due = ids::now_ms() + backoff.as_millis() as u64;
+                let error = RuntimeError::new(rule, message.clone()).stored(Some(&node.name));
+                let mut batch = std::mem::take(&mut writes);
+                if !unit.is_item {
+                    batch.push(Write::Node(
+                        node.name.clone(),
+                        NodeRec {
+                            generation: unit.generation,
+                            fingerprint: node.fingerprint.clone(),
+                            state: NodeState::Running,
+                            value: None,
+                            error: Some(error),
+                            tries: unit.tries,
+                            crash_count: 0,
+                            next_retry_ms: Some(due),
+                            started_ms: ids::now_ms(),
+                            finished_ms: 0,
+                            items: None,
+                        },
+                    ));
+                }
+                batch.push(event_write(Event::RetryScheduled {
+                    node: node.name.clone(),
+                    item: unit.item,
+                    try_number: unit.tries,
+                    at_ms: due,
+                    code: Some(rule.code.into()),
+                    error: message,
+                }));
+                if journaled {
+                    let (key, rec) = unit.started_row(shared.attempt_no);
+                    batch.push(Write::Call(key.clone(), rec.clone()));
+                    unit.started = Some((key, rec));
+                }
+                if let Err(e) = shared.commit(batch).await {
+                    return UnitEnd::Failed {
+                        error: e.stored(Some(&node.name)),
+                        writes: Vec::new(),
+                    };
+                }
+                if let Some(p) = &shared.progress {
+                    p.step(Step::Retrying {
+                        node: &node.name,
+                        try_number: unit.tries + 1,
+                        after: backoff,
+                    });
+                }
+                tokio::time::sleep(backoff).await;
+            }
+        }
+    }
+}
+
+/// An item's failure is shown as it happens; a node's, by the scheduler as it fails the
+/// node.
+fn report_item_failure(shared: &Shared, unit: &Unit, error: &StoredError) {
+    if unit.is_item
+        && let Some(p) = &shared.progress
+    {
+        p.step(Step::Failed {
+            node: &unit.node.name,
+            message: &error.message,
+        });
+    }
+}
