@@ -29,15 +29,21 @@ pub fn store_path(flag: &Option<PathBuf>, project_root: &Path) -> PathBuf {
 /// current folder.
 pub fn default_root() -> PathBuf {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let mut dir = Some(cwd.as_path());
+    project_root_of(&cwd).unwrap_or(cwd)
+}
+
+/// The nearest folder at or above `start` that is a project's root: it has a `.pipec/`
+/// folder, a `pipec.toml` or a `prompts/` folder.
+pub fn project_root_of(start: &Path) -> Option<PathBuf> {
+    let mut dir = Some(start);
     while let Some(d) = dir {
         if d.join(".pipec").is_dir() || d.join("pipec.toml").is_file() || d.join("prompts").is_dir()
         {
-            return d.to_path_buf();
+            return Some(d.to_path_buf());
         }
         dir = d.parent();
     }
-    cwd
+    None
 }
 
 pub fn open_store(path: &Path) -> Result<Arc<RedbStore>, RuntimeError> {
@@ -108,11 +114,13 @@ pub fn load_plan(file: &Path) -> Result<Loaded, u8> {
             super::err(&format!("error: {}: {e}", file.display()));
             super::EXIT_FINDINGS
         })?;
-        let root = file
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .map(Path::to_path_buf)
-            .unwrap_or_else(default_root);
+        // Paths in a plan are relative to the project root, which need not be the plan
+        // file's folder (`pipec compile -o build/plan.json`): the project around the file.
+        let folder = std::path::absolute(file)
+            .ok()
+            .and_then(|f| f.parent().map(Path::to_path_buf))
+            .unwrap_or_else(|| PathBuf::from("."));
+        let root = project_root_of(&folder).unwrap_or_else(default_root);
         let root = std::path::absolute(&root).unwrap_or(root);
         return Ok(Loaded { plan, root, source });
     }
@@ -179,10 +187,16 @@ pub fn parse_inputs(plan: &Plan, pairs: &[String], files: &[PathBuf]) -> Result<
             Err(e) => return Err(format!("`{}` is not JSON: {e}", f.display())),
         }
     }
+    let mut given = std::collections::BTreeSet::new();
     for pair in pairs {
         let Some((k, v)) = pair.split_once('=') else {
             return Err(format!("`--input {pair}`: write `--input name=value`"));
         };
+        if !given.insert(k) {
+            return Err(format!(
+                "the input `{k}` is given twice (`--input {k}=...`); give it once"
+            ));
+        }
         let is_string = plan
             .inputs
             .iter()
@@ -398,7 +412,11 @@ pub fn report(
                 }
             }
             super::err(&text);
-            EXIT_BLOCKED
+            if detailed {
+                EXIT_BLOCKED
+            } else {
+                super::EXIT_FINDINGS
+            }
         }
     }
 }

@@ -49,6 +49,9 @@ pub struct Args {
     detailed_exitcode: bool,
     #[arg(long, short)]
     quiet: bool,
+    /// The largest gate answer accepted, in bytes of JSON
+    #[arg(long, default_value_t = crate::runtime::DEFAULT_MAX_ANSWER_BYTES)]
+    max_answer_bytes: usize,
 }
 
 pub fn run(args: Args) -> u8 {
@@ -186,6 +189,14 @@ fn resume_one(
     let Some(rec) = rec else {
         return super::EXIT_FINDINGS;
     };
+    // A `--plan` that is not there is an error; a recorded source that is gone falls back
+    // to the plan the store keeps.
+    if let Some(p) = &args.plan
+        && !p.is_file()
+    {
+        super::err(&format!("error: `--plan {}`: no such file", p.display()));
+        return super::EXIT_USAGE;
+    }
     let source_path = args
         .plan
         .clone()
@@ -219,10 +230,12 @@ fn resume_one(
     let mut runner = Runner::with_store(loaded.plan, store.clone())
         .project_root(loaded.root)
         .source(&loaded.source)
-        .concurrency(args.concurrency);
+        .concurrency(args.concurrency)
+        .max_answer_bytes(args.max_answer_bytes);
     let events = args.events.is_some();
     runner = common::with_output(runner, events, args.quiet);
     let opts = RunOptions {
+        concurrency: Some(args.concurrency),
         decisions,
         keep: args.keep.clone(),
         rerun_from: args.rerun_from.clone(),

@@ -30,18 +30,21 @@ pub struct Args {
     /// Stream events on stdout
     #[arg(long, value_enum)]
     events: Option<EventsFormat>,
-    /// Use this thread id (created, or continued if it exists)
+    /// Use this id for the new thread (an id that exists is refused: `pipec resume` it)
     #[arg(long)]
     thread: Option<String>,
     /// How many nodes may run at once
     #[arg(long, default_value_t = 8)]
     concurrency: usize,
-    /// Exit 3 when paused and 4 when blocked (for scripts)
+    /// Exit 3 when paused and 4 when blocked (for scripts); without it, blocked exits 1
     #[arg(long)]
     detailed_exitcode: bool,
     /// No progress lines on stderr
     #[arg(long, short)]
     quiet: bool,
+    /// The largest gate answer accepted, in bytes of JSON
+    #[arg(long, default_value_t = crate::runtime::DEFAULT_MAX_ANSWER_BYTES)]
+    max_answer_bytes: usize,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -104,7 +107,8 @@ pub fn run(args: Args) -> u8 {
     let mut runner = Runner::with_store(plan, store)
         .project_root(root)
         .source(&source)
-        .concurrency(args.concurrency);
+        .concurrency(args.concurrency)
+        .max_answer_bytes(args.max_answer_bytes);
     for (name, spec) in overrides {
         runner = runner.model_override(&name, &spec);
     }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::common;
 use super::runs::fmt_time;
-use crate::store::{GateState, NodeState, Store};
+use crate::store::{Event, GateState, ItemState, NodeState, RecordedEvent, Store};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -49,7 +49,7 @@ pub fn run(args: Args) -> u8 {
         };
         Ok::<_, crate::store::StoreError>((state, events, plan))
     });
-    let (state, mut events, plan) = match loaded {
+    let (state, raw_events, plan) = match loaded {
         Ok(x) => x,
         Err(e) => {
             common::print_error(&e.into());
@@ -70,13 +70,24 @@ pub fn run(args: Args) -> u8 {
         }
         _ => None,
     };
-    for e in &mut events {
-        if let (Some(o), serde_json::Value::Object(m)) = (&outputs, e)
-            && m.get("type").and_then(|v| v.as_str()) == Some("thread_completed")
-        {
-            m.insert("outputs".into(), o.clone());
-        }
-    }
+    // The events as the live stream sent them: the same type, printed the same way,
+    // `thread_completed` with the outputs again.
+    let events: Vec<Value> = raw_events
+        .into_iter()
+        .map(
+            |raw| match serde_json::from_value::<RecordedEvent>(raw.clone()) {
+                Ok(mut e) => {
+                    if let (Some(o), Event::ThreadCompleted { outputs: slot }) =
+                        (&outputs, &mut e.event)
+                    {
+                        *slot = Some(o.clone());
+                    }
+                    serde_json::to_value(&e).unwrap_or(raw)
+                }
+                Err(_) => raw,
+            },
+        )
+        .collect();
     let stale = t.status == crate::store::Status::Running
         && !crate::store::lock::is_locked(&store_path, &t.id);
     if args.events && !args.json {
@@ -182,6 +193,18 @@ pub fn run(args: Args) -> u8 {
             && n.state == NodeState::Failed
         {
             s.push_str(&format!("      error[{}]: {}\n", e.code, e.message));
+        }
+        // Items left out of an `each` list, and why.
+        for ((_, _, item), r) in state.items.iter().filter(|((node, g, _), r)| {
+            node == name && *g == n.generation && r.state == ItemState::Dropped
+        }) {
+            match &r.error {
+                Some(e) => s.push_str(&format!(
+                    "      item {item} dropped: error[{}]: {}\n",
+                    e.code, e.message
+                )),
+                None => s.push_str(&format!("      item {item} dropped\n")),
+            }
         }
     }
     let pending: Vec<_> = state

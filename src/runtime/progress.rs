@@ -59,6 +59,9 @@ struct Live {
     ticker: bool,
 }
 
+/// How many lines below a failure's first line are shown.
+const FAILURE_LINES: usize = 12;
+
 const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
 impl StderrProgress {
@@ -185,11 +188,25 @@ impl Progress for StderrProgress {
                 format!("  {} {node} ({})", self.paint("32", "✓"), human(took))
             }
             Step::Skipped { node } => format!("  {} {node} skipped", self.paint("2", "↷")),
-            Step::Failed { node, message } => format!(
-                "  {} {node}: {}",
-                self.paint("31", "✗"),
-                message.lines().next().unwrap_or("")
-            ),
+            Step::Failed { node, message } => {
+                // The first line, then what it announces (a command's stderr tail),
+                // indented below it, its last lines at most.
+                let mut lines = message.lines();
+                let mut text = format!(
+                    "  {} {node}: {}",
+                    self.paint("31", "✗"),
+                    lines.next().unwrap_or("")
+                );
+                let rest: Vec<&str> = lines.collect();
+                let shown = &rest[rest.len().saturating_sub(FAILURE_LINES)..];
+                if shown.len() < rest.len() {
+                    text.push_str("\n      …");
+                }
+                for l in shown {
+                    text.push_str(&format!("\n      {l}"));
+                }
+                text
+            }
             Step::Retrying {
                 node,
                 try_number,

@@ -1,0 +1,673 @@
+//! Regression tests of the control plane, one per defect, named after it: each failed
+//! on the build before the fix (`PIPEC_TEST_BIN=<old pipec> cargo test --test hardening`
+//! shows it) and passes now. They drive the real binary on real store files.
+
+mod common;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{Value, json};
+
+const GATED: &str = r#"type Item {
+  id: string
+  n: int
+}
+
+type Approval {
+  approved: bool
+}
+
+type Done {
+  done: bool
+  id: string
+}
+
+input id: string
+input n: int = 2
+
+node fetch(id: string = input.id, n: int = input.n) -> Item {
+  exec = ["./scripts/fetch.sh"]
+  idempotent = true
+}
+
+gate review(item: Item = fetch) -> Approval {
+  message = "Approve {{ item.id }}?"
+}
+
+node apply(ack: Approval = review, item: Item = fetch) -> Done {
+  when = ack.approved
+  exec = ["./scripts/effect.sh"]
+}
+
+node summary(item: Item = fetch, result: Done? = apply) -> Done {
+  return = { id: item.id, done: result.done ?? false }
+}
+
+output summary = summary
+"#;
+
+const FETCH: &str = r#"#!/bin/sh
+input=$(cat)
+id=$(printf '%s' "$input" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+n=$(printf '%s' "$input" | sed -n 's/.*"n":\([0-9]*\).*/\1/p')
+printf '{"id":"%s","n":%s}\n' "$id" "$n"
+"#;
+
+/// An effect: records its call key, then answers.
+const EFFECT: &str = r#"#!/bin/sh
+input=$(cat)
+echo "$PIPEC_NODE $PIPEC_CALL_KEY" >> effects.log
+printf '{"done":true,"id":"x"}\n'
+"#;
+
+fn gated(tag: &str) -> Project {
+    let p = Project::new(tag);
+    p.write("gated.pipe", GATED);
+    p.script("scripts/fetch.sh", FETCH);
+    p.script("scripts/effect.sh", EFFECT);
+    p
+}
+
+fn paused(p: &Project, file: &str) -> String {
+    let mut args = vec!["run", file, "--detailed-exitcode"];
+    if file == "gated.pipe" {
+        args.extend(["--input", "id=A7"]);
+    }
+    let out = p.run(&args);
+    assert_eq!(code(&out), 3, "paused\n{}{}", stdout(&out), stderr(&out));
+    thread_of(&stdout(&out)).expect("thread id")
+}
+
+/// Everything `show` knows about a thread: a refused command must leave it equal.
+fn snapshot(p: &Project, thread: &str) -> String {
+    let out = p.run(&["show", thread, "--json", "--internal", "--events"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    stdout(&out)
+}
+
+fn show(p: &Project, thread: &str) -> Value {
+    json(&snapshot(p, thread))
+}
+
+fn refused(out: &std::process::Output, code_wanted: &str) -> String {
+    let err = stderr(out);
+    assert_ne!(code(out), 0, "refused:\n{}{err}", stdout(out));
+    assert!(err.contains(code_wanted), "{code_wanted} expected:\n{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+#[test]
+fn a_thread_runs_only_its_own_pipeline() {
+    let p = gated("own");
+    let thread = paused(&p, "gated.pipe");
+    let before = snapshot(&p, &thread);
+    // Another pipeline, with an effect of its own.
+    p.write(
+        "other.pipe",
+        "input id: string\n\nnode boom(id: string = input.id) -> { done: bool } {\n  exec = [\"./scripts/foreign.sh\"]\n}\n\noutput boom = boom\n",
+    );
+    p.script(
+        "scripts/foreign.sh",
+        "#!/bin/sh\ncat >/dev/null\ntouch foreign.ran\necho '{\"done\":true}'\n",
+    );
+    let out = p.run(&["resume", &thread, "--plan", "other.pipe"]);
+    let err = refused(&out, "R0407");
+    assert!(err.contains("gated") && err.contains("other"), "{err}");
+    let out = p.run(&["run", "other.pipe", "--thread", &thread, "--input", "id=Z"]);
+    refused(&out, "R0413");
+    // The same pipeline's name, but an input of another type, or without the gate the
+    // thread waits at.
+    p.write(
+        "v2/gated.pipe",
+        &GATED
+            .replace("input n: int = 2", "input n: string = \"2\"")
+            .replace("n: int = input.n", "n: string = input.n")
+            .replace("  n: int\n", "  n: string\n"),
+    );
+    let out = p.run(&["resume", &thread, "--plan", "v2/gated.pipe"]);
+    let err = refused(&out, "R0407");
+    assert!(err.contains("`n`"), "{err}");
+    p.write(
+        "v3/gated.pipe",
+        "type Item {\n  id: string\n  n: int\n}\n\ninput id: string\ninput n: int = 2\n\nnode fetch(id: string = input.id, n: int = input.n) -> Item {\n  exec = [\"../scripts/fetch.sh\"]\n  idempotent = true\n}\n\noutput item = fetch\n",
+    );
+    let out = p.run(&["resume", &thread, "--plan", "v3/gated.pipe"]);
+    let err = refused(&out, "R0407");
+    assert!(err.contains("`review`"), "{err}");
+    assert!(!p.dir.join("foreign.ran").exists(), "no foreign effect ran");
+    assert_eq!(snapshot(&p, &thread), before, "nothing changed");
+    // Its own pipeline still resumes, and the gate is honoured.
+    let out = p.run(&[
+        "resume",
+        &thread,
+        "--answer",
+        r#"review={"approved": true}"#,
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(show(&p, &thread)["status"], "completed");
+}
+
+#[test]
+fn gate_deadlines_are_absolute() {
+    let p = Project::new("deadline");
+    p.write(
+        "wait.pipe",
+        "type Approval {\n  approved: bool\n}\n\ngate ask() -> Approval {\n  message = \"ok?\"\n  timeout = 2s\n  on_timeout = { approved: false }\n}\n\noutput answer = ask\n",
+    );
+    let started = Instant::now();
+    let out = p.run(&["run", "wait.pipe", "--detailed-exitcode"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let thread = thread_of(&stdout(&out)).expect("thread");
+    let deadline = show(&p, &thread)["gates"][0]["deadline_ms"].as_u64();
+    // Resumed again and again before the deadline: still paused, same deadline.
+    while started.elapsed() < Duration::from_millis(1500) {
+        std::thread::sleep(Duration::from_millis(400));
+        let out = p.run(&["resume", &thread, "--detailed-exitcode"]);
+        if started.elapsed() < Duration::from_millis(1900) {
+            assert_eq!(code(&out), 3, "{}", stderr(&out));
+            assert_eq!(
+                show(&p, &thread)["gates"][0]["deadline_ms"].as_u64(),
+                deadline
+            );
+        }
+    }
+    while started.elapsed() < Duration::from_millis(2300) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Past the deadline set when the gate first waited: `on_timeout` applies.
+    let out = p.run(&["resume", &thread]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        json(&stdout(&out)),
+        json!({ "answer": { "approved": false } })
+    );
+}
+
+/// A secret with every character JSON escapes, and a tail only it has.
+const NASTY: &str = "pa\"ss\\wö\nrd🔑-canary-91c2e7";
+const NASTY_TAIL: &str = "canary-91c2e7";
+
+#[test]
+fn secrets_never_show_in_any_form_pipec_produces() {
+    let p = Project::new("secrets");
+    p.write(
+        "leak.pipe",
+        "node echo(token: string = secret(\"NASTY\")) -> json {\n  exec = [\"./leak.sh\"]\n  idempotent = true\n}\n\nnode fail(token: string = secret(\"NASTY\"), prev: json = echo) -> json {\n  exec = [\"./fail.sh\"]\n  idempotent = true\n}\n\noutput echoed = echo\noutput failed = fail\n",
+    );
+    // Prints its stdin (pipec's JSON encoding of the secret) to stderr, and a result
+    // whose key and value are the secret, the value as an ASCII-only encoder writes it.
+    p.script(
+        "leak.sh",
+        r#"#!/bin/sh
+input=$(cat)
+echo "stdin was $input" >&2
+tok=$(printf '%s' "$input" | sed -n 's/^{"token":"\(.*\)"}$/\1/p')
+printf '{"%s": 1, "ascii": "pa\\"ss\\\\w\\u00f6\\nrd\\ud83d\\udd11-canary-91c2e7", "plain": "%s"}\n' "$tok" "$tok"
+"#,
+    );
+    // Fails with the secret on stderr: whole, escaped for JSON, as an ASCII-only
+    // encoder writes it, and at the end so that the kept tail starts inside it.
+    p.script(
+        "fail.sh",
+        r#"#!/bin/sh
+input=$(cat)
+tok=$(printf '%s' "$input" | sed -n 's/.*"token":"\(.*\)"}$/\1/p')
+echo "stdin was $input" >&2
+printf 'ascii pa\\"ss\\\\w\\u00f6\\nrd\\ud83d\\udd11-canary-91c2e7\n' >&2
+head -c 3000 /dev/zero | tr '\0' 'y' >&2
+printf '%s' "$tok" >&2
+head -c 2040 /dev/zero | tr '\0' 'x' >&2
+exit 3
+"#,
+    );
+    let out = p
+        .cmd(&["run", "leak.pipe", "--events", "jsonl"])
+        .env("NASTY", NASTY)
+        .output()
+        .expect("run");
+    assert_eq!(code(&out), 1, "the second node fails: {}", stderr(&out));
+    let all = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(
+        !all.contains(NASTY_TAIL),
+        "the secret in the output:\n{all}"
+    );
+    // Not even the end of it, where the kept stderr tail was cut inside it.
+    assert!(
+        !all.contains("91c2e7"),
+        "a piece of the secret in the output:\n{all}"
+    );
+    assert!(all.contains("secret(NASTY)"), "scrubbed, visibly:\n{all}");
+    let thread = thread_of(&all).expect("thread");
+    let shown = snapshot(&p, &thread);
+    assert!(!shown.contains("91c2e7"), "the secret in `show`:\n{shown}");
+    let text = stdout(&p.run(&["show", &thread]));
+    assert!(!text.contains(NASTY_TAIL), "{text}");
+    let bytes = std::fs::read(p.store()).expect("store");
+    let hay = String::from_utf8_lossy(&bytes);
+    assert!(!hay.contains("91c2e7"), "the secret in the store file");
+}
+
+#[test]
+fn unknown_names_on_the_command_line_are_errors() {
+    let p = gated("names");
+    p.write("replies.json", "{}");
+    // A model override for a model the plan does not declare.
+    let out = p.run(&[
+        "run",
+        "gated.pipe",
+        "--input",
+        "id=A",
+        "--model",
+        "slow=scripted:replies.json",
+    ]);
+    refused(&out, "R0009");
+    let out = p.run(&["run", "gated.pipe", "--input", "id=A", "--input", "id=B"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let out = p.run(&["run", "gated.pipe", "--input", "id=A", "--concurrency", "0"]);
+    refused(&out, "R0009");
+    assert_eq!(
+        json(&stdout(&p.run(&["runs", "--json"]))),
+        json!([]),
+        "no thread was created"
+    );
+    let thread = paused(&p, "gated.pipe");
+    let before = snapshot(&p, &thread);
+    let out = p.run(&["resume", &thread, "--plan", "/nonexistent.pipe"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    for (args, wanted) in [
+        (vec!["--keep", "fetc"], Some("did you mean `fetch`")),
+        (vec!["--rerun-from", "aply"], Some("did you mean `apply`")),
+        (vec!["--rename", "fetch=fetched"], None),
+        (vec!["--rename", "fech=fetch"], None),
+        (vec!["--retry-unfinished", "apply:g0:i0:s0:c0"], None),
+        (vec!["--resolve", "nope=1"], None),
+        (vec!["--keep", "fetch", "--rerun-from", "fetch"], None),
+        (vec!["--concurrency", "0"], None),
+    ] {
+        let mut all = vec!["resume", thread.as_str()];
+        all.extend(args.iter().copied());
+        let out = p.run(&all);
+        let err = refused(&out, "R0009");
+        if let Some(w) = wanted {
+            assert!(err.contains(w), "{args:?}: {err}");
+        }
+    }
+    assert_eq!(
+        snapshot(&p, &thread),
+        before,
+        "refused resumes changed nothing"
+    );
+}
+
+fn events_of(out: &std::process::Output) -> Vec<Value> {
+    stdout(out)
+        .lines()
+        .map(json)
+        .filter(|e| e["type"] != "version")
+        .collect()
+}
+
+#[test]
+fn the_live_event_stream_equals_the_stored_log() {
+    let p = gated("events");
+    // Run (pause), resume with an answer (complete).
+    let out = p.run(&["run", "gated.pipe", "--input", "id=A7", "--events", "jsonl"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let mut live = events_of(&out);
+    let thread = live
+        .first()
+        .and_then(|e| e["thread"].as_str())
+        .expect("events")
+        .to_string();
+    assert_eq!(
+        live[0]["seq"], 0,
+        "the stream starts at the thread's creation"
+    );
+    let out = p.run(&[
+        "resume",
+        &thread,
+        "--answer",
+        r#"review={"approved": true}"#,
+        "--events",
+        "jsonl",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    live.extend(events_of(&out));
+    let stored: Vec<Value> = stdout(&p.run(&["show", &thread, "--events"]))
+        .lines()
+        .map(json)
+        .collect();
+    assert_eq!(live, stored, "run and resume --answer");
+    // A failure.
+    p.write(
+        "fails.pipe",
+        "node bad() -> { v: int } {\n  exec = [\"./scripts/bad.sh\"]\n  idempotent = true\n}\n\noutput bad = bad\n",
+    );
+    p.script("scripts/bad.sh", "#!/bin/sh\necho oops >&2\nexit 2\n");
+    let out = p.run(&["run", "fails.pipe", "--events", "jsonl"]);
+    assert_eq!(code(&out), 1);
+    let live = events_of(&out);
+    let thread = live[0]["thread"].as_str().expect("thread").to_string();
+    let stored: Vec<Value> = stdout(&p.run(&["show", &thread, "--events"]))
+        .lines()
+        .map(json)
+        .collect();
+    assert_eq!(live, stored, "a failed run");
+    assert!(live.iter().any(|e| e["type"] == "thread_failed"));
+}
+
+#[test]
+fn gate_answers_are_closed_and_bounded() {
+    let p = Project::new("answers");
+    p.write(
+        "ask.pipe",
+        "type Approval {\n  approved: bool\n  count: int\n  note: string?\n}\n\ntype Unrelated {\n  secret_field_name_one: string\n}\n\ntype Other {\n  u: Unrelated\n}\n\ngate ask() -> Approval {\n  message = \"ok?\"\n}\n\nnode other(o: Other = { u: { secret_field_name_one: \"x\" } }) -> Other {\n  return = o\n}\n\noutput answer = ask\noutput other = other\n",
+    );
+    let thread = paused(&p, "ask.pipe");
+    let before = snapshot(&p, &thread);
+    // A field the type does not declare.
+    let out = p.run(&[
+        "answer",
+        &thread,
+        r#"ask={"approved": true, "count": 1, "aproved": false}"#,
+    ]);
+    let err = refused(&out, "R0301");
+    // The help shows the gate's own type, not every type of the plan.
+    assert!(!err.contains("secret_field_name_one"), "{err}");
+    let out = p.run(&[
+        "resume",
+        &thread,
+        "--answer",
+        r#"ask={"approved": true, "count": 1, "extra": 1}"#,
+    ]);
+    refused(&out, "R0301");
+    // An integer beyond 64 bits is not a float in disguise.
+    let out = p.run(&[
+        "answer",
+        &thread,
+        r#"ask={"approved": true, "count": 100000000000000000000000}"#,
+    ]);
+    refused(&out, "R0301");
+    // A cap on the size: 2 MiB is refused by default.
+    let big = format!(
+        r#"ask={{"approved": true, "count": 1, "note": "{}"}}"#,
+        "x".repeat(2 * 1024 * 1024)
+    );
+    p.write("big.txt", &big);
+    let arg = format!("@{}", p.dir.join("big.json").display());
+    p.write("big.json", &big["ask=".len()..]);
+    let out = p.run(&["answer", &thread, &format!("ask={arg}")]);
+    let err = refused(&out, "R0301");
+    assert!(err.contains("bytes"), "{err}");
+    assert_eq!(
+        snapshot(&p, &thread),
+        before,
+        "refused answers changed nothing"
+    );
+    // Raised, it is accepted, and stored once (in the gate's row, not the node's too).
+    let out = p.run(&[
+        "resume",
+        &thread,
+        "--answer",
+        &format!("ask={arg}"),
+        "--max-answer-bytes",
+        "4000000",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let stats = json(&stdout(&p.run(&["store", "stats", "--json"])));
+    let bytes_of = |table: &str| -> u64 {
+        stats["tables"]
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["name"] == table))
+            .and_then(|t| t["stored_bytes"].as_u64())
+            .unwrap_or(0)
+    };
+    assert!(bytes_of("gates") > 2 * 1024 * 1024, "{stats}");
+    assert!(
+        bytes_of("nodes") < 100 * 1024,
+        "the answer is not copied: {stats}"
+    );
+    let outputs = show(&p, &thread)["outputs"].clone();
+    assert_eq!(outputs["answer"]["count"], 1);
+    assert_eq!(
+        outputs["answer"]["note"].as_str().map(str::len),
+        Some(2 * 1024 * 1024)
+    );
+}
+
+#[test]
+fn cancel_ends_a_running_exec_cleanly() {
+    let p = Project::new("cancel");
+    p.write(
+        "slow.pipe",
+        "node slow() -> { done: bool } {\n  exec = [\"./slow.sh\"]\n}\n\noutput slow = slow\n",
+    );
+    p.script(
+        "slow.sh",
+        "#!/bin/sh\ncat >/dev/null\necho $$ > slow.pid\nsleep 30\necho '{\"done\":true}'\n",
+    );
+    let mut child = p
+        .cmd(&[
+            "run",
+            "slow.pipe",
+            "--thread",
+            "01JCANCE1000000000000000AA",
+            "-q",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run");
+    let start = Instant::now();
+    while !p.dir.join("slow.pid").exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the command started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = p.run(&["cancel", "01JCANCE1000000000000000AA"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let asked = Instant::now();
+    let status = loop {
+        if let Ok(Some(s)) = child.try_wait() {
+            break Some(s);
+        }
+        if asked.elapsed() > Duration::from_secs(10) {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = child.kill();
+    assert!(
+        status.is_some(),
+        "pipec stopped soon after the cancel, not after the command's 30 s"
+    );
+    let st = show(&p, "01JCANCE1000000000000000AA");
+    assert_eq!(st["status"], "cancelled", "{st}");
+    let node = &st["nodes"][0];
+    assert_ne!(node["state"], "running", "{st}");
+    let calls = st["calls"].as_array().cloned().unwrap_or_default();
+    assert!(!calls.is_empty());
+    for c in calls {
+        assert_ne!(c["record"]["state"], "started", "{c}");
+    }
+    // The command is gone too.
+    let pid = p.read("slow.pid").trim().to_string();
+    let alive = std::process::Command::new("kill")
+        .args(["-0", &pid])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(!alive, "the command was killed");
+}
+
+#[test]
+fn each_stops_starting_items_after_a_failure() {
+    let p = Project::new("each");
+    p.write(
+        "fan.pipe",
+        "input items: int[]\n\nnode work(i: int = each(input.items, max: 20)) -> { v: int } {\n  exec = [\"./work.sh\"]\n  idempotent = true\n  concurrency = 1\n}\n\noutput work = work\n",
+    );
+    p.script(
+        "work.sh",
+        "#!/bin/sh\ninput=$(cat)\necho \"$input\" >> ran.log\ncase \"$input\" in *'\"i\":0'*) exit 1;; esac\necho '{\"v\":1}'\n",
+    );
+    let out = p.run(&["run", "fan.pipe", "--input", "items=[0,1,2,3,4,5,6,7,8,9]"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert_eq!(
+        p.read("ran.log").lines().count(),
+        1,
+        "after the first item failed, no other item started:\n{}",
+        p.read("ran.log")
+    );
+}
+
+#[test]
+fn a_new_users_frictions() {
+    let p = Project::new("frictions");
+    // Every missing secret and setting in one error.
+    p.write(
+        "needs.pipe",
+        "node a(k: string = secret(\"KEY_ONE\"), j: string = secret(\"KEY_TWO\"), e: string = env(\"SOME_SETTING\")) -> { v: string } {\n  exec = [\"./a.sh\"]\n  idempotent = true\n}\n\noutput a = a\n",
+    );
+    let out = p.run(&["run", "needs.pipe"]);
+    let err = refused(&out, "R0002");
+    for name in ["KEY_ONE", "KEY_TWO", "SOME_SETTING"] {
+        assert!(err.contains(name), "{name} in one error: {err}");
+    }
+    // A resume asks only for the secrets of nodes still to run.
+    p.write(
+        "later.pipe",
+        "type Approval {\n  approved: bool\n}\n\nnode early(k: string = secret(\"EARLY_KEY\")) -> { n: int } {\n  exec = [\"./early.sh\"]\n  idempotent = true\n}\n\ngate ask(e: { n: int } = early) -> Approval {\n  message = \"go?\"\n}\n\nnode late(a: Approval = ask) -> { ok: bool } {\n  return = { ok: a.approved }\n}\n\noutput late = late\n",
+    );
+    p.script("early.sh", "#!/bin/sh\ncat >/dev/null\necho '{\"n\":1}'\n");
+    let out = p
+        .cmd(&["run", "later.pipe", "--detailed-exitcode"])
+        .env("EARLY_KEY", "early-secret-value")
+        .output()
+        .expect("run");
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let thread = thread_of(&stdout(&out)).expect("thread");
+    let out = p.run(&["resume", &thread, "--answer", r#"ask={"approved": true}"#]);
+    assert_eq!(
+        code(&out),
+        0,
+        "EARLY_KEY is not needed any more: {}",
+        stderr(&out)
+    );
+    // A failing command's progress line shows the stderr tail it announces.
+    p.write(
+        "fail.pipe",
+        "node bad() -> { v: int } {\n  exec = [\"./bad.sh\"]\n  idempotent = true\n}\n\noutput bad = bad\n",
+    );
+    p.script(
+        "bad.sh",
+        "#!/bin/sh\necho 'first complaint' >&2\necho 'the real reason: disk full' >&2\nexit 1\n",
+    );
+    let out = p.run(&["run", "fail.pipe"]);
+    assert_eq!(code(&out), 1);
+    let err = stderr(&out);
+    let progress_line = err
+        .lines()
+        .position(|l| l.contains("✗ bad"))
+        .unwrap_or_else(|| panic!("a progress line for the failure:\n{err}"));
+    let below: Vec<&str> = err.lines().skip(progress_line).take(4).collect();
+    assert!(
+        below
+            .iter()
+            .any(|l| l.contains("the real reason: disk full")),
+        "{err}"
+    );
+    // A dropped item keeps its reason, in `show` and in the events.
+    p.write(
+        "drop.pipe",
+        "input items: int[]\n\nnode work(i: int = each(input.items, max: 5)) -> { v: int } {\n  exec = [\"./work.sh\"]\n  idempotent = true\n  on_item_error = \"drop\"\n}\n\noutput work = work\n",
+    );
+    p.script(
+        "work.sh",
+        "#!/bin/sh\ninput=$(cat)\ncase \"$input\" in *'\"i\":2'*) echo 'item two is broken' >&2; exit 1;; esac\necho '{\"v\":1}'\n",
+    );
+    let out = p.run(&["run", "drop.pipe", "--input", "items=[1,2,3]"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let runs = json(&stdout(&p.run(&["runs", "--json"])));
+    let dropped = runs
+        .as_array()
+        .and_then(|r| r.iter().find(|t| t["pipeline"] == "drop"))
+        .and_then(|t| t["id"].as_str())
+        .expect("the drop thread")
+        .to_string();
+    let text = stdout(&p.run(&["show", &dropped]));
+    assert!(
+        text.contains("item 1 dropped") && text.contains("item two is broken"),
+        "{text}"
+    );
+    let events = stdout(&p.run(&["show", &dropped, "--events"]));
+    assert!(
+        events.contains("item_dropped") && events.contains("item two is broken"),
+        "{events}"
+    );
+}
+
+#[test]
+fn a_model_failure_leaves_an_event() {
+    let p = Project::new("modelfail");
+    p.write(
+        "think.pipe",
+        "model fast {\n  provider = \"openai\"\n  name = \"m\"\n  base_url = \"http://127.0.0.1:9/v1\"\n  retries = 0\n}\n\nthink t() -> string {\n  model = fast\n  prompt = \"hello\"\n}\n\noutput t = t\n",
+    );
+    let out = p.run(&["run", "think.pipe", "--events", "jsonl"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let events = events_of(&out);
+    let failed = events
+        .iter()
+        .find(|e| e["type"] == "model_failed")
+        .unwrap_or_else(|| panic!("a model_failed event: {events:?}"));
+    assert_eq!(failed["code"], "R0202", "{failed}");
+    let node_failed = events
+        .iter()
+        .find(|e| e["type"] == "node_failed")
+        .expect("node_failed");
+    assert_eq!(
+        node_failed["code"], "R0202",
+        "a model that does not answer is unavailable, not invalid output"
+    );
+}
+
+#[test]
+fn blocked_exits_1_unless_detailed_exit_codes_are_asked_for() {
+    let p = Project::new("blocked");
+    p.write(
+        "effect.pipe",
+        "node hit() -> { done: bool } {\n  exec = [\"./hit.sh\"]\n  timeout = 300ms\n}\n\noutput hit = hit\n",
+    );
+    p.script(
+        "hit.sh",
+        "#!/bin/sh\ncat >/dev/null\nsleep 5\necho '{\"done\":true}'\n",
+    );
+    let out = p.run(&["run", "effect.pipe"]);
+    assert_eq!(code(&out), 1, "blocked, not a success: {}", stderr(&out));
+    assert!(stderr(&out).contains("R0403"), "{}", stderr(&out));
+    let thread = thread_of(&stderr(&out)).expect("thread");
+    let out = p.run(&["resume", &thread, "--detailed-exitcode"]);
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+}
+
+#[test]
+fn a_plan_compiled_into_another_folder_runs_in_its_project() {
+    let p = Project::new("compiled");
+    p.write(
+        "tool.pipe",
+        "node t() -> { v: int } {\n  exec = [\"./scripts/t.sh\"]\n  idempotent = true\n}\n\noutput t = t\n",
+    );
+    p.script("scripts/t.sh", "#!/bin/sh\necho '{\"v\":7}'\n");
+    std::fs::create_dir_all(p.dir.join("build")).expect("mkdir");
+    let out = p.run(&["compile", "tool.pipe", "-o", "build/plan.json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = p.run(&["run", "build/plan.json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&stdout(&out)), json!({ "t": { "v": 7 } }));
+}
