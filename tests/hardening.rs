@@ -671,3 +671,16 @@ fn a_plan_compiled_into_another_folder_runs_in_its_project() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(json(&stdout(&out)), json!({ "t": { "v": 7 } }));
 }
+
+#[test]
+fn an_each_node_declared_after_its_reader_is_read_as_a_list() {
+    let p = Project::new("eachorder");
+    p.write(
+        "e.pipe",
+        "input items: int[]\n\nnode sum(vals: { v: int }[] = work) -> { n: int } {\n  return = { n: len(vals) }\n}\n\nnode work(i: int = each(input.items, max: 5)) -> { v: int } {\n  return = { v: i }\n}\n\noutput sum = sum\n",
+    );
+    let out = p.run(&["check", "e.pipe"]);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    let out = p.run(&["run", "e.pipe", "--input", "items=[1,2,3]", "-q"]);
+    assert_eq!(json(&stdout(&out)), json!({ "sum": { "n": 3 } }));
+}
