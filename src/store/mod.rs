@@ -1,19 +1,24 @@
 //! The checkpoint store: the `Store` trait (domain operations, not get/put, so a server
-//! database can implement it too) and its embedded default on redb.
+//! database can implement it too), its embedded default on redb, and an in-memory
+//! store with the same semantics for tests.
 //!
 //! Every write happens inside a *fenced* transaction: it first checks that the thread's
 //! epoch is still the one its lease was granted with, so a process that lost its lease
 //! can never write over the one that took it.
 
+#[cfg(test)]
+mod contract;
 mod envelope;
 pub mod ids;
 pub mod lock;
+mod memory;
 mod records;
 mod redb_store;
 
 use std::future::Future;
 use std::pin::Pin;
 
+pub use memory::MemoryStore;
 pub use records::*;
 pub use redb_store::{RedbStore, STORE_FORMAT};
 
@@ -22,14 +27,28 @@ use lock::ThreadLock;
 /// A future returned by a store operation.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
-/// The right to write to a thread: its epoch, and (for redb) the held OS lock.
+/// The right to write to a thread: its epoch, and what keeps the thread taken (the OS
+/// lock of a redb store, the entry of a memory store) until the lease is dropped.
 #[derive(Debug)]
 pub struct Lease {
     pub thread: ThreadId,
     pub epoch: u64,
     pub run_id: String,
     pub attempt: u32,
-    pub(crate) _lock: Option<ThreadLock>,
+    pub(crate) _guard: LeaseGuard,
+}
+
+/// What keeps a lease's thread taken; dropping it frees the thread, as a process's death
+/// frees its locks.
+#[derive(Debug)]
+pub(crate) enum LeaseGuard {
+    /// A held thread lock file (redb).
+    File { _lock: ThreadLock },
+    /// A thread marked taken in a memory store.
+    Memory { _hold: memory::Hold },
+    /// Nothing: what a process that lost its thread still has (tests build these).
+    #[cfg(test)]
+    Nothing,
 }
 
 #[derive(Clone, Debug, PartialEq)]

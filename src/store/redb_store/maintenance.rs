@@ -90,7 +90,10 @@ pub(super) fn prune<'a>(
 ) -> StoreFuture<'a, usize> {
     let path = store.inner.path.clone();
     Box::pin(async move {
-        let statuses: Vec<Status> = statuses.into_iter().filter(|s| s.is_terminal()).collect();
+        let mut statuses: Vec<Status> = statuses.into_iter().filter(|s| s.is_terminal()).collect();
+        // A status named twice must not count its threads twice.
+        statuses.sort();
+        statuses.dedup();
         let victims: Vec<u128> = store
             .read(move |txn| {
                 let by = txn.open_table(BY_STATUS).map_err(io)?;

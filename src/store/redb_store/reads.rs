@@ -40,27 +40,21 @@ pub(super) fn resolve_id(
         thread: id.to_string(),
         store: store.display().to_string(),
     };
-    let upper = id.trim().to_ascii_uppercase();
-    if upper.is_empty() || upper.len() > 26 {
-        return Err(not_found());
-    }
-    if let Some(n) = ids::decode(&upper) {
-        let threads = txn.open_table(THREADS).map_err(io)?;
-        return match threads.get(n).map_err(io)? {
-            Some(_) => Ok(n),
-            None => Err(not_found()),
-        };
-    }
-    // A prefix: the range of ids that start with it.
-    let lo =
-        ids::decode(&format!("{upper}{}", "0".repeat(26 - upper.len()))).ok_or_else(not_found)?;
-    let hi = ids::decode(&format!("{upper}{}", "Z".repeat(26 - upper.len()))).unwrap_or(u128::MAX);
     let threads = txn.open_table(THREADS).map_err(io)?;
+    let (lo, hi) = match ids::query(id).ok_or_else(not_found)? {
+        ids::IdQuery::Exact(n) => {
+            return match threads.get(n).map_err(io)? {
+                Some(_) => Ok(n),
+                None => Err(not_found()),
+            };
+        }
+        ids::IdQuery::Prefix(lo, hi) => (lo, hi),
+    };
     let mut found = Vec::new();
     for entry in threads.range(lo..=hi).map_err(io)? {
         let (k, _) = entry.map_err(io)?;
         found.push(k.value());
-        if found.len() > 3 {
+        if found.len() >= ids::AMBIGUOUS_SHOWN {
             break;
         }
     }

@@ -84,7 +84,7 @@ pub(super) fn create_thread<'a>(
             epoch,
             run_id,
             attempt: number,
-            _lock: Some(lock),
+            _guard: LeaseGuard::File { _lock: lock },
         })
     })
 }
@@ -166,7 +166,7 @@ pub(super) fn claim<'a>(
                 epoch,
                 run_id,
                 attempt: number,
-                _lock: Some(lock),
+                _guard: LeaseGuard::File { _lock: lock },
             },
             state,
         ))
