@@ -20,7 +20,7 @@ use std::pin::Pin;
 
 pub use memory::MemoryStore;
 pub use records::*;
-pub use redb_store::{RedbStore, STORE_FORMAT};
+pub use redb_store::{CheckReport, RedbStore, STORE_FORMAT, quiet_contained_panics};
 
 use lock::ThreadLock;
 
@@ -91,6 +91,15 @@ pub enum StoreError {
     Corrupt {
         what: String,
     },
+    /// No store at this path (a command that only uses a store creates none).
+    Missing {
+        store: String,
+    },
+    /// A write asked of a store opened read-only.
+    ReadOnly {
+        store: String,
+        operation: &'static str,
+    },
     Io(String),
 }
 
@@ -133,6 +142,11 @@ impl std::fmt::Display for StoreError {
                 "the store has format {found}, and this pipec reads format {supported}; use a newer pipec"
             ),
             StoreError::Corrupt { what } => write!(f, "the store cannot be read: {what}"),
+            StoreError::Missing { store } => write!(f, "no store at {store}"),
+            StoreError::ReadOnly { store, operation } => write!(
+                f,
+                "the store {store} is open read-only here, and `{operation}` writes"
+            ),
             StoreError::Io(e) => write!(f, "store I/O error: {e}"),
         }
     }

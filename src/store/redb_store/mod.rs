@@ -6,6 +6,7 @@
 //! group commit and fencing, `writes` the other writes, `reads` the reads and
 //! `maintenance` prune, the integrity check and the statistics.
 
+mod contain;
 mod maintenance;
 mod open;
 mod reads;
@@ -19,21 +20,90 @@ mod tests;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, mpsc};
 
-use redb::Database;
+use redb::{Database, ReadOnlyDatabase, ReadTransaction, ReadableDatabase};
 use serde_json::Value;
 
+pub use contain::quiet_contained_panics;
+pub use maintenance::CheckReport;
 pub use tables::STORE_FORMAT;
 
 use super::*;
+use contain::Health;
 use store_thread::Job;
 
 struct Inner {
-    db: Arc<Database>,
     path: PathBuf,
-    jobs: Mutex<mpsc::Sender<Job>>,
+    health: Arc<Health>,
+    /// Always `Some` until the store is dropped (see `Drop for Inner`).
+    handle: Option<Handle>,
 }
 
-/// The redb store. Cheap to clone; one store thread per process and file.
+/// The open file.
+enum Handle {
+    /// Opened to write: reads go to the file directly, writes to the store thread.
+    Writable {
+        db: Arc<Database>,
+        jobs: Mutex<mpsc::Sender<Job>>,
+        store_thread: Option<std::thread::JoinHandle<()>>,
+    },
+    /// Opened to read only: nothing in the file changes, writes are refused.
+    ReadOnly { db: Arc<ReadOnlyDatabase> },
+}
+
+/// Either handle, as a read needs it.
+#[derive(Clone)]
+enum Reader {
+    Writable(Arc<Database>),
+    ReadOnly(Arc<ReadOnlyDatabase>),
+}
+
+impl Reader {
+    fn begin_read(&self) -> Result<ReadTransaction, StoreError> {
+        match self {
+            Reader::Writable(db) => db.begin_read().map_err(io),
+            Reader::ReadOnly(db) => db.begin_read().map_err(io),
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let Some(handle) = self.handle.take() else {
+            return;
+        };
+        if self.health.is_broken() {
+            // redb's shutdown would run on the state a panic left behind; the kernel
+            // releases the file and its locks when the process ends.
+            std::mem::forget(handle);
+            return;
+        }
+        match handle {
+            Handle::Writable {
+                db,
+                jobs,
+                store_thread,
+            } => {
+                // The store thread holds the database too. Closing its queue ends it, and
+                // waiting for it means the file is closed cleanly before the process may
+                // exit: a file left open counts as a crash, which the next open repairs
+                // (and a read-only open cannot).
+                let _ = contain::contained(move || drop(db));
+                drop(jobs);
+                if let Some(thread) = store_thread
+                    && thread.thread().id() != std::thread::current().id()
+                {
+                    let _ = thread.join();
+                }
+            }
+            read_only => {
+                let _ = contain::contained(move || drop(read_only));
+            }
+        }
+    }
+}
+
+/// The redb store. Cheap to clone; one store thread per process and file (none when it
+/// is open read-only).
 #[derive(Clone)]
 pub struct RedbStore {
     inner: Arc<Inner>,
@@ -46,6 +116,30 @@ fn io<E: std::fmt::Display>(e: E) -> StoreError {
 impl RedbStore {
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// Whether the store was opened with [`RedbStore::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        matches!(self.inner.handle, Some(Handle::ReadOnly { .. }))
+    }
+
+    fn reader(&self) -> Result<Reader, StoreError> {
+        match &self.inner.handle {
+            Some(Handle::Writable { db, .. }) => Ok(Reader::Writable(db.clone())),
+            Some(Handle::ReadOnly { db }) => Ok(Reader::ReadOnly(db.clone())),
+            None => Err(self.inner.health.broken_error()),
+        }
+    }
+
+    /// Refuses a write on a store opened read-only.
+    fn writable(&self, operation: &'static str) -> Result<(), StoreError> {
+        if self.is_read_only() {
+            return Err(StoreError::ReadOnly {
+                store: self.inner.path.display().to_string(),
+                operation,
+            });
+        }
+        Ok(())
     }
 }
 

@@ -5,7 +5,7 @@
 use std::ops::Bound;
 use std::path::Path;
 
-use redb::{ReadTransaction, ReadableDatabase};
+use redb::ReadTransaction;
 use serde_json::Value;
 
 use super::tables::*;
@@ -16,18 +16,44 @@ use crate::store::lock;
 use crate::store::*;
 
 impl RedbStore {
-    /// Runs a read on a blocking thread.
+    /// Runs a read here and now, in a read transaction of its own (contained).
+    pub(super) fn read_now<T>(
+        &self,
+        f: impl FnOnce(&ReadTransaction) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let reader = self.reader()?;
+        let result = self
+            .inner
+            .health
+            .run("reading", || f(&reader.begin_read()?));
+        if self.inner.health.is_broken() {
+            // See `Drop for Inner`.
+            std::mem::forget(reader);
+        }
+        result
+    }
+
+    /// Runs a read on a blocking thread, in a read transaction of its own (contained: a
+    /// panic answers `R0410`).
     pub(super) async fn read<T: Send + 'static>(
         &self,
         f: impl FnOnce(&ReadTransaction) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let db = self.inner.db.clone();
-        tokio::task::spawn_blocking(move || {
-            let txn = db.begin_read().map_err(io)?;
-            f(&txn)
+        let reader = self.reader()?;
+        let health = self.inner.health.clone();
+        let joined = tokio::task::spawn_blocking(move || {
+            let result = health.run("reading", || f(&reader.begin_read()?));
+            if health.is_broken() {
+                // See `Drop for Inner`.
+                std::mem::forget(reader);
+            }
+            result
         })
-        .await
-        .map_err(io)?
+        .await;
+        match joined {
+            Ok(result) => result,
+            Err(e) => Err(self.inner.health.locate(io(e))),
+        }
     }
 }
 

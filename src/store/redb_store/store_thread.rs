@@ -8,9 +8,9 @@ use redb::{Database, ReadableTable, WriteTransaction};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::RedbStore;
-use super::io;
+use super::contain::{Health, contained};
 use super::tables::*;
+use super::{Handle, RedbStore, io};
 use crate::store::envelope::{decode, encode};
 use crate::store::ids;
 use crate::store::*;
@@ -35,26 +35,47 @@ pub(super) enum Job {
 
 impl RedbStore {
     pub(super) fn send(&self, job: Job) -> Result<(), StoreError> {
-        let jobs = self.inner.jobs.lock().unwrap_or_else(|e| e.into_inner());
-        jobs.send(job)
-            .map_err(|_| StoreError::Io("the store thread stopped".into()))
+        match &self.inner.handle {
+            Some(Handle::Writable { jobs, .. }) => {
+                let jobs = jobs.lock().unwrap_or_else(|e| e.into_inner());
+                jobs.send(job).map_err(|_| self.stopped())
+            }
+            Some(Handle::ReadOnly { .. }) => Err(StoreError::ReadOnly {
+                store: self.inner.path.display().to_string(),
+                operation: "write",
+            }),
+            None => Err(self.stopped()),
+        }
     }
 
-    /// Runs `f` on the store thread and waits for its answer.
+    /// Why the store thread gave no answer.
+    pub(super) fn stopped(&self) -> StoreError {
+        if self.inner.health.is_broken() {
+            self.inner.health.broken_error()
+        } else {
+            StoreError::Io(format!(
+                "the store thread of {} stopped",
+                self.inner.path.display()
+            ))
+        }
+    }
+
+    /// Runs `f` on the store thread (contained: a panic answers `R0410`) and waits for
+    /// its answer.
     pub(super) async fn on_store_thread<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Database) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let (reply, rx) = oneshot::channel();
+        let health = self.inner.health.clone();
         self.send(Job::Other(Box::new(move |db| {
-            let _ = reply.send(f(db));
+            let _ = reply.send(health.run("writing", || f(db)));
         })))?;
-        rx.await
-            .map_err(|_| StoreError::Io("the store thread stopped".into()))?
+        rx.await.map_err(|_| self.stopped())?
     }
 }
 
-pub(super) fn store_thread(db: Arc<Database>, rx: mpsc::Receiver<Job>) {
+pub(super) fn store_thread(db: Arc<Database>, health: Arc<Health>, rx: mpsc::Receiver<Job>) {
     while let Ok(first) = rx.recv() {
         let mut commits = Vec::new();
         let mut others = Vec::new();
@@ -81,18 +102,26 @@ pub(super) fn store_thread(db: Arc<Database>, rx: mpsc::Receiver<Job>) {
             }
         }
         if !commits.is_empty() {
-            commit_batch(&db, commits);
+            commit_batch(&db, &health, commits);
         }
+        // Each job contains its own panics and answers a broken store's error.
         for f in others {
             f(&db);
         }
     }
+    if health.is_broken() {
+        // See `Drop for Inner`: redb's shutdown must not run on a panic's leftovers.
+        std::mem::forget(db);
+    } else {
+        let _ = contained(move || drop(db));
+    }
 }
 
 /// Applies a batch of commits in one transaction. A commit whose fence fails is left
-/// out; if applying fails for another reason, each commit is retried on its own.
-pub(super) fn commit_batch(db: &Database, commits: Vec<PendingCommit>) {
-    let result = (|| -> Result<Vec<Result<Vec<u64>, StoreError>>, StoreError> {
+/// out; if applying fails for another reason, each commit is retried on its own. A
+/// panic inside redb answers every commit of the batch with `R0410`.
+fn commit_batch(db: &Database, health: &Health, commits: Vec<PendingCommit>) {
+    let result = health.run("committing", || {
         let txn = db.begin_write().map_err(io)?;
         let mut outcomes = Vec::with_capacity(commits.len());
         for (thread, epoch, writes, _) in &commits {
@@ -107,16 +136,16 @@ pub(super) fn commit_batch(db: &Database, commits: Vec<PendingCommit>) {
         }
         txn.commit().map_err(io)?;
         Ok(outcomes)
-    })();
+    });
     match result {
         Ok(outcomes) => {
             for ((_, _, _, reply), outcome) in commits.into_iter().zip(outcomes) {
-                let _ = reply.send(outcome);
+                let _ = reply.send(outcome.map_err(|e| health.locate(e)));
             }
         }
-        Err(_) if commits.len() > 1 => {
+        Err(_) if commits.len() > 1 && !health.is_broken() => {
             for c in commits {
-                commit_batch(db, vec![c]);
+                commit_batch(db, health, vec![c]);
             }
         }
         Err(e) => {

@@ -23,17 +23,22 @@ pub(super) fn put_plan<'a>(
     plan_json: &str,
 ) -> StoreFuture<'a, ()> {
     let (hash, json) = (hash.to_string(), plan_json.to_string());
-    Box::pin(store.on_store_thread(move |db| {
-        let txn = db.begin_write().map_err(io)?;
-        {
-            let mut t = txn.open_table(PLANS).map_err(io)?;
-            if t.get(hash.as_str()).map_err(io)?.is_none() {
-                t.insert(hash.as_str(), pack_plan(&json).as_slice())
-                    .map_err(io)?;
-            }
-        }
-        txn.commit().map_err(io)
-    }))
+    Box::pin(async move {
+        store.writable("put_plan")?;
+        store
+            .on_store_thread(move |db| {
+                let txn = db.begin_write().map_err(io)?;
+                {
+                    let mut t = txn.open_table(PLANS).map_err(io)?;
+                    if t.get(hash.as_str()).map_err(io)?.is_none() {
+                        t.insert(hash.as_str(), pack_plan(&json).as_slice())
+                            .map_err(io)?;
+                    }
+                }
+                txn.commit().map_err(io)
+            })
+            .await
+    })
 }
 
 pub(super) fn create_thread<'a>(
@@ -43,6 +48,7 @@ pub(super) fn create_thread<'a>(
 ) -> StoreFuture<'a, Lease> {
     let path = store.inner.path.clone();
     Box::pin(async move {
+        store.writable("create_thread")?;
         let id = ids::decode(&rec.id)
             .ok_or_else(|| StoreError::Io(format!("`{}` is not a thread id", rec.id)))?;
         let lock = lock::try_lock(&path, &rec.id, Duration::from_millis(200))
@@ -97,6 +103,7 @@ pub(super) fn claim<'a>(
     let thread = thread.to_string();
     let path = store.inner.path.clone();
     Box::pin(async move {
+        store.writable("claim")?;
         let p2 = path.clone();
         let t2 = thread.clone();
         let (id, rec) = store
@@ -179,6 +186,7 @@ pub(super) fn commit<'a>(
     writes: Vec<Write>,
 ) -> StoreFuture<'a, Vec<u64>> {
     Box::pin(async move {
+        store.writable("commit")?;
         let Some(thread) = ids::decode(&lease.thread) else {
             return Err(StoreError::Io(format!(
                 "`{}` is not a thread id",
@@ -206,6 +214,7 @@ pub(super) fn answer<'a>(
     let (thread, by) = (thread.to_string(), by.to_string());
     let path = store.inner.path.clone();
     Box::pin(async move {
+        store.writable("answer")?;
         let p2 = path.clone();
         let id = store.read(move |txn| resolve_id(txn, &thread, &p2)).await?;
         store.on_store_thread(move |db| {
@@ -266,6 +275,7 @@ pub(super) fn request_cancel<'a>(
     let thread = thread.to_string();
     let path = store.inner.path.clone();
     Box::pin(async move {
+        store.writable("request_cancel")?;
         let p2 = path.clone();
         let id = store.read(move |txn| resolve_id(txn, &thread, &p2)).await?;
         let name = ids::encode(id);
