@@ -103,13 +103,22 @@ fn verify_pages(path: &Path) -> Result<bool, StoreError> {
     let copy = PrivateCopy::new();
     let copied = std::fs::copy(path, &copy.0);
     let _ = contain::contained(move || drop(held));
-    copied.map_err(|e| {
+    let cannot_copy = |e: std::io::Error| {
         StoreError::Io(format!(
             "cannot copy {} to {} to check it: {e}",
             path.display(),
             copy.0.display()
         ))
-    })?;
+    };
+    copied.map_err(cannot_copy)?;
+    // The copy takes the file's permissions; a read-only store gives a read-only copy,
+    // which redb's check cannot open.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&copy.0, std::fs::Permissions::from_mode(0o600))
+            .map_err(cannot_copy)?;
+    }
     let copy_health = Health::new(path);
     let intact = copy_health.run("checking pages", || {
         let mut db = Builder::new()
