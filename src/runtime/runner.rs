@@ -146,6 +146,10 @@ impl From<StoreError> for RuntimeError {
                 Some("`pipec runs` lists the threads of this store".to_string())
             }
             StoreError::NewerFormat { .. } => Some("use a newer pipec".to_string()),
+            StoreError::Corrupt { .. } => Some(
+                "restore the file from a backup, or point `--store` elsewhere; `pipec store check` says what is damaged"
+                    .to_string(),
+            ),
             StoreError::Missing { .. } => Some(
                 "name the store with `--store PATH` or `PIPEC_STORE`; `pipec run` creates one"
                     .to_string(),

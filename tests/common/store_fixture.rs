@@ -77,6 +77,7 @@ pub fn store_project(tag: &str) -> (Project, String) {
 }
 
 /// The file's bytes and modification time.
+#[allow(dead_code)]
 pub fn fingerprint(path: &Path) -> (Vec<u8>, std::time::SystemTime) {
     let bytes = std::fs::read(path).expect("read the store");
     let mtime = std::fs::metadata(path)
