@@ -520,3 +520,61 @@ fn a_read_only_store_refuses_writes_through_the_library() {
     ));
     assert!(!p.dir.join("nope.redb").exists());
 }
+
+const GATED_PURE: &str = r#"type Approval {
+  approved: bool
+}
+
+input n: int
+
+node same(n: int = input.n) -> int {
+  return = n
+}
+
+gate review(n: int = same) -> Approval {
+  message = "Keep {{ n }}?"
+}
+
+node keep(ack: Approval = review, n: int = same) -> int {
+  return = n
+}
+
+output kept = keep
+"#;
+
+#[test]
+fn a_pipeline_runs_on_the_memory_store_as_on_redb() {
+    use pipec::runtime::{Outcome, Runner};
+    use pipec::store::{MemoryStore, Status, Store};
+    let store = MemoryStore::new();
+    let plan = pipec::compile_str("gated.pipe", GATED_PURE).expect("compiles");
+    let runner = Runner::new(plan, store.clone());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let out = rt
+        .block_on(runner.start(serde_json::json!({ "n": 42 })))
+        .expect("runs");
+    let Outcome::Paused { thread, gates } = out else {
+        panic!("{out:?}")
+    };
+    assert_eq!(gates[0].name, "review");
+    assert!(!store.is_held(&thread), "the attempt ended and freed the thread");
+    let out = rt
+        .block_on(runner.resume(
+            &thread,
+            vec![("review".to_string(), serde_json::json!({ "approved": true }))],
+        ))
+        .expect("resumes");
+    let Outcome::Completed { outputs, .. } = out else {
+        panic!("{out:?}")
+    };
+    assert_eq!(outputs["kept"], 42);
+    let state = rt.block_on(store.load(&thread[..12])).expect("load");
+    assert_eq!(state.thread.map(|t| t.status), Some(Status::Completed));
+    let events = rt.block_on(store.events(&thread, 0)).expect("events");
+    let seqs: Vec<u64> = events.iter().filter_map(|e| e["seq"].as_u64()).collect();
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
+    assert_eq!(events[0]["type"], "thread_created");
+}
