@@ -560,11 +560,17 @@ fn a_pipeline_runs_on_the_memory_store_as_on_redb() {
         panic!("{out:?}")
     };
     assert_eq!(gates[0].name, "review");
-    assert!(!store.is_held(&thread), "the attempt ended and freed the thread");
+    assert!(
+        !store.is_held(&thread),
+        "the attempt ended and freed the thread"
+    );
     let out = rt
         .block_on(runner.resume(
             &thread,
-            vec![("review".to_string(), serde_json::json!({ "approved": true }))],
+            vec![(
+                "review".to_string(),
+                serde_json::json!({ "approved": true }),
+            )],
         ))
         .expect("resumes");
     let Outcome::Completed { outputs, .. } = out else {

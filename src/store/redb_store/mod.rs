@@ -1,10 +1,12 @@
 //! The embedded store: one redb file, opened by every pipec process in `MultiWriter`
-//! mode (so `runs`, `show` and other runs work beside a running one), all writes of a
-//! process through one store thread that commits them in batches.
+//! mode (so `runs`, `show` and other runs work beside a running one), to write (all
+//! writes of a process through one store thread that commits them in batches) or
+//! read-only (no store thread; the file does not change).
 //!
 //! `tables` has the file's layout, `open` opening it, `store_thread` the writer with
-//! group commit and fencing, `writes` the other writes, `reads` the reads and
-//! `maintenance` prune, the integrity check and the statistics.
+//! group commit and fencing, `writes` the other writes, `reads` the reads,
+//! `maintenance` prune, the integrity check and the statistics, and `contain` keeps
+//! redb's panics from reaching the user.
 
 mod contain;
 mod maintenance;

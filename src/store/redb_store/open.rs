@@ -1,5 +1,5 @@
-//! Opening a store file: creating it, recording and checking its format, and turning
-//! redb's open errors into store errors.
+//! Opening a store file: creating it, opening an existing one to write or to read only,
+//! recording and checking its format, and turning redb's open errors into store errors.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, mpsc};

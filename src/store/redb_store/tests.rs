@@ -1,8 +1,8 @@
 //! Tests of what only the redb store has: its tables and fence rows. What every store
 //! does is in `store::contract`.
 
-use super::tables::FENCES;
 use super::contain::quiet_contained_panics;
+use super::tables::FENCES;
 use super::*;
 use crate::store::contract::{attempt, node, redb_store, rt, stale, thread_rec};
 
@@ -80,7 +80,10 @@ fn a_panic_inside_a_read_answers_r0410() {
         .block_on(store.read(|_txn| -> Result<(), StoreError> { panic!("index out of range") }))
         .expect_err("contained");
     assert!(err.to_string().contains("index out of range"), "{err}");
-    assert!(rt.block_on(store.get_plan("sha256:1")).is_err(), "broken for good");
+    assert!(
+        rt.block_on(store.get_plan("sha256:1")).is_err(),
+        "broken for good"
+    );
 }
 
 #[test]
@@ -93,21 +96,31 @@ fn a_read_only_store_sees_the_commits_of_a_writer_and_refuses_to_write() {
         .expect("create");
     rt.block_on(writer.commit(&lease, vec![node(7)]))
         .expect("commit");
-    let state = rt.block_on(reader.load(&lease.thread)).expect("the reader sees it");
+    let state = rt
+        .block_on(reader.load(&lease.thread))
+        .expect("the reader sees it");
     assert_eq!(state.nodes["n"].value, Some(serde_json::json!(7)));
     let locks = lock::locks_dir(writer.path());
     let before: Vec<_> = std::fs::read_dir(&locks)
         .map(|d| d.flatten().map(|e| e.file_name()).collect())
         .unwrap_or_default();
     for result in [
-        rt.block_on(reader.commit(&lease, vec![node(8)])).map(|_| ()),
-        rt.block_on(reader.claim(&lease.thread, attempt())).map(|_| ()),
-        rt.block_on(reader.create_thread(thread_rec(), attempt())).map(|_| ()),
-        rt.block_on(reader.request_cancel(&lease.thread)).map(|_| ()),
+        rt.block_on(reader.commit(&lease, vec![node(8)]))
+            .map(|_| ()),
+        rt.block_on(reader.claim(&lease.thread, attempt()))
+            .map(|_| ()),
+        rt.block_on(reader.create_thread(thread_rec(), attempt()))
+            .map(|_| ()),
+        rt.block_on(reader.request_cancel(&lease.thread))
+            .map(|_| ()),
         rt.block_on(reader.put_plan("sha256:1", "{}")),
-        rt.block_on(reader.prune(u64::MAX, Status::ALL.to_vec())).map(|_| ()),
+        rt.block_on(reader.prune(u64::MAX, Status::ALL.to_vec()))
+            .map(|_| ()),
     ] {
-        assert!(matches!(result, Err(StoreError::ReadOnly { .. })), "{result:?}");
+        assert!(
+            matches!(result, Err(StoreError::ReadOnly { .. })),
+            "{result:?}"
+        );
     }
     let after: Vec<_> = std::fs::read_dir(&locks)
         .map(|d| d.flatten().map(|e| e.file_name()).collect())
