@@ -117,7 +117,7 @@ fn a_thread_runs_only_its_own_pipeline() {
     let err = refused(&out, "R0407");
     assert!(err.contains("gated") && err.contains("other"), "{err}");
     let out = p.run(&["run", "other.pipe", "--thread", &thread, "--input", "id=Z"]);
-    refused(&out, "R0413");
+    refused(&out, "R0414");
     // The same pipeline's name, but an input of another type, or without the gate the
     // thread waits at.
     p.write(

@@ -30,7 +30,7 @@ pub fn run(args: Args) -> u8 {
             return super::EXIT_USAGE;
         }
     };
-    let (rt, store) = match common::runtime_and_store(&store_path) {
+    let (rt, store) = match common::runtime_and_existing_store(&store_path) {
         Ok(pair) => pair,
         Err(code) => return code,
     };

@@ -14,7 +14,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> u8 {
     let store_path = common::store_path(&args.store, &common::default_root());
-    let (rt, store) = match common::runtime_and_store(&store_path) {
+    let (rt, store) = match common::runtime_and_existing_store(&store_path) {
         Ok(pair) => pair,
         Err(code) => return code,
     };

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use crate::diagnostic::TerminalOptions;
 use crate::plan::Plan;
 use crate::runtime::{Outcome, Runner, RuntimeError};
-use crate::store::RedbStore;
+use crate::store::{RedbStore, StoreError};
 
 pub const EXIT_PAUSED: u8 = 3;
 pub const EXIT_BLOCKED: u8 = 4;
@@ -46,12 +46,6 @@ pub fn project_root_of(start: &Path) -> Option<PathBuf> {
     None
 }
 
-pub fn open_store(path: &Path) -> Result<Arc<RedbStore>, RuntimeError> {
-    RedbStore::open(path)
-        .map(Arc::new)
-        .map_err(RuntimeError::from)
-}
-
 pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -60,18 +54,83 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("cannot start the runtime: {e}"))
 }
 
-/// The runtime and the store a command needs; on failure the error is printed and the
-/// exit code returned.
+/// The runtime and the store `pipec run` needs, the store created when there is none; on
+/// failure the error is printed and the exit code returned.
 pub fn runtime_and_store(path: &Path) -> Result<(tokio::runtime::Runtime, Arc<RedbStore>), u8> {
+    runtime_and(path, |p| RedbStore::open(p))
+}
+
+/// The runtime and an existing store, opened to write (`answer`, `cancel`, `resume`,
+/// `prune`): a path with no store is refused and nothing is created there.
+pub fn runtime_and_existing_store(
+    path: &Path,
+) -> Result<(tokio::runtime::Runtime, Arc<RedbStore>), u8> {
+    runtime_and(path, |p| RedbStore::open_existing(p))
+}
+
+/// The runtime and an existing store, opened read-only (`runs`, `show`): the file does
+/// not change, and a read-only file or mount works.
+pub fn runtime_and_store_to_read(
+    path: &Path,
+) -> Result<(tokio::runtime::Runtime, Arc<RedbStore>), u8> {
+    runtime_and(path, |p| RedbStore::open_read_only(p))
+}
+
+fn runtime_and(
+    path: &Path,
+    open: impl FnOnce(&Path) -> Result<RedbStore, StoreError>,
+) -> Result<(tokio::runtime::Runtime, Arc<RedbStore>), u8> {
     let rt = runtime().map_err(|e| {
         super::err(&e);
         super::EXIT_USAGE
     })?;
-    let store = open_store(path).map_err(|e| {
-        print_error(&e);
+    let store = open(path).map_err(|e| {
+        print_store_error(e, path);
         super::EXIT_FINDINGS
     })?;
-    Ok((rt, store))
+    Ok((rt, Arc::new(store)))
+}
+
+/// Prints a store error; where there is no store, the help names one nearby.
+pub fn print_store_error(e: StoreError, path: &Path) {
+    let missing = matches!(e, StoreError::Missing { .. });
+    let mut error = RuntimeError::from(e);
+    if missing && let Some(near) = nearby_store(path) {
+        error.help = Some(format!("did you mean `--store {}`?", near.display()));
+    }
+    print_error(&error);
+}
+
+/// A store beside a path that has none: in the folder it names, a file of the same
+/// folder with a close name, or the project's default store.
+pub fn nearby_store(path: &Path) -> Option<PathBuf> {
+    let is_store = |p: &Path| p.is_file() && p != path;
+    if path.is_dir() {
+        let inside = [
+            path.join("runs.redb"),
+            path.join(".pipec").join("runs.redb"),
+        ];
+        if let Some(p) = inside.into_iter().find(|p| is_store(p)) {
+            return Some(p);
+        }
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path.file_name()?.to_string_lossy().into_owned();
+    let siblings: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "redb") && is_store(&e.path()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    if let Some(close) = crate::check::names::suggest(&name, siblings.iter().map(String::as_str)) {
+        return Some(dir.join(close));
+    }
+    let default = default_root().join(".pipec").join("runs.redb");
+    is_store(&default).then_some(default)
 }
 
 /// Events on stdout (`--events jsonl`), else progress on stderr unless `-q`.

@@ -86,6 +86,8 @@ impl ColorChoice {
 
 /// Runs the command line and returns the process's exit code.
 pub fn main() -> ExitCode {
+    // A panic inside redb on a damaged store becomes R0410; its message is not printed.
+    crate::store::quiet_contained_panics();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

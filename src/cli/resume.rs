@@ -58,7 +58,7 @@ pub fn run(args: Args) -> u8 {
     let root = common::default_root();
     let store_path = common::store_path(&args.store, &root);
     let default_store = args.store.is_none() && std::env::var_os("PIPEC_STORE").is_none();
-    let (rt, store) = match common::runtime_and_store(&store_path) {
+    let (rt, store) = match common::runtime_and_existing_store(&store_path) {
         Ok(pair) => pair,
         Err(code) => return code,
     };

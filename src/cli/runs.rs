@@ -61,7 +61,9 @@ pub fn run(args: Args) -> u8 {
         None => None,
     };
     let store_path = common::store_path(&args.store, &common::default_root());
-    if !store_path.exists() {
+    // Before the first run there is no store at the default place, and no threads; a
+    // path given with `--store` must name a store.
+    if !store_path.exists() && args.store.is_none() {
         if args.json {
             super::out("[]\n");
         } else {
@@ -72,7 +74,7 @@ pub fn run(args: Args) -> u8 {
         }
         return super::EXIT_OK;
     }
-    let (rt, store) = match common::runtime_and_store(&store_path) {
+    let (rt, store) = match common::runtime_and_store_to_read(&store_path) {
         Ok(pair) => pair,
         Err(code) => return code,
     };

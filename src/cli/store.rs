@@ -19,8 +19,12 @@ pub struct Args {
 enum StoreCommand {
     /// Upgrade the store file to this pipec's format
     Migrate,
-    /// Run the store's integrity check (needs no other process using it)
-    Check,
+    /// Run the store's integrity check; it only reads the file
+    Check {
+        /// Let redb repair a damaged file (this writes it)
+        #[arg(long)]
+        repair: bool,
+    },
     /// Rows and bytes per table, and the file's size
     Stats {
         /// Print JSON
@@ -31,10 +35,12 @@ enum StoreCommand {
 
 pub fn run(args: Args) -> u8 {
     let path = common::store_path(&args.store, &common::default_root());
-    if !path.exists() {
-        super::err(&format!("error: no store at {}", path.display()));
-        return super::EXIT_USAGE;
-    }
+    // Each of these refuses a path with no store (R0413) and creates nothing; all but
+    // `migrate` and `check --repair` only read the file.
+    let failed = |e: StoreError| {
+        common::print_store_error(e, &path);
+        super::EXIT_FINDINGS
+    };
     match args.command {
         StoreCommand::Migrate => match RedbStore::format_of(&path) {
             Ok(v) if v == STORE_FORMAT => {
@@ -44,17 +50,11 @@ pub fn run(args: Args) -> u8 {
                 ));
                 super::EXIT_OK
             }
-            Ok(v) if v > STORE_FORMAT => {
-                common::print_error(
-                    &StoreError::NewerFormat {
-                        found: v,
-                        supported: STORE_FORMAT,
-                    }
-                    .into(),
-                );
-                super::EXIT_FINDINGS
-            }
-            Ok(_) => match RedbStore::open(&path) {
+            Ok(v) if v > STORE_FORMAT => failed(StoreError::NewerFormat {
+                found: v,
+                supported: STORE_FORMAT,
+            }),
+            Ok(_) => match RedbStore::open_existing(&path) {
                 // Format 0 is a store created before formats were recorded: opening
                 // records the format; there is nothing else to convert yet.
                 Ok(_) => {
@@ -64,15 +64,9 @@ pub fn run(args: Args) -> u8 {
                     ));
                     super::EXIT_OK
                 }
-                Err(e) => {
-                    common::print_error(&e.into());
-                    super::EXIT_FINDINGS
-                }
+                Err(e) => failed(e),
             },
-            Err(e) => {
-                common::print_error(&e.into());
-                super::EXIT_FINDINGS
-            }
+            Err(e) => failed(e),
         },
         StoreCommand::Stats { json } => match RedbStore::stats_at(&path) {
             Ok(stats) => {
@@ -86,24 +80,36 @@ pub fn run(args: Args) -> u8 {
                 }
                 super::EXIT_OK
             }
-            Err(e) => {
-                common::print_error(&e.into());
-                super::EXIT_FINDINGS
-            }
+            Err(e) => failed(e),
         },
-        StoreCommand::Check => match RedbStore::check_integrity(&path) {
+        StoreCommand::Check { repair: true } => match RedbStore::repair(&path) {
             Ok(true) => {
                 super::err("the store is intact");
                 super::EXIT_OK
             }
             Ok(false) => {
-                super::err("the store was repaired");
+                super::err(
+                    "the store was damaged; redb repaired it by going back to the last state it could verify",
+                );
                 super::EXIT_OK
             }
-            Err(e) => {
-                common::print_error(&e.into());
-                super::EXIT_FINDINGS
+            Err(e) => failed(e),
+        },
+        StoreCommand::Check { repair: false } => match RedbStore::check(&path) {
+            Ok(report) => {
+                let pages = if report.pages_verified {
+                    "every page's checksum verified".to_string()
+                } else {
+                    "page checksums not verified while another process has the store open"
+                        .to_string()
+                };
+                super::err(&format!(
+                    "the store is intact: {} threads, {} rows read, {pages}",
+                    report.threads, report.rows
+                ));
+                super::EXIT_OK
             }
+            Err(e) => failed(e),
         },
     }
 }

@@ -430,6 +430,23 @@ crate::declare_rule! {
 
 crate::declare_rule! {
     /// ## What it catches
+    /// A command that uses an existing store (`show`, `answer`, `cancel`, `resume`, `prune`, `store`, or `runs --store PATH`) given a path where there is none.
+    ///
+    /// ## Why it matters
+    /// Only `pipec run` creates a store; a mistyped path must not become a new, empty store that hides the real one.
+    ///
+    /// ## What to do
+    /// Name the store with `--store PATH` or `PIPEC_STORE` (the default is `.pipec/runs.redb` in the project); the error suggests a store nearby when there is one.
+    pub static STORE_NOT_FOUND = {
+        code: "R0413",
+        name: "store-not-found",
+        severity: Error,
+        summary: "a path where no store exists",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
     /// A `host = "name"` node when the program running the plan registered no function of that name (or one whose types do not fit).
     ///
     /// ## Why it matters
@@ -642,7 +659,7 @@ crate::declare_rule! {
     /// ## What to do
     /// `pipec resume ID`, or choose a new id.
     pub static THREAD_EXISTS = {
-        code: "R0413",
+        code: "R0414",
         name: "thread-exists",
         severity: Error,
         summary: "a `run --thread` of an id that is taken",
@@ -717,6 +734,7 @@ pub static RUNTIME_CODES: &[&Rule] = &[
     &NODE_CRASH_LOOP,
     &STORE_FORMAT_UNSUPPORTED,
     &STORE_UNREADABLE,
+    &STORE_NOT_FOUND,
     &HOST_FUNCTION_MISSING,
     &THREAD_ENDED,
     &THREAD_EXISTS,

@@ -69,7 +69,10 @@ impl From<StoreError> for RuntimeError {
             StoreError::NoSuchGate { .. } => &codes::GATE_ANSWER_INVALID,
             StoreError::AlreadyAnswered { .. } => &codes::GATE_ALREADY_ANSWERED,
             StoreError::NewerFormat { .. } => &codes::STORE_FORMAT_UNSUPPORTED,
-            StoreError::Corrupt { .. } | StoreError::Io(_) => &codes::STORE_UNREADABLE,
+            StoreError::Corrupt { .. } | StoreError::Io(_) | StoreError::ReadOnly { .. } => {
+                &codes::STORE_UNREADABLE
+            }
+            StoreError::Missing { .. } => &codes::STORE_NOT_FOUND,
         };
         let help = match &e {
             StoreError::Locked { .. } => Some(
@@ -80,6 +83,14 @@ impl From<StoreError> for RuntimeError {
                 Some("`pipec runs` lists the threads of this store".to_string())
             }
             StoreError::NewerFormat { .. } => Some("use a newer pipec".to_string()),
+            StoreError::Corrupt { .. } => Some(
+                "restore the file from a backup, or point `--store` elsewhere; `pipec store check` says what is damaged"
+                    .to_string(),
+            ),
+            StoreError::Missing { .. } => Some(
+                "name the store with `--store PATH` or `PIPEC_STORE`; `pipec run` creates one"
+                    .to_string(),
+            ),
             _ => None,
         };
         RuntimeError {

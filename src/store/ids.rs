@@ -79,6 +79,32 @@ pub fn new_thread_id() -> String {
     encode(new_ulid())
 }
 
+/// What a thread id typed by a person names: one id, or the range of ids that start with
+/// a prefix. Every store resolves ids through this, so a prefix means the same in each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IdQuery {
+    Exact(u128),
+    /// The lowest and highest id with the prefix.
+    Prefix(u128, u128),
+}
+
+/// `None` when the text can name no thread (empty, too long, not base32).
+pub(crate) fn query(id: &str) -> Option<IdQuery> {
+    let upper = id.trim().to_ascii_uppercase();
+    if upper.is_empty() || upper.len() > 26 {
+        return None;
+    }
+    if let Some(n) = decode(&upper) {
+        return Some(IdQuery::Exact(n));
+    }
+    let lo = decode(&format!("{upper}{}", "0".repeat(26 - upper.len())))?;
+    let hi = decode(&format!("{upper}{}", "Z".repeat(26 - upper.len()))).unwrap_or(u128::MAX);
+    Some(IdQuery::Prefix(lo, hi))
+}
+
+/// How many threads a prefix lookup lists before it calls the prefix ambiguous.
+pub(crate) const AMBIGUOUS_SHOWN: usize = 4;
+
 #[cfg(test)]
 mod tests {
     use super::*;

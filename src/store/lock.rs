@@ -55,7 +55,8 @@ pub fn try_lock(store: &Path, thread: &str, wait: Duration) -> std::io::Result<O
 /// Whether a live process holds the thread's lock (a non-blocking probe).
 pub fn is_locked(store: &Path, thread: &str) -> bool {
     let path = lock_path(store, thread);
-    let Ok(file) = OpenOptions::new().write(true).open(&path) else {
+    // Opened to read: a probe must work on a read-only copy of a store, too.
+    let Ok(file) = OpenOptions::new().read(true).open(&path) else {
         return false;
     };
     match file.try_lock() {

@@ -1,14 +1,18 @@
 //! The checkpoint store: the `Store` trait (domain operations, not get/put, so a server
-//! database can implement it too) and its embedded default on redb.
+//! database can implement it too), its embedded default on redb, and an in-memory
+//! store with the same semantics for tests.
 //!
 //! Every write happens inside a *fenced* transaction: it first checks that the thread's
 //! epoch is still the one its lease was granted with, so a process that lost its lease
 //! can never write over the one that took it.
 
+#[cfg(test)]
+mod contract;
 mod envelope;
 mod event;
 pub mod ids;
 pub mod lock;
+mod memory;
 mod records;
 mod redb_store;
 
@@ -16,22 +20,37 @@ use std::future::Future;
 use std::pin::Pin;
 
 pub use event::*;
+pub use memory::MemoryStore;
 pub use records::*;
-pub use redb_store::{RedbStore, STORE_FORMAT};
+pub use redb_store::{CheckReport, RedbStore, STORE_FORMAT, quiet_contained_panics};
 
 use lock::ThreadLock;
 
 /// A future returned by a store operation.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
-/// The right to write to a thread: its epoch, and (for redb) the held OS lock.
+/// The right to write to a thread: its epoch, and what keeps the thread taken (the OS
+/// lock of a redb store, the entry of a memory store) until the lease is dropped.
 #[derive(Debug)]
 pub struct Lease {
     pub thread: ThreadId,
     pub epoch: u64,
     pub run_id: String,
     pub attempt: u32,
-    pub(crate) _lock: Option<ThreadLock>,
+    pub(crate) _guard: LeaseGuard,
+}
+
+/// What keeps a lease's thread taken; dropping it frees the thread, as a process's death
+/// frees its locks.
+#[derive(Debug)]
+pub(crate) enum LeaseGuard {
+    /// A held thread lock file (redb).
+    File { _lock: ThreadLock },
+    /// A thread marked taken in a memory store.
+    Memory { _hold: memory::Hold },
+    /// Nothing: what a process that lost its thread still has (tests build these).
+    #[cfg(test)]
+    Nothing,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -78,6 +97,15 @@ pub enum StoreError {
     Corrupt {
         what: String,
     },
+    /// No store at this path (a command that only uses a store creates none).
+    Missing {
+        store: String,
+    },
+    /// A write asked of a store opened read-only.
+    ReadOnly {
+        store: String,
+        operation: &'static str,
+    },
     Io(String),
 }
 
@@ -121,6 +149,11 @@ impl std::fmt::Display for StoreError {
                 "the store has format {found}, and this pipec reads format {supported}; use a newer pipec"
             ),
             StoreError::Corrupt { what } => write!(f, "the store cannot be read: {what}"),
+            StoreError::Missing { store } => write!(f, "no store at {store}"),
+            StoreError::ReadOnly { store, operation } => write!(
+                f,
+                "the store {store} is open read-only here, and `{operation}` writes"
+            ),
             StoreError::Io(e) => write!(f, "store I/O error: {e}"),
         }
     }

@@ -1,0 +1,871 @@
+//! The store contract: the same cases, with the same assertions, against every `Store`
+//! (the redb store on a temporary file and the memory store). A behaviour the runtime
+//! relies on is written here once, so the two stores cannot drift apart.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use serde_json::{Value, json};
+
+use super::*;
+
+// ---------------------------------------------------------------- fixtures
+
+/// A temporary folder, removed on drop.
+pub(crate) struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "pipec-store-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A redb store in a folder of its own.
+pub(crate) fn redb_store(tag: &str) -> (RedbStore, TempDir) {
+    let dir = TempDir::new(tag);
+    let store = RedbStore::open(dir.0.join("runs.redb")).expect("store");
+    (store, dir)
+}
+
+pub(crate) fn thread_rec() -> ThreadRec {
+    thread_with_id(ids::new_thread_id())
+}
+
+pub(crate) fn thread_with_id(id: String) -> ThreadRec {
+    ThreadRec {
+        id,
+        pipeline: "p".into(),
+        plan_hash: "sha256:0".into(),
+        source: "p.pipe".into(),
+        project_root: ".".into(),
+        status: Status::Running,
+        cancel_requested: false,
+        epoch: 1,
+        holder: None,
+        created_ms: 0,
+        updated_ms: 0,
+        inputs: json!({ "doc": "x".repeat(10_000) }),
+        config: Default::default(),
+        model_overrides: Default::default(),
+        pre_answers: Default::default(),
+        outputs: None,
+        error: None,
+        next_seq: 0,
+        attempts: 1,
+        due_ms: None,
+    }
+}
+
+pub(crate) fn attempt() -> AttemptRec {
+    AttemptRec {
+        number: 1,
+        run_id: "r".into(),
+        pid: 0,
+        host: "h".into(),
+        started_ms: 0,
+        ended_ms: 0,
+        end: None,
+        plan_hash: String::new(),
+        pipec: String::new(),
+    }
+}
+
+pub(crate) fn node(v: i64) -> Write {
+    Write::Node("n".into(), NodeRec::done(json!(v)))
+}
+
+/// A lease as a process that lost its thread still has it: its epoch, holding nothing.
+pub(crate) fn stale(lease: &Lease) -> Lease {
+    Lease {
+        thread: lease.thread.clone(),
+        epoch: lease.epoch,
+        run_id: lease.run_id.clone(),
+        attempt: lease.attempt,
+        _guard: LeaseGuard::Nothing,
+    }
+}
+
+pub(crate) fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn event(kind: &str) -> Write {
+    Write::Event(json!({ "type": kind }))
+}
+
+fn gate(node: &str) -> GateRec {
+    GateRec {
+        node: node.into(),
+        state: GateState::Pending,
+        message: format!("{node}?"),
+        schema: json!({ "type": "boolean" }),
+        pending_ms: 1,
+        deadline_ms: None,
+        answer: None,
+        answered_ms: 0,
+        answered_by: None,
+    }
+}
+
+/// The thread's record with another status, as a commit writes it.
+fn with_status(store: &dyn Store, rt: &tokio::runtime::Runtime, thread: &str, s: Status) -> Write {
+    let mut rec = rt
+        .block_on(store.load(thread))
+        .expect("load")
+        .thread
+        .expect("thread");
+    rec.status = s;
+    Write::Thread(rec)
+}
+
+fn seqs_of(events: &[Value]) -> Vec<u64> {
+    events.iter().filter_map(|e| e["seq"].as_u64()).collect()
+}
+
+fn types_of(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| e["type"].as_str().map(str::to_string))
+        .collect()
+}
+
+// ---------------------------------------------------------------- the cases
+
+fn a_writer_whose_epoch_moved_on_writes_nothing(store: &dyn Store) {
+    let rt = rt();
+    let first = rt
+        .block_on(store.create_thread(thread_rec(), attempt()))
+        .expect("create");
+    assert_eq!(first.epoch, 1);
+    let old = stale(&first);
+    // The first process dies: its lease goes with it.
+    drop(first);
+    let (second, state) = rt
+        .block_on(store.claim(&old.thread, attempt()))
+        .expect("claim");
+    assert_eq!(second.epoch, old.epoch + 1);
+    assert_eq!(second.attempt, 2, "attempt numbers count every claim");
+    let rec = state.thread.expect("thread");
+    assert_eq!(rec.status, Status::Running);
+    assert_eq!(rec.epoch, second.epoch);
+    assert_eq!(rec.holder.map(|h| h.run_id), Some("r".to_string()));
+    let err = rt
+        .block_on(store.commit(&old, vec![node(1), event("node_finished")]))
+        .expect_err("fenced");
+    assert!(matches!(err, StoreError::Fenced { .. }), "{err:?}");
+    rt.block_on(store.commit(&second, vec![node(2)]))
+        .expect("the holder writes");
+    let state = rt.block_on(store.load(&old.thread)).expect("load");
+    assert_eq!(state.nodes["n"].value, Some(json!(2)));
+    let events = rt.block_on(store.events(&old.thread, 0)).expect("events");
+    assert_eq!(
+        types_of(&events),
+        ["thread_created", "attempt_started"],
+        "the fenced commit wrote no event"
+    );
+}
+
+fn a_held_thread_is_not_claimed_twice_and_is_free_once_its_lease_drops(store: &dyn Store) {
+    let rt = rt();
+    let lease = rt
+        .block_on(store.create_thread(thread_rec(), attempt()))
+        .expect("create");
+    assert!(store.is_held(&lease.thread));
+    let mut other = attempt();
+    other.run_id = "r2".into();
+    let (second, _) = {
+        // Claimed by the first attempt: the second is refused and names the holder.
+        let err = rt
+            .block_on(store.claim(&lease.thread, other.clone()))
+            .expect_err("locked");
+        assert!(matches!(err, StoreError::Locked { .. }), "{err:?}");
+        // Creating it again is refused too.
+        let mut again = thread_rec();
+        again.id = lease.thread.clone();
+        assert!(
+            rt.block_on(store.create_thread(again, attempt())).is_err(),
+            "a thread is created once"
+        );
+        let thread = lease.thread.clone();
+        drop(lease);
+        assert!(!store.is_held(&thread));
+        rt.block_on(store.claim(&thread, other.clone()))
+            .expect("free once the holder is gone")
+    };
+    let err = rt
+        .block_on(store.claim(&second.thread, attempt()))
+        .expect_err("locked");
+    match err {
+        StoreError::Locked { thread, holder } => {
+            assert_eq!(thread, second.thread);
+            assert_eq!(holder.map(|h| h.run_id), Some("r2".to_string()));
+        }
+        other => panic!("{other:?}"),
+    }
+    let thread = second.thread.clone();
+    drop(second);
+    let summary = rt.block_on(store.list(ListQuery::default())).expect("list");
+    assert_eq!(summary.len(), 1);
+    assert!(
+        summary[0].stale,
+        "running with no holder is stale: {summary:?}"
+    );
+    assert!(!store.is_held(&thread));
+}
+
+fn after_a_cancel_request_only_the_cancellation_is_written(store: &dyn Store) {
+    let rt = rt();
+    let lease = rt
+        .block_on(store.create_thread(thread_rec(), attempt()))
+        .expect("create");
+    // The lease holds the thread, so the cancel is a request.
+    let outcome = rt
+        .block_on(store.request_cancel(&lease.thread))
+        .expect("cancel");
+    assert_eq!(outcome, CancelOutcome::Requested);
+    let rec = rt
+        .block_on(store.load(&lease.thread))
+        .expect("load")
+        .thread
+        .expect("thread");
+    assert!(rec.cancel_requested);
+    assert_eq!(rec.status, Status::Running);
+    let err = rt
+        .block_on(store.commit(&lease, vec![node(1)]))
+        .expect_err("fenced");
+    assert!(matches!(err, StoreError::Cancelled { .. }), "{err:?}");
+    let cancelled = with_status(store, &rt, &lease.thread, Status::Cancelled);
+    rt.block_on(store.commit(&lease, vec![cancelled, event("thread_cancelled")]))
+        .expect("the cancellation is recorded");
+    let state = rt.block_on(store.load(&lease.thread)).expect("load");
+    assert_eq!(state.thread.map(|t| t.status), Some(Status::Cancelled));
+    assert!(!state.nodes.contains_key("n"));
+    let events = rt.block_on(store.events(&lease.thread, 0)).expect("events");
+    assert_eq!(
+        types_of(&events),
+        ["thread_created", "cancel_requested", "thread_cancelled"]
+    );
+    assert_eq!(
+        rt.block_on(store.request_cancel(&lease.thread)),
+        Ok(CancelOutcome::AlreadyEnded(Status::Cancelled))
+    );
+}
+
+fn a_thread_no_process_holds_is_cancelled_at_once(store: &dyn Store) {
+    let rt = rt();
+    let lease = rt
+        .block_on(store.create_thread(thread_rec(), attempt()))
+        .expect("create");
+    let paused = with_status(store, &rt, &lease.thread, Status::Paused);
+    rt.block_on(store.commit(&lease, vec![paused]))
+        .expect("paused");
+    let thread = lease.thread.clone();
+    drop(lease);
+    let outcome = rt.block_on(store.request_cancel(&thread)).expect("cancel");
+    assert_eq!(outcome, CancelOutcome::Cancelled);
+    let rec = rt
+        .block_on(store.load(&thread))
+        .expect("load")
+        .thread
+        .expect("thread");
+    assert_eq!(rec.status, Status::Cancelled);
+    assert_eq!(rec.holder, None);
+    assert!(!rec.cancel_requested);
+    let events = rt.block_on(store.events(&thread, 0)).expect("events");
+    assert_eq!(
+        types_of(&events).last().map(String::as_str),
+        Some("thread_cancelled")
+    );
+    let cancelled = rt
+        .block_on(store.list(ListQuery {
+            status: Some(Status::Cancelled),
+            ..Default::default()
+        }))
+        .expect("list");
+    assert_eq!(cancelled.len(), 1, "the status index follows the cancel");
+    assert!(!store.is_held(&thread), "cancelling took nothing for good");
+    assert_eq!(
+        rt.block_on(store.request_cancel(&thread)),
+        Ok(CancelOutcome::AlreadyEnded(Status::Cancelled))
+    );
+}
+
+fn answers_are_compare_and_set_and_all_or_none(store: &dyn Store) {
+    let rt = rt();
+    let lease = rt
+        .block_on(store.create_thread(thread_rec(), attempt()))
+        .expect("create");
+    rt.block_on(store.commit(
+        &lease,
+        vec![
+            Write::Gate("a".into(), gate("a")),
+            Write::Gate("b".into(), gate("b")),
+        ],
+    ))
+    .expect("gates");
+    let thread = lease.thread.clone();
+    drop(lease);
+
+    // One unknown gate: nothing is written.
+    let err = rt
+        .block_on(store.answer(
+            &thread,
+            vec![("a".into(), json!(true)), ("nope".into(), json!(true))],
+            "cli",
+        ))
+        .expect_err("no such gate");
+    match err {
+        StoreError::NoSuchGate { gate, pending } => {
+            assert_eq!(gate, "nope");
+            assert_eq!(pending, ["a", "b"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    let state = rt.block_on(store.load(&thread)).expect("load");
+    assert!(
+        state.gates.values().all(|g| g.state == GateState::Pending),
+        "all or none"
+    );
+
+    rt.block_on(store.answer(
+        &thread,
+        vec![("a".into(), json!(true)), ("b".into(), json!(false))],
+        "cli",
+    ))
+    .expect("answered");
+    let state = rt.block_on(store.load(&thread)).expect("load");
+    let a = &state.gates["a"];
+    assert_eq!(a.state, GateState::Answered);
+    assert_eq!(a.answer, Some(json!(true)));
+    assert_eq!(a.answered_by.as_deref(), Some("cli"));
+    assert!(a.answered_ms > 0);
+    assert_eq!(state.gates["b"].answer, Some(json!(false)));
+
+    // The same answer again changes nothing; another one is refused.
+    rt.block_on(store.answer(&thread, vec![("a".into(), json!(true))], "api"))
+        .expect("the same answer is accepted again");
+    let err = rt
+        .block_on(store.answer(&thread, vec![("a".into(), json!(false))], "api"))
+        .expect_err("already answered");
+    assert_eq!(
+        err,
+        StoreError::AlreadyAnswered {
+            gate: "a".into(),
+            by: "cli".into()
+        }
+    );
+    let state = rt.block_on(store.load(&thread)).expect("load");
+    assert_eq!(state.gates["a"].answered_by.as_deref(), Some("cli"));
+    let events = rt.block_on(store.events(&thread, 0)).expect("events");
+    let answered: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "gate_answered")
+        .collect();
+    assert_eq!(answered.len(), 2, "{events:?}");
+    assert_eq!(answered[0]["gate"], "a");
+    assert_eq!(answered[0]["by"], "cli");
+    let err = rt
+        .block_on(store.answer("7ZZZZZZZZZZZZZZZZZZZZZZZZZ", vec![], "cli"))
+        .expect_err("no thread");
+    assert!(matches!(err, StoreError::NotFound { .. }), "{err:?}");
+}
+
+fn events_are_numbered_from_zero_without_gaps_across_commits_and_claims(store: &dyn Store) {
+    let rt = rt();
+    let lease = rt
+        .block_on(store.create_thread(thread_rec(), attempt()))
+        .expect("create");
+    let seqs = rt
+        .block_on(store.commit(
+            &lease,
+            vec![event("node_started"), node(1), event("node_finished")],
+        ))
+        .expect("commit");
+    assert_eq!(seqs, [1, 2], "thread_created took 0");
+    let seqs = rt
+        .block_on(store.commit(&lease, vec![node(2)]))
+        .expect("commit");
+    assert!(seqs.is_empty());
+    let thread = lease.thread.clone();
+    drop(lease);
+    let (lease, _) = rt.block_on(store.claim(&thread, attempt())).expect("claim");
+    let paused = with_status(store, &rt, &thread, Status::Paused);
+    let seqs = rt
+        .block_on(store.commit(&lease, vec![paused, event("thread_paused")]))
+        .expect("commit");
+    assert_eq!(seqs, [4], "attempt_started took 3");
+    let all = rt.block_on(store.events(&thread, 0)).expect("events");
+    assert_eq!(seqs_of(&all), [0, 1, 2, 3, 4]);
+    assert_eq!(
+        types_of(&all),
+        [
+            "thread_created",
+            "node_started",
+            "node_finished",
+            "attempt_started",
+            "thread_paused"
+        ]
+    );
+    for e in &all {
+        assert_eq!(e["thread"], thread.as_str());
+        assert_eq!(e["v"], 1);
+        assert!(e["ts"].as_u64().is_some_and(|t| t > 0), "{e}");
+    }
+    assert_eq!(all[3]["attempt"], 2);
+    let rec = rt
+        .block_on(store.load(&thread))
+        .expect("load")
+        .thread
+        .expect("thread");
+    assert_eq!(rec.next_seq, 5);
+    let tail = rt.block_on(store.events(&thread, 3)).expect("events");
+    assert_eq!(seqs_of(&tail), [3, 4]);
+    assert!(
+        rt.block_on(store.events(&thread, 5))
+            .expect("events")
+            .is_empty()
+    );
+    // An event's own `seq`, `thread` or `v` never wins over the store's.
+    let seqs = rt
+        .block_on(store.commit(
+            &lease,
+            vec![Write::Event(
+                json!({ "type": "x", "seq": 99, "thread": "T", "v": 7 }),
+            )],
+        ))
+        .expect("commit");
+    assert_eq!(seqs, [5]);
+    let last = rt.block_on(store.events(&thread, 5)).expect("events");
+    assert_eq!(last[0]["seq"], 5);
+    assert_eq!(last[0]["thread"], thread.as_str());
+    assert_eq!(last[0]["v"], 1);
+}
+
+fn load_returns_every_row_a_commit_wrote(store: &dyn Store) {
+    let rt = rt();
+    let lease = rt
+        .block_on(store.create_thread(thread_rec(), attempt()))
+        .expect("create");
+    let key = CallKey {
+        node: "fetch".into(),
+        generation: 0,
+        item: 0,
+        seq: 1,
+        call: 0,
+    };
+    let call = CallRec {
+        kind: "exec".into(),
+        target: "./fetch.sh".into(),
+        args: None,
+        args_hash: "sha256:1".into(),
+        idempotent: false,
+        idem_key: "k".into(),
+        state: CallState::Started,
+        result: None,
+        error: None,
+        attempt: 1,
+        started_ms: 5,
+        finished_ms: 0,
+        decision: None,
+    };
+    let mut each = NodeRec::done(json!(null));
+    each.value = None;
+    each.items = Some(3);
+    let item = |state: ItemState, v: Value| ItemRec {
+        state,
+        value: Some(v),
+        error: None,
+    };
+    let mut a2 = attempt();
+    a2.number = 7;
+    let mut fp = NodeRec::done(json!({ "id": "A" }));
+    fp.fingerprint = format!("sha256:{}", "ab".repeat(32));
+    rt.block_on(store.commit(
+        &lease,
+        vec![
+            Write::Node("fetch".into(), fp),
+            Write::Node("tags".into(), each),
+            Write::Item("tags".into(), 0, 0, item(ItemState::Done, json!("x"))),
+            Write::Item("tags".into(), 0, 1, item(ItemState::Dropped, json!("y"))),
+            Write::Item("tags".into(), 0, 2, item(ItemState::Done, json!("z"))),
+            Write::Item("tags".into(), 1, 0, item(ItemState::Done, json!("new"))),
+            Write::Call(key.clone(), call.clone()),
+            Write::Gate("review".into(), gate("review")),
+            Write::Attempt(a2.clone()),
+        ],
+    ))
+    .expect("commit");
+    let state = rt.block_on(store.load(&lease.thread)).expect("load");
+    let rec = state.thread.clone().expect("thread");
+    assert_eq!(rec.id, lease.thread);
+    assert_eq!(rec.inputs["doc"].as_str().map(str::len), Some(10_000));
+    assert_eq!(state.value_of("fetch"), Some(json!({ "id": "A" })));
+    assert_eq!(
+        state.nodes["fetch"].fingerprint,
+        "ab".repeat(16),
+        "node rows keep 128 bits of the fingerprint"
+    );
+    assert_eq!(
+        state.value_of("tags"),
+        Some(json!(["x", "z"])),
+        "an each node's value is its done items of its generation"
+    );
+    assert_eq!(state.items.len(), 4);
+    assert_eq!(state.calls[&key], call);
+    assert_eq!(state.gates["review"], gate("review"));
+    assert_eq!(
+        state.attempts.iter().map(|a| a.number).collect::<Vec<_>>(),
+        [1, 7]
+    );
+    assert_eq!(state.attempts[1], a2);
+    // A node row is replaced by the next write of the same node.
+    rt.block_on(store.commit(
+        &lease,
+        vec![Write::Node("fetch".into(), NodeRec::done(json!(2)))],
+    ))
+    .expect("commit");
+    let state = rt.block_on(store.load(&lease.thread)).expect("load");
+    assert_eq!(state.value_of("fetch"), Some(json!(2)));
+    assert_eq!(state.value_of("missing"), None);
+}
+
+fn a_thread_record_write_keeps_the_fence_and_the_status_index(store: &dyn Store) {
+    let rt = rt();
+    let lease = rt
+        .block_on(store.create_thread(thread_rec(), attempt()))
+        .expect("create");
+    let mut rec = rt
+        .block_on(store.load(&lease.thread))
+        .expect("load")
+        .thread
+        .expect("thread");
+    let before = rec.updated_ms;
+    std::thread::sleep(std::time::Duration::from_millis(3));
+    rec.status = Status::Failed;
+    rec.epoch = 40;
+    rec.cancel_requested = true;
+    rec.pipeline = "renamed".into();
+    rt.block_on(store.commit(&lease, vec![Write::Thread(rec)]))
+        .expect("commit");
+    let rec = rt
+        .block_on(store.load(&lease.thread))
+        .expect("load")
+        .thread
+        .expect("thread");
+    assert_eq!(rec.status, Status::Failed);
+    assert_eq!(rec.pipeline, "renamed");
+    assert_eq!(rec.epoch, 1, "a writer cannot move its own fence");
+    assert!(!rec.cancel_requested);
+    assert!(rec.updated_ms > before, "{} > {before}", rec.updated_ms);
+    rt.block_on(store.commit(&lease, vec![node(1)]))
+        .expect("still the holder");
+    let failed = rt
+        .block_on(store.list(ListQuery {
+            status: Some(Status::Failed),
+            ..Default::default()
+        }))
+        .expect("list");
+    assert_eq!(failed.len(), 1);
+    let running = rt
+        .block_on(store.list(ListQuery {
+            status: Some(Status::Running),
+            ..Default::default()
+        }))
+        .expect("list");
+    assert!(running.is_empty(), "the old status is gone from the index");
+}
+
+fn list_pages_newest_first_with_status_and_pipeline_filters(store: &dyn Store) {
+    let rt = rt();
+    let mut ids = Vec::new();
+    let mut leases = Vec::new();
+    for (i, (pipeline, status)) in [
+        ("a", Status::Completed),
+        ("b", Status::Paused),
+        ("a", Status::Paused),
+        ("b", Status::Running),
+        ("a", Status::Failed),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut rec = thread_rec();
+        rec.pipeline = pipeline.into();
+        rec.created_ms = i as u64;
+        let lease = rt
+            .block_on(store.create_thread(rec, attempt()))
+            .expect("create");
+        if status != Status::Running {
+            let w = with_status(store, &rt, &lease.thread, status);
+            rt.block_on(store.commit(&lease, vec![w])).expect("status");
+        }
+        ids.push(lease.thread.clone());
+        leases.push(lease);
+    }
+    let page = |q: ListQuery| -> Vec<String> {
+        rt.block_on(store.list(q))
+            .expect("list")
+            .into_iter()
+            .map(|s| s.id)
+            .collect()
+    };
+    let newest: Vec<String> = ids.iter().rev().cloned().collect();
+    assert_eq!(page(ListQuery::default()), newest);
+    let first = page(ListQuery {
+        limit: 2,
+        ..Default::default()
+    });
+    assert_eq!(first, newest[..2]);
+    let second = page(ListQuery {
+        limit: 2,
+        before: first.last().cloned(),
+        ..Default::default()
+    });
+    assert_eq!(second, newest[2..4]);
+    let third = page(ListQuery {
+        limit: 2,
+        before: second.last().cloned(),
+        ..Default::default()
+    });
+    assert_eq!(third, newest[4..]);
+    assert_eq!(
+        page(ListQuery {
+            status: Some(Status::Paused),
+            ..Default::default()
+        }),
+        [ids[2].clone(), ids[1].clone()]
+    );
+    assert_eq!(
+        page(ListQuery {
+            status: Some(Status::Paused),
+            before: Some(ids[2].clone()),
+            ..Default::default()
+        }),
+        [ids[1].clone()]
+    );
+    assert_eq!(
+        page(ListQuery {
+            pipeline: Some("a".into()),
+            ..Default::default()
+        }),
+        [ids[4].clone(), ids[2].clone(), ids[0].clone()]
+    );
+    assert_eq!(
+        page(ListQuery {
+            pipeline: Some("a".into()),
+            status: Some(Status::Paused),
+            ..Default::default()
+        }),
+        [ids[2].clone()]
+    );
+    assert!(
+        page(ListQuery {
+            pipeline: Some("c".into()),
+            ..Default::default()
+        })
+        .is_empty()
+    );
+    let summaries = rt.block_on(store.list(ListQuery::default())).expect("list");
+    let running = &summaries[1];
+    assert_eq!(running.id, ids[3]);
+    assert_eq!(running.status, Status::Running);
+    assert!(!running.stale, "its lease is alive");
+    assert_eq!(running.pipeline, "b");
+    assert_eq!(running.created_ms, 3);
+    drop(leases);
+    let summaries = rt.block_on(store.list(ListQuery::default())).expect("list");
+    assert!(summaries[1].stale, "running, and no one holds it");
+    assert!(summaries.iter().filter(|s| s.stale).count() == 1);
+    let err = rt
+        .block_on(store.list(ListQuery {
+            before: Some("not an id".into()),
+            ..Default::default()
+        }))
+        .expect_err("a cursor is a thread id");
+    assert!(matches!(err, StoreError::NotFound { .. }), "{err:?}");
+}
+
+fn prune_deletes_old_terminal_threads_only(store: &dyn Store) {
+    let rt = rt();
+    let mut by_status = Vec::new();
+    for status in [
+        Status::Completed,
+        Status::Failed,
+        Status::Cancelled,
+        Status::Paused,
+        Status::Blocked,
+        Status::Running,
+    ] {
+        let lease = rt
+            .block_on(store.create_thread(thread_rec(), attempt()))
+            .expect("create");
+        let w = with_status(store, &rt, &lease.thread, status);
+        rt.block_on(store.commit(
+            &lease,
+            vec![w, node(1), Write::Gate("g".into(), gate("g")), event("x")],
+        ))
+        .expect("commit");
+        by_status.push((status, lease.thread.clone()));
+    }
+    let later = ids::now_ms() + 60_000;
+    let everything = Status::ALL.to_vec();
+    assert_eq!(
+        rt.block_on(store.prune(0, everything.clone())),
+        Ok(0),
+        "nothing is older than the epoch"
+    );
+    assert_eq!(rt.block_on(store.prune(later, vec![Status::Failed])), Ok(1));
+    assert_eq!(rt.block_on(store.prune(later, everything)), Ok(2));
+    for (status, thread) in &by_status {
+        let loaded = rt.block_on(store.load(thread));
+        if status.is_terminal() {
+            assert!(
+                matches!(loaded, Err(StoreError::NotFound { .. })),
+                "{status:?} is pruned"
+            );
+            assert!(
+                matches!(
+                    rt.block_on(store.events(thread, 0)),
+                    Err(StoreError::NotFound { .. })
+                ),
+                "with its events"
+            );
+        } else {
+            let state = loaded.expect("kept");
+            assert_eq!(state.thread.map(|t| t.status), Some(*status));
+            assert!(state.gates.contains_key("g"));
+        }
+    }
+    let left = rt.block_on(store.list(ListQuery::default())).expect("list");
+    assert_eq!(left.len(), 3);
+}
+
+fn ids_may_be_shortened_to_a_unique_prefix(store: &dyn Store) {
+    let rt = rt();
+    let base = ids::new_ulid() & !0xFF;
+    let a = ids::encode(base);
+    let b = ids::encode(base + 1);
+    let c = ids::encode(base + 0x100_0000);
+    for id in [&a, &b, &c] {
+        rt.block_on(store.create_thread(thread_with_id(id.clone()), attempt()))
+            .expect("create");
+    }
+    let loaded = |q: &str| rt.block_on(store.load(q)).map(|s| s.thread.map(|t| t.id));
+    assert_eq!(loaded(&a), Ok(Some(a.clone())));
+    assert_eq!(loaded(&a.to_ascii_lowercase()), Ok(Some(a.clone())));
+    assert_eq!(loaded(&format!("  {b} ")), Ok(Some(b.clone())));
+    assert_eq!(loaded(&c[..22]), Ok(Some(c.clone())), "a unique prefix");
+    match loaded(&a[..25]) {
+        Err(StoreError::Ambiguous { prefix, matches }) => {
+            assert_eq!(prefix, a[..25]);
+            assert_eq!(matches, [a.clone(), b.clone()]);
+        }
+        other => panic!("{other:?}"),
+    }
+    for missing in [
+        "",
+        "nope!",
+        "8ZZZZ",
+        &"0".repeat(27),
+        "7ZZZZZZZZZZZZZZZZZZZZZZZZZ",
+    ] {
+        assert!(
+            matches!(loaded(missing), Err(StoreError::NotFound { .. })),
+            "`{missing}`"
+        );
+    }
+    // Every operation that names a thread takes a prefix.
+    assert!(rt.block_on(store.events(&c[..22], 0)).is_ok());
+    assert!(matches!(
+        rt.block_on(store.request_cancel(&a[..25])),
+        Err(StoreError::Ambiguous { .. })
+    ));
+    assert!(matches!(
+        rt.block_on(store.answer(&a[..25], vec![], "cli")),
+        Err(StoreError::Ambiguous { .. })
+    ));
+}
+
+fn a_claim_by_prefix_takes_the_thread_it_names(store: &dyn Store) {
+    let rt = rt();
+    let lease = rt
+        .block_on(store.create_thread(thread_rec(), attempt()))
+        .expect("create");
+    let thread = lease.thread.clone();
+    drop(lease);
+    let (lease, state) = rt
+        .block_on(store.claim(&thread[..20].to_ascii_lowercase(), attempt()))
+        .expect("claim");
+    assert_eq!(lease.thread, thread);
+    assert_eq!(state.thread.map(|t| t.id), Some(thread.clone()));
+    assert!(store.is_held(&thread));
+    let err = rt
+        .block_on(store.claim("7ZZZZZZZZZZZZZZZZZZZZZZZZZ", attempt()))
+        .expect_err("none");
+    assert!(matches!(err, StoreError::NotFound { .. }), "{err:?}");
+}
+
+fn plans_are_stored_once_by_hash(store: &dyn Store) {
+    let rt = rt();
+    let plan = format!("{{\"nodes\":[],\"doc\":\"{}\"}}", "x".repeat(5_000));
+    rt.block_on(store.put_plan("sha256:1", &plan)).expect("put");
+    rt.block_on(store.put_plan("sha256:1", "{\"other\":true}"))
+        .expect("put again");
+    assert_eq!(rt.block_on(store.get_plan("sha256:1")), Ok(Some(plan)));
+    assert_eq!(rt.block_on(store.get_plan("sha256:2")), Ok(None));
+}
+
+macro_rules! contract {
+    ($($case:ident),* $(,)?) => {
+        mod redb {
+            $(
+                #[test]
+                fn $case() {
+                    let (store, _dir) = super::redb_store(stringify!($case));
+                    super::$case(&store);
+                }
+            )*
+        }
+        mod memory {
+            $(
+                #[test]
+                fn $case() {
+                    super::$case(&crate::store::MemoryStore::new());
+                }
+            )*
+        }
+    };
+}
+
+contract!(
+    a_writer_whose_epoch_moved_on_writes_nothing,
+    a_held_thread_is_not_claimed_twice_and_is_free_once_its_lease_drops,
+    after_a_cancel_request_only_the_cancellation_is_written,
+    a_thread_no_process_holds_is_cancelled_at_once,
+    answers_are_compare_and_set_and_all_or_none,
+    events_are_numbered_from_zero_without_gaps_across_commits_and_claims,
+    load_returns_every_row_a_commit_wrote,
+    a_thread_record_write_keeps_the_fence_and_the_status_index,
+    list_pages_newest_first_with_status_and_pipeline_filters,
+    prune_deletes_old_terminal_threads_only,
+    ids_may_be_shortened_to_a_unique_prefix,
+    a_claim_by_prefix_takes_the_thread_it_names,
+    plans_are_stored_once_by_hash,
+);

@@ -1,0 +1,330 @@
+//! The writes outside a commit: storing a plan, creating and claiming a thread (the
+//! lease), and the two lease-free writes, answers and cancels (both compare-and-set).
+//! Each runs as one transaction on the store thread.
+
+use std::time::Duration;
+
+use redb::ReadableTable;
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::reads::{load_state, read_thread, resolve_id};
+use super::store_thread::{Job, apply_writes, get_thread, put_thread};
+use super::tables::*;
+use super::{RedbStore, io};
+use crate::store::envelope::decode;
+use crate::store::ids;
+use crate::store::lock;
+use crate::store::*;
+
+pub(super) fn put_plan<'a>(
+    store: &'a RedbStore,
+    hash: &str,
+    plan_json: &str,
+) -> StoreFuture<'a, ()> {
+    let (hash, json) = (hash.to_string(), plan_json.to_string());
+    Box::pin(async move {
+        store.writable("put_plan")?;
+        store
+            .on_store_thread(move |db| {
+                let txn = db.begin_write().map_err(io)?;
+                {
+                    let mut t = txn.open_table(PLANS).map_err(io)?;
+                    if t.get(hash.as_str()).map_err(io)?.is_none() {
+                        t.insert(hash.as_str(), pack_plan(&json).as_slice())
+                            .map_err(io)?;
+                    }
+                }
+                txn.commit().map_err(io)
+            })
+            .await
+    })
+}
+
+pub(super) fn create_thread<'a>(
+    store: &'a RedbStore,
+    rec: ThreadRec,
+    attempt: AttemptRec,
+) -> StoreFuture<'a, Lease> {
+    let path = store.inner.path.clone();
+    Box::pin(async move {
+        store.writable("create_thread")?;
+        let id = ids::decode(&rec.id)
+            .ok_or_else(|| StoreError::Io(format!("`{}` is not a thread id", rec.id)))?;
+        let lock = lock::try_lock(&path, &rec.id, Duration::from_millis(200))
+            .map_err(io)?
+            .ok_or_else(|| StoreError::Locked {
+                thread: rec.id.clone(),
+                holder: None,
+            })?;
+        let (thread, epoch, run_id, number) = (
+            rec.id.clone(),
+            rec.epoch,
+            attempt.run_id.clone(),
+            attempt.number,
+        );
+        store
+            .on_store_thread(move |db| {
+                let txn = db.begin_write().map_err(io)?;
+                if get_thread(&txn, id)?.is_some() {
+                    return Err(StoreError::Io(format!("thread {} already exists", rec.id)));
+                }
+                let mut rec = rec;
+                apply_writes(
+                    &txn,
+                    id,
+                    Some(&mut rec),
+                    &[
+                        Write::Attempt(attempt),
+                        Write::Event(
+                            serde_json::json!({ "type": "thread_created", "attempt": number }),
+                        ),
+                    ],
+                )?;
+                put_thread(&txn, id, None, &rec)?;
+                txn.commit().map_err(io)
+            })
+            .await?;
+        Ok(Lease {
+            thread,
+            epoch,
+            run_id,
+            attempt: number,
+            _guard: LeaseGuard::File { _lock: lock },
+        })
+    })
+}
+
+pub(super) fn claim<'a>(
+    store: &'a RedbStore,
+    thread: &str,
+    attempt: AttemptRec,
+) -> StoreFuture<'a, (Lease, ThreadState)> {
+    let thread = thread.to_string();
+    let path = store.inner.path.clone();
+    Box::pin(async move {
+        store.writable("claim")?;
+        let p2 = path.clone();
+        let t2 = thread.clone();
+        let (id, rec) = store
+            .read(move |txn| {
+                let id = resolve_id(txn, &t2, &p2)?;
+                Ok((id, read_thread(txn, id)?))
+            })
+            .await?;
+        let name = ids::encode(id);
+        let Some(rec) = rec else {
+            return Err(StoreError::NotFound {
+                thread,
+                store: path.display().to_string(),
+            });
+        };
+        let lock = lock::try_lock(&path, &name, Duration::from_millis(200)).map_err(io)?;
+        let Some(lock) = lock else {
+            return Err(StoreError::Locked {
+                thread: name,
+                holder: rec.holder.clone(),
+            });
+        };
+        let run_id = attempt.run_id.clone();
+        let (epoch, number) = store
+            .on_store_thread(move |db| {
+                let txn = db.begin_write().map_err(io)?;
+                let Some(mut rec) = get_thread(&txn, id)? else {
+                    return Err(StoreError::NotFound {
+                        thread: ids::encode(id),
+                        store: String::new(),
+                    });
+                };
+                let old = rec.status;
+                rec.epoch += 1;
+                rec.attempts += 1;
+                rec.status = Status::Running;
+                rec.holder = Some(Holder {
+                    run_id: attempt.run_id.clone(),
+                    pid: attempt.pid,
+                    host: attempt.host.clone(),
+                    since_ms: attempt.started_ms,
+                });
+                let mut attempt = attempt;
+                attempt.number = rec.attempts;
+                let number = attempt.number;
+                apply_writes(
+                    &txn,
+                    id,
+                    Some(&mut rec),
+                    &[
+                        Write::Attempt(attempt),
+                        Write::Event(
+                            serde_json::json!({ "type": "attempt_started", "attempt": number }),
+                        ),
+                    ],
+                )?;
+                put_thread(&txn, id, Some(old), &rec)?;
+                let epoch = rec.epoch;
+                txn.commit().map_err(io)?;
+                Ok((epoch, number))
+            })
+            .await?;
+        let state = store.read(move |txn| load_state(txn, id)).await?;
+        Ok((
+            Lease {
+                thread: name,
+                epoch,
+                run_id,
+                attempt: number,
+                _guard: LeaseGuard::File { _lock: lock },
+            },
+            state,
+        ))
+    })
+}
+
+pub(super) fn commit<'a>(
+    store: &'a RedbStore,
+    lease: &'a Lease,
+    writes: Vec<Write>,
+) -> StoreFuture<'a, Vec<u64>> {
+    Box::pin(async move {
+        store.writable("commit")?;
+        let Some(thread) = ids::decode(&lease.thread) else {
+            return Err(StoreError::Io(format!(
+                "`{}` is not a thread id",
+                lease.thread
+            )));
+        };
+        let (reply, rx) = oneshot::channel();
+        store.send(Job::Commit {
+            thread,
+            epoch: lease.epoch,
+            writes,
+            reply,
+        })?;
+        rx.await
+            .map_err(|_| StoreError::Io("the store thread stopped".into()))?
+    })
+}
+
+pub(super) fn answer<'a>(
+    store: &'a RedbStore,
+    thread: &str,
+    answers: Vec<(String, Value)>,
+    by: &str,
+) -> StoreFuture<'a, ()> {
+    let (thread, by) = (thread.to_string(), by.to_string());
+    let path = store.inner.path.clone();
+    Box::pin(async move {
+        store.writable("answer")?;
+        let p2 = path.clone();
+        let id = store.read(move |txn| resolve_id(txn, &thread, &p2)).await?;
+        store.on_store_thread(move |db| {
+            let txn = db.begin_write().map_err(io)?;
+            let Some(mut rec) = get_thread(&txn, id)? else {
+                return Err(StoreError::NotFound { thread: ids::encode(id), store: path.display().to_string() });
+            };
+            let now = ids::now_ms();
+            let mut writes = Vec::new();
+            {
+                let gates = txn.open_table(GATES).map_err(io)?;
+                let mut pending = Vec::new();
+                let mut all: Vec<(String, GateRec)> = Vec::new();
+                for e in gates.range((id, "")..(id.wrapping_add(1), "")).map_err(io)? {
+                    let (k, v) = e.map_err(io)?;
+                    let name = k.value().1.to_string();
+                    let g: GateRec = decode(v.value(), &|| format!("gate `{name}`"))?;
+                    if g.state == GateState::Pending {
+                        pending.push(name.clone());
+                    }
+                    all.push((name, g));
+                }
+                // All answers are checked first: all or none are written.
+                for (gate, value) in &answers {
+                    let Some((_, g)) = all.iter().find(|(n, _)| n == gate) else {
+                        return Err(StoreError::NoSuchGate { gate: gate.clone(), pending: pending.clone() });
+                    };
+                    match g.state {
+                        GateState::Answered if g.answer.as_ref() == Some(value) => {}
+                        GateState::Answered => {
+                            return Err(StoreError::AlreadyAnswered { gate: gate.clone(), by: g.answered_by.clone().unwrap_or_default() });
+                        }
+                        GateState::Pending => {
+                            let mut g = g.clone();
+                            g.state = GateState::Answered;
+                            g.answer = Some(value.clone());
+                            g.answered_ms = now;
+                            g.answered_by = Some(by.clone());
+                            writes.push(Write::Gate(gate.clone(), g));
+                            writes.push(Write::Event(serde_json::json!({ "type": "gate_answered", "gate": gate, "by": by })));
+                        }
+                    }
+                }
+            }
+            let old = rec.status;
+            apply_writes(&txn, id, Some(&mut rec), &writes)?;
+            put_thread(&txn, id, Some(old), &rec)?;
+            txn.commit().map_err(io)
+        })
+        .await
+    })
+}
+
+pub(super) fn request_cancel<'a>(
+    store: &'a RedbStore,
+    thread: &str,
+) -> StoreFuture<'a, CancelOutcome> {
+    let thread = thread.to_string();
+    let path = store.inner.path.clone();
+    Box::pin(async move {
+        store.writable("request_cancel")?;
+        let p2 = path.clone();
+        let id = store.read(move |txn| resolve_id(txn, &thread, &p2)).await?;
+        let name = ids::encode(id);
+        // If no process holds it, hold it ourselves while cancelling.
+        let lock = lock::try_lock(&path, &name, Duration::from_millis(0)).map_err(io)?;
+        let held_by_other = lock.is_none();
+        let outcome = store
+            .on_store_thread(move |db| {
+                let txn = db.begin_write().map_err(io)?;
+                let Some(mut rec) = get_thread(&txn, id)? else {
+                    return Err(StoreError::NotFound {
+                        thread: ids::encode(id),
+                        store: String::new(),
+                    });
+                };
+                if rec.status.is_terminal() {
+                    return Ok(CancelOutcome::AlreadyEnded(rec.status));
+                }
+                let old = rec.status;
+                let outcome = if held_by_other {
+                    rec.cancel_requested = true;
+                    apply_writes(
+                        &txn,
+                        id,
+                        Some(&mut rec),
+                        &[Write::Event(
+                            serde_json::json!({ "type": "cancel_requested" }),
+                        )],
+                    )?;
+                    CancelOutcome::Requested
+                } else {
+                    rec.status = Status::Cancelled;
+                    rec.holder = None;
+                    apply_writes(
+                        &txn,
+                        id,
+                        Some(&mut rec),
+                        &[Write::Event(
+                            serde_json::json!({ "type": "thread_cancelled" }),
+                        )],
+                    )?;
+                    CancelOutcome::Cancelled
+                };
+                put_thread(&txn, id, Some(old), &rec)?;
+                txn.commit().map_err(io)?;
+                Ok(outcome)
+            })
+            .await;
+        drop(lock);
+        outcome
+    })
+}

@@ -1,0 +1,252 @@
+//! The scheduler against the in-memory store: readiness, skips, joins, `each`, gates
+//! and crash counts, with host functions that record what ran and when. No files, no
+//! processes: what is tested is the order and the rows the attempt writes.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pipec::runtime::{Outcome, RunOptions, Runner};
+use pipec::store::{MemoryStore, NodeState, Store};
+use serde_json::{Value, json};
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// What ran, in order: "start:<node>" and "end:<node>".
+type Log = Arc<Mutex<Vec<String>>>;
+
+fn log_of(log: &Log) -> Vec<String> {
+    log.lock().map(|l| l.clone()).unwrap_or_default()
+}
+
+/// A host function `step` that logs its node (the `n` parameter), waits `ms`, and
+/// returns `{ v: n.len() }`.
+fn with_step(runner: Runner, log: &Log) -> Runner {
+    let log = log.clone();
+    runner.host_fn_json("step", move |v: Value| {
+        let log = log.clone();
+        async move {
+            let name = v["n"].as_str().unwrap_or("?").to_string();
+            let ms = v["ms"].as_u64().unwrap_or(0);
+            if let Ok(mut l) = log.lock() {
+                l.push(format!("start:{name}"));
+            }
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            if let Ok(mut l) = log.lock() {
+                l.push(format!("end:{name}"));
+            }
+            Ok(json!({ "v": name.len() }))
+        }
+    })
+}
+
+fn position(log: &[String], entry: &str) -> usize {
+    log.iter()
+        .position(|e| e == entry)
+        .unwrap_or_else(|| panic!("{entry} in {log:?}"))
+}
+
+#[test]
+fn a_node_starts_only_when_everything_it_reads_is_committed() {
+    // A diamond: a → (b, c) → d. b is slow, c is fast; d waits for both.
+    let src = r#"
+node a(n: string = "a", ms: int = 0) -> { v: int } { host = "step" }
+node b(n: string = "b", ms: int = 60, x: { v: int } = a) -> { v: int } { host = "step" }
+node c(n: string = "c", ms: int = 0, x: { v: int } = a) -> { v: int } { host = "step" }
+node d(n: string = "d", ms: int = 0, l: { v: int } = b, r: { v: int } = c) -> { v: int } { host = "step" }
+output d = d
+"#;
+    let plan = pipec::compile_str("diamond.pipe", src).expect("compiles");
+    let log: Log = Arc::default();
+    let store = MemoryStore::new();
+    let runner = with_step(Runner::new(plan, store.clone()), &log);
+    let out = rt().block_on(runner.start(json!({}))).expect("runs");
+    assert!(matches!(out, Outcome::Completed { .. }), "{out:?}");
+    let log = log_of(&log);
+    assert!(position(&log, "end:a") < position(&log, "start:b"));
+    assert!(position(&log, "end:a") < position(&log, "start:c"));
+    // b and c run at the same time: c ends while b sleeps.
+    assert!(position(&log, "start:b") < position(&log, "end:c"));
+    assert!(position(&log, "end:b") < position(&log, "start:d"));
+    assert!(position(&log, "end:c") < position(&log, "start:d"));
+}
+
+#[test]
+fn skips_reach_required_parameters_and_stop_at_optional_ones_and_joins() {
+    let src = r#"
+input go: bool
+node gated(n: string = "gated", ms: int = 0, go: bool = input.go) -> { v: int } {
+  when = go
+  host = "step"
+}
+node needs(n: string = "needs", ms: int = 0, x: { v: int } = gated) -> { v: int } { host = "step" }
+node maybe(n: string = "maybe", ms: int = 0, x: { v: int }? = gated) -> { v: int } { host = "step" }
+node joined(x: { v: int } = gated ?? maybe) -> { v: int } { return = x }
+output needs: { v: int }? = needs
+output maybe = maybe
+output joined = joined
+"#;
+    let plan = pipec::compile_str("skips.pipe", src).expect("compiles");
+    let log: Log = Arc::default();
+    let store = MemoryStore::new();
+    let runner = with_step(Runner::new(plan, store.clone()), &log);
+    let rt = rt();
+    let out = rt
+        .block_on(runner.start(json!({ "go": false })))
+        .expect("runs");
+    let Outcome::Completed { thread, outputs } = out else {
+        panic!("{out:?}");
+    };
+    assert_eq!(
+        outputs,
+        json!({ "needs": null, "maybe": { "v": 5 }, "joined": { "v": 5 } })
+    );
+    let log = log_of(&log);
+    assert!(
+        !log.iter()
+            .any(|e| e.contains("gated") || e.contains("needs")),
+        "{log:?}"
+    );
+    let state = rt.block_on(store.load(&thread)).expect("load");
+    assert_eq!(state.nodes["gated"].state, NodeState::Skipped);
+    assert_eq!(state.nodes["needs"].state, NodeState::Skipped);
+    assert_eq!(state.nodes["maybe"].state, NodeState::Done);
+}
+
+#[test]
+fn each_runs_items_with_when_per_item_and_an_empty_list_is_no_skip() {
+    let src = r#"
+input words: string[]
+node len(n: string = each(input.words, max: 10), ms: int = 0) -> { v: int } {
+  when = n != "skip"
+  host = "step"
+}
+node total(items: { v: int }[] = len) -> { n: int } { return = { n: len(items) } }
+output total = total
+output lens = len[*].v
+"#;
+    let plan = pipec::compile_str("each.pipe", src).expect("compiles");
+    let log: Log = Arc::default();
+    let store = MemoryStore::new();
+    let rt = rt();
+    let runner = with_step(Runner::new(plan, store.clone()), &log);
+    let out = rt
+        .block_on(runner.start(json!({ "words": ["ab", "skip", "abcd"] })))
+        .expect("runs");
+    let Outcome::Completed { outputs, .. } = out else {
+        panic!("{out:?}");
+    };
+    assert_eq!(outputs, json!({ "total": { "n": 2 }, "lens": [2, 4] }));
+    let out = rt
+        .block_on(runner.start(json!({ "words": [] })))
+        .expect("runs");
+    let Outcome::Completed { outputs, .. } = out else {
+        panic!("{out:?}");
+    };
+    assert_eq!(outputs, json!({ "total": { "n": 0 }, "lens": [] }));
+}
+
+#[test]
+fn gates_pause_the_thread_until_answered_and_other_branches_run_meanwhile() {
+    let src = r#"
+type Ok {
+  ok: bool
+}
+gate first() -> Ok { message = "first?" }
+gate second() -> Ok { message = "second?" }
+node free(n: string = "free", ms: int = 0) -> { v: int } { host = "step" }
+node after(n: string = "after", ms: int = 0, a: Ok = first, b: Ok = second) -> { v: int } { host = "step" }
+output after = after
+output free = free
+"#;
+    let plan = pipec::compile_str("gates.pipe", src).expect("compiles");
+    let log: Log = Arc::default();
+    let store = MemoryStore::new();
+    let rt = rt();
+    let runner = with_step(Runner::new(plan, store.clone()), &log);
+    let out = rt.block_on(runner.start(json!({}))).expect("runs");
+    let Outcome::Paused { thread, gates } = out else {
+        panic!("{out:?}");
+    };
+    let names: Vec<&str> = gates.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(names, ["first", "second"]);
+    assert_eq!(
+        log_of(&log),
+        ["start:free", "end:free"],
+        "the free branch ran"
+    );
+    // One answer: still paused at the other gate.
+    let out = rt
+        .block_on(runner.resume(&thread, vec![("first".into(), json!({ "ok": true }))]))
+        .expect("resumes");
+    let Outcome::Paused { gates, .. } = out else {
+        panic!("{out:?}");
+    };
+    assert_eq!(gates.len(), 1);
+    assert_eq!(gates[0].name, "second");
+    let out = rt
+        .block_on(runner.resume(&thread, vec![("second".into(), json!({ "ok": false }))]))
+        .expect("resumes");
+    assert!(matches!(out, Outcome::Completed { .. }), "{out:?}");
+    assert_eq!(
+        log_of(&log).iter().filter(|e| *e == "start:free").count(),
+        1
+    );
+}
+
+#[test]
+fn a_node_running_when_its_process_dies_counts_a_crash_and_fails_after_three() {
+    let src = r#"
+node hang(n: string = "hang", ms: int = 60000) -> { v: int } { host = "step" }
+output hang = hang
+"#;
+    let plan = pipec::compile_str("crash.pipe", src).expect("compiles");
+    let log: Log = Arc::default();
+    let store = MemoryStore::new();
+    let rt = rt();
+    let runner = with_step(Runner::new(plan, store.clone()), &log);
+    let thread = "01JCRASH000000000000000000".to_string();
+    let opts = RunOptions {
+        thread_id: Some(thread.clone()),
+        ..Default::default()
+    };
+    // A "crash": the attempt is dropped while the node runs; its lease goes with it.
+    let crashed = rt.block_on(async {
+        tokio::time::timeout(
+            Duration::from_millis(150),
+            runner.start_with(json!({}), opts),
+        )
+        .await
+    });
+    assert!(crashed.is_err(), "the attempt was cut off");
+    for crash in 1..=2 {
+        let cut = rt.block_on(async {
+            tokio::time::timeout(Duration::from_millis(150), runner.resume(&thread, vec![])).await
+        });
+        assert!(cut.is_err(), "the attempt was cut off");
+        let state = rt.block_on(store.load(&thread)).expect("load");
+        assert_eq!(
+            state.nodes["hang"].crash_count, crash,
+            "crash {crash} counted"
+        );
+        assert_eq!(state.nodes["hang"].state, NodeState::Running);
+    }
+    // The third resume finds the node crashed three times: it fails instead of running.
+    let out = rt
+        .block_on(runner.resume(&thread, vec![]))
+        .expect("resumes");
+    let Outcome::Failed { error, .. } = out else {
+        panic!("{out:?}");
+    };
+    assert_eq!(error.code, "R0408", "{error:?}");
+    assert_eq!(
+        log_of(&log).iter().filter(|e| *e == "start:hang").count(),
+        3,
+        "it ran three times, not a fourth"
+    );
+}
