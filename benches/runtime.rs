@@ -195,7 +195,7 @@ fn main() {
         let thread = b.rt.block_on(store.list(Default::default())).expect("list")[0]
             .id
             .clone();
-        let (lease, _) =
+        let (lease, _, _) =
             b.rt.block_on(store.claim(
                 &thread,
                 pipec::store::AttemptRec {
@@ -595,7 +595,7 @@ async fn fill(store: &RedbStore, n: usize) {
                     plan_hash: "sha256:0".into(),
                     pipec: String::new(),
                 };
-                let lease = store
+                let (lease, _) = store
                     .create_thread(rec.clone(), attempt)
                     .await
                     .expect("create");

@@ -580,7 +580,7 @@ fn a_pipeline_runs_on_the_memory_store_as_on_redb() {
     let state = rt.block_on(store.load(&thread[..12])).expect("load");
     assert_eq!(state.thread.map(|t| t.status), Some(Status::Completed));
     let events = rt.block_on(store.events(&thread, 0)).expect("events");
-    let seqs: Vec<u64> = events.iter().filter_map(|e| e["seq"].as_u64()).collect();
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
-    assert_eq!(events[0]["type"], "thread_created");
+    assert_eq!(events[0].event.kind(), "thread_created");
 }

@@ -19,6 +19,9 @@ pub struct Args {
     /// The largest answer accepted, in bytes of JSON
     #[arg(long, default_value_t = DEFAULT_MAX_ANSWER_BYTES)]
     max_answer_bytes: usize,
+    /// Print the events the answers wrote, as JSON lines on stdout
+    #[arg(long, value_enum)]
+    events: Option<super::run::EventsFormat>,
 }
 
 pub fn run(args: Args) -> u8 {
@@ -43,8 +46,11 @@ pub fn run(args: Args) -> u8 {
             ));
         };
         let plan = common::stored_plan(&*store, &rec).await?;
-        let runner =
+        let mut runner =
             Runner::with_store(plan, store.clone()).max_answer_bytes(args.max_answer_bytes);
+        if args.events.is_some() {
+            runner = runner.events(common::event_printer());
+        }
         runner.answer(&rec.id, answers).await
     });
     match result {

@@ -10,6 +10,9 @@ pub struct Args {
     thread: String,
     #[arg(long)]
     store: Option<PathBuf>,
+    /// Print the events the cancel wrote, as JSON lines on stdout
+    #[arg(long, value_enum)]
+    events: Option<super::run::EventsFormat>,
 }
 
 pub fn run(args: Args) -> u8 {
@@ -18,7 +21,12 @@ pub fn run(args: Args) -> u8 {
         Ok(pair) => pair,
         Err(code) => return code,
     };
-    match rt.block_on(store.request_cancel(&args.thread)) {
+    let result = rt.block_on(store.request_cancel(&args.thread));
+    if let (Ok((_, events)), Some(_)) = (&result, args.events) {
+        let sink = common::event_printer();
+        events.iter().for_each(|e| sink(e));
+    }
+    match result.map(|(outcome, _)| outcome) {
         Ok(CancelOutcome::Cancelled) => {
             super::err("cancelled");
             super::EXIT_OK

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::common;
 use super::runs::fmt_time;
-use crate::store::{Event, GateState, ItemState, NodeState, RecordedEvent, Store};
+use crate::store::{Event, GateState, ItemState, NodeState, Store};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -49,7 +49,7 @@ pub fn run(args: Args) -> u8 {
         };
         Ok::<_, crate::store::StoreError>((state, events, plan))
     });
-    let (state, raw_events, plan) = match loaded {
+    let (state, mut events, plan) = match loaded {
         Ok(x) => x,
         Err(e) => {
             common::print_error(&e.into());
@@ -57,6 +57,10 @@ pub fn run(args: Args) -> u8 {
         }
     };
     let Some(t) = &state.thread else {
+        common::print_error(&crate::runtime::RuntimeError::new(
+            &crate::diagnostic::STORE_UNREADABLE,
+            format!("thread {} has rows but no record", args.thread),
+        ));
         return super::EXIT_FINDINGS;
     };
     let order: Vec<String> = plan
@@ -70,24 +74,12 @@ pub fn run(args: Args) -> u8 {
         }
         _ => None,
     };
-    // The events as the live stream sent them: the same type, printed the same way,
-    // `thread_completed` with the outputs again.
-    let events: Vec<Value> = raw_events
-        .into_iter()
-        .map(
-            |raw| match serde_json::from_value::<RecordedEvent>(raw.clone()) {
-                Ok(mut e) => {
-                    if let (Some(o), Event::ThreadCompleted { outputs: slot }) =
-                        (&outputs, &mut e.event)
-                    {
-                        *slot = Some(o.clone());
-                    }
-                    serde_json::to_value(&e).unwrap_or(raw)
-                }
-                Err(_) => raw,
-            },
-        )
-        .collect();
+    // The events as the live stream sent them: `thread_completed` with the outputs.
+    for e in &mut events {
+        if let (Some(o), Event::ThreadCompleted { outputs: slot }) = (&outputs, &mut e.event) {
+            *slot = Some(o.clone());
+        }
+    }
     let stale = t.status == crate::store::Status::Running
         && !crate::store::lock::is_locked(&store_path, &t.id);
     if args.events && !args.json {
@@ -118,7 +110,7 @@ pub fn run(args: Args) -> u8 {
             doc["attempt_log"] = serde_json::to_value(&state.attempts).unwrap_or(Value::Null);
         }
         if args.events {
-            doc["events"] = Value::Array(events);
+            doc["events"] = serde_json::to_value(&events).unwrap_or(Value::Null);
         }
         super::out(&format!(
             "{}\n",

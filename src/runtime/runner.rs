@@ -280,11 +280,10 @@ impl Runner {
             attempts: 1,
             due_ms: None,
         };
-        let lease = self
+        let (lease, created) = self
             .store
             .create_thread(thread.clone(), attempt.clone())
             .await?;
-        let created = self.events_since(&id, 0).await;
         let state = ThreadState {
             thread: Some(thread),
             attempts: vec![attempt],
@@ -411,19 +410,19 @@ impl Runner {
                 .get(g)
                 .is_some_and(|r| r.state == GateState::Pending)
         });
-        let since = self.event_count(&rec.id).await?;
+        // What the store writes for this resume (answers, the claim), for the live stream.
+        let mut committed = Vec::new();
         if !now_answers.is_empty() {
-            self.store.answer(&rec.id, now_answers, "cli").await?;
+            committed = self.store.answer(&rec.id, now_answers, "cli").await?;
         }
         let attempt_rec = self.attempt_rec(rec.attempts + 1);
-        let (lease, mut state) = self.store.claim(&rec.id, attempt_rec).await?;
+        let (lease, mut state, claimed) = self.store.claim(&rec.id, attempt_rec).await?;
+        committed.extend(claimed);
         if let Some(t) = &mut state.thread {
             // Inputs the new plan added come with their defaults; recorded config stays.
             t.inputs = inputs;
             t.config = config;
         }
-        // What the store wrote for this resume (answers, the claim), for the live stream.
-        let committed = self.events_since(&rec.id, since).await;
         let mut opts = opts;
         opts.pre_answers.extend(later);
         let attempt = Attempt::new(
@@ -460,7 +459,10 @@ impl Runner {
         }
         plan_change::check_identity(&self.plan, &state, &self.validators)?;
         self.check_answers(&answers)?;
-        self.store.answer(&rec.id, answers, "cli").await?;
+        let committed = self.store.answer(&rec.id, answers, "cli").await?;
+        if let Some(sink) = &self.events {
+            committed.iter().for_each(|e| sink(e));
+        }
         Ok(rec.id)
     }
 
@@ -470,15 +472,12 @@ impl Runner {
         rec: &ThreadRec,
         blocked: &[crate::store::StoredError],
     ) -> Result<(), RuntimeError> {
-        let since = self.event_count(&rec.id).await?;
-        let (lease, state) = self
+        let (lease, state, claimed) = self
             .store
             .claim(&rec.id, self.attempt_rec(rec.attempts + 1))
             .await?;
         if let Some(sink) = &self.events {
-            for e in self.events_since(&rec.id, since).await {
-                sink(&e);
-            }
+            claimed.iter().for_each(|e| sink(e));
         }
         let Some(mut t) = state.thread else {
             return Ok(());
@@ -505,22 +504,6 @@ impl Runner {
             writes,
         )
         .await
-    }
-
-    /// How many events a thread has.
-    async fn event_count(&self, thread: &str) -> Result<u64, RuntimeError> {
-        Ok(self.store.events(thread, 0).await?.len() as u64)
-    }
-
-    /// The events of a thread from `since` on, as the live stream sends them.
-    async fn events_since(&self, thread: &str, since: u64) -> Vec<RecordedEvent> {
-        self.store
-            .events(thread, since)
-            .await
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|v| serde_json::from_value(v).ok())
-            .collect()
     }
 
     fn attempt_rec(&self, number: u32) -> AttemptRec {

@@ -107,7 +107,27 @@ pub(crate) fn rt() -> tokio::runtime::Runtime {
 }
 
 fn event(kind: &str) -> Write {
-    Write::Event(json!({ "type": kind }))
+    Write::Event(match kind {
+        "node_started" => Event::NodeStarted {
+            node: "n".into(),
+            items: None,
+        },
+        "node_finished" => Event::NodeFinished {
+            node: "n".into(),
+            ms: Some(1),
+        },
+        "thread_paused" => Event::ThreadPaused { gates: Vec::new() },
+        "thread_cancelled" => Event::ThreadCancelled {},
+        other => panic!("no test event `{other}`"),
+    })
+}
+
+/// Events as the JSON the live stream and `show --events` print.
+fn values(events: Vec<RecordedEvent>) -> Vec<Value> {
+    events
+        .iter()
+        .map(|e| serde_json::to_value(e).expect("an event serialises"))
+        .collect()
 }
 
 fn gate(node: &str) -> GateRec {
@@ -152,12 +172,13 @@ fn a_writer_whose_epoch_moved_on_writes_nothing(store: &dyn Store) {
     let rt = rt();
     let first = rt
         .block_on(store.create_thread(thread_rec(), attempt()))
+        .map(|(lease, _)| lease)
         .expect("create");
     assert_eq!(first.epoch, 1);
     let old = stale(&first);
     // The first process dies: its lease goes with it.
     drop(first);
-    let (second, state) = rt
+    let (second, state, _) = rt
         .block_on(store.claim(&old.thread, attempt()))
         .expect("claim");
     assert_eq!(second.epoch, old.epoch + 1);
@@ -174,7 +195,7 @@ fn a_writer_whose_epoch_moved_on_writes_nothing(store: &dyn Store) {
         .expect("the holder writes");
     let state = rt.block_on(store.load(&old.thread)).expect("load");
     assert_eq!(state.nodes["n"].value, Some(json!(2)));
-    let events = rt.block_on(store.events(&old.thread, 0)).expect("events");
+    let events = rt.block_on(store.events(&old.thread, 0)).map(values).expect("events");
     assert_eq!(
         types_of(&events),
         ["thread_created", "attempt_started"],
@@ -186,11 +207,12 @@ fn a_held_thread_is_not_claimed_twice_and_is_free_once_its_lease_drops(store: &d
     let rt = rt();
     let lease = rt
         .block_on(store.create_thread(thread_rec(), attempt()))
+        .map(|(lease, _)| lease)
         .expect("create");
     assert!(store.is_held(&lease.thread));
     let mut other = attempt();
     other.run_id = "r2".into();
-    let (second, _) = {
+    let (second, _, _) = {
         // Claimed by the first attempt: the second is refused and names the holder.
         let err = rt
             .block_on(store.claim(&lease.thread, other.clone()))
@@ -234,10 +256,11 @@ fn after_a_cancel_request_only_the_cancellation_is_written(store: &dyn Store) {
     let rt = rt();
     let lease = rt
         .block_on(store.create_thread(thread_rec(), attempt()))
+        .map(|(lease, _)| lease)
         .expect("create");
     // The lease holds the thread, so the cancel is a request.
     let outcome = rt
-        .block_on(store.request_cancel(&lease.thread))
+        .block_on(store.request_cancel(&lease.thread)).map(|(outcome, _)| outcome)
         .expect("cancel");
     assert_eq!(outcome, CancelOutcome::Requested);
     let rec = rt
@@ -257,13 +280,13 @@ fn after_a_cancel_request_only_the_cancellation_is_written(store: &dyn Store) {
     let state = rt.block_on(store.load(&lease.thread)).expect("load");
     assert_eq!(state.thread.map(|t| t.status), Some(Status::Cancelled));
     assert!(!state.nodes.contains_key("n"));
-    let events = rt.block_on(store.events(&lease.thread, 0)).expect("events");
+    let events = rt.block_on(store.events(&lease.thread, 0)).map(values).expect("events");
     assert_eq!(
         types_of(&events),
         ["thread_created", "cancel_requested", "thread_cancelled"]
     );
     assert_eq!(
-        rt.block_on(store.request_cancel(&lease.thread)),
+        rt.block_on(store.request_cancel(&lease.thread)).map(|(outcome, _)| outcome),
         Ok(CancelOutcome::AlreadyEnded(Status::Cancelled))
     );
 }
@@ -272,13 +295,14 @@ fn a_thread_no_process_holds_is_cancelled_at_once(store: &dyn Store) {
     let rt = rt();
     let lease = rt
         .block_on(store.create_thread(thread_rec(), attempt()))
+        .map(|(lease, _)| lease)
         .expect("create");
     let paused = with_status(store, &rt, &lease.thread, Status::Paused);
     rt.block_on(store.commit(&lease, vec![paused]))
         .expect("paused");
     let thread = lease.thread.clone();
     drop(lease);
-    let outcome = rt.block_on(store.request_cancel(&thread)).expect("cancel");
+    let outcome = rt.block_on(store.request_cancel(&thread)).map(|(outcome, _)| outcome).expect("cancel");
     assert_eq!(outcome, CancelOutcome::Cancelled);
     let rec = rt
         .block_on(store.load(&thread))
@@ -288,7 +312,7 @@ fn a_thread_no_process_holds_is_cancelled_at_once(store: &dyn Store) {
     assert_eq!(rec.status, Status::Cancelled);
     assert_eq!(rec.holder, None);
     assert!(!rec.cancel_requested);
-    let events = rt.block_on(store.events(&thread, 0)).expect("events");
+    let events = rt.block_on(store.events(&thread, 0)).map(values).expect("events");
     assert_eq!(
         types_of(&events).last().map(String::as_str),
         Some("thread_cancelled")
@@ -302,7 +326,7 @@ fn a_thread_no_process_holds_is_cancelled_at_once(store: &dyn Store) {
     assert_eq!(cancelled.len(), 1, "the status index follows the cancel");
     assert!(!store.is_held(&thread), "cancelling took nothing for good");
     assert_eq!(
-        rt.block_on(store.request_cancel(&thread)),
+        rt.block_on(store.request_cancel(&thread)).map(|(outcome, _)| outcome),
         Ok(CancelOutcome::AlreadyEnded(Status::Cancelled))
     );
 }
@@ -311,6 +335,7 @@ fn answers_are_compare_and_set_and_all_or_none(store: &dyn Store) {
     let rt = rt();
     let lease = rt
         .block_on(store.create_thread(thread_rec(), attempt()))
+        .map(|(lease, _)| lease)
         .expect("create");
     rt.block_on(store.commit(
         &lease,
@@ -373,7 +398,7 @@ fn answers_are_compare_and_set_and_all_or_none(store: &dyn Store) {
     );
     let state = rt.block_on(store.load(&thread)).expect("load");
     assert_eq!(state.gates["a"].answered_by.as_deref(), Some("cli"));
-    let events = rt.block_on(store.events(&thread, 0)).expect("events");
+    let events = rt.block_on(store.events(&thread, 0)).map(values).expect("events");
     let answered: Vec<&Value> = events
         .iter()
         .filter(|e| e["type"] == "gate_answered")
@@ -391,6 +416,7 @@ fn events_are_numbered_from_zero_without_gaps_across_commits_and_claims(store: &
     let rt = rt();
     let lease = rt
         .block_on(store.create_thread(thread_rec(), attempt()))
+        .map(|(lease, _)| lease)
         .expect("create");
     let seqs = rt
         .block_on(store.commit(
@@ -398,20 +424,20 @@ fn events_are_numbered_from_zero_without_gaps_across_commits_and_claims(store: &
             vec![event("node_started"), node(1), event("node_finished")],
         ))
         .expect("commit");
-    assert_eq!(seqs, [1, 2], "thread_created took 0");
+    assert_eq!(seqs_of(&values(seqs)), [1, 2], "thread_created took 0");
     let seqs = rt
         .block_on(store.commit(&lease, vec![node(2)]))
         .expect("commit");
     assert!(seqs.is_empty());
     let thread = lease.thread.clone();
     drop(lease);
-    let (lease, _) = rt.block_on(store.claim(&thread, attempt())).expect("claim");
+    let (lease, _, _) = rt.block_on(store.claim(&thread, attempt())).expect("claim");
     let paused = with_status(store, &rt, &thread, Status::Paused);
     let seqs = rt
         .block_on(store.commit(&lease, vec![paused, event("thread_paused")]))
         .expect("commit");
-    assert_eq!(seqs, [4], "attempt_started took 3");
-    let all = rt.block_on(store.events(&thread, 0)).expect("events");
+    assert_eq!(seqs_of(&values(seqs)), [4], "attempt_started took 3");
+    let all = rt.block_on(store.events(&thread, 0)).map(values).expect("events");
     assert_eq!(seqs_of(&all), [0, 1, 2, 3, 4]);
     assert_eq!(
         types_of(&all),
@@ -435,33 +461,28 @@ fn events_are_numbered_from_zero_without_gaps_across_commits_and_claims(store: &
         .thread
         .expect("thread");
     assert_eq!(rec.next_seq, 5);
-    let tail = rt.block_on(store.events(&thread, 3)).expect("events");
+    let tail = rt.block_on(store.events(&thread, 3)).map(values).expect("events");
     assert_eq!(seqs_of(&tail), [3, 4]);
     assert!(
         rt.block_on(store.events(&thread, 5))
+            .map(values)
             .expect("events")
             .is_empty()
     );
-    // An event's own `seq`, `thread` or `v` never wins over the store's.
-    let seqs = rt
-        .block_on(store.commit(
-            &lease,
-            vec![Write::Event(
-                json!({ "type": "x", "seq": 99, "thread": "T", "v": 7 }),
-            )],
-        ))
+    // What a commit returns is what a read gives back.
+    let committed = rt
+        .block_on(store.commit(&lease, vec![event("node_finished")]))
         .expect("commit");
-    assert_eq!(seqs, [5]);
-    let last = rt.block_on(store.events(&thread, 5)).expect("events");
-    assert_eq!(last[0]["seq"], 5);
-    assert_eq!(last[0]["thread"], thread.as_str());
-    assert_eq!(last[0]["v"], 1);
+    let read = rt.block_on(store.events(&thread, 5)).expect("events");
+    assert_eq!(committed, read);
+    assert_eq!(committed[0].seq, 5);
 }
 
 fn load_returns_every_row_a_commit_wrote(store: &dyn Store) {
     let rt = rt();
     let lease = rt
         .block_on(store.create_thread(thread_rec(), attempt()))
+        .map(|(lease, _)| lease)
         .expect("create");
     let key = CallKey {
         node: "fetch".into(),
@@ -550,6 +571,7 @@ fn a_thread_record_write_keeps_the_fence_and_the_status_index(store: &dyn Store)
     let rt = rt();
     let lease = rt
         .block_on(store.create_thread(thread_rec(), attempt()))
+        .map(|(lease, _)| lease)
         .expect("create");
     let mut rec = rt
         .block_on(store.load(&lease.thread))
@@ -611,6 +633,7 @@ fn list_pages_newest_first_with_status_and_pipeline_filters(store: &dyn Store) {
         rec.created_ms = i as u64;
         let lease = rt
             .block_on(store.create_thread(rec, attempt()))
+            .map(|(lease, _)| lease)
             .expect("create");
         if status != Status::Running {
             let w = with_status(store, &rt, &lease.thread, status);
@@ -715,11 +738,12 @@ fn prune_deletes_old_terminal_threads_only(store: &dyn Store) {
     ] {
         let lease = rt
             .block_on(store.create_thread(thread_rec(), attempt()))
+            .map(|(lease, _)| lease)
             .expect("create");
         let w = with_status(store, &rt, &lease.thread, status);
         rt.block_on(store.commit(
             &lease,
-            vec![w, node(1), Write::Gate("g".into(), gate("g")), event("x")],
+            vec![w, node(1), Write::Gate("g".into(), gate("g")), event("node_finished")],
         ))
         .expect("commit");
         by_status.push((status, lease.thread.clone()));
@@ -765,6 +789,7 @@ fn ids_may_be_shortened_to_a_unique_prefix(store: &dyn Store) {
     let c = ids::encode(base + 0x100_0000);
     for id in [&a, &b, &c] {
         rt.block_on(store.create_thread(thread_with_id(id.clone()), attempt()))
+            .map(|(lease, _)| lease)
             .expect("create");
     }
     let loaded = |q: &str| rt.block_on(store.load(q)).map(|s| s.thread.map(|t| t.id));
@@ -794,7 +819,7 @@ fn ids_may_be_shortened_to_a_unique_prefix(store: &dyn Store) {
     // Every operation that names a thread takes a prefix.
     assert!(rt.block_on(store.events(&c[..22], 0)).is_ok());
     assert!(matches!(
-        rt.block_on(store.request_cancel(&a[..25])),
+        rt.block_on(store.request_cancel(&a[..25])).map(|(outcome, _)| outcome),
         Err(StoreError::Ambiguous { .. })
     ));
     assert!(matches!(
@@ -807,10 +832,11 @@ fn a_claim_by_prefix_takes_the_thread_it_names(store: &dyn Store) {
     let rt = rt();
     let lease = rt
         .block_on(store.create_thread(thread_rec(), attempt()))
+        .map(|(lease, _)| lease)
         .expect("create");
     let thread = lease.thread.clone();
     drop(lease);
-    let (lease, state) = rt
+    let (lease, state, _) = rt
         .block_on(store.claim(&thread[..20].to_ascii_lowercase(), attempt()))
         .expect("claim");
     assert_eq!(lease.thread, thread);

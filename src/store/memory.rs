@@ -42,7 +42,7 @@ struct Rows {
     calls: BTreeMap<CallKey, CallRec>,
     gates: BTreeMap<String, GateRec>,
     attempts: BTreeMap<u32, AttemptRec>,
-    events: BTreeMap<u64, Value>,
+    events: BTreeMap<u64, EventRow>,
 }
 
 /// A thread taken by a lease of a memory store; dropping it frees the thread.
@@ -114,7 +114,11 @@ impl MemoryStore {
         }
     }
 
-    fn create(&self, rec: ThreadRec, attempt: AttemptRec) -> Result<Lease, StoreError> {
+    fn create(
+        &self,
+        rec: ThreadRec,
+        attempt: AttemptRec,
+    ) -> Result<(Lease, Vec<RecordedEvent>), StoreError> {
         let id = ids::decode(&rec.id)
             .ok_or_else(|| StoreError::Io(format!("`{}` is not a thread id", rec.id)))?;
         let mut tables = self.tables();
@@ -131,9 +135,9 @@ impl MemoryStore {
         let mut rows = Rows::new(stored(&rec, &|| format!("thread {}", rec.id))?);
         let writes = [
             Write::Attempt(attempt),
-            Write::Event(serde_json::json!({ "type": "thread_created", "attempt": number })),
+            Write::Event(Event::ThreadCreated { attempt: number }),
         ];
-        rows.apply(&prepare(&writes)?, true);
+        let events = rows.apply(&prepare(&writes)?, true);
         let lease = Lease {
             thread: rows.rec.id.clone(),
             epoch: rows.rec.epoch,
@@ -143,10 +147,10 @@ impl MemoryStore {
         };
         tables.threads.insert(id, rows);
         tables.held.insert(id);
-        Ok(lease)
+        Ok((lease, events))
     }
 
-    fn take(&self, thread: &str, attempt: AttemptRec) -> Result<(Lease, ThreadState), StoreError> {
+    fn take(&self, thread: &str, attempt: AttemptRec) -> Result<Claimed, StoreError> {
         let mut tables = self.tables();
         let id = resolve(&tables, thread).map_err(|e| self.named(e, thread))?;
         let held = tables.held.contains(&id);
@@ -173,9 +177,9 @@ impl MemoryStore {
         let (run_id, number) = (attempt.run_id.clone(), attempt.number);
         let writes = [
             Write::Attempt(attempt),
-            Write::Event(serde_json::json!({ "type": "attempt_started", "attempt": number })),
+            Write::Event(Event::AttemptStarted { attempt: number }),
         ];
-        rows.apply(&prepare(&writes)?, true);
+        let events = rows.apply(&prepare(&writes)?, true);
         let lease = Lease {
             thread: rows.rec.id.clone(),
             epoch: rows.rec.epoch,
@@ -185,10 +189,14 @@ impl MemoryStore {
         };
         let state = rows.state();
         tables.held.insert(id);
-        Ok((lease, state))
+        Ok((lease, state, events))
     }
 
-    fn apply_commit(&self, lease: &Lease, writes: &[Write]) -> Result<Vec<u64>, StoreError> {
+    fn apply_commit(
+        &self,
+        lease: &Lease,
+        writes: &[Write],
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
         let Some(id) = ids::decode(&lease.thread) else {
             return Err(StoreError::Io(format!(
                 "`{}` is not a thread id",
@@ -227,7 +235,7 @@ impl MemoryStore {
         thread: &str,
         answers: Vec<(String, Value)>,
         by: &str,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
         let mut tables = self.tables();
         let id = resolve(&tables, thread).map_err(|e| self.named(e, thread))?;
         let Some(rows) = tables.threads.get_mut(&id) else {
@@ -265,18 +273,18 @@ impl MemoryStore {
                     g.answered_ms = now;
                     g.answered_by = Some(by.to_string());
                     writes.push(Write::Gate(gate.clone(), g));
-                    writes.push(Write::Event(
-                        serde_json::json!({ "type": "gate_answered", "gate": gate, "by": by }),
-                    ));
+                    writes.push(Write::Event(Event::GateAnswered {
+                        gate: gate.clone(),
+                        by: by.to_string(),
+                    }));
                 }
             }
         }
         let prepared = prepare(&writes)?;
-        rows.apply(&prepared, true);
-        Ok(())
+        Ok(rows.apply(&prepared, true))
     }
 
-    fn cancel(&self, thread: &str) -> Result<CancelOutcome, StoreError> {
+    fn cancel(&self, thread: &str) -> Result<(CancelOutcome, Vec<RecordedEvent>), StoreError> {
         let mut tables = self.tables();
         let id = resolve(&tables, thread).map_err(|e| self.named(e, thread))?;
         let held_by_other = tables.held.contains(&id);
@@ -284,19 +292,19 @@ impl MemoryStore {
             return Err(self.not_found(thread));
         };
         if rows.rec.status.is_terminal() {
-            return Ok(CancelOutcome::AlreadyEnded(rows.rec.status));
+            return Ok((CancelOutcome::AlreadyEnded(rows.rec.status), Vec::new()));
         }
         let (outcome, event) = if held_by_other {
             rows.rec.cancel_requested = true;
-            (CancelOutcome::Requested, "cancel_requested")
+            (CancelOutcome::Requested, Event::CancelRequested {})
         } else {
             rows.rec.status = Status::Cancelled;
             rows.rec.holder = None;
-            (CancelOutcome::Cancelled, "thread_cancelled")
+            (CancelOutcome::Cancelled, Event::ThreadCancelled {})
         };
-        let prepared = prepare(&[Write::Event(serde_json::json!({ "type": event }))])?;
-        rows.apply(&prepared, true);
-        Ok(outcome)
+        let prepared = prepare(&[Write::Event(event)])?;
+        let events = rows.apply(&prepared, true);
+        Ok((outcome, events))
     }
 
     fn page(&self, query: &ListQuery) -> Result<Vec<ThreadSummary>, StoreError> {
@@ -375,7 +383,6 @@ fn resolve(tables: &Tables, thread: &str) -> Result<u128, Resolve> {
 /// The writes of a commit as the store keeps them. Everything that can fail happens
 /// here, before any row changes, so a commit is applied whole or not at all.
 fn prepare(writes: &[Write]) -> Result<Vec<Write>, StoreError> {
-    let now = ids::now_ms();
     writes
         .iter()
         .map(|w| {
@@ -391,18 +398,7 @@ fn prepare(writes: &[Write]) -> Result<Vec<Write>, StoreError> {
                 Write::Gate(name, g) => Write::Gate(name.clone(), stored(g, &|| name.clone())?),
                 Write::Attempt(a) => Write::Attempt(stored(a, &|| "attempt".to_string())?),
                 Write::Thread(t) => Write::Thread(stored(t, &|| t.id.clone())?),
-                Write::Event(v) => {
-                    // The thread and the sequence number are the row's key; reads add
-                    // them back.
-                    let mut ev = v.clone();
-                    if let Value::Object(m) = &mut ev {
-                        m.remove("seq");
-                        m.remove("thread");
-                        m.remove("v");
-                        m.entry("ts").or_insert(Value::from(now));
-                    }
-                    Write::Event(stored(&ev, &|| "event".to_string())?)
-                }
+                Write::Event(e) => Write::Event(stored(e, &|| "event".to_string())?),
             })
         })
         .collect()
@@ -425,7 +421,8 @@ impl Rows {
     /// thread record is rewritten (its `updated_ms` and `next_seq` with it) only when
     /// `rewrite_thread` is set, as the redb store rewrites it only then; a
     /// `Write::Thread` keeps the record's fence (epoch and cancel flag).
-    fn apply(&mut self, writes: &[Write], rewrite_thread: bool) -> Vec<u64> {
+    fn apply(&mut self, writes: &[Write], rewrite_thread: bool) -> Vec<RecordedEvent> {
+        let now = ids::now_ms();
         let mut seqs = Vec::new();
         let mut next_seq = self.events.keys().next_back().map_or(0, |n| n + 1);
         for w in writes {
@@ -454,9 +451,13 @@ impl Rows {
                         self.rec.cancel_requested = cancel;
                     }
                 }
-                Write::Event(ev) => {
-                    self.events.insert(next_seq, ev.clone());
-                    seqs.push(next_seq);
+                Write::Event(event) => {
+                    let row = EventRow {
+                        ts: now,
+                        event: event.clone(),
+                    };
+                    self.events.insert(next_seq, row.clone());
+                    seqs.push(row.recorded(&self.rec.id, next_seq));
                     next_seq += 1;
                 }
             }
@@ -481,18 +482,10 @@ impl Rows {
         }
     }
 
-    fn events_from(&self, since: u64) -> Vec<Value> {
+    fn events_from(&self, since: u64) -> Vec<RecordedEvent> {
         self.events
             .range(since..)
-            .map(|(seq, ev)| {
-                let mut ev = ev.clone();
-                if let Value::Object(m) = &mut ev {
-                    m.insert("seq".into(), Value::from(*seq));
-                    m.insert("thread".into(), Value::String(self.rec.id.clone()));
-                    m.insert("v".into(), Value::from(1));
-                }
-                ev
-            })
+            .map(|(seq, row)| row.clone().recorded(&self.rec.id, *seq))
             .collect()
     }
 }
@@ -514,24 +507,45 @@ impl Store for MemoryStore {
         ready(Ok(self.tables().plans.get(hash).cloned()))
     }
 
-    fn create_thread(&self, rec: ThreadRec, attempt: AttemptRec) -> StoreFuture<'_, Lease> {
+    fn create_thread(
+        &self,
+        rec: ThreadRec,
+        attempt: AttemptRec,
+    ) -> StoreFuture<'_, (Lease, Vec<RecordedEvent>)> {
         ready(self.create(rec, attempt))
     }
 
-    fn claim(&self, thread: &str, attempt: AttemptRec) -> StoreFuture<'_, (Lease, ThreadState)> {
+    fn claim(&self, thread: &str, attempt: AttemptRec) -> StoreFuture<'_, Claimed> {
         ready(self.take(thread, attempt))
     }
 
-    fn commit<'a>(&'a self, lease: &'a Lease, writes: Vec<Write>) -> StoreFuture<'a, Vec<u64>> {
+    fn commit<'a>(
+        &'a self,
+        lease: &'a Lease,
+        writes: Vec<Write>,
+    ) -> StoreFuture<'a, Vec<RecordedEvent>> {
         ready(self.apply_commit(lease, &writes))
     }
 
-    fn answer(&self, thread: &str, answers: Vec<(String, Value)>, by: &str) -> StoreFuture<'_, ()> {
+    fn answer(
+        &self,
+        thread: &str,
+        answers: Vec<(String, Value)>,
+        by: &str,
+    ) -> StoreFuture<'_, Vec<RecordedEvent>> {
         ready(self.apply_answers(thread, answers, by))
     }
 
-    fn request_cancel(&self, thread: &str) -> StoreFuture<'_, CancelOutcome> {
+    fn request_cancel(&self, thread: &str) -> StoreFuture<'_, (CancelOutcome, Vec<RecordedEvent>)> {
         ready(self.cancel(thread))
+    }
+
+    fn cancel_requested<'a>(&'a self, thread: &'a str) -> StoreFuture<'a, bool> {
+        let tables = self.tables();
+        let asked = resolve(&tables, thread)
+            .map_err(|e| self.named(e, thread))
+            .map(|id| tables.threads.get(&id).is_some_and(|r| r.rec.cancel_requested));
+        ready(asked)
     }
 
     fn load(&self, thread: &str) -> StoreFuture<'_, ThreadState> {
@@ -556,7 +570,7 @@ impl Store for MemoryStore {
         ready(self.page(&query))
     }
 
-    fn events(&self, thread: &str, since: u64) -> StoreFuture<'_, Vec<Value>> {
+    fn events(&self, thread: &str, since: u64) -> StoreFuture<'_, Vec<RecordedEvent>> {
         let tables = self.tables();
         let events = resolve(&tables, thread)
             .map_err(|e| self.named(e, thread))

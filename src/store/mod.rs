@@ -161,6 +161,10 @@ impl std::fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
+/// A claimed thread: the lease, everything stored about the thread, and the events the
+/// claim wrote.
+pub type Claimed = (Lease, ThreadState, Vec<RecordedEvent>);
+
 /// A page of `pipec runs`.
 #[derive(Clone, Debug, Default)]
 pub struct ListQuery {
@@ -191,26 +195,39 @@ pub trait Store: Send + Sync {
     fn put_plan(&self, hash: &str, plan_json: &str) -> StoreFuture<'_, ()>;
     fn get_plan(&self, hash: &str) -> StoreFuture<'_, Option<String>>;
 
-    /// Creates a thread and takes its lease (epoch 1).
-    fn create_thread(&self, rec: ThreadRec, attempt: AttemptRec) -> StoreFuture<'_, Lease>;
+    /// Creates a thread and takes its lease (epoch 1); returns the events it wrote
+    /// (`thread_created`).
+    fn create_thread(
+        &self,
+        rec: ThreadRec,
+        attempt: AttemptRec,
+    ) -> StoreFuture<'_, (Lease, Vec<RecordedEvent>)>;
 
     /// Takes a thread's lease: the lock, then the epoch bumped in one transaction.
-    fn claim(&self, thread: &str, attempt: AttemptRec) -> StoreFuture<'_, (Lease, ThreadState)>;
+    /// Also returns the events the claim wrote (`attempt_started`).
+    fn claim(&self, thread: &str, attempt: AttemptRec) -> StoreFuture<'_, Claimed>;
 
-    /// Applies writes in one fenced transaction; returns the sequence numbers the store
-    /// gave the events among them, in order.
-    fn commit<'a>(&'a self, lease: &'a Lease, writes: Vec<Write>) -> StoreFuture<'a, Vec<u64>>;
+    /// Applies writes in one fenced transaction; returns the events among them as
+    /// committed: numbered, stamped with the commit's time, in order.
+    fn commit<'a>(
+        &'a self,
+        lease: &'a Lease,
+        writes: Vec<Write>,
+    ) -> StoreFuture<'a, Vec<RecordedEvent>>;
 
-    /// Answers pending gates (all or none), without a lease: compare-and-set on each gate.
+    /// Answers pending gates (all or none), without a lease: compare-and-set on each
+    /// gate. Returns the events written (`gate_answered`).
     fn answer(
         &self,
         thread: &str,
         answers: Vec<(String, serde_json::Value)>,
         by: &str,
-    ) -> StoreFuture<'_, ()>;
+    ) -> StoreFuture<'_, Vec<RecordedEvent>>;
 
-    /// Cancels a thread: at once when no process holds it, else at the holder's next write.
-    fn request_cancel(&self, thread: &str) -> StoreFuture<'_, CancelOutcome>;
+    /// Cancels a thread: at once when no process holds it, else at the holder's next
+    /// write (a running attempt also polls [`Store::cancel_requested`]). Returns what
+    /// happened and the events written.
+    fn request_cancel(&self, thread: &str) -> StoreFuture<'_, (CancelOutcome, Vec<RecordedEvent>)>;
 
     /// Everything stored about a thread (the id may be a unique prefix).
     fn load(&self, thread: &str) -> StoreFuture<'_, ThreadState>;
@@ -234,7 +251,7 @@ pub trait Store: Send + Sync {
     fn list(&self, query: ListQuery) -> StoreFuture<'_, Vec<ThreadSummary>>;
 
     /// A thread's events from `since` on.
-    fn events(&self, thread: &str, since: u64) -> StoreFuture<'_, Vec<serde_json::Value>>;
+    fn events(&self, thread: &str, since: u64) -> StoreFuture<'_, Vec<RecordedEvent>>;
 
     /// Deletes terminal threads last updated before `before_ms`; returns how many.
     fn prune(&self, before_ms: u64, statuses: Vec<Status>) -> StoreFuture<'_, usize>;

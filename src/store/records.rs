@@ -383,8 +383,9 @@ pub enum Write {
     Attempt(AttemptRec),
     /// Replaces the thread record (the store keeps the status index in step).
     Thread(ThreadRec),
-    /// An event for `--events` and `show --history`; the store numbers it.
-    Event(Value),
+    /// An event for `--events` and `show --events`; the store numbers it and stamps its
+    /// time inside the commit that writes it.
+    Event(super::Event),
 }
 
 /// A thread summary for `pipec runs`.

@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use crate::llm::Model;
@@ -17,7 +16,7 @@ use crate::runtime::progress::Progress;
 use crate::runtime::runner::EventSink;
 use crate::runtime::secrets::Scrubber;
 use crate::runtime::validate::Validators;
-use crate::store::{Event, EventRow, Lease, RecordedEvent, Store, StoredError, Write, ids};
+use crate::store::{Event, Lease, RecordedEvent, Store, StoredError, Write};
 
 /// What tasks share with the scheduler.
 pub(crate) struct Shared {
@@ -36,9 +35,9 @@ pub(crate) struct Shared {
     pub permits: Semaphore,
 }
 
-/// The write of an event (its timestamp is given when it is committed).
+/// The write of an event (the store numbers it and gives it its time when it commits).
 pub(crate) fn event_write(event: Event) -> Write {
-    Write::Event(serde_json::to_value(EventRow { ts: 0, event }).unwrap_or(Value::Null))
+    Write::Event(event)
 }
 
 impl Shared {
@@ -65,8 +64,8 @@ impl Shared {
     }
 }
 
-/// Commits writes under `lease`, scrubbed of secrets, events stamped with the commit's
-/// time; then hands the committed events, numbered, to `sink`.
+/// Commits writes under `lease`, scrubbed of secrets; then hands the committed events,
+/// as the store numbered and stamped them, to `sink`.
 pub(crate) async fn commit(
     store: &dyn Store,
     lease: &Lease,
@@ -77,36 +76,22 @@ pub(crate) async fn commit(
     if writes.is_empty() {
         return Ok(());
     }
-    let now = ids::now_ms();
-    let mut events = Vec::new();
+    // The live `thread_completed` event carries the outputs; the stored one does not,
+    // since they are the node rows' values (`pipec show` computes them again).
+    let mut outputs = None;
     for w in &mut writes {
         scrub_write(scrubber, w);
-        if let Write::Event(v) = w {
-            let Ok(mut row) = serde_json::from_value::<EventRow>(v.clone()) else {
-                continue;
-            };
-            row.ts = now;
-            // The live `thread_completed` event carries the outputs; the stored one does
-            // not, since they are the node rows' values (`pipec show` computes them
-            // again).
-            let stored = match &row.event {
-                Event::ThreadCompleted { .. } => EventRow {
-                    ts: now,
-                    event: Event::ThreadCompleted { outputs: None },
-                },
-                other => EventRow {
-                    ts: now,
-                    event: other.clone(),
-                },
-            };
-            *v = serde_json::to_value(&stored).unwrap_or(Value::Null);
-            events.push(row);
+        if let Write::Event(Event::ThreadCompleted { outputs: o }) = w {
+            outputs = o.take();
         }
     }
-    let seqs = store.commit(lease, writes).await?;
+    let mut committed = store.commit(lease, writes).await?;
     if let Some(sink) = sink {
-        for (row, seq) in events.into_iter().zip(seqs) {
-            sink(&row.recorded(&lease.thread, seq));
+        for e in &mut committed {
+            if let Event::ThreadCompleted { outputs: o } = &mut e.event {
+                *o = outputs.clone();
+            }
+            sink(e);
         }
     }
     Ok(())
@@ -157,7 +142,14 @@ fn scrub_write(s: &Scrubber, w: &mut Write) {
             }
             scrub_err(&mut t.error);
         }
-        Write::Event(e) => s.scrub_value(e),
+        Write::Event(e) => {
+            for text in e.strings_mut() {
+                *text = s.scrub(text);
+            }
+            if let Some(v) = e.value_mut() {
+                s.scrub_value(v);
+            }
+        }
         Write::Attempt(_) => {}
     }
 }

@@ -158,24 +158,41 @@ impl Store for RedbStore {
         reads::get_plan(self, hash)
     }
 
-    fn create_thread(&self, rec: ThreadRec, attempt: AttemptRec) -> StoreFuture<'_, Lease> {
+    fn create_thread(
+        &self,
+        rec: ThreadRec,
+        attempt: AttemptRec,
+    ) -> StoreFuture<'_, (Lease, Vec<RecordedEvent>)> {
         writes::create_thread(self, rec, attempt)
     }
 
-    fn claim(&self, thread: &str, attempt: AttemptRec) -> StoreFuture<'_, (Lease, ThreadState)> {
+    fn claim(&self, thread: &str, attempt: AttemptRec) -> StoreFuture<'_, Claimed> {
         writes::claim(self, thread, attempt)
     }
 
-    fn commit<'a>(&'a self, lease: &'a Lease, writes: Vec<Write>) -> StoreFuture<'a, Vec<u64>> {
+    fn commit<'a>(
+        &'a self,
+        lease: &'a Lease,
+        writes: Vec<Write>,
+    ) -> StoreFuture<'a, Vec<RecordedEvent>> {
         writes::commit(self, lease, writes)
     }
 
-    fn answer(&self, thread: &str, answers: Vec<(String, Value)>, by: &str) -> StoreFuture<'_, ()> {
+    fn answer(
+        &self,
+        thread: &str,
+        answers: Vec<(String, Value)>,
+        by: &str,
+    ) -> StoreFuture<'_, Vec<RecordedEvent>> {
         writes::answer(self, thread, answers, by)
     }
 
-    fn request_cancel(&self, thread: &str) -> StoreFuture<'_, CancelOutcome> {
+    fn request_cancel(&self, thread: &str) -> StoreFuture<'_, (CancelOutcome, Vec<RecordedEvent>)> {
         writes::request_cancel(self, thread)
+    }
+
+    fn cancel_requested<'a>(&'a self, thread: &'a str) -> StoreFuture<'a, bool> {
+        reads::cancel_requested(self, thread)
     }
 
     fn load(&self, thread: &str) -> StoreFuture<'_, ThreadState> {
@@ -190,7 +207,7 @@ impl Store for RedbStore {
         reads::list(self, query)
     }
 
-    fn events(&self, thread: &str, since: u64) -> StoreFuture<'_, Vec<Value>> {
+    fn events(&self, thread: &str, since: u64) -> StoreFuture<'_, Vec<RecordedEvent>> {
         reads::events(self, thread, since)
     }
 

@@ -6,7 +6,6 @@ use std::ops::Bound;
 use std::path::Path;
 
 use redb::ReadTransaction;
-use serde_json::Value;
 
 use super::tables::*;
 use super::{RedbStore, io};
@@ -283,11 +282,12 @@ pub(super) fn events<'a>(
     store: &'a RedbStore,
     thread: &str,
     since: u64,
-) -> StoreFuture<'a, Vec<Value>> {
+) -> StoreFuture<'a, Vec<RecordedEvent>> {
     let thread = thread.to_string();
     let path = store.inner.path.clone();
     Box::pin(store.read(move |txn| {
         let id = resolve_id(txn, &thread, &path)?;
+        let name = ids::encode(id);
         let t = txn.open_table(EVENTS).map_err(io)?;
         let mut out = Vec::new();
         for e in t
@@ -295,14 +295,30 @@ pub(super) fn events<'a>(
             .map_err(io)?
         {
             let (k, v) = e.map_err(io)?;
-            let mut ev: Value = decode(v.value(), &|| "event".to_string())?;
-            if let Value::Object(m) = &mut ev {
-                m.insert("seq".into(), Value::from(k.value().1));
-                m.insert("thread".into(), Value::String(ids::encode(id)));
-                m.insert("v".into(), Value::from(1));
-            }
-            out.push(ev);
+            let seq = k.value().1;
+            let row: EventRow =
+                decode(v.value(), &|| format!("thread {name}, event {seq}"))?;
+            out.push(row.recorded(&name, seq));
         }
         Ok(out)
+    }))
+}
+
+/// Whether a cancel was asked for: the thread's fence row (older stores: its record).
+pub(super) fn cancel_requested<'a>(store: &'a RedbStore, thread: &str) -> StoreFuture<'a, bool> {
+    let thread = thread.to_string();
+    let path = store.inner.path.clone();
+    Box::pin(store.read(move |txn| {
+        let id = resolve_id(txn, &thread, &path)?;
+        let fence = txn
+            .open_table(FENCES)
+            .map_err(io)?
+            .get(id)
+            .map_err(io)?
+            .map(|g| g.value());
+        match fence {
+            Some((_, cancel)) => Ok(cancel),
+            None => Ok(read_thread(txn, id)?.is_some_and(|t| t.cancel_requested)),
+        }
     }))
 }

@@ -5,7 +5,6 @@
 use std::sync::{Arc, mpsc};
 
 use redb::{Database, ReadableTable, WriteTransaction};
-use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::contain::{Health, contained};
@@ -16,7 +15,7 @@ use crate::store::ids;
 use crate::store::*;
 
 /// A commit waiting on the store thread: thread, epoch, writes, and who to tell.
-pub(super) type PendingCommit = (u128, u64, Vec<Write>, Reply<Vec<u64>>);
+pub(super) type PendingCommit = (u128, u64, Vec<Write>, Reply<Vec<RecordedEvent>>);
 
 /// How many commit requests one transaction may take.
 pub(super) const BATCH: usize = 64;
@@ -28,7 +27,7 @@ pub(super) enum Job {
         thread: u128,
         epoch: u64,
         writes: Vec<Write>,
-        reply: Reply<Vec<u64>>,
+        reply: Reply<Vec<RecordedEvent>>,
     },
     Other(Box<dyn FnOnce(&Database) + Send>),
 }
@@ -201,7 +200,7 @@ pub(super) fn apply_fenced(
     thread: u128,
     epoch: u64,
     writes: &[Write],
-) -> Result<Vec<u64>, StoreError> {
+) -> Result<Vec<RecordedEvent>, StoreError> {
     let name = ids::encode(thread);
     let not_found = || StoreError::NotFound {
         thread: ids::encode(thread),
@@ -265,8 +264,9 @@ pub(super) fn apply_writes(
     thread: u128,
     mut rec: Option<&mut ThreadRec>,
     writes: &[Write],
-) -> Result<Vec<u64>, StoreError> {
+) -> Result<Vec<RecordedEvent>, StoreError> {
     let now = ids::now_ms();
+    let name = ids::encode(thread);
     let mut seqs = Vec::new();
     let mut next_seq = None;
     for w in writes {
@@ -311,23 +311,21 @@ pub(super) fn apply_writes(
                     rec.cancel_requested = cancel;
                 }
             }
-            Write::Event(v) => {
-                // The thread and the sequence number are the row's key; reads add them back.
-                let mut ev = v.clone();
-                if let Value::Object(m) = &mut ev {
-                    m.remove("seq");
-                    m.remove("thread");
-                    m.remove("v");
-                    m.entry("ts").or_insert(Value::from(now));
-                }
+            Write::Event(event) => {
+                // The thread and the sequence number are the row's key; reads add them
+                // back.
+                let row = EventRow {
+                    ts: now,
+                    event: event.clone(),
+                };
                 let seq = match next_seq {
                     Some(n) => n,
                     None => next_event_seq(txn, thread)?,
                 };
                 let mut t = txn.open_table(EVENTS).map_err(io)?;
-                t.insert((thread, seq), encode(&ev)?.as_slice())
+                t.insert((thread, seq), encode(&row)?.as_slice())
                     .map_err(io)?;
-                seqs.push(seq);
+                seqs.push(row.recorded(&name, seq));
                 next_seq = Some(seq + 1);
             }
         }

@@ -12,10 +12,11 @@ fn a_thread_without_a_fence_row_is_fenced_by_its_record() {
     let rt = rt();
     let first = rt
         .block_on(store.create_thread(thread_rec(), attempt()))
+        .map(|(lease, _)| lease)
         .expect("create");
     let old = stale(&first);
     drop(first);
-    let (second, _) = rt
+    let (second, _, _) = rt
         .block_on(store.claim(&old.thread, attempt()))
         .expect("claim");
     // As a store written before fences had their own rows.
@@ -41,6 +42,7 @@ fn a_panic_on_the_store_thread_answers_r0410_and_every_later_call_too() {
     let rt = rt();
     let lease = rt
         .block_on(store.create_thread(thread_rec(), attempt()))
+        .map(|(lease, _)| lease)
         .expect("create");
     let err = rt
         .block_on(store.on_store_thread(|_db| -> Result<(), StoreError> {
@@ -93,6 +95,7 @@ fn a_read_only_store_sees_the_commits_of_a_writer_and_refuses_to_write() {
     let reader = RedbStore::open_read_only(writer.path()).expect("read-only beside a writer");
     let lease = rt
         .block_on(writer.create_thread(thread_rec(), attempt()))
+        .map(|(lease, _)| lease)
         .expect("create");
     rt.block_on(writer.commit(&lease, vec![node(7)]))
         .expect("commit");

@@ -45,7 +45,7 @@ pub(super) fn create_thread<'a>(
     store: &'a RedbStore,
     rec: ThreadRec,
     attempt: AttemptRec,
-) -> StoreFuture<'a, Lease> {
+) -> StoreFuture<'a, (Lease, Vec<RecordedEvent>)> {
     let path = store.inner.path.clone();
     Box::pin(async move {
         store.writable("create_thread")?;
@@ -63,35 +63,37 @@ pub(super) fn create_thread<'a>(
             attempt.run_id.clone(),
             attempt.number,
         );
-        store
+        let events = store
             .on_store_thread(move |db| {
                 let txn = db.begin_write().map_err(io)?;
                 if get_thread(&txn, id)?.is_some() {
                     return Err(StoreError::Io(format!("thread {} already exists", rec.id)));
                 }
                 let mut rec = rec;
-                apply_writes(
+                let events = apply_writes(
                     &txn,
                     id,
                     Some(&mut rec),
                     &[
                         Write::Attempt(attempt),
-                        Write::Event(
-                            serde_json::json!({ "type": "thread_created", "attempt": number }),
-                        ),
+                        Write::Event(Event::ThreadCreated { attempt: number }),
                     ],
                 )?;
                 put_thread(&txn, id, None, &rec)?;
-                txn.commit().map_err(io)
+                txn.commit().map_err(io)?;
+                Ok(events)
             })
             .await?;
-        Ok(Lease {
-            thread,
-            epoch,
-            run_id,
-            attempt: number,
-            _guard: LeaseGuard::File { _lock: lock },
-        })
+        Ok((
+            Lease {
+                thread,
+                epoch,
+                run_id,
+                attempt: number,
+                _guard: LeaseGuard::File { _lock: lock },
+            },
+            events,
+        ))
     })
 }
 
@@ -99,7 +101,7 @@ pub(super) fn claim<'a>(
     store: &'a RedbStore,
     thread: &str,
     attempt: AttemptRec,
-) -> StoreFuture<'a, (Lease, ThreadState)> {
+) -> StoreFuture<'a, Claimed> {
     let thread = thread.to_string();
     let path = store.inner.path.clone();
     Box::pin(async move {
@@ -127,7 +129,7 @@ pub(super) fn claim<'a>(
             });
         };
         let run_id = attempt.run_id.clone();
-        let (epoch, number) = store
+        let (epoch, number, events) = store
             .on_store_thread(move |db| {
                 let txn = db.begin_write().map_err(io)?;
                 let Some(mut rec) = get_thread(&txn, id)? else {
@@ -149,21 +151,19 @@ pub(super) fn claim<'a>(
                 let mut attempt = attempt;
                 attempt.number = rec.attempts;
                 let number = attempt.number;
-                apply_writes(
+                let events = apply_writes(
                     &txn,
                     id,
                     Some(&mut rec),
                     &[
                         Write::Attempt(attempt),
-                        Write::Event(
-                            serde_json::json!({ "type": "attempt_started", "attempt": number }),
-                        ),
+                        Write::Event(Event::AttemptStarted { attempt: number }),
                     ],
                 )?;
                 put_thread(&txn, id, Some(old), &rec)?;
                 let epoch = rec.epoch;
                 txn.commit().map_err(io)?;
-                Ok((epoch, number))
+                Ok((epoch, number, events))
             })
             .await?;
         let state = store.read(move |txn| load_state(txn, id)).await?;
@@ -176,6 +176,7 @@ pub(super) fn claim<'a>(
                 _guard: LeaseGuard::File { _lock: lock },
             },
             state,
+            events,
         ))
     })
 }
@@ -184,7 +185,7 @@ pub(super) fn commit<'a>(
     store: &'a RedbStore,
     lease: &'a Lease,
     writes: Vec<Write>,
-) -> StoreFuture<'a, Vec<u64>> {
+) -> StoreFuture<'a, Vec<RecordedEvent>> {
     Box::pin(async move {
         store.writable("commit")?;
         let Some(thread) = ids::decode(&lease.thread) else {
@@ -210,7 +211,7 @@ pub(super) fn answer<'a>(
     thread: &str,
     answers: Vec<(String, Value)>,
     by: &str,
-) -> StoreFuture<'a, ()> {
+) -> StoreFuture<'a, Vec<RecordedEvent>> {
     let (thread, by) = (thread.to_string(), by.to_string());
     let path = store.inner.path.clone();
     Box::pin(async move {
@@ -254,15 +255,16 @@ pub(super) fn answer<'a>(
                             g.answered_ms = now;
                             g.answered_by = Some(by.clone());
                             writes.push(Write::Gate(gate.clone(), g));
-                            writes.push(Write::Event(serde_json::json!({ "type": "gate_answered", "gate": gate, "by": by })));
+                            writes.push(Write::Event(Event::GateAnswered { gate: gate.clone(), by: by.clone() }));
                         }
                     }
                 }
             }
             let old = rec.status;
-            apply_writes(&txn, id, Some(&mut rec), &writes)?;
+            let events = apply_writes(&txn, id, Some(&mut rec), &writes)?;
             put_thread(&txn, id, Some(old), &rec)?;
-            txn.commit().map_err(io)
+            txn.commit().map_err(io)?;
+            Ok(events)
         })
         .await
     })
@@ -271,7 +273,7 @@ pub(super) fn answer<'a>(
 pub(super) fn request_cancel<'a>(
     store: &'a RedbStore,
     thread: &str,
-) -> StoreFuture<'a, CancelOutcome> {
+) -> StoreFuture<'a, (CancelOutcome, Vec<RecordedEvent>)> {
     let thread = thread.to_string();
     let path = store.inner.path.clone();
     Box::pin(async move {
@@ -292,36 +294,21 @@ pub(super) fn request_cancel<'a>(
                     });
                 };
                 if rec.status.is_terminal() {
-                    return Ok(CancelOutcome::AlreadyEnded(rec.status));
+                    return Ok((CancelOutcome::AlreadyEnded(rec.status), Vec::new()));
                 }
                 let old = rec.status;
-                let outcome = if held_by_other {
+                let (outcome, event) = if held_by_other {
                     rec.cancel_requested = true;
-                    apply_writes(
-                        &txn,
-                        id,
-                        Some(&mut rec),
-                        &[Write::Event(
-                            serde_json::json!({ "type": "cancel_requested" }),
-                        )],
-                    )?;
-                    CancelOutcome::Requested
+                    (CancelOutcome::Requested, Event::CancelRequested {})
                 } else {
                     rec.status = Status::Cancelled;
                     rec.holder = None;
-                    apply_writes(
-                        &txn,
-                        id,
-                        Some(&mut rec),
-                        &[Write::Event(
-                            serde_json::json!({ "type": "thread_cancelled" }),
-                        )],
-                    )?;
-                    CancelOutcome::Cancelled
+                    (CancelOutcome::Cancelled, Event::ThreadCancelled {})
                 };
+                let events = apply_writes(&txn, id, Some(&mut rec), &[Write::Event(event)])?;
                 put_thread(&txn, id, Some(old), &rec)?;
                 txn.commit().map_err(io)?;
-                Ok(outcome)
+                Ok((outcome, events))
             })
             .await;
         drop(lock);
