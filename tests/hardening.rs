@@ -357,6 +357,59 @@ fn the_live_event_stream_equals_the_stored_log() {
         .collect();
     assert_eq!(live, stored, "a failed run");
     assert!(live.iter().any(|e| e["type"] == "thread_failed"));
+    // `pipec answer`, then a resume.
+    let out = p.run(&["run", "gated.pipe", "--input", "id=B2", "--events", "jsonl"]);
+    let mut live = events_of(&out);
+    let thread = live[0]["thread"].as_str().expect("thread").to_string();
+    let out = p.run(&[
+        "answer",
+        &thread,
+        r#"review={"approved": false}"#,
+        "--events",
+        "jsonl",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    live.extend(events_of(&out));
+    let out = p.run(&["resume", &thread, "--events", "jsonl"]);
+    live.extend(events_of(&out));
+    let stored: Vec<Value> = stdout(&p.run(&["show", &thread, "--events"]))
+        .lines()
+        .map(json)
+        .collect();
+    assert_eq!(live, stored, "answer, then resume");
+    // A cancel while the thread runs: the runner's and the canceller's streams together.
+    p.write(
+        "slow.pipe",
+        "node slow() -> { done: bool } {\n  exec = [\"./scripts/slow.sh\"]\n}\n\noutput slow = slow\n",
+    );
+    p.script(
+        "scripts/slow.sh",
+        "#!/bin/sh\ncat >/dev/null\ntouch slow.started\nsleep 20\necho '{\"done\":true}'\n",
+    );
+    let thread = "01JSTREAMCANCE00000000000A";
+    let child = p
+        .cmd(&["run", "slow.pipe", "--thread", thread, "--events", "jsonl"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run");
+    let start = Instant::now();
+    while !p.dir.join("slow.started").exists() {
+        assert!(start.elapsed() < Duration::from_secs(10));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let cancel = p.run(&["cancel", thread, "--events", "jsonl"]);
+    assert_eq!(code(&cancel), 0, "{}", stderr(&cancel));
+    let run = child.wait_with_output().expect("the run ends");
+    let mut live = events_of(&run);
+    live.extend(events_of(&cancel));
+    live.sort_by_key(|e| e["seq"].as_u64());
+    let stored: Vec<Value> = stdout(&p.run(&["show", thread, "--events"]))
+        .lines()
+        .map(json)
+        .collect();
+    assert_eq!(live, stored, "a cancel");
+    assert!(stored.iter().any(|e| e["type"] == "thread_cancelled"));
 }
 
 #[test]

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::common;
-use crate::plan::Plan;
 use crate::runtime::{Decision, RunOptions, Runner};
 use crate::store::{ListQuery, Status, Store};
 
@@ -206,23 +205,17 @@ fn resume_one(
             Ok(l) => l,
             Err(code) => return code,
         },
-        None => match rt.block_on(store.get_plan(&rec.plan_hash)) {
-            Ok(Some(json)) => match Plan::from_json(&json) {
-                Ok(plan) => common::Loaded {
-                    plan,
-                    root: PathBuf::from(&rec.project_root),
-                    source: rec.source.clone(),
-                },
-                Err(e) => {
-                    super::err(&format!("error: the stored plan cannot be read: {e}"));
-                    return super::EXIT_FINDINGS;
-                }
+        None => match rt.block_on(common::stored_plan(&**store, &rec)) {
+            Ok(plan) => common::Loaded {
+                plan,
+                root: PathBuf::from(&rec.project_root),
+                source: rec.source.clone(),
             },
-            _ => {
-                super::err(&format!(
-                    "error: the source of thread {} ({}) is gone and the store has no copy of its plan",
-                    rec.id, rec.source
-                ));
+            Err(e) => {
+                common::print_error(&e.help(format!(
+                    "the thread's source `{}` is gone too; give the pipeline with `--plan FILE`",
+                    rec.source
+                )));
                 return super::EXIT_FINDINGS;
             }
         },

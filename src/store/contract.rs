@@ -195,7 +195,10 @@ fn a_writer_whose_epoch_moved_on_writes_nothing(store: &dyn Store) {
         .expect("the holder writes");
     let state = rt.block_on(store.load(&old.thread)).expect("load");
     assert_eq!(state.nodes["n"].value, Some(json!(2)));
-    let events = rt.block_on(store.events(&old.thread, 0)).map(values).expect("events");
+    let events = rt
+        .block_on(store.events(&old.thread, 0))
+        .map(values)
+        .expect("events");
     assert_eq!(
         types_of(&events),
         ["thread_created", "attempt_started"],
@@ -260,7 +263,8 @@ fn after_a_cancel_request_only_the_cancellation_is_written(store: &dyn Store) {
         .expect("create");
     // The lease holds the thread, so the cancel is a request.
     let outcome = rt
-        .block_on(store.request_cancel(&lease.thread)).map(|(outcome, _)| outcome)
+        .block_on(store.request_cancel(&lease.thread))
+        .map(|(outcome, _)| outcome)
         .expect("cancel");
     assert_eq!(outcome, CancelOutcome::Requested);
     let rec = rt
@@ -280,13 +284,17 @@ fn after_a_cancel_request_only_the_cancellation_is_written(store: &dyn Store) {
     let state = rt.block_on(store.load(&lease.thread)).expect("load");
     assert_eq!(state.thread.map(|t| t.status), Some(Status::Cancelled));
     assert!(!state.nodes.contains_key("n"));
-    let events = rt.block_on(store.events(&lease.thread, 0)).map(values).expect("events");
+    let events = rt
+        .block_on(store.events(&lease.thread, 0))
+        .map(values)
+        .expect("events");
     assert_eq!(
         types_of(&events),
         ["thread_created", "cancel_requested", "thread_cancelled"]
     );
     assert_eq!(
-        rt.block_on(store.request_cancel(&lease.thread)).map(|(outcome, _)| outcome),
+        rt.block_on(store.request_cancel(&lease.thread))
+            .map(|(outcome, _)| outcome),
         Ok(CancelOutcome::AlreadyEnded(Status::Cancelled))
     );
 }
@@ -302,7 +310,10 @@ fn a_thread_no_process_holds_is_cancelled_at_once(store: &dyn Store) {
         .expect("paused");
     let thread = lease.thread.clone();
     drop(lease);
-    let outcome = rt.block_on(store.request_cancel(&thread)).map(|(outcome, _)| outcome).expect("cancel");
+    let outcome = rt
+        .block_on(store.request_cancel(&thread))
+        .map(|(outcome, _)| outcome)
+        .expect("cancel");
     assert_eq!(outcome, CancelOutcome::Cancelled);
     let rec = rt
         .block_on(store.load(&thread))
@@ -312,7 +323,10 @@ fn a_thread_no_process_holds_is_cancelled_at_once(store: &dyn Store) {
     assert_eq!(rec.status, Status::Cancelled);
     assert_eq!(rec.holder, None);
     assert!(!rec.cancel_requested);
-    let events = rt.block_on(store.events(&thread, 0)).map(values).expect("events");
+    let events = rt
+        .block_on(store.events(&thread, 0))
+        .map(values)
+        .expect("events");
     assert_eq!(
         types_of(&events).last().map(String::as_str),
         Some("thread_cancelled")
@@ -326,7 +340,8 @@ fn a_thread_no_process_holds_is_cancelled_at_once(store: &dyn Store) {
     assert_eq!(cancelled.len(), 1, "the status index follows the cancel");
     assert!(!store.is_held(&thread), "cancelling took nothing for good");
     assert_eq!(
-        rt.block_on(store.request_cancel(&thread)).map(|(outcome, _)| outcome),
+        rt.block_on(store.request_cancel(&thread))
+            .map(|(outcome, _)| outcome),
         Ok(CancelOutcome::AlreadyEnded(Status::Cancelled))
     );
 }
@@ -398,7 +413,10 @@ fn answers_are_compare_and_set_and_all_or_none(store: &dyn Store) {
     );
     let state = rt.block_on(store.load(&thread)).expect("load");
     assert_eq!(state.gates["a"].answered_by.as_deref(), Some("cli"));
-    let events = rt.block_on(store.events(&thread, 0)).map(values).expect("events");
+    let events = rt
+        .block_on(store.events(&thread, 0))
+        .map(values)
+        .expect("events");
     let answered: Vec<&Value> = events
         .iter()
         .filter(|e| e["type"] == "gate_answered")
@@ -437,7 +455,10 @@ fn events_are_numbered_from_zero_without_gaps_across_commits_and_claims(store: &
         .block_on(store.commit(&lease, vec![paused, event("thread_paused")]))
         .expect("commit");
     assert_eq!(seqs_of(&values(seqs)), [4], "attempt_started took 3");
-    let all = rt.block_on(store.events(&thread, 0)).map(values).expect("events");
+    let all = rt
+        .block_on(store.events(&thread, 0))
+        .map(values)
+        .expect("events");
     assert_eq!(seqs_of(&all), [0, 1, 2, 3, 4]);
     assert_eq!(
         types_of(&all),
@@ -461,7 +482,10 @@ fn events_are_numbered_from_zero_without_gaps_across_commits_and_claims(store: &
         .thread
         .expect("thread");
     assert_eq!(rec.next_seq, 5);
-    let tail = rt.block_on(store.events(&thread, 3)).map(values).expect("events");
+    let tail = rt
+        .block_on(store.events(&thread, 3))
+        .map(values)
+        .expect("events");
     assert_eq!(seqs_of(&tail), [3, 4]);
     assert!(
         rt.block_on(store.events(&thread, 5))
@@ -743,7 +767,12 @@ fn prune_deletes_old_terminal_threads_only(store: &dyn Store) {
         let w = with_status(store, &rt, &lease.thread, status);
         rt.block_on(store.commit(
             &lease,
-            vec![w, node(1), Write::Gate("g".into(), gate("g")), event("node_finished")],
+            vec![
+                w,
+                node(1),
+                Write::Gate("g".into(), gate("g")),
+                event("node_finished"),
+            ],
         ))
         .expect("commit");
         by_status.push((status, lease.thread.clone()));
@@ -819,7 +848,8 @@ fn ids_may_be_shortened_to_a_unique_prefix(store: &dyn Store) {
     // Every operation that names a thread takes a prefix.
     assert!(rt.block_on(store.events(&c[..22], 0)).is_ok());
     assert!(matches!(
-        rt.block_on(store.request_cancel(&a[..25])).map(|(outcome, _)| outcome),
+        rt.block_on(store.request_cancel(&a[..25]))
+            .map(|(outcome, _)| outcome),
         Err(StoreError::Ambiguous { .. })
     ));
     assert!(matches!(

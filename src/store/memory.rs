@@ -544,7 +544,12 @@ impl Store for MemoryStore {
         let tables = self.tables();
         let asked = resolve(&tables, thread)
             .map_err(|e| self.named(e, thread))
-            .map(|id| tables.threads.get(&id).is_some_and(|r| r.rec.cancel_requested));
+            .map(|id| {
+                tables
+                    .threads
+                    .get(&id)
+                    .is_some_and(|r| r.rec.cancel_requested)
+            });
         ready(asked)
     }
 

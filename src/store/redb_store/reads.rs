@@ -296,8 +296,7 @@ pub(super) fn events<'a>(
         {
             let (k, v) = e.map_err(io)?;
             let seq = k.value().1;
-            let row: EventRow =
-                decode(v.value(), &|| format!("thread {name}, event {seq}"))?;
+            let row: EventRow = decode(v.value(), &|| format!("thread {name}, event {seq}"))?;
             out.push(row.recorded(&name, seq));
         }
         Ok(out)
