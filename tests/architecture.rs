@@ -93,11 +93,16 @@ fn every_source_file_says_what_it_owns() {
 
 #[test]
 fn every_rule_file_is_registered() {
-    let registry = std::fs::read_to_string(src().join("lint/registry.rs")).unwrap_or_default();
-    for (path, text) in files_under("lint/rules") {
+    let catalogue = std::fs::read_to_string(src().join("rules/mod.rs")).unwrap_or_default();
+    let passes = std::fs::read_to_string(src().join("lint/registry.rs")).unwrap_or_default();
+    let mut rule_files = 0;
+    for (path, text) in files_under("rules") {
         if path.ends_with("mod.rs") {
             continue;
         }
+        rule_files += 1;
+        let file = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+        let file = file.unwrap_or_default();
         let Some(name) = text.lines().find_map(|l| {
             l.trim()
                 .strip_prefix("pub static ")
@@ -105,9 +110,35 @@ fn every_rule_file_is_registered() {
         }) else {
             panic!("{} declares no rule", path.display());
         };
+        // The catalogue entry names the file and the rule, so both must agree.
         assert!(
-            registry.contains(&format!("r::{name},")),
-            "{name} is not in ALL_RULES"
+            catalogue.contains(&format!("    {file}::{name},")),
+            "{name} ({}) is not in the catalogue of src/rules/mod.rs",
+            path.display()
+        );
+        // A rule file is catalogue only: the pass, if the rule has one, is in lint/.
+        assert!(
+            !code(&text).any(|l| l.contains("fn ")),
+            "{} holds code; passes go in src/lint/passes/{file}.rs",
+            path.display()
+        );
+    }
+    assert!(rule_files > 40, "found only {rule_files} rule files");
+    for (path, _) in files_under("lint/passes") {
+        if path.ends_with("mod.rs") {
+            continue;
+        }
+        let file = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+        let file = file.unwrap_or_default();
+        assert!(
+            src().join("rules").join(format!("{file}.rs")).is_file(),
+            "the pass {} is named after no rule of src/rules/",
+            path.display()
+        );
+        assert!(
+            passes.contains(&format!("p::{file}::check,")),
+            "the pass {} is not in PASSES (src/lint/registry.rs)",
+            path.display()
         );
     }
 }

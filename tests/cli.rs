@@ -375,7 +375,7 @@ fn explain_prints_the_rule_documentation() {
     let by_name = stdout(&run(&["explain", "unbound-uri-variable"], &root));
     assert_eq!(by_name, text);
     let list = stdout(&run(&["explain", "--list"], &root));
-    for rule in pipec::lint::ALL_RULES {
+    for rule in pipec::rules::ALL_RULES {
         assert!(
             list.contains(rule.code) && list.contains(rule.name),
             "{} missing from --list",
@@ -387,7 +387,7 @@ fn explain_prints_the_rule_documentation() {
 
 #[test]
 fn every_rule_documents_what_why_and_an_example() {
-    for rule in pipec::lint::ALL_RULES {
+    for rule in pipec::rules::ALL_RULES {
         let doc = rule.documentation();
         for section in ["## What it catches", "## Why it matters", "## Example"] {
             assert!(
@@ -405,7 +405,7 @@ fn every_rule_documents_what_why_and_an_example() {
             rule.name
         );
     }
-    let mut codes: Vec<&str> = pipec::lint::ALL_RULES.iter().map(|r| r.code).collect();
+    let mut codes: Vec<&str> = pipec::rules::ALL_RULES.iter().map(|r| r.code).collect();
     codes.sort();
     let before = codes.len();
     codes.dedup();

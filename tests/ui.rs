@@ -93,7 +93,7 @@ fn ui_cases() {
             .and_then(|p| p.file_name())
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let Some(rule) = pipec::lint::find_rule(&rule_dir) else {
+        let Some(rule) = pipec::rules::find_rule(&rule_dir) else {
             failures.push(format!(
                 "{}: the folder `{rule_dir}` names no rule",
                 case.display()
@@ -143,7 +143,7 @@ fn ui_cases() {
         }
     }
 
-    for rule in pipec::lint::ALL_RULES {
+    for rule in pipec::rules::ALL_RULES {
         for kind in ["fail", "pass"] {
             if !covered.contains(&(rule.name.to_string(), kind)) {
                 failures.push(format!(

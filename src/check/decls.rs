@@ -5,14 +5,14 @@ use std::path::Path;
 
 use super::Checker;
 use super::hir::*;
-use super::names;
 use super::settings::literal_json;
 use super::ty::{self, Ty};
-use super::uri::{self, UriTemplate};
 use crate::diagnostic::Diagnostic;
-use crate::lint::rules as r;
+use crate::names;
+use crate::rules as r;
 use crate::source::{FileId, Span};
 use crate::syntax::ast::{self, ExprKind, ItemKind, SettingValue};
+use crate::uri::{self, UriTemplate};
 
 pub(crate) fn empty_server(info: DeclInfo) -> ServerDef {
     ServerDef {

@@ -8,10 +8,10 @@ use serde_json::Value;
 
 use super::Checker;
 use super::hir::{self, ExprKind as H, ParamDef};
-use super::names;
 use super::ty::{self, FieldTy, RecordTy, Ty};
 use crate::diagnostic::Diagnostic;
-use crate::lint::rules as r;
+use crate::names;
+use crate::rules as r;
 use crate::source::{FileId, Span};
 use crate::syntax::ast::{self, BinOp, ExprKind};
 

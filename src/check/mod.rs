@@ -8,9 +8,7 @@
 //! records what it could and goes on; nothing stops at the first error.
 
 pub mod hir;
-pub mod names;
 pub mod ty;
-pub mod uri;
 
 mod decls;
 mod expr;
@@ -24,7 +22,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::diagnostic::Diagnostic;
-use crate::lint::rules as r;
+use crate::names;
+use crate::rules as r;
 use crate::source::{FileId, Loader, SourceDb, Span, normalize_path};
 use crate::syntax::ast::{self, ItemKind, TypeExpr, TypeExprKind};
 use crate::syntax::lexer::Comment;

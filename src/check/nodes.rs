@@ -4,14 +4,14 @@
 use super::Checker;
 use super::expr::BodyScope;
 use super::hir::*;
-use super::names;
 use super::settings::{Settings, literal_json};
 use super::ty::{self, Ty};
-use super::uri::UriTemplate;
 use crate::diagnostic::Diagnostic;
-use crate::lint::rules as r;
+use crate::names;
+use crate::rules as r;
 use crate::source::{FileId, Span};
 use crate::syntax::ast::{self, ExprKind, ItemKind, NodeKind};
+use crate::uri::UriTemplate;
 
 pub(crate) fn empty_node(info: DeclInfo, decl: &ast::NodeDecl) -> NodeDef {
     NodeDef {

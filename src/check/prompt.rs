@@ -13,10 +13,10 @@ use minijinja::machinery::ast::{self as j, CallArg, Expr, Stmt};
 
 use super::Checker;
 use super::hir::{ParamDef, Template};
-use super::names;
 use super::ty::{self, Ty};
 use crate::diagnostic::Diagnostic;
-use crate::lint::rules as r;
+use crate::names;
+use crate::rules as r;
 use crate::source::{FileId, Span};
 use crate::syntax::ast::{self, ExprKind};
 

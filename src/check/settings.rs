@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 
 use super::Checker;
-use super::names;
 use crate::diagnostic::Diagnostic;
-use crate::lint::rules as r;
+use crate::names;
+use crate::rules as r;
 use crate::source::{FileId, Span};
 use crate::syntax::ast::{self, Block, ExprKind, Setting, SettingValue};
 

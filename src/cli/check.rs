@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::ValueEnum;
 
 use super::{ColorChoice, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE};
-use crate::diagnostic::{self, Counts, Diagnostic, Severity, TerminalOptions};
+use crate::diagnostic::{self, Counts, Diagnostic, TerminalOptions};
 use crate::source::{FsLoader, SourceDb};
 
 #[derive(clap::Args)]
@@ -97,7 +97,7 @@ pub fn run(args: Args) -> u8 {
                 let one: serde_json::Value = serde_json::from_str(&diagnostic::render_sarif(
                     db,
                     diags,
-                    crate::lint::ALL_RULES,
+                    crate::rules::ALL_RULES,
                 ))
                 .unwrap_or_default();
                 match &mut merged {
@@ -147,9 +147,4 @@ fn terminal_width() -> usize {
         .and_then(|c| c.parse().ok())
         .unwrap_or(100)
         .clamp(60, 200)
-}
-
-#[allow(dead_code)]
-fn _severity_used(s: Severity) -> &'static str {
-    s.as_str()
 }

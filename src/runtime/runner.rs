@@ -608,8 +608,8 @@ impl Runner {
         for name in given.keys() {
             if !self.plan.inputs.iter().any(|i| &i.name == name) {
                 let known: Vec<&str> = self.plan.inputs.iter().map(|i| i.name.as_str()).collect();
-                let help = crate::check::names::did_you_mean(name, known.iter().copied())
-                    .unwrap_or_else(|| {
+                let help =
+                    crate::names::did_you_mean(name, known.iter().copied()).unwrap_or_else(|| {
                         if known.is_empty() {
                             "this pipeline takes no inputs".into()
                         } else {
@@ -675,7 +675,7 @@ impl Runner {
                 .filter(|n| n.kind == crate::plan::NodeKind::Gate)
                 .map(|n| n.name.as_str())
                 .collect();
-            let help = crate::check::names::did_you_mean(gate, gates.iter().copied())
+            let help = crate::names::did_you_mean(gate, gates.iter().copied())
                 .unwrap_or_else(|| format!("the gates are {}", gates.join(", ")));
             return Err(RuntimeError::new(
                 &codes::GATE_ANSWER_INVALID,
