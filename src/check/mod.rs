@@ -14,6 +14,7 @@ mod decls;
 mod expr;
 pub mod graph;
 mod nodes;
+mod outputs;
 mod prompt;
 mod settings;
 
