@@ -8,7 +8,7 @@ use super::ty::Ty;
 use crate::diagnostic::Diagnostic;
 use crate::rules as r;
 use crate::source::Span;
-use crate::syntax::ast::{self, ExprKind, ItemKind};
+use crate::syntax::ast::{self, ItemKind};
 
 impl Checker<'_> {
     pub(crate) fn check_outputs(&mut self, root: usize) {
@@ -45,7 +45,7 @@ impl Checker<'_> {
             let mut ctx = SourceCtx {
                 f: root,
                 file,
-                node: u32::MAX,
+                node: SourceCtx::OUTPUT,
                 params: &mut params,
                 current: usize::MAX,
             };
@@ -69,28 +69,8 @@ impl Checker<'_> {
     }
 
     /// Outputs take the same sources as parameters, except resources (nothing fetches
-    /// for an output) and `each`.
+    /// for an output) and `each`, at any depth: `source` refuses them for an output.
     fn output_source(&mut self, ctx: &mut SourceCtx<'_>, e: &ast::Expr, expected: &Ty) -> Source {
-        if let ExprKind::Call(callee, _) = &e.kind
-            && let ExprKind::Name(n) = &callee.kind
-            && matches!(n.name.as_str(), "resource" | "resources" | "each")
-        {
-            self.diags.push(
-                Diagnostic::new(
-                    &r::INVALID_SOURCE,
-                    ctx.file,
-                    e.span,
-                    format!("an output cannot be `{}(...)`", n.name),
-                )
-                .label("outputs take node values, inputs and constants")
-                .help("read it in a node and output that node"),
-            );
-            return Source {
-                kind: SourceKind::Error,
-                span: e.span,
-                ty: Ty::Error,
-            };
-        }
         self.source(ctx, e, expected, false)
     }
 }

@@ -75,6 +75,25 @@ impl Checker<'_> {
             && let ExprKind::Name(n) = &callee.kind
             && SOURCE_FUNCTIONS.contains(&n.name.as_str())
         {
+            if ctx.node == SourceCtx::OUTPUT
+                && matches!(n.name.as_str(), "resource" | "resources" | "each")
+            {
+                self.diags.push(
+                    Diagnostic::new(
+                        &r::INVALID_SOURCE,
+                        file,
+                        span,
+                        format!("an output cannot be `{}(...)`", n.name),
+                    )
+                    .label("outputs take node values, inputs and constants")
+                    .help("read it in a node and output that node"),
+                );
+                return Source {
+                    kind: SourceKind::Error,
+                    span,
+                    ty: Ty::Error,
+                };
+            }
             return self.source_call(ctx, e, &n.name, args, expected, top);
         }
         match &e.kind {
@@ -614,10 +633,16 @@ impl Checker<'_> {
 pub(crate) struct SourceCtx<'a> {
     pub f: usize,
     pub file: FileId,
+    /// The node, or [`SourceCtx::OUTPUT`] for the source of an output.
     pub node: NodeId,
     pub params: &'a mut Vec<ParamDef>,
     /// The parameter whose source this is.
     pub current: usize,
+}
+
+impl SourceCtx<'_> {
+    /// The `node` of an output's source, which belongs to no node.
+    pub const OUTPUT: NodeId = NodeId::MAX;
 }
 
 fn flatten_coalesce<'a>(e: &'a ast::Expr, out: &mut Vec<&'a ast::Expr>) {
