@@ -1,11 +1,14 @@
 //! The `pipec` binary end to end: exit codes, output formats, and the acceptance cases
 //! of the checker on copies of the example project.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// This build's binary, or `PIPEC_TEST_BIN` (to see a regression test fail on another).
 fn pipec() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_pipec"))
+    Command::new(common::pipec_bin())
 }
 
 fn run(args: &[&str], cwd: &Path) -> Output {
@@ -509,4 +512,81 @@ fn graph_draws_node_kinds_and_resource_edges() {
     assert!(d.starts_with("digraph"));
     assert!(d.contains("shape=diamond"));
     assert!(d.contains("style=dashed"));
+}
+
+/// Runs pipec in `cwd`, killing it after `secs` seconds (an older build may wait forever
+/// on a plan it should have refused).
+fn run_for(args: &[&str], cwd: &Path, secs: u64) -> (Option<i32>, String) {
+    let mut child = pipec()
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .env_remove("PIPEC_STORE")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("pipec starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let status = loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            break status.code();
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let out = child
+        .wait_with_output()
+        .map(|o| stderr(&o))
+        .unwrap_or_default();
+    (status, out)
+}
+
+#[test]
+fn defect_6_an_edited_plan_is_refused_when_loaded_and_starts_nothing() {
+    let dir = std::env::temp_dir().join(format!("pipec-cli-plan-invalid-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let source = "input x: string\n\nnode a(x: string = input.x) -> string {\n  return = x\n}\n\nnode b(a: string = a) -> string {\n  return = a\n}\n\noutput b = b\n";
+    let mut plan = pipec::compile_str("loop.pipe", source).expect("compiles");
+    // The edit adds a cycle (`a` now waits for `b`), and the hash is recomputed so that
+    // the hash check alone cannot notice.
+    plan.nodes[0].deps.push("b".into());
+    plan.hash = pipec::plan::hash_plan(&plan);
+    std::fs::write(dir.join("edited.json"), plan.to_json()).expect("write");
+    let (status, err) = run_for(&["run", "edited.json", "--input", "x=hi"], &dir, 30);
+    assert_eq!(status, Some(1), "{err}");
+    assert!(err.contains("error[R0004]"), "{err}");
+    assert!(err.contains("a → b → a"), "{err}");
+    assert!(err.contains("help: compile the pipeline again"), "{err}");
+    assert!(
+        !dir.join(".pipec").exists(),
+        "a refused plan created a store: {err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn docs_list_every_code_with_its_name_and_severity() {
+    let docs =
+        std::fs::read_to_string(crate_root().join("docs/diagnostics.md")).expect("docs exist");
+    for rule in pipec::rules::ALL_RULES
+        .iter()
+        .chain(pipec::diagnostic::RUNTIME_CODES.iter())
+    {
+        let row = format!(
+            "| {} | {} | {} |",
+            rule.code,
+            rule.name,
+            rule.severity.as_str()
+        );
+        assert!(
+            docs.contains(&row),
+            "docs/diagnostics.md has no row `{row} ... |` in its table of codes"
+        );
+    }
 }

@@ -35,9 +35,17 @@ pub fn run(args: Args) -> u8 {
             return Ok(Err("no such thread".to_string()));
         };
         // Validate against the thread's plan before writing anything.
-        if let Some(json) = store.get_plan(&rec.plan_hash).await?
-            && let Ok(plan) = crate::plan::Plan::from_json(&json)
-        {
+        if let Some(json) = store.get_plan(&rec.plan_hash).await? {
+            let plan = match crate::plan::Plan::from_json(&json) {
+                Ok(plan) => plan,
+                Err(e) => {
+                    return Ok(Err(format!(
+                        "error[{}]: the stored plan of thread {} cannot be used: {e}",
+                        e.code(),
+                        rec.id
+                    )));
+                }
+            };
             let validators = crate::runtime::validate::Validators::new(&plan);
             for (gate, answer) in &answers {
                 let Some(g) = state.gates.get(gate) else {

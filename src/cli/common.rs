@@ -105,7 +105,12 @@ pub fn load_plan(file: &Path) -> Result<Loaded, u8> {
             super::EXIT_USAGE
         })?;
         let plan = Plan::from_json(&text).map_err(|e| {
-            super::err(&format!("error: {}: {e}", file.display()));
+            super::err(&format!(
+                "error[{}]: {}: {e}\n  help: {}",
+                e.code(),
+                file.display(),
+                e.help()
+            ));
             super::EXIT_FINDINGS
         })?;
         let root = file

@@ -203,7 +203,11 @@ fn resume_one(
                     source: rec.source.clone(),
                 },
                 Err(e) => {
-                    super::err(&format!("error: the stored plan cannot be read: {e}"));
+                    super::err(&format!(
+                        "error[{}]: the stored plan of thread {} cannot be used: {e}",
+                        e.code(),
+                        rec.id
+                    ));
                     return super::EXIT_FINDINGS;
                 }
             },

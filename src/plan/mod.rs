@@ -7,8 +7,10 @@
 //! nodes a changed plan would compute differently.
 
 mod hash;
+mod load;
 mod lower;
 mod schema;
+mod validate;
 
 use std::collections::BTreeMap;
 
@@ -17,7 +19,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use hash::{hash_plan, node_fingerprint};
+pub use load::PlanLoadError;
 pub use lower::lower;
+pub use validate::Violation;
 
 /// The current plan format. A reader refuses plans of another version.
 pub const FORMAT_VERSION: u32 = 1;
@@ -504,28 +508,11 @@ impl Plan {
         s
     }
 
-    /// Reads a plan, refusing other format versions with a clear message.
-    pub fn from_json(text: &str) -> Result<Plan, String> {
-        let value: Value = serde_json::from_str(text).map_err(|e| format!("not a plan: {e}"))?;
-        match value.get("format_version").and_then(Value::as_u64) {
-            Some(v) if v == u64::from(FORMAT_VERSION) => {}
-            Some(v) => {
-                return Err(format!(
-                    "the plan has format version {v}, and this pipec reads version {FORMAT_VERSION}; compile it again with this pipec"
-                ));
-            }
-            None => return Err("not a plan: `format_version` is missing".into()),
-        }
-        let plan: Plan =
-            serde_json::from_value(value).map_err(|e| format!("not a valid plan: {e}"))?;
-        let expected = hash_plan(&plan);
-        if expected != plan.hash {
-            return Err(format!(
-                "the plan's content does not match its hash ({} ≠ {expected}); it was edited after compiling",
-                plan.hash
-            ));
-        }
-        Ok(plan)
+    /// Reads a plan and checks it before anything uses it: its format version, its shape,
+    /// its hash, and the structural invariants `compile` guarantees (every name it uses
+    /// declared once, nodes in topological order, ...). Every refusal has the code R0004.
+    pub fn from_json(text: &str) -> Result<Plan, PlanLoadError> {
+        load::from_json(text)
     }
 
     /// The JSON Schema of the plan format.
