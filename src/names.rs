@@ -24,6 +24,19 @@ pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
             .min_by_key(|c| (c.len(), **c))
             .map(|c| (0, *c));
     }
+    // A plain name for one that lives in a namespace (`chunk` for `kb.chunk`, declared
+    // through `import "..." as kb`): compare with the part after the namespace.
+    if best.is_none() && !name.contains('.') {
+        for cand in &candidates {
+            let Some((_, last)) = cand.rsplit_once('.') else {
+                continue;
+            };
+            let d = distance(&lower, &last.to_lowercase());
+            if d <= limit && best.is_none_or(|(bd, bc)| d < bd || (d == bd && *cand < bc)) {
+                best = Some((d, cand));
+            }
+        }
+    }
     best.map(|(_, c)| c.to_string())
 }
 
@@ -121,6 +134,15 @@ mod tests {
             Some("emails".into())
         );
         assert_eq!(suggest("zzz", ["research"]), None);
+    }
+
+    #[test]
+    fn suggests_the_namespaced_name_for_a_plain_one() {
+        assert_eq!(suggest("chunk", ["kb.chunk", "page"]), Some("kb.chunk".into()));
+        assert_eq!(suggest("chunks", ["kb.chunk"]), Some("kb.chunk".into()));
+        // A close plain name still wins over a namespaced one.
+        assert_eq!(suggest("chunk", ["chunks", "kb.chunk"]), Some("chunks".into()));
+        assert_eq!(suggest("chunk", ["kb.page"]), None);
     }
 
     #[test]

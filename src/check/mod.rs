@@ -13,6 +13,7 @@ pub mod ty;
 mod decls;
 mod expr;
 pub mod graph;
+mod mismatch;
 mod nodes;
 mod outputs;
 mod prompt;

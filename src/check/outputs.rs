@@ -48,6 +48,8 @@ impl Checker<'_> {
                 node: SourceCtx::OUTPUT,
                 params: &mut params,
                 current: usize::MAX,
+                name: &o.name.name,
+                whole: o.value.span,
             };
             let src = self.output_source(&mut ctx, &o.value, &expected);
             let ty = declared.clone().unwrap_or_else(|| src.ty.clone());

@@ -5,6 +5,7 @@
 use crate::check::Checker;
 use crate::check::expr::BodyScope;
 use crate::check::hir::*;
+use crate::check::mismatch::Target;
 use crate::check::settings::{Settings, literal_json};
 use crate::check::ty::Ty;
 use crate::diagnostic::Diagnostic;
@@ -135,6 +136,7 @@ impl Checker<'_> {
                                     &returns,
                                     &output.clone(),
                                     "the tool returns something else: ",
+                                    Target::CallResult,
                                 );
                             }
                         }
@@ -158,7 +160,7 @@ impl Checker<'_> {
                 let on_timeout = match s.expr("on_timeout") {
                     Some(e) => match literal_json(e) {
                         Some(v) => {
-                            self.check_literal_fits(file, e, &v, &output);
+                            self.check_literal_fits(file, e, &v, &output, Target::Part);
                             Some(v)
                         }
                         None => {
@@ -329,6 +331,7 @@ impl Checker<'_> {
                             &returns,
                             &output.clone(),
                             "the tool returns something else: ",
+                            Target::CallResult,
                         );
                     }
                 }

@@ -3,6 +3,7 @@
 
 use crate::check::Checker;
 use crate::check::hir::*;
+use crate::check::mismatch::Target;
 use crate::check::settings::literal_json;
 use crate::check::ty::{self, Ty};
 use crate::diagnostic::Diagnostic;
@@ -39,6 +40,8 @@ impl Checker<'_> {
                 node: id,
                 params: &mut params,
                 current: idx,
+                name: &p.name.name,
+                whole: value.span,
             };
             let src = self.source(&mut ctx, value, &expected, true);
             if let SourceKind::Each { .. } = src.kind {
@@ -105,7 +108,7 @@ impl Checker<'_> {
             },
             ExprKind::Name(_) | ExprKind::Field(..) | ExprKind::Splat(..) => {
                 let src = self.path_source(ctx, e);
-                self.bind(file, &src, expected);
+                self.bind(file, &src, expected, ctx.target(span));
                 src
             }
             ExprKind::Binary(ast::BinOp::Coalesce, _, _) => {
@@ -227,7 +230,7 @@ impl Checker<'_> {
             }
             _ => match literal_json(e) {
                 Some(v) => {
-                    self.check_literal_fits(file, e, &v, expected);
+                    self.check_literal_fits(file, e, &v, expected, ctx.target(span));
                     Source {
                         kind: SourceKind::Const(v),
                         span,
@@ -251,7 +254,7 @@ impl Checker<'_> {
     }
 
     /// Checks that a source's value fits the declared type.
-    pub(super) fn bind(&mut self, file: FileId, src: &Source, expected: &Ty) {
+    pub(super) fn bind(&mut self, file: FileId, src: &Source, expected: &Ty, target: Target<'_>) {
         if src.ty == Ty::Error {
             return;
         }
@@ -268,7 +271,7 @@ impl Checker<'_> {
                 }
             }
         }
-        self.report_mismatch(file, src.span, &src.ty, expected, "");
+        self.report_mismatch(file, src.span, &src.ty, expected, "", target);
     }
 
     pub(super) fn path_source(&mut self, ctx: &mut SourceCtx<'_>, e: &ast::Expr) -> Source {
@@ -547,7 +550,7 @@ impl Checker<'_> {
                     span,
                     ty: Ty::String,
                 };
-                self.bind(file, &src, expected);
+                self.bind(file, &src, expected, ctx.target(span));
                 src
             }
             "each" => {
@@ -638,11 +641,25 @@ pub(crate) struct SourceCtx<'a> {
     pub params: &'a mut Vec<ParamDef>,
     /// The parameter whose source this is.
     pub current: usize,
+    /// The name of the parameter or output, for help lines.
+    pub name: &'a str,
+    /// Where its whole source is written.
+    pub whole: Span,
 }
 
 impl SourceCtx<'_> {
     /// The `node` of an output's source, which belongs to no node.
     pub const OUTPUT: NodeId = NodeId::MAX;
+
+    /// What the source at `span` is bound to: the parameter or output, when it is the
+    /// whole source.
+    pub fn target(&self, span: Span) -> Target<'_> {
+        match (span == self.whole, self.node == Self::OUTPUT) {
+            (true, true) => Target::Output(self.name),
+            (true, false) => Target::Param(self.name),
+            (false, _) => Target::Part,
+        }
+    }
 }
 
 fn flatten_coalesce<'a>(e: &'a ast::Expr, out: &mut Vec<&'a ast::Expr>) {
