@@ -138,10 +138,16 @@ mod tests {
 
     #[test]
     fn suggests_the_namespaced_name_for_a_plain_one() {
-        assert_eq!(suggest("chunk", ["kb.chunk", "page"]), Some("kb.chunk".into()));
+        assert_eq!(
+            suggest("chunk", ["kb.chunk", "page"]),
+            Some("kb.chunk".into())
+        );
         assert_eq!(suggest("chunks", ["kb.chunk"]), Some("kb.chunk".into()));
         // A close plain name still wins over a namespaced one.
-        assert_eq!(suggest("chunk", ["chunks", "kb.chunk"]), Some("chunks".into()));
+        assert_eq!(
+            suggest("chunk", ["chunks", "kb.chunk"]),
+            Some("chunks".into())
+        );
         assert_eq!(suggest("chunk", ["kb.page"]), None);
     }
 

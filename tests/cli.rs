@@ -590,3 +590,103 @@ fn docs_list_every_code_with_its_name_and_severity() {
         );
     }
 }
+
+/// The help lines of a file's diagnostics with this code, from `pipec check --format json`.
+fn helps(file: &str, code: &str) -> Vec<String> {
+    let out = run(&["check", "--format", "json", file], &crate_root());
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("{file}: not JSON ({e}): {}", stderr(&out)));
+    diags(&json)
+        .iter()
+        .filter(|d| d["code"] == code)
+        .map(|d| d["help"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn defect_14_check_of_a_folder_checks_its_pipe_files() {
+    let dir = std::env::temp_dir().join(format!("pipec-cli-folder-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let clean = "input a: string\n\nnode echo(a: string = input.a) -> string {\n  return = a\n}\n\noutput echo = echo\n";
+    let broken = "node echo() -> string {\n  return = nope\n}\n";
+    for (rel, text) in [
+        ("ok.pipe", clean),
+        ("sub/deeper/bad.pipe", broken),
+        (".hidden/bad.pipe", broken),
+        (".pipec/bad.pipe", broken),
+        ("notes.txt", broken),
+    ] {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&p, text).expect("write");
+    }
+    let d = dir.to_string_lossy().into_owned();
+    let out = run(&["check", "--format", "json", &d], &dir);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("json");
+    let files: Vec<String> = diags(&json)
+        .iter()
+        .map(|x| x["file"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(!files.is_empty(), "{json}");
+    assert!(
+        files.iter().all(|f| f.ends_with("sub/deeper/bad.pipe")),
+        "only the visible broken file is reported: {files:?}"
+    );
+    // A folder with no .pipe file is a usage error, like a missing file.
+    std::fs::create_dir_all(dir.join("empty/.pipec")).expect("mkdir");
+    std::fs::write(dir.join("empty/.pipec/x.pipe"), broken).expect("write");
+    let empty = dir.join("empty").to_string_lossy().into_owned();
+    let out = run(&["check", &empty], &dir);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("holds no .pipe file"), "{}", stderr(&out));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn defect_14_type_help_lines_name_the_real_sources() {
+    assert_eq!(
+        helps("tests/ui/type-mismatch/fail.pipe", "P0201"),
+        ["to run once per item, fan out: `subject: string = each(research.recent_email_subjects)`; to take the whole list, declare `subject: string[]`"]
+    );
+    assert_eq!(
+        helps("tests/ui/type-mismatch/fail-field.pipe", "P0201"),
+        ["did you mean its field `input.summary.headline`?"]
+    );
+    assert_eq!(
+        helps("tests/ui/invalid-literal-type/fail-default.pipe", "P0203"),
+        ["write `input min_amount: int = 20000`"]
+    );
+    assert_eq!(
+        helps("tests/ui/optional-into-required/fail.pipe", "P0204"),
+        ["give a default: `review.note ?? \"\"`, or declare `note: string?`"]
+    );
+}
+
+#[test]
+fn defect_14_a_namespaced_link_kind_is_suggested() {
+    assert_eq!(
+        helps("tests/ui/unknown-name/fail-namespaced-link.pipe", "P0101"),
+        ["did you mean `kb.chunk`?"]
+    );
+}
+
+#[test]
+fn defect_14_a_file_that_is_not_utf8_is_reported_as_such() {
+    for (file, named) in [
+        ("tests/ui/invalid-encoding/fail.pipe", "fail.pipe"),
+        ("tests/ui/invalid-encoding/fail-import.pipe", "shared/latin1.pipe"),
+        ("tests/ui/invalid-encoding/fail-prompt.pipe", "prompts/latin1.jinja"),
+    ] {
+        let out = run(&["check", "--format", "json", file], &crate_root());
+        let json: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("json");
+        let all = diags(&json);
+        let codes: Vec<&str> = all.iter().filter_map(|d| d["code"].as_str()).collect();
+        assert_eq!(codes, ["P0004"], "{file}: {json}");
+        let message = all[0]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(named) && message.contains("not UTF-8"),
+            "{file}: {message}"
+        );
+    }
+}

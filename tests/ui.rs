@@ -54,7 +54,8 @@ fn render_case(path: &Path) -> (String, Vec<(String, Severity)>) {
         .iter()
         .map(|d| (d.rule.code.to_string(), d.severity))
         .collect();
-    let source = std::fs::read_to_string(path).unwrap_or_default();
+    // Lossy, so that a case that is not UTF-8 (P0004) still shows its text.
+    let source = String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned();
     let exit = if analysis.has_errors() { 1 } else { 0 };
     let snap = format!("--- source\n{source}--- diagnostics (exit {exit})\n{rendered}");
     (snap, codes)

@@ -21,6 +21,7 @@ catalogue! {
     syntax_error::SYNTAX_ERROR,
     invalid_literal::INVALID_LITERAL,
     dangling_doc_comment::DANGLING_DOC_COMMENT,
+    invalid_encoding::INVALID_ENCODING,
     unknown_name::UNKNOWN_NAME,
     duplicate_declaration::DUPLICATE_DECLARATION,
     unknown_setting::UNKNOWN_SETTING,
