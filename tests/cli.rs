@@ -639,7 +639,11 @@ fn defect_14_check_of_a_folder_checks_its_pipe_files() {
     let empty = dir.join("empty").to_string_lossy().into_owned();
     let out = run(&["check", &empty], &dir);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("holds no .pipe file"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("holds no .pipe file"),
+        "{}",
+        stderr(&out)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -647,7 +651,9 @@ fn defect_14_check_of_a_folder_checks_its_pipe_files() {
 fn defect_14_type_help_lines_name_the_real_sources() {
     assert_eq!(
         helps("tests/ui/type-mismatch/fail.pipe", "P0201"),
-        ["to run once per item, fan out: `subject: string = each(research.recent_email_subjects)`; to take the whole list, declare `subject: string[]`"]
+        [
+            "to run once per item, fan out: `subject: string = each(research.recent_email_subjects)`; to take the whole list, declare `subject: string[]`"
+        ]
     );
     assert_eq!(
         helps("tests/ui/type-mismatch/fail-field.pipe", "P0201"),
@@ -675,8 +681,14 @@ fn defect_14_a_namespaced_link_kind_is_suggested() {
 fn defect_14_a_file_that_is_not_utf8_is_reported_as_such() {
     for (file, named) in [
         ("tests/ui/invalid-encoding/fail.pipe", "fail.pipe"),
-        ("tests/ui/invalid-encoding/fail-import.pipe", "shared/latin1.pipe"),
-        ("tests/ui/invalid-encoding/fail-prompt.pipe", "prompts/latin1.jinja"),
+        (
+            "tests/ui/invalid-encoding/fail-import.pipe",
+            "shared/latin1.pipe",
+        ),
+        (
+            "tests/ui/invalid-encoding/fail-prompt.pipe",
+            "prompts/latin1.jinja",
+        ),
     ] {
         let out = run(&["check", "--format", "json", file], &crate_root());
         let json: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("json");
