@@ -702,3 +702,17 @@ fn defect_14_a_file_that_is_not_utf8_is_reported_as_such() {
         );
     }
 }
+
+#[test]
+fn defect_15_a_compiled_plan_with_a_null_default_runs() {
+    let dir = std::env::temp_dir().join(format!("pipec-cli-null-default-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let source = "input note: string? = null\n\nnode brief(note: string? = input.note) -> string {\n  return = note ?? \"no note\"\n}\n\noutput brief = brief\n";
+    std::fs::write(dir.join("brief.pipe"), source).expect("write");
+    let out = run(&["compile", "brief.pipe", "-o", "brief.json"], &dir);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (status, err) = run_for(&["run", "brief.json", "-q"], &dir, 30);
+    assert_eq!(status, Some(0), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

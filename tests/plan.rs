@@ -379,3 +379,41 @@ fn a_format_version_that_is_not_a_whole_number_is_named_as_written() {
     );
     assert_eq!(Plan::from_json("[1, 2]"), Err(PlanLoadError::NotAnObject));
 }
+
+#[test]
+fn defect_15_null_defaults_and_answers_read_back_as_written() {
+    // `null` as an input's default, a tool parameter's default and a gate's `on_timeout`
+    // is a value: the plan must read back with it, and with its hash.
+    let plan = compile_text(
+        r#"
+server crm {
+  command = "pipec-demo-crm"
+}
+
+tool find(query: string? = null) -> json from crm {
+  read_only = true
+}
+
+input note: string? = null
+
+node found(note: string? = input.note) -> json {
+  call = find(query: note)
+}
+
+gate review(found: json = found) -> bool? {
+  message = "Go on?"
+  timeout = 1d
+  on_timeout = null
+}
+
+output found = found
+output review = review
+"#,
+    );
+    assert_eq!(plan.inputs[0].default, Some(serde_json::Value::Null));
+    assert_eq!(
+        plan.tools[0].params[0].default,
+        Some(serde_json::Value::Null)
+    );
+    assert_eq!(Plan::from_json(&plan.to_json()), Ok(plan));
+}

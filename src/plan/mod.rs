@@ -67,7 +67,11 @@ pub struct Input {
     /// The type as written in `.pipe` source, for messages.
     #[serde(rename = "type")]
     pub type_name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub default: Option<Value>,
     /// Whether a run may leave it out (it has a default or is `T?`).
     pub optional: bool,
@@ -193,7 +197,11 @@ pub struct ToolParam {
     pub wire_name: String,
     pub schema: Value,
     pub required: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub default: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
@@ -467,7 +475,11 @@ pub enum Body {
         message: Option<Template>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout_ms: Option<u64>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            default,
+            deserialize_with = "present",
+            skip_serializing_if = "Option::is_none"
+        )]
         on_timeout: Option<Value>,
     },
 }
@@ -498,6 +510,13 @@ pub struct ServeEntry {
     pub audience: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<f64>,
+}
+
+/// Reads a field that is present as `Some`, `null` included: a default or an
+/// `on_timeout` of `null` is a value, and must read back as the `Some(null)` it was
+/// written from (serde would read `null` as `None`, and the hash would no longer match).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
 }
 
 impl Plan {
