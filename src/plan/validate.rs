@@ -369,6 +369,11 @@ impl<'p> Validator<'p> {
     /// it, or only the order.
     fn misordered(&self, index: usize, dep: usize) -> Violation {
         let nodes = &self.plan.nodes;
+        if dep == index {
+            return Violation::Cycle {
+                nodes: vec![nodes[index].name.clone(), nodes[index].name.clone()],
+            };
+        }
         // Depth-first from the dependency, looking for a way back to the node.
         let mut stack: Vec<(usize, Vec<usize>)> = vec![(dep, vec![index, dep])];
         let mut seen = HashSet::new();
@@ -891,6 +896,17 @@ output approved = approve
             }
         );
         assert!(v.to_string().contains("deal → summary → deal"), "{v}");
+    }
+
+    #[test]
+    fn a_node_depending_on_itself_is_a_cycle() {
+        let v = refused(|p| node(p, "summary").deps.push("summary".into()));
+        assert_eq!(
+            v,
+            Violation::Cycle {
+                nodes: vec!["summary".into(), "summary".into()]
+            }
+        );
     }
 
     #[test]
