@@ -108,17 +108,9 @@ impl Checker<'_> {
                             );
                             continue;
                         }
-                        match en.value.kind {
-                            ExprKind::Int(n) if n >= 0 => limits.push((t, n as u64)),
-                            _ => self.diags.push(
-                                Diagnostic::new(
-                                    &r::INVALID_LITERAL_TYPE,
-                                    file,
-                                    en.value.span,
-                                    "a limit is a whole number of calls",
-                                )
-                                .label("expected a number"),
-                            ),
+                        // A limit is a count of calls, read like any count.
+                        if let Some(n) = self.count_value(file, &en.value, &en.key.name) {
+                            limits.push((t, n));
                         }
                     }
                 }

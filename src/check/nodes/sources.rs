@@ -20,11 +20,10 @@ impl Checker<'_> {
         let file = self.files[f].id;
         let mut params = std::mem::take(&mut self.hir.nodes[id as usize].params);
         let mut each: Option<(usize, Span)> = None;
-        for (i, p) in decl.params.params.iter().enumerate() {
+        for p in &decl.params.params {
             let Some(idx) = params.iter().position(|x| x.span == p.span) else {
                 continue;
             };
-            let _ = i;
             let Some(value) = &p.value else {
                 self.diags.push(
                     Diagnostic::new(&r::MISSING_SETTING, file, p.span, format!("the parameter `{}` does not say where its value comes from", p.name.name))
