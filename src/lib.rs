@@ -33,9 +33,12 @@ pub mod check;
 pub mod diagnostic;
 pub mod graph;
 pub mod lint;
+pub mod names;
 pub mod plan;
+pub mod rules;
 pub mod source;
 pub mod syntax;
+pub mod uri;
 
 #[doc(hidden)]
 pub mod synth;
@@ -81,7 +84,7 @@ pub fn analyze(loader: &dyn Loader, path: &Path, display_name: &str) -> Analysis
     if has_errors {
         // A program with errors is incomplete: what looks unused may be used by the
         // code that failed to check, so these warnings would mostly be noise.
-        diagnostics.retain(|d| !lint::registry::UNUSED_FAMILY.contains(&d.rule.code));
+        diagnostics.retain(|d| !rules::UNUSED_FAMILY.contains(&d.rule.code));
     }
     lint::apply_suppressions(&checked.syntax, &checked.db, &mut diagnostics, has_errors);
     diagnostic::snap_spans(&checked.db, &mut diagnostics);

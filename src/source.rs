@@ -160,12 +160,42 @@ pub trait Loader: Sync {
     }
 }
 
+/// Reads a file as UTF-8 text. Text in another encoding is an error of kind
+/// `InvalidData` that says where the first byte that is not UTF-8 is.
+pub fn read_text(path: &Path) -> std::io::Result<String> {
+    decode_utf8(std::fs::read(path)?)
+}
+
+/// Bytes as UTF-8 text, or an `InvalidData` error naming the line and column of the first
+/// byte that is not UTF-8.
+pub fn decode_utf8(bytes: Vec<u8>) -> std::io::Result<String> {
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = valid.iter().filter(|b| **b == b'\n').count() + 1;
+        let line_start = valid.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        // The column counts characters, which the valid prefix of the line has.
+        let column = String::from_utf8_lossy(&valid[line_start..])
+            .chars()
+            .count()
+            + 1;
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not UTF-8 text (the first invalid byte is at line {line}, column {column})"),
+        )
+    })
+}
+
+/// Whether a read failed because the file is not UTF-8 text.
+pub fn is_not_utf8(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::InvalidData
+}
+
 /// The file system.
 pub struct FsLoader;
 
 impl Loader for FsLoader {
     fn read(&self, path: &Path) -> std::io::Result<String> {
-        std::fs::read_to_string(path)
+        read_text(path)
     }
     fn exists(&self, path: &Path) -> bool {
         path.is_file()
@@ -231,4 +261,28 @@ pub fn normalize_path(path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_that_is_not_utf8_says_where() {
+        assert_eq!(
+            decode_utf8(b"caf\xc3\xa9\n".to_vec()).ok(),
+            Some("café\n".into())
+        );
+        let e = decode_utf8(b"input x: string\n// caf\xe9\n".to_vec()).expect_err("Latin-1");
+        assert!(is_not_utf8(&e));
+        assert_eq!(
+            e.to_string(),
+            "not UTF-8 text (the first invalid byte is at line 2, column 7)"
+        );
+        let e = decode_utf8(b"\xc3\xa9\xff".to_vec()).expect_err("invalid byte");
+        assert_eq!(
+            e.to_string(),
+            "not UTF-8 text (the first invalid byte is at line 1, column 2)"
+        );
+    }
 }

@@ -1,11 +1,14 @@
 //! The `pipec` binary end to end: exit codes, output formats, and the acceptance cases
 //! of the checker on copies of the example project.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// This build's binary, or `PIPEC_TEST_BIN` (to see a regression test fail on another).
 fn pipec() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_pipec"))
+    Command::new(common::pipec_bin())
 }
 
 fn run(args: &[&str], cwd: &Path) -> Output {
@@ -375,7 +378,7 @@ fn explain_prints_the_rule_documentation() {
     let by_name = stdout(&run(&["explain", "unbound-uri-variable"], &root));
     assert_eq!(by_name, text);
     let list = stdout(&run(&["explain", "--list"], &root));
-    for rule in pipec::lint::ALL_RULES {
+    for rule in pipec::rules::ALL_RULES {
         assert!(
             list.contains(rule.code) && list.contains(rule.name),
             "{} missing from --list",
@@ -387,7 +390,7 @@ fn explain_prints_the_rule_documentation() {
 
 #[test]
 fn every_rule_documents_what_why_and_an_example() {
-    for rule in pipec::lint::ALL_RULES {
+    for rule in pipec::rules::ALL_RULES {
         let doc = rule.documentation();
         for section in ["## What it catches", "## Why it matters", "## Example"] {
             assert!(
@@ -405,7 +408,7 @@ fn every_rule_documents_what_why_and_an_example() {
             rule.name
         );
     }
-    let mut codes: Vec<&str> = pipec::lint::ALL_RULES.iter().map(|r| r.code).collect();
+    let mut codes: Vec<&str> = pipec::rules::ALL_RULES.iter().map(|r| r.code).collect();
     codes.sort();
     let before = codes.len();
     codes.dedup();
@@ -509,4 +512,207 @@ fn graph_draws_node_kinds_and_resource_edges() {
     assert!(d.starts_with("digraph"));
     assert!(d.contains("shape=diamond"));
     assert!(d.contains("style=dashed"));
+}
+
+/// Runs pipec in `cwd`, killing it after `secs` seconds (an older build may wait forever
+/// on a plan it should have refused).
+fn run_for(args: &[&str], cwd: &Path, secs: u64) -> (Option<i32>, String) {
+    let mut child = pipec()
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .env_remove("PIPEC_STORE")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("pipec starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let status = loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            break status.code();
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let out = child
+        .wait_with_output()
+        .map(|o| stderr(&o))
+        .unwrap_or_default();
+    (status, out)
+}
+
+#[test]
+fn defect_6_an_edited_plan_is_refused_when_loaded_and_starts_nothing() {
+    let dir = std::env::temp_dir().join(format!("pipec-cli-plan-invalid-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let source = "input x: string\n\nnode a(x: string = input.x) -> string {\n  return = x\n}\n\nnode b(a: string = a) -> string {\n  return = a\n}\n\noutput b = b\n";
+    let mut plan = pipec::compile_str("loop.pipe", source).expect("compiles");
+    // The edit adds a cycle (`a` now waits for `b`), and the hash is recomputed so that
+    // the hash check alone cannot notice.
+    plan.nodes[0].deps.push("b".into());
+    plan.hash = pipec::plan::hash_plan(&plan);
+    std::fs::write(dir.join("edited.json"), plan.to_json()).expect("write");
+    let (status, err) = run_for(&["run", "edited.json", "--input", "x=hi"], &dir, 30);
+    assert_eq!(status, Some(1), "{err}");
+    assert!(err.contains("error[R0004]"), "{err}");
+    assert!(err.contains("a → b → a"), "{err}");
+    assert!(err.contains("help: compile the pipeline again"), "{err}");
+    assert!(
+        !dir.join(".pipec").exists(),
+        "a refused plan created a store: {err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn docs_list_every_code_with_its_name_and_severity() {
+    let docs =
+        std::fs::read_to_string(crate_root().join("docs/diagnostics.md")).expect("docs exist");
+    for rule in pipec::rules::ALL_RULES
+        .iter()
+        .chain(pipec::diagnostic::RUNTIME_CODES.iter())
+    {
+        let row = format!(
+            "| {} | {} | {} |",
+            rule.code,
+            rule.name,
+            rule.severity.as_str()
+        );
+        assert!(
+            docs.contains(&row),
+            "docs/diagnostics.md has no row `{row} ... |` in its table of codes"
+        );
+    }
+}
+
+/// The help lines of a file's diagnostics with this code, from `pipec check --format json`.
+fn helps(file: &str, code: &str) -> Vec<String> {
+    let out = run(&["check", "--format", "json", file], &crate_root());
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("{file}: not JSON ({e}): {}", stderr(&out)));
+    diags(&json)
+        .iter()
+        .filter(|d| d["code"] == code)
+        .map(|d| d["help"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn defect_14_check_of_a_folder_checks_its_pipe_files() {
+    let dir = std::env::temp_dir().join(format!("pipec-cli-folder-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let clean = "input a: string\n\nnode echo(a: string = input.a) -> string {\n  return = a\n}\n\noutput echo = echo\n";
+    let broken = "node echo() -> string {\n  return = nope\n}\n";
+    for (rel, text) in [
+        ("ok.pipe", clean),
+        ("sub/deeper/bad.pipe", broken),
+        (".hidden/bad.pipe", broken),
+        (".pipec/bad.pipe", broken),
+        ("notes.txt", broken),
+    ] {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&p, text).expect("write");
+    }
+    let d = dir.to_string_lossy().into_owned();
+    let out = run(&["check", "--format", "json", &d], &dir);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("json");
+    let files: Vec<String> = diags(&json)
+        .iter()
+        .map(|x| x["file"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(!files.is_empty(), "{json}");
+    assert!(
+        files.iter().all(|f| f.ends_with("sub/deeper/bad.pipe")),
+        "only the visible broken file is reported: {files:?}"
+    );
+    // A folder with no .pipe file is a usage error, like a missing file.
+    std::fs::create_dir_all(dir.join("empty/.pipec")).expect("mkdir");
+    std::fs::write(dir.join("empty/.pipec/x.pipe"), broken).expect("write");
+    let empty = dir.join("empty").to_string_lossy().into_owned();
+    let out = run(&["check", &empty], &dir);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("holds no .pipe file"),
+        "{}",
+        stderr(&out)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn defect_14_type_help_lines_name_the_real_sources() {
+    assert_eq!(
+        helps("tests/ui/type-mismatch/fail.pipe", "P0201"),
+        [
+            "to run once per item, fan out: `subject: string = each(research.recent_email_subjects)`; to take the whole list, declare `subject: string[]`"
+        ]
+    );
+    assert_eq!(
+        helps("tests/ui/type-mismatch/fail-field.pipe", "P0201"),
+        ["did you mean its field `input.summary.headline`?"]
+    );
+    assert_eq!(
+        helps("tests/ui/invalid-literal-type/fail-default.pipe", "P0203"),
+        ["write `input min_amount: int = 20000`"]
+    );
+    assert_eq!(
+        helps("tests/ui/optional-into-required/fail.pipe", "P0204"),
+        ["give a default: `review.note ?? \"\"`, or declare `note: string?`"]
+    );
+}
+
+#[test]
+fn defect_14_a_namespaced_link_kind_is_suggested() {
+    assert_eq!(
+        helps("tests/ui/unknown-name/fail-namespaced-link.pipe", "P0101"),
+        ["did you mean `kb.chunk`?"]
+    );
+}
+
+#[test]
+fn defect_14_a_file_that_is_not_utf8_is_reported_as_such() {
+    for (file, named) in [
+        ("tests/ui/invalid-encoding/fail.pipe", "fail.pipe"),
+        (
+            "tests/ui/invalid-encoding/fail-import.pipe",
+            "shared/latin1.pipe",
+        ),
+        (
+            "tests/ui/invalid-encoding/fail-prompt.pipe",
+            "prompts/latin1.jinja",
+        ),
+    ] {
+        let out = run(&["check", "--format", "json", file], &crate_root());
+        let json: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("json");
+        let all = diags(&json);
+        let codes: Vec<&str> = all.iter().filter_map(|d| d["code"].as_str()).collect();
+        assert_eq!(codes, ["P0004"], "{file}: {json}");
+        let message = all[0]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(named) && message.contains("not UTF-8"),
+            "{file}: {message}"
+        );
+    }
+}
+
+#[test]
+fn defect_15_a_compiled_plan_with_a_null_default_runs() {
+    let dir = std::env::temp_dir().join(format!("pipec-cli-null-default-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let source = "input note: string? = null\n\nnode brief(note: string? = input.note) -> string {\n  return = note ?? \"no note\"\n}\n\noutput brief = brief\n";
+    std::fs::write(dir.join("brief.pipe"), source).expect("write");
+    let out = run(&["compile", "brief.pipe", "-o", "brief.json"], &dir);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (status, err) = run_for(&["run", "brief.json", "-q"], &dir, 30);
+    assert_eq!(status, Some(0), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

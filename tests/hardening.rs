@@ -737,19 +737,3 @@ fn an_each_node_declared_after_its_reader_is_read_as_a_list() {
     let out = p.run(&["run", "e.pipe", "--input", "items=[1,2,3]", "-q"]);
     assert_eq!(json(&stdout(&out)), json!({ "sum": { "n": 3 } }));
 }
-
-#[test]
-fn every_code_is_in_the_diagnostics_reference() {
-    let list = stdout(&Project::new("codes").run(&["explain", "--list"]));
-    let docs = std::fs::read_to_string(crate_root().join("docs/diagnostics.md")).expect("docs");
-    let mut missing = Vec::new();
-    for line in list.lines() {
-        let mut words = line.split_whitespace();
-        if let (Some(code), Some(name)) = (words.next(), words.next())
-            && !docs.contains(&format!("| {code} | {name} |"))
-        {
-            missing.push(format!("{code} {name}"));
-        }
-    }
-    assert!(missing.is_empty(), "not in docs/diagnostics.md: {missing:?}");
-}

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use pipec::Plan;
+use pipec::plan::PlanLoadError;
 use pipec::source::MemoryLoader;
 use serde::Deserialize;
 
@@ -114,11 +115,14 @@ fn a_plan_reads_back_and_verifies_its_hash() {
     // Edited content no longer matches the hash.
     let tampered = json.replacen("\"gpt-4o-mini\"", "\"gpt-5\"", 1);
     let err = Plan::from_json(&tampered).expect_err("tampered plan refused");
-    assert!(err.contains("does not match its hash"), "{err}");
+    assert!(matches!(err, PlanLoadError::HashMismatch { .. }), "{err}");
+    assert!(err.to_string().contains("does not match its hash"), "{err}");
+    assert_eq!(err.code(), "R0004");
     // Another format version is refused with a clear message.
     let newer = json.replacen("\"format_version\": 1", "\"format_version\": 99", 1);
     let err = Plan::from_json(&newer).expect_err("newer format refused");
-    assert!(err.contains("format version 99"), "{err}");
+    assert_eq!(err, PlanLoadError::FormatVersionUnsupported { found: 99 });
+    assert!(err.to_string().contains("format version 99"), "{err}");
     assert!(Plan::from_json("{not json").is_err());
     assert!(Plan::from_json("{}").is_err());
 }
@@ -302,4 +306,114 @@ fn a_ref_parameter_keeps_the_reference() {
         "release_notes.pipe binds a ref<T> parameter"
     );
     assert!(kept.iter().all(|t| t.starts_with("ref<")));
+}
+
+/// Every `.pipe` file under `dir`, recursively.
+fn pipe_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            pipe_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "pipe") {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn every_plan_the_compiler_writes_passes_the_load_checks() {
+    // The examples and every UI case that compiles (warnings allowed): the structural
+    // checks on load must accept whatever `compile` writes.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    pipe_files(&root.join("pipelines"), &mut files);
+    pipe_files(&root.join("tests/ui"), &mut files);
+    files.sort();
+    let mut compiled = 0;
+    for file in &files {
+        let Ok(plan) = pipec::compile_file(file) else {
+            continue;
+        };
+        compiled += 1;
+        let back = Plan::from_json(&plan.to_json());
+        assert_eq!(back.as_ref(), Ok(&plan), "{}", file.display());
+    }
+    assert!(compiled > 50, "only {compiled} files compiled");
+}
+
+#[test]
+fn a_format_version_that_is_not_a_whole_number_is_named_as_written() {
+    let json = compile_text(BASE).to_json();
+    let with = |v: &str| {
+        json.replacen(
+            "\"format_version\": 1",
+            &format!("\"format_version\": {v}"),
+            1,
+        )
+    };
+    for (written, why) in [
+        ("1.5", "not a whole number"),
+        ("1.0", "not a whole number"),
+        ("-1", "a negative number"),
+        ("\"1\"", "a string, not a number"),
+        ("null", "not a number"),
+    ] {
+        let err = Plan::from_json(&with(written)).expect_err(written);
+        assert_eq!(
+            err,
+            PlanLoadError::FormatVersionInvalid {
+                found: written.to_string(),
+                why
+            },
+            "{written}"
+        );
+        let shown = err.to_string();
+        assert!(!shown.contains("missing"), "{shown}");
+        assert!(shown.contains(written), "{shown}");
+        assert_eq!(err.code(), "R0004");
+    }
+    let without = json.replacen("\"format_version\": 1,", "", 1);
+    assert_eq!(
+        Plan::from_json(&without),
+        Err(PlanLoadError::FormatVersionMissing)
+    );
+    assert_eq!(Plan::from_json("[1, 2]"), Err(PlanLoadError::NotAnObject));
+}
+
+#[test]
+fn defect_15_null_defaults_and_answers_read_back_as_written() {
+    // `null` as an input's default, a tool parameter's default and a gate's `on_timeout`
+    // is a value: the plan must read back with it, and with its hash.
+    let plan = compile_text(
+        r#"
+server crm {
+  command = "pipec-demo-crm"
+}
+
+tool find(query: string? = null) -> json from crm {
+  read_only = true
+}
+
+input note: string? = null
+
+node found(note: string? = input.note) -> json {
+  call = find(query: note)
+}
+
+gate review(found: json = found) -> bool? {
+  message = "Go on?"
+  timeout = 1d
+  on_timeout = null
+}
+
+output found = found
+output review = review
+"#,
+    );
+    assert_eq!(plan.inputs[0].default, Some(serde_json::Value::Null));
+    assert_eq!(
+        plan.tools[0].params[0].default,
+        Some(serde_json::Value::Null)
+    );
+    assert_eq!(Plan::from_json(&plan.to_json()), Ok(plan));
 }

@@ -54,7 +54,8 @@ fn render_case(path: &Path) -> (String, Vec<(String, Severity)>) {
         .iter()
         .map(|d| (d.rule.code.to_string(), d.severity))
         .collect();
-    let source = std::fs::read_to_string(path).unwrap_or_default();
+    // Lossy, so that a case that is not UTF-8 (P0004) still shows its text.
+    let source = String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned();
     let exit = if analysis.has_errors() { 1 } else { 0 };
     let snap = format!("--- source\n{source}--- diagnostics (exit {exit})\n{rendered}");
     (snap, codes)
@@ -93,7 +94,7 @@ fn ui_cases() {
             .and_then(|p| p.file_name())
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let Some(rule) = pipec::lint::find_rule(&rule_dir) else {
+        let Some(rule) = pipec::rules::find_rule(&rule_dir) else {
             failures.push(format!(
                 "{}: the folder `{rule_dir}` names no rule",
                 case.display()
@@ -143,7 +144,7 @@ fn ui_cases() {
         }
     }
 
-    for rule in pipec::lint::ALL_RULES {
+    for rule in pipec::rules::ALL_RULES {
         for kind in ["fail", "pass"] {
             if !covered.contains(&(rule.name.to_string(), kind)) {
                 failures.push(format!(

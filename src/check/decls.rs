@@ -5,14 +5,15 @@ use std::path::Path;
 
 use super::Checker;
 use super::hir::*;
-use super::names;
+use super::mismatch::Target;
 use super::settings::literal_json;
 use super::ty::{self, Ty};
-use super::uri::{self, UriTemplate};
 use crate::diagnostic::Diagnostic;
-use crate::lint::rules as r;
+use crate::names;
+use crate::rules as r;
 use crate::source::{FileId, Span};
 use crate::syntax::ast::{self, ExprKind, ItemKind, SettingValue};
+use crate::uri::{self, UriTemplate};
 
 pub(crate) fn empty_server(info: DeclInfo) -> ServerDef {
     ServerDef {
@@ -526,7 +527,7 @@ impl Checker<'_> {
         if let Some(e) = &decl.default {
             match literal_json(e) {
                 Some(v) => {
-                    self.check_literal_fits(file, e, &v, &ty);
+                    self.check_literal_fits(file, e, &v, &ty, Target::Input(&decl.name.name));
                     default = Some(v);
                 }
                 None if matches!(e.kind, ExprKind::Error) => {}
@@ -565,8 +566,10 @@ impl Checker<'_> {
         e: &ast::Expr,
         value: &serde_json::Value,
         expected: &Ty,
+        target: Target<'_>,
     ) {
         if let Err(why) = literal_fits(&self.hir, value, expected) {
+            let help = self.literal_help(value, expected, target);
             self.diags.push(
                 Diagnostic::new(
                     &r::INVALID_LITERAL_TYPE,
@@ -577,7 +580,8 @@ impl Checker<'_> {
                         ty::display(&self.hir, expected)
                     ),
                 )
-                .label(format!("expected {}", ty::display(&self.hir, expected))),
+                .label(format!("expected {}", ty::display(&self.hir, expected)))
+                .maybe_help(help),
             );
         }
     }
@@ -605,7 +609,7 @@ impl Checker<'_> {
             if let Some(e) = &p.value {
                 match literal_json(e) {
                     Some(v) => {
-                        self.check_literal_fits(file, e, &v, &ty);
+                        self.check_literal_fits(file, e, &v, &ty, Target::Param(&p.name.name));
                         default = Some(v);
                     }
                     None if matches!(e.kind, ExprKind::Error) => {}
@@ -1127,10 +1131,7 @@ pub(crate) fn literal_fits(
                 Ok(())
             } else {
                 let shown: Vec<String> = lits.iter().map(|l| format!("\"{l}\"")).collect();
-                let hint = names::did_you_mean(s, lits.iter().map(String::as_str))
-                    .map(|h| format!("; {h}"))
-                    .unwrap_or_default();
-                Err(format!("\"{s}\" is not one of {}{hint}", shown.join(", ")))
+                Err(format!("\"{s}\" is not one of {}", shown.join(", ")))
             }
         }
         (Value::Object(map), _) if ty::as_record(env, t).is_some() => {

@@ -8,10 +8,12 @@ use serde_json::Value;
 
 use super::Checker;
 use super::hir::{self, ExprKind as H, ParamDef};
-use super::names;
+use super::mismatch::Target;
+use super::settings::literal_json;
 use super::ty::{self, FieldTy, RecordTy, Ty};
 use crate::diagnostic::Diagnostic;
-use crate::lint::rules as r;
+use crate::names;
+use crate::rules as r;
 use crate::source::{FileId, Span};
 use crate::syntax::ast::{self, BinOp, ExprKind};
 
@@ -181,7 +183,11 @@ impl Checker<'_> {
                             "`len` of a value that may be missing",
                         )
                         .label(format!("this is `{}`", ty::display(&self.hir, &arg.ty)))
-                        .help("give a default: `len(x ?? [])`"),
+                        .help(format!(
+                            "give a default: `len({} ?? [])`",
+                            self.written(file, args[0].value.span)
+                                .unwrap_or_else(|| "x".into())
+                        )),
                     );
                 }
                 _ => {
@@ -281,7 +287,12 @@ impl Checker<'_> {
                                 ),
                             )
                             .label(format!("this is `{}`", ty::display(&self.hir, &side.ty)))
-                            .help("give a default with `??`"),
+                            .help(self.default_help(
+                                file,
+                                side.span,
+                                side.ty.strip_optional(),
+                                "give a default",
+                            )),
                         ),
                         _ => self.diags.push(
                             Diagnostic::new(
@@ -319,7 +330,7 @@ impl Checker<'_> {
                 ty::as_literals(&self.hir, other.ty.strip_optional()),
             ) {
                 if !members.contains(s) {
-                    let help = names::did_you_mean(s, members.iter().map(String::as_str));
+                    let help = self.member_help(s, members, self.written(file, other.span));
                     let shown: Vec<String> = members.iter().map(|m| format!("\"{m}\"")).collect();
                     self.diags.push(
                         Diagnostic::new(
@@ -329,7 +340,7 @@ impl Checker<'_> {
                             format!("\"{s}\" is not one of {}", shown.join(", ")),
                         )
                         .label("never equal")
-                        .maybe_help(help),
+                        .help(help),
                     );
                 }
                 return;
@@ -367,7 +378,12 @@ impl Checker<'_> {
                     format!("{what} needs a `bool`, and this may be missing"),
                 )
                 .label("this is `bool?`")
-                .help("say what a missing value means: `... ?? false`"),
+                .help(self.default_help(
+                    file,
+                    e.span,
+                    &Ty::Bool,
+                    "say what a missing value means",
+                )),
             ),
             other => {
                 let shown = ty::display(&self.hir, other);
@@ -560,7 +576,7 @@ impl Checker<'_> {
                     .cloned()
                     .unwrap_or_default();
                 if !members.contains(&s.value) {
-                    let help = names::did_you_mean(&s.value, members.iter().map(String::as_str));
+                    let help = self.member_help(&s.value, &members, None);
                     let shown: Vec<String> = members.iter().map(|m| format!("\"{m}\"")).collect();
                     self.diags.push(
                         Diagnostic::new(
@@ -570,7 +586,7 @@ impl Checker<'_> {
                             format!("\"{}\" is not one of {}", s.value, shown.join(", ")),
                         )
                         .label(format!("expected {}", ty::display(&self.hir, expected)))
-                        .maybe_help(help),
+                        .help(help),
                     );
                 }
                 return mk(
@@ -582,7 +598,7 @@ impl Checker<'_> {
             (ExprKind::Binary(BinOp::Coalesce, a, b), _) => {
                 let l = self.infer(scope, a);
                 let inner = l.ty.strip_optional().clone();
-                self.report_mismatch(file, l.span, &inner, expected, "");
+                self.report_mismatch(file, l.span, &inner, expected, "", Target::Part);
                 let rr = self.check_against(scope, b, expected, exact);
                 return mk(
                     H::Binary(BinOp::Coalesce, Box::new(l), Box::new(rr)),
@@ -605,6 +621,8 @@ impl Checker<'_> {
         );
         if is_literal {
             if let Err(m) = ty::fits(&self.hir, &got.ty, expected) {
+                let help =
+                    literal_json(e).and_then(|v| self.literal_help(&v, expected, Target::Part));
                 self.diags.push(
                     Diagnostic::new(
                         &r::INVALID_LITERAL_TYPE,
@@ -612,11 +630,12 @@ impl Checker<'_> {
                         e.span,
                         format!("this literal does not fit `{}`", m.expected),
                     )
-                    .label(format!("expected {}, found {}", m.expected, m.found)),
+                    .label(format!("expected {}, found {}", m.expected, m.found))
+                    .maybe_help(help),
                 );
             }
         } else {
-            self.report_mismatch(file, got.span, &got.ty, expected, "");
+            self.report_mismatch(file, got.span, &got.ty, expected, "", Target::Part);
         }
         got
     }
@@ -629,6 +648,7 @@ impl Checker<'_> {
         found: &Ty,
         expected: &Ty,
         context: &str,
+        target: Target<'_>,
     ) -> bool {
         match ty::fits(&self.hir, found, expected) {
             Ok(()) => true,
@@ -644,7 +664,7 @@ impl Checker<'_> {
                         ),
                     )
                     .label(format!("this is `{}`", ty::display(&self.hir, found)))
-                    .help("give a default: `x ?? default`, or declare the target optional (`T?`)"),
+                    .help(self.optional_help(file, span, expected, target)),
                 );
                 false
             }
@@ -662,7 +682,8 @@ impl Checker<'_> {
                     span,
                     format!("{context}expected `{shown_expected}`, found `{shown_found}`"),
                 )
-                .label(label);
+                .label(label)
+                .maybe_help(self.mismatch_help(file, span, found, expected, target));
                 self.diags.push(d);
                 false
             }

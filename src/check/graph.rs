@@ -4,7 +4,7 @@
 use super::Checker;
 use super::hir::*;
 use crate::diagnostic::Diagnostic;
-use crate::lint::rules as r;
+use crate::rules as r;
 
 /// Ancestor sets as bit rows, one per node, over a chosen set of columns (the nodes
 /// whose ancestry matters: link producers, gates), so the cost is nodes × columns / 64.

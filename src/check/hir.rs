@@ -8,9 +8,9 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 
 use super::ty::{Ty, TypeBody, TypeEnv, TypeId};
-use super::uri::UriTemplate;
 use crate::source::{FileId, Span};
 use crate::syntax::ast::{BinOp, NodeKind};
+use crate::uri::UriTemplate;
 
 pub type ServerId = u32;
 pub type ModelId = u32;

@@ -8,14 +8,14 @@
 //! records what it could and goes on; nothing stops at the first error.
 
 pub mod hir;
-pub mod names;
 pub mod ty;
-pub mod uri;
 
 mod decls;
 mod expr;
 pub mod graph;
+mod mismatch;
 mod nodes;
+mod outputs;
 mod prompt;
 mod settings;
 
@@ -24,8 +24,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::diagnostic::Diagnostic;
-use crate::lint::rules as r;
-use crate::source::{FileId, Loader, SourceDb, Span, normalize_path};
+use crate::names;
+use crate::rules as r;
+use crate::source::{FileId, Loader, SourceDb, Span, is_not_utf8, normalize_path};
 use crate::syntax::ast::{self, ItemKind, TypeExpr, TypeExprKind};
 use crate::syntax::lexer::Comment;
 use hir::{DeclInfo, DeclRef, Hir, TypeDef};
@@ -112,6 +113,10 @@ pub(crate) struct Checker<'l> {
     pub server_cache: HashMap<usize, Vec<hir::ServerId>>,
 }
 
+/// What to do about a file that is not UTF-8 (P0004).
+pub(crate) const NOT_UTF8_HELP: &str =
+    "save it as UTF-8 text: the encoding setting of the editor, or `iconv -f latin1 -t utf-8`";
+
 const BUILTIN_TYPES: &[&str] = &[
     "string", "int", "float", "bool", "bytes", "json", "duration",
 ];
@@ -135,8 +140,25 @@ impl<'l> Checker<'l> {
 
     fn run(&mut self, path: &Path, display_name: &str) {
         let abs = normalize_path(&self.loader.absolute(path));
-        let Some(root) = self.load(&abs, display_name.to_string(), &mut Vec::new()) else {
-            return;
+        let root = match self.load(&abs, display_name.to_string(), &mut Vec::new()) {
+            Ok(root) => root,
+            Err(e) if is_not_utf8(&e) => {
+                self.diags.push(
+                    Diagnostic::without_location(
+                        &r::INVALID_ENCODING,
+                        format!("`{display_name}` is {e}"),
+                    )
+                    .help(NOT_UTF8_HELP),
+                );
+                return;
+            }
+            Err(e) => {
+                self.diags.push(Diagnostic::without_location(
+                    &r::IMPORT_NOT_FOUND,
+                    format!("cannot read `{display_name}`: {e}"),
+                ));
+                return;
+            }
         };
         self.files[root].is_root = true;
         self.hir.root = Some(self.files[root].id);
@@ -210,23 +232,18 @@ impl<'l> Checker<'l> {
     // ------------------------------------------------------------ loading
 
     /// Loads and parses a file and, recursively, its imports. `stack` holds the files
-    /// being loaded, to report import cycles.
-    fn load(&mut self, path: &Path, name: String, stack: &mut Vec<usize>) -> Option<usize> {
+    /// being loaded, to report import cycles. A file that cannot be read is the caller's
+    /// to report, since only it knows where the file was named.
+    fn load(
+        &mut self,
+        path: &Path,
+        name: String,
+        stack: &mut Vec<usize>,
+    ) -> std::io::Result<usize> {
         if let Some(i) = self.files.iter().position(|f| f.path == path) {
-            return Some(i);
+            return Ok(i);
         }
-        let text = match self.loader.read(path) {
-            Ok(t) => t,
-            Err(e) => {
-                if self.files.is_empty() {
-                    self.diags.push(Diagnostic::without_location(
-                        &r::IMPORT_NOT_FOUND,
-                        format!("cannot read `{name}`: {e}"),
-                    ));
-                }
-                return None;
-            }
-        };
+        let text = self.loader.read(path)?;
         let text: Arc<str> = Arc::from(text);
         let id = self.db.add(name.clone(), path.to_path_buf(), text.clone());
         let parsed = crate::syntax::parse(id, &text);
@@ -299,16 +316,40 @@ impl<'l> Checker<'l> {
                 self.failed_imports.insert(id);
                 continue;
             }
-            if let Some(target) = self.load(&target_path, target_name, stack) {
-                self.files[index].imports.push(ImportEdge {
+            match self.load(&target_path, target_name.clone(), stack) {
+                Ok(target) => self.files[index].imports.push(ImportEdge {
                     target,
                     alias: alias.map(|a| a.name),
                     span,
-                });
+                }),
+                Err(e) => {
+                    let d = if is_not_utf8(&e) {
+                        Diagnostic::new(
+                            &r::INVALID_ENCODING,
+                            id,
+                            lit.span,
+                            format!("`{target_name}` is {e}"),
+                        )
+                        .label("imported here")
+                        .help(NOT_UTF8_HELP)
+                    } else {
+                        Diagnostic::new(
+                            &r::IMPORT_NOT_FOUND,
+                            id,
+                            lit.span,
+                            format!("cannot read `{target_name}`: {e}"),
+                        )
+                        .label("imported here")
+                    };
+                    self.diags.push(d.note(
+                        "names this file would declare are not checked until it can be read",
+                    ));
+                    self.failed_imports.insert(id);
+                }
             }
         }
         stack.pop();
-        Some(index)
+        Ok(index)
     }
 
     /// A library file (one that is imported) declares no nodes, inputs or outputs.

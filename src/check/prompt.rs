@@ -11,13 +11,13 @@ use std::sync::Arc;
 
 use minijinja::machinery::ast::{self as j, CallArg, Expr, Stmt};
 
-use super::Checker;
 use super::hir::{ParamDef, Template};
-use super::names;
 use super::ty::{self, Ty};
+use super::{Checker, NOT_UTF8_HELP};
 use crate::diagnostic::Diagnostic;
-use crate::lint::rules as r;
-use crate::source::{FileId, Span};
+use crate::names;
+use crate::rules as r;
+use crate::source::{FileId, Span, is_not_utf8};
 use crate::syntax::ast::{self, ExprKind};
 
 /// Functions and values every template may use.
@@ -116,13 +116,26 @@ impl Checker<'_> {
                 };
                 let name = template_name(&path.value);
                 match self.load_template(&name) {
-                    Some((id, text)) => (
+                    Ok((id, text)) => (
                         name.clone(),
                         Place::File(id),
                         text.to_string(),
                         Some(path.value.clone()),
                     ),
-                    None => {
+                    Err(e) if is_not_utf8(&e) => {
+                        self.diags.push(
+                            Diagnostic::new(
+                                &r::INVALID_ENCODING,
+                                file,
+                                path.span,
+                                format!("the prompt template `prompts/{name}` is {e}"),
+                            )
+                            .label("read here")
+                            .help(NOT_UTF8_HELP),
+                        );
+                        return None;
+                    }
+                    Err(_) => {
                         let shown = self.prompts_dir.join(&name);
                         let shown = shown
                             .strip_prefix(&self.hir.project_root)
@@ -177,19 +190,19 @@ impl Checker<'_> {
     }
 
     /// Reads `prompts/<name>` once per check.
-    fn load_template(&mut self, name: &str) -> Option<(FileId, Arc<str>)> {
+    fn load_template(&mut self, name: &str) -> std::io::Result<(FileId, Arc<str>)> {
         let path = self.prompts_dir.join(name);
         if let Some(id) = self.db.find(&path) {
-            return Some((id, self.db.get(id).text.clone()));
+            return Ok((id, self.db.get(id).text.clone()));
         }
-        let text = self.loader.read(&path).ok()?;
+        let text = self.loader.read(&path)?;
         let display = match path.strip_prefix(std::env::current_dir().unwrap_or_default()) {
             Ok(rel) => rel.display().to_string(),
             Err(_) => path.display().to_string(),
         };
         let text: Arc<str> = Arc::from(text);
         let id = self.db.add(display, path, text.clone());
-        Some((id, text))
+        Ok((id, text))
     }
 
     /// Parses and walks one template; `false` when it does not parse.
@@ -263,7 +276,7 @@ impl Checker<'_> {
             return;
         }
         match self.load_template(&name) {
-            Some((id, text)) => {
+            Ok((id, text)) => {
                 if !w.sources.iter().any(|(n, _)| *n == name) {
                     w.sources.push((name.clone(), text.to_string()));
                 }
@@ -291,8 +304,21 @@ impl Checker<'_> {
                 }
                 w.stack.pop();
             }
-            None if ignore_missing => {}
-            None => {
+            Err(e) if is_not_utf8(&e) => {
+                let (f, span) = place.span(at);
+                w.diags.push(
+                    Diagnostic::new(
+                        &r::INVALID_ENCODING,
+                        f,
+                        span,
+                        format!("the template `prompts/{name}` is {e}"),
+                    )
+                    .label("included here")
+                    .help(NOT_UTF8_HELP),
+                );
+            }
+            Err(_) if ignore_missing => {}
+            Err(_) => {
                 let (f, span) = place.span(at);
                 w.diags.push(
                     Diagnostic::new(

@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 
 use super::Checker;
-use super::names;
 use crate::diagnostic::Diagnostic;
-use crate::lint::rules as r;
+use crate::names;
+use crate::rules as r;
 use crate::source::{FileId, Span};
 use crate::syntax::ast::{self, Block, ExprKind, Setting, SettingValue};
 
@@ -128,83 +128,38 @@ impl Checker<'_> {
         name: &str,
     ) -> Option<(String, Span)> {
         let e = self.expr_of(s, name, "a string")?;
-        match &e.kind {
-            ExprKind::Str(lit) => Some((lit.value.clone(), lit.span)),
-            _ => {
-                self.wrong_value(s.file, e.span, name, "a string");
-                None
-            }
-        }
+        self.string_value(s.file, e, name, "a string")
     }
 
     pub(crate) fn bool_setting(&mut self, s: &Settings<'_>, name: &str) -> Option<(bool, Span)> {
         let e = self.expr_of(s, name, "`true` or `false`")?;
-        match &e.kind {
-            ExprKind::Bool(b) => Some((*b, e.span)),
-            _ => {
-                self.wrong_value(s.file, e.span, name, "`true` or `false`");
-                None
-            }
-        }
+        self.bool_value(s.file, e, name)
     }
 
     /// A whole number (or a size, which is a number of bytes) that is not negative.
     pub(crate) fn count_setting(&mut self, s: &Settings<'_>, name: &str) -> Option<u64> {
         let e = self.expr_of(s, name, "a whole number")?;
-        match &e.kind {
-            ExprKind::Int(v) if *v >= 0 => Some(*v as u64),
-            ExprKind::Size(v, _) => Some(*v),
-            _ => {
-                self.wrong_value(s.file, e.span, name, "a whole number");
-                None
-            }
-        }
+        self.count_value(s.file, e, name)
     }
 
     pub(crate) fn int_setting(&mut self, s: &Settings<'_>, name: &str) -> Option<i64> {
         let e = self.expr_of(s, name, "a whole number")?;
-        match &e.kind {
-            ExprKind::Int(v) => Some(*v),
-            _ => {
-                self.wrong_value(s.file, e.span, name, "a whole number");
-                None
-            }
-        }
+        self.int_value(s.file, e, name)
     }
 
     pub(crate) fn float_setting(&mut self, s: &Settings<'_>, name: &str) -> Option<f64> {
         let e = self.expr_of(s, name, "a number")?;
-        match &e.kind {
-            ExprKind::Int(v) => Some(*v as f64),
-            ExprKind::Float(v) => Some(*v),
-            _ => {
-                self.wrong_value(s.file, e.span, name, "a number");
-                None
-            }
-        }
+        self.float_value(s.file, e, name)
     }
 
     pub(crate) fn size_setting(&mut self, s: &Settings<'_>, name: &str) -> Option<u64> {
         let e = self.expr_of(s, name, "a size such as `100kb`")?;
-        match &e.kind {
-            ExprKind::Size(v, _) => Some(*v),
-            ExprKind::Int(v) if *v >= 0 => Some(*v as u64),
-            _ => {
-                self.wrong_value(s.file, e.span, name, "a size such as `100kb`");
-                None
-            }
-        }
+        self.size_value(s.file, e, name)
     }
 
     pub(crate) fn duration_setting(&mut self, s: &Settings<'_>, name: &str) -> Option<u64> {
         let e = self.expr_of(s, name, "a duration such as `30s`")?;
-        match &e.kind {
-            ExprKind::Duration(v, _) => Some(*v),
-            _ => {
-                self.wrong_value(s.file, e.span, name, "a duration such as `30s`");
-                None
-            }
-        }
+        self.duration_value(s.file, e, name)
     }
 
     /// A list of string literals, each with its span.
@@ -214,19 +169,7 @@ impl Checker<'_> {
         name: &str,
     ) -> Option<Vec<(String, Span)>> {
         let e = self.expr_of(s, name, "a list of strings")?;
-        let ExprKind::List(items) = &e.kind else {
-            self.wrong_value(s.file, e.span, name, "a list of strings");
-            return None;
-        };
-        let mut out = Vec::new();
-        for item in items {
-            match &item.kind {
-                ExprKind::Str(lit) => out.push((lit.value.clone(), lit.span)),
-                ExprKind::Error => {}
-                _ => self.wrong_value(s.file, item.span, name, "a list of strings"),
-            }
-        }
-        Some(out)
+        self.strings_value(s.file, e, name)
     }
 
     /// A list of names (`[get_deal, tracker.search]`), each as its path and span.
@@ -236,18 +179,7 @@ impl Checker<'_> {
         name: &str,
     ) -> Option<Vec<(Vec<String>, Span)>> {
         let e = self.expr_of(s, name, "a list of names")?;
-        let ExprKind::List(items) = &e.kind else {
-            self.wrong_value(s.file, e.span, name, "a list of names");
-            return None;
-        };
-        let mut out = Vec::new();
-        for item in items {
-            match item.as_path() {
-                Some(path) => out.push((path.iter().map(|i| i.name.clone()).collect(), item.span)),
-                None => self.wrong_value(s.file, item.span, name, "a list of names"),
-            }
-        }
-        Some(out)
+        self.names_value(s.file, e, name)
     }
 
     /// A name (`model = fast`).
@@ -257,10 +189,173 @@ impl Checker<'_> {
         name: &str,
     ) -> Option<(Vec<String>, Span)> {
         let e = self.expr_of(s, name, "a name")?;
+        self.name_value(s.file, e, name, "a name")
+    }
+
+    // The same readings for a value that is not a setting of a block (the named arguments
+    // of `resource(...)`, for one). `name` is what the value is called in messages; an
+    // expression that failed to parse is already reported and reads as nothing.
+
+    /// A string literal; `wanted` says what it should be (`"a string"`).
+    pub(crate) fn string_value(
+        &mut self,
+        file: FileId,
+        e: &ast::Expr,
+        name: &str,
+        wanted: &str,
+    ) -> Option<(String, Span)> {
+        match &e.kind {
+            ExprKind::Str(lit) => Some((lit.value.clone(), lit.span)),
+            ExprKind::Error => None,
+            _ => {
+                self.wrong_value(file, e.span, name, wanted);
+                None
+            }
+        }
+    }
+
+    pub(crate) fn bool_value(
+        &mut self,
+        file: FileId,
+        e: &ast::Expr,
+        name: &str,
+    ) -> Option<(bool, Span)> {
+        match &e.kind {
+            ExprKind::Bool(b) => Some((*b, e.span)),
+            ExprKind::Error => None,
+            _ => {
+                self.wrong_value(file, e.span, name, "`true` or `false`");
+                None
+            }
+        }
+    }
+
+    /// A whole number (or a size, which is a number of bytes) that is not negative.
+    pub(crate) fn count_value(&mut self, file: FileId, e: &ast::Expr, name: &str) -> Option<u64> {
+        match &e.kind {
+            ExprKind::Int(v) if *v >= 0 => Some(*v as u64),
+            ExprKind::Size(v, _) => Some(*v),
+            ExprKind::Error => None,
+            _ => {
+                self.wrong_value(file, e.span, name, "a whole number");
+                None
+            }
+        }
+    }
+
+    pub(crate) fn int_value(&mut self, file: FileId, e: &ast::Expr, name: &str) -> Option<i64> {
+        match &e.kind {
+            ExprKind::Int(v) => Some(*v),
+            ExprKind::Error => None,
+            _ => {
+                self.wrong_value(file, e.span, name, "a whole number");
+                None
+            }
+        }
+    }
+
+    pub(crate) fn float_value(&mut self, file: FileId, e: &ast::Expr, name: &str) -> Option<f64> {
+        match &e.kind {
+            ExprKind::Int(v) => Some(*v as f64),
+            ExprKind::Float(v) => Some(*v),
+            ExprKind::Error => None,
+            _ => {
+                self.wrong_value(file, e.span, name, "a number");
+                None
+            }
+        }
+    }
+
+    /// A size (`100kb`) or a number of bytes that is not negative.
+    pub(crate) fn size_value(&mut self, file: FileId, e: &ast::Expr, name: &str) -> Option<u64> {
+        match &e.kind {
+            ExprKind::Size(v, _) => Some(*v),
+            ExprKind::Int(v) if *v >= 0 => Some(*v as u64),
+            ExprKind::Error => None,
+            _ => {
+                self.wrong_value(file, e.span, name, "a size such as `100kb`");
+                None
+            }
+        }
+    }
+
+    pub(crate) fn duration_value(
+        &mut self,
+        file: FileId,
+        e: &ast::Expr,
+        name: &str,
+    ) -> Option<u64> {
+        match &e.kind {
+            ExprKind::Duration(v, _) => Some(*v),
+            ExprKind::Error => None,
+            _ => {
+                self.wrong_value(file, e.span, name, "a duration such as `30s`");
+                None
+            }
+        }
+    }
+
+    /// A list of string literals, each with its span.
+    pub(crate) fn strings_value(
+        &mut self,
+        file: FileId,
+        e: &ast::Expr,
+        name: &str,
+    ) -> Option<Vec<(String, Span)>> {
+        let ExprKind::List(items) = &e.kind else {
+            if !matches!(e.kind, ExprKind::Error) {
+                self.wrong_value(file, e.span, name, "a list of strings");
+            }
+            return None;
+        };
+        let mut out = Vec::new();
+        for item in items {
+            match &item.kind {
+                ExprKind::Str(lit) => out.push((lit.value.clone(), lit.span)),
+                ExprKind::Error => {}
+                _ => self.wrong_value(file, item.span, name, "a list of strings"),
+            }
+        }
+        Some(out)
+    }
+
+    /// A list of names, each as its path and span.
+    pub(crate) fn names_value(
+        &mut self,
+        file: FileId,
+        e: &ast::Expr,
+        name: &str,
+    ) -> Option<Vec<(Vec<String>, Span)>> {
+        let ExprKind::List(items) = &e.kind else {
+            if !matches!(e.kind, ExprKind::Error) {
+                self.wrong_value(file, e.span, name, "a list of names");
+            }
+            return None;
+        };
+        let mut out = Vec::new();
+        for item in items {
+            match item.as_path() {
+                Some(path) => out.push((path.iter().map(|i| i.name.clone()).collect(), item.span)),
+                None => self.wrong_value(file, item.span, name, "a list of names"),
+            }
+        }
+        Some(out)
+    }
+
+    /// A name or a dotted path (`fast`, `tracker.search`); `wanted` says what it should
+    /// name (`"a name"`).
+    pub(crate) fn name_value(
+        &mut self,
+        file: FileId,
+        e: &ast::Expr,
+        name: &str,
+        wanted: &str,
+    ) -> Option<(Vec<String>, Span)> {
         match e.as_path() {
             Some(path) => Some((path.iter().map(|i| i.name.clone()).collect(), e.span)),
+            None if matches!(e.kind, ExprKind::Error) => None,
             None => {
-                self.wrong_value(s.file, e.span, name, "a name");
+                self.wrong_value(file, e.span, name, wanted);
                 None
             }
         }

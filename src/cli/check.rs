@@ -1,16 +1,19 @@
-//! `pipec check FILE...`: every problem of every file, in one run.
+//! `pipec check FILE|FOLDER...`: every problem of every file, in one run; a folder stands
+//! for the `.pipe` files in it and its subfolders.
 
 use std::path::PathBuf;
 
 use clap::ValueEnum;
 
+use super::pipe_files::pipe_files;
 use super::{ColorChoice, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE};
-use crate::diagnostic::{self, Counts, Diagnostic, Severity, TerminalOptions};
+use crate::diagnostic::{self, Counts, Diagnostic, TerminalOptions};
 use crate::source::{FsLoader, SourceDb};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The .pipe files to check
+    /// The .pipe files to check (folders are searched for .pipe files, hidden folders
+    /// skipped)
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// Output format
@@ -36,15 +39,15 @@ pub enum Deny {
 }
 
 pub fn run(args: Args) -> u8 {
-    let mut all: Vec<(SourceDb, Vec<Diagnostic>)> = Vec::new();
-    for file in &args.files {
-        if !file.is_file() {
-            super::err(&format!(
-                "error: cannot read `{}`: no such file",
-                file.display()
-            ));
+    let files = match pipe_files(&args.files) {
+        Ok(files) => files,
+        Err(problem) => {
+            super::err(&problem.message());
             return EXIT_USAGE;
         }
+    };
+    let mut all: Vec<(SourceDb, Vec<Diagnostic>)> = Vec::new();
+    for file in &files {
         let name = file.to_string_lossy().into_owned();
         let analysis = crate::analyze(&FsLoader, file, &name);
         all.push((analysis.db, analysis.diagnostics));
@@ -97,7 +100,7 @@ pub fn run(args: Args) -> u8 {
                 let one: serde_json::Value = serde_json::from_str(&diagnostic::render_sarif(
                     db,
                     diags,
-                    crate::lint::ALL_RULES,
+                    crate::rules::ALL_RULES,
                 ))
                 .unwrap_or_default();
                 match &mut merged {
@@ -147,9 +150,4 @@ fn terminal_width() -> usize {
         .and_then(|c| c.parse().ok())
         .unwrap_or(100)
         .clamp(60, 200)
-}
-
-#[allow(dead_code)]
-fn _severity_used(s: Severity) -> &'static str {
-    s.as_str()
 }

@@ -126,7 +126,7 @@ pub fn nearby_store(path: &Path) -> Option<PathBuf> {
         .filter(|e| e.path().extension().is_some_and(|x| x == "redb") && is_store(&e.path()))
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
-    if let Some(close) = crate::check::names::suggest(&name, siblings.iter().map(String::as_str)) {
+    if let Some(close) = crate::names::suggest(&name, siblings.iter().map(String::as_str)) {
         return Some(dir.join(close));
     }
     let default = default_root().join(".pipec").join("runs.redb");
@@ -170,7 +170,12 @@ pub fn load_plan(file: &Path) -> Result<Loaded, u8> {
             super::EXIT_USAGE
         })?;
         let plan = Plan::from_json(&text).map_err(|e| {
-            super::err(&format!("error: {}: {e}", file.display()));
+            super::err(&format!(
+                "error[{}]: {}: {e}\n  help: {}",
+                e.code(),
+                file.display(),
+                e.help()
+            ));
             super::EXIT_FINDINGS
         })?;
         // Paths in a plan are relative to the project root, which need not be the plan
@@ -225,12 +230,13 @@ pub async fn stored_plan(
     })?;
     Plan::from_json(&json).map_err(|e| {
         RuntimeError::new(
-            &crate::diagnostic::STORE_UNREADABLE,
+            e.rule(),
             format!(
-                "the stored plan of thread {} cannot be read: {e}",
+                "the stored plan of thread {} cannot be used: {e}",
                 thread.id
             ),
         )
+        .help(e.help())
     })
 }
 

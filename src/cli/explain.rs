@@ -1,9 +1,9 @@
 //! `pipec explain CODE|NAME` and `pipec explain --list`.
 
 use super::{EXIT_OK, EXIT_USAGE};
-use crate::check::names;
 use crate::diagnostic::RUNTIME_CODES;
-use crate::lint::{ALL_RULES, find_rule};
+use crate::names;
+use crate::rules::{ALL_RULES, find_rule};
 
 #[derive(clap::Args)]
 pub struct Args {

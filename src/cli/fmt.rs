@@ -2,13 +2,15 @@
 
 use std::path::PathBuf;
 
+use super::pipe_files::pipe_files;
 use super::{EXIT_FINDINGS, EXIT_OK, EXIT_USAGE};
 use crate::diagnostic::TerminalOptions;
 use crate::source::SourceDb;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The .pipe files to format (folders are searched for .pipe files)
+    /// The .pipe files to format (folders are searched for .pipe files, hidden folders
+    /// skipped)
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// Change nothing; exit 1 if a file is not formatted (for CI)
@@ -16,33 +18,17 @@ pub struct Args {
     check: bool,
 }
 
-fn expand(paths: &[PathBuf]) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            let mut entries: Vec<PathBuf> = std::fs::read_dir(p)
-                .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
-                .unwrap_or_default();
-            entries.sort();
-            let (dirs, files): (Vec<PathBuf>, Vec<PathBuf>) =
-                entries.into_iter().partition(|e| e.is_dir());
-            out.extend(
-                files
-                    .into_iter()
-                    .filter(|f| f.extension().is_some_and(|x| x == "pipe")),
-            );
-            out.extend(expand(&dirs));
-        } else {
-            out.push(p.clone());
-        }
-    }
-    out
-}
-
 pub fn run(args: Args) -> u8 {
+    let files = match pipe_files(&args.files) {
+        Ok(files) => files,
+        Err(problem) => {
+            super::err(&problem.message());
+            return EXIT_USAGE;
+        }
+    };
     let mut code = EXIT_OK;
-    for file in expand(&args.files) {
-        let text = match std::fs::read_to_string(&file) {
+    for file in files {
+        let text = match crate::source::read_text(&file) {
             Ok(t) => t,
             Err(e) => {
                 super::err(&format!("error: cannot read `{}`: {e}", file.display()));

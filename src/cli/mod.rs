@@ -8,6 +8,7 @@ mod compile;
 mod explain;
 mod fmt;
 mod graph;
+mod pipe_files;
 mod prune;
 mod resume;
 mod run;

@@ -40,13 +40,23 @@ pub fn run(args: Args) -> u8 {
         } else {
             Vec::new()
         };
-        let plan = match &state.thread {
-            Some(t) => store
-                .get_plan(&t.plan_hash)
-                .await?
-                .and_then(|j| crate::plan::Plan::from_json(&j).ok()),
-            None => None,
-        };
+        let plan =
+            match &state.thread {
+                Some(t) => store.get_plan(&t.plan_hash).await?.and_then(|j| {
+                    match crate::plan::Plan::from_json(&j) {
+                        Ok(plan) => Some(plan),
+                        Err(e) => {
+                            super::err(&format!(
+                                "warning[{}]: the stored plan of thread {} cannot be used: {e}",
+                                e.code(),
+                                t.id
+                            ));
+                            None
+                        }
+                    }
+                }),
+                None => None,
+            };
         Ok::<_, crate::store::StoreError>((state, events, plan))
     });
     let (state, mut events, plan) = match loaded {

@@ -705,6 +705,7 @@ pub static RUNTIME_CODES: &[&Rule] = &[
     &INPUT_INVALID,
     &CONFIG_MISSING,
     &THREAD_NOT_FOUND,
+    &PLAN_INVALID,
     &NOT_SUPPORTED,
     &EVALUATION_FAILED,
     &INTERNAL_ERROR,
@@ -744,3 +745,20 @@ pub static RUNTIME_CODES: &[&Rule] = &[
     &HOST_FUNCTION_FAILED,
     &HOST_OUTPUT_INVALID,
 ];
+
+crate::declare_rule! {
+    /// ## What it catches
+    /// A plan file that pipec cannot run: not JSON, of another `format_version` (or one that is not a whole number), without the plan's shape, edited after compiling (its content no longer matches its `hash`), or inconsistent in a way `pipec compile` never writes: a dependency cycle, nodes out of topological order, a node, input, tool, model, server, link kind or `$defs` type named but not declared, a name declared twice, an `each` that names no parameter, a secret the plan's `config` does not list as one.
+    ///
+    /// ## Why it matters
+    /// The runtime trusts a plan's structure: its nodes run in the plan's order and read the nodes it names. A plan whose hash was recomputed after a hand edit would otherwise start a thread that deadlocks, reads nothing, or fails halfway, after effects have run. A refused plan starts nothing and writes nothing to the store.
+    ///
+    /// ## What to do
+    /// Compile the pipeline again with this pipec: `pipec compile pipeline.pipe -o plan.json`, or run the `.pipe` file itself. Do not edit plans by hand.
+    pub static PLAN_INVALID = {
+        code: "R0004",
+        name: "plan-invalid",
+        severity: Error,
+        summary: "a plan file that is not one pipec compiled",
+    };
+}

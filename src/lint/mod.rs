@@ -1,11 +1,11 @@
-//! Lint rules, their registry, and suppression comments.
+//! Lint passes, their registry, and suppression comments.
 //!
 //! Rules that are passes of their own read the checked program through a
-//! [`LintContext`]; rules that the checker reports while resolving (unknown names, type
-//! mismatches) only declare their code, name and documentation in their file.
+//! [`LintContext`]; their check is in `passes/<rule>.rs`. Every rule, pass or not, is
+//! declared in the catalogue (`crate::rules`), which the checker reports from too.
 
-pub mod registry;
-pub mod rules;
+mod passes;
+mod registry;
 mod suppress;
 
 use crate::check::SyntaxFile;
@@ -13,7 +13,6 @@ use crate::check::hir::Hir;
 use crate::diagnostic::Diagnostic;
 use crate::source::SourceDb;
 
-pub use registry::{ALL_RULES, find_rule};
 pub use suppress::apply_suppressions;
 
 /// What a lint pass may read.

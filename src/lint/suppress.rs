@@ -2,11 +2,10 @@
 //! parameter, field, setting) that starts on the next line of code. An allow that
 //! silences nothing is reported, so stale ones do not pile up.
 
-use super::registry::find_rule;
-use super::rules::UNUSED_SUPPRESSION;
 use crate::check::SyntaxFile;
-use crate::check::names;
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::names;
+use crate::rules::{ALL_RULES, UNUSED_FAMILY, UNUSED_SUPPRESSION, find_rule};
 use crate::source::{FileId, SourceDb, Span};
 use crate::syntax::ast::{self, ItemKind, SettingValue};
 use crate::syntax::lexer::CommentKind;
@@ -71,7 +70,7 @@ pub fn apply_suppressions(
                 let rule = find_rule(&name);
                 let problem = match (rule, target) {
                     (None, _) => {
-                        let help = names::did_you_mean(&name, super::ALL_RULES.iter().map(|r| r.name));
+                        let help = names::did_you_mean(&name, ALL_RULES.iter().map(|r| r.name));
                         Some((format!("`{name}` names no rule"), help))
                     }
                     (Some(r), _) if r.severity == Severity::Error => Some((
@@ -115,7 +114,7 @@ pub fn apply_suppressions(
     for a in allows
         .iter()
         .filter(|a| !a.used)
-        .filter(|a| !(has_errors && super::registry::UNUSED_FAMILY.contains(&a.rule.code)))
+        .filter(|a| !(has_errors && UNUSED_FAMILY.contains(&a.rule.code)))
     {
         extra.push(
             Diagnostic::new(

@@ -7,8 +7,10 @@
 //! nodes a changed plan would compute differently.
 
 mod hash;
+mod load;
 mod lower;
 mod schema;
+mod validate;
 
 use std::collections::BTreeMap;
 
@@ -17,7 +19,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use hash::{hash_plan, node_fingerprint};
+pub use load::PlanLoadError;
 pub use lower::lower;
+pub use validate::Violation;
 
 /// The current plan format. A reader refuses plans of another version.
 pub const FORMAT_VERSION: u32 = 1;
@@ -63,7 +67,11 @@ pub struct Input {
     /// The type as written in `.pipe` source, for messages.
     #[serde(rename = "type")]
     pub type_name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub default: Option<Value>,
     /// Whether a run may leave it out (it has a default or is `T?`).
     pub optional: bool,
@@ -189,7 +197,11 @@ pub struct ToolParam {
     pub wire_name: String,
     pub schema: Value,
     pub required: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub default: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
@@ -463,7 +475,11 @@ pub enum Body {
         message: Option<Template>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout_ms: Option<u64>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            default,
+            deserialize_with = "present",
+            skip_serializing_if = "Option::is_none"
+        )]
         on_timeout: Option<Value>,
     },
 }
@@ -496,6 +512,13 @@ pub struct ServeEntry {
     pub priority: Option<f64>,
 }
 
+/// Reads a field that is present as `Some`, `null` included: a default or an
+/// `on_timeout` of `null` is a value, and must read back as the `Some(null)` it was
+/// written from (serde would read `null` as `None`, and the hash would no longer match).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
 impl Plan {
     /// The plan as pretty JSON, ending in a newline.
     pub fn to_json(&self) -> String {
@@ -504,28 +527,11 @@ impl Plan {
         s
     }
 
-    /// Reads a plan, refusing other format versions with a clear message.
-    pub fn from_json(text: &str) -> Result<Plan, String> {
-        let value: Value = serde_json::from_str(text).map_err(|e| format!("not a plan: {e}"))?;
-        match value.get("format_version").and_then(Value::as_u64) {
-            Some(v) if v == u64::from(FORMAT_VERSION) => {}
-            Some(v) => {
-                return Err(format!(
-                    "the plan has format version {v}, and this pipec reads version {FORMAT_VERSION}; compile it again with this pipec"
-                ));
-            }
-            None => return Err("not a plan: `format_version` is missing".into()),
-        }
-        let plan: Plan =
-            serde_json::from_value(value).map_err(|e| format!("not a valid plan: {e}"))?;
-        let expected = hash_plan(&plan);
-        if expected != plan.hash {
-            return Err(format!(
-                "the plan's content does not match its hash ({} ≠ {expected}); it was edited after compiling",
-                plan.hash
-            ));
-        }
-        Ok(plan)
+    /// Reads a plan and checks it before anything uses it: its format version, its shape,
+    /// its hash, and the structural invariants `compile` guarantees (every name it uses
+    /// declared once, nodes in topological order, ...). Every refusal has the code R0004.
+    pub fn from_json(text: &str) -> Result<Plan, PlanLoadError> {
+        load::from_json(text)
     }
 
     /// The JSON Schema of the plan format.

@@ -12,8 +12,8 @@ use super::executor;
 use super::options::{Decision, RunOptions};
 use super::runner::Runner;
 use super::validate::Mode;
-use crate::check::names::did_you_mean;
 use crate::diagnostic as codes;
+use crate::names::did_you_mean;
 use crate::plan::{Body, NodeKind};
 use crate::store::{CallState, NodeState, StoredError, ThreadState};
 

@@ -16,7 +16,7 @@ use super::ast::*;
 use super::lexer::{self, Comment, Scan};
 use super::literal::{self, Number};
 use crate::diagnostic::Diagnostic;
-use crate::lint::rules::{invalid_literal::INVALID_LITERAL, syntax_error::SYNTAX_ERROR};
+use crate::rules::{INVALID_LITERAL, SYNTAX_ERROR};
 use crate::source::{FileId, Span};
 
 #[derive(pest_derive::Parser)]

@@ -31,7 +31,7 @@ use super::ast::*;
 use super::lexer::{Comment, CommentKind};
 use super::parser::Parsed;
 use crate::diagnostic::Diagnostic;
-use crate::lint::rules::syntax_error::SYNTAX_ERROR;
+use crate::rules::SYNTAX_ERROR;
 use crate::source::{FileId, Span};
 
 /// Lines longer than this are broken where the layout allows.

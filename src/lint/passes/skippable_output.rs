@@ -1,0 +1,65 @@
+//! The pass that reports P0505 skippable-output.
+
+use crate::check::graph::source_skippable;
+use crate::check::ty;
+use crate::diagnostic::Diagnostic;
+use crate::lint::LintContext;
+use crate::rules::SKIPPABLE_OUTPUT;
+
+pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
+    let hir = cx.hir;
+    for o in &hir.outputs {
+        if o.declared_optional || !source_skippable(hir, &o.source) {
+            continue;
+        }
+        let shown = ty::display(hir, o.ty.strip_optional());
+        let mut d = Diagnostic::new(&SKIPPABLE_OUTPUT, o.info.file, o.value_span, format!("the output `{}` can be skipped by a `when`, and is not declared optional", o.info.name))
+            .label("may be skipped")
+            .help(format!("declare that a skip is expected: `output {}: {shown}? = ...` (it prints `null`), or join a fallback with `??`", o.info.name));
+        if let Some((node, span)) = skip_cause(hir, &o.source, 0) {
+            d = d.secondary(
+                hir.node(node).info.file,
+                span,
+                format!(
+                    "`{}` is skipped when this is false",
+                    hir.node(node).info.name
+                ),
+            );
+        }
+        out.push(d);
+    }
+}
+
+/// The `when` that can skip a source: the nearest skippable node with a `when` of its own.
+fn skip_cause(
+    hir: &crate::check::hir::Hir,
+    src: &crate::check::hir::Source,
+    depth: usize,
+) -> Option<(u32, crate::source::Span)> {
+    use crate::check::hir::SourceKind;
+    if depth > 64 {
+        return None;
+    }
+    match &src.kind {
+        SourceKind::Node { node, .. } => {
+            let n = hir.node(*node);
+            if !n.skippable {
+                return None;
+            }
+            if let (Some(w), None) = (&n.when, n.each) {
+                return Some((*node, w.span));
+            }
+            n.params
+                .iter()
+                .filter(|p| p.is_each() || !p.ty.is_optional())
+                .find_map(|p| skip_cause(hir, &p.source, depth + 1))
+        }
+        SourceKind::Join(sides) => sides.iter().find_map(|s| skip_cause(hir, s, depth + 1)),
+        SourceKind::Record(fields) => fields
+            .iter()
+            .find_map(|(_, s)| skip_cause(hir, s, depth + 1)),
+        SourceKind::List(items) => items.iter().find_map(|s| skip_cause(hir, s, depth + 1)),
+        SourceKind::Each { inner, .. } => skip_cause(hir, inner, depth + 1),
+        _ => None,
+    }
+}

@@ -1,0 +1,51 @@
+//! The pass that reports P0507 unbounded-fan-out.
+
+use crate::check::hir::{Body, Hir, SourceKind};
+use crate::diagnostic::Diagnostic;
+use crate::lint::LintContext;
+use crate::rules::UNBOUNDED_FAN_OUT;
+
+pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
+    let hir = cx.hir;
+    for node in &hir.nodes {
+        for p in &node.params {
+            let SourceKind::Each { inner, max: None } = &p.source.kind else {
+                continue;
+            };
+            let Some(origin) = unbounded_origin(hir, &inner.kind) else {
+                continue;
+            };
+            out.push(
+                Diagnostic::new(&UNBOUNDED_FAN_OUT, node.info.file, p.source.span, format!("`{}` fans out over a list {origin}, with no bound", node.info.name))
+                    .label("no `max:`")
+                    .help("bound it: `each(list, max: 100)` fails the node on a longer list instead of running without limit"),
+            );
+        }
+    }
+}
+
+/// Where an unbounded list comes from, if it is a tool, a model or links.
+fn unbounded_origin(hir: &Hir, src: &SourceKind) -> Option<&'static str> {
+    match src {
+        SourceKind::Link(_) => Some("of links"),
+        SourceKind::Node { node, .. } => {
+            let n = hir.node(*node);
+            // An upstream `each` with a `max:` bounds its own output list.
+            let bounded_upstream = n.each.is_some_and(|i| {
+                matches!(
+                    n.params[i].source.kind,
+                    SourceKind::Each { max: Some(_), .. }
+                )
+            });
+            if bounded_upstream {
+                return None;
+            }
+            match n.body {
+                Body::Call { .. } => Some("that a tool returns"),
+                Body::Model { .. } => Some("that a model writes"),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}

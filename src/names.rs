@@ -1,0 +1,163 @@
+//! "Did you mean": the closest known name to a misspelt one.
+
+/// The candidate closest to `name`, if it is close enough to be a likely typo, or a
+/// longer name that starts with it (`deal` for `deal_id`).
+pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let limit = match name.chars().count() {
+        0..=2 => 1,
+        3..=5 => 2,
+        _ => 3,
+    };
+    let lower = name.to_lowercase();
+    let candidates: Vec<&str> = candidates.into_iter().filter(|c| *c != name).collect();
+    let mut best: Option<(usize, &str)> = None;
+    for cand in &candidates {
+        let d = distance(&lower, &cand.to_lowercase());
+        if d <= limit && best.is_none_or(|(bd, bc)| d < bd || (d == bd && *cand < bc)) {
+            best = Some((d, cand));
+        }
+    }
+    if best.is_none() && name.chars().count() >= 3 {
+        best = candidates
+            .iter()
+            .filter(|c| c.to_lowercase().starts_with(&lower))
+            .min_by_key(|c| (c.len(), **c))
+            .map(|c| (0, *c));
+    }
+    // A plain name for one that lives in a namespace (`chunk` for `kb.chunk`, declared
+    // through `import "..." as kb`): compare with the part after the namespace.
+    if best.is_none() && !name.contains('.') {
+        for cand in &candidates {
+            let Some((_, last)) = cand.rsplit_once('.') else {
+                continue;
+            };
+            let d = distance(&lower, &last.to_lowercase());
+            if d <= limit && best.is_none_or(|(bd, bc)| d < bd || (d == bd && *cand < bc)) {
+                best = Some((d, cand));
+            }
+        }
+    }
+    best.map(|(_, c)| c.to_string())
+}
+
+/// The help line for a suggestion.
+pub fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
+    suggest(name, candidates).map(|s| format!("did you mean `{s}`?"))
+}
+
+/// Levenshtein distance with transpositions counted as one edit.
+fn distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    if a.is_empty() || b.is_empty() {
+        return a.len().max(b.len());
+    }
+    let w = b.len() + 1;
+    let mut d = vec![0usize; (a.len() + 1) * w];
+    for i in 0..=a.len() {
+        d[i * w] = i;
+    }
+    for (j, cell) in d.iter_mut().enumerate().take(w) {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[(i - 1) * w + j] + 1)
+                .min(d[i * w + j - 1] + 1)
+                .min(d[(i - 1) * w + j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[(i - 2) * w + j - 2] + 1);
+            }
+            d[i * w + j] = v;
+        }
+    }
+    d[a.len() * w + b.len()]
+}
+
+pub fn is_snake_case(name: &str) -> bool {
+    let trimmed = name.trim_start_matches('_');
+    !trimmed.is_empty()
+        && trimmed
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+pub fn is_camel_case(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        && name.chars().all(|c| c.is_ascii_alphanumeric())
+}
+
+pub fn to_snake_case(name: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 && !out.ends_with('_') {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+pub fn to_camel_case(name: &str) -> String {
+    name.split('_')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let mut cs = p.chars();
+            match cs.next() {
+                Some(f) => f.to_ascii_uppercase().to_string() + cs.as_str(),
+                None => String::new(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_close_names() {
+        assert_eq!(
+            suggest("reseach", ["research", "review"]),
+            Some("research".into())
+        );
+        assert_eq!(
+            suggest("emials", ["emails", "start"]),
+            Some("emails".into())
+        );
+        assert_eq!(suggest("zzz", ["research"]), None);
+    }
+
+    #[test]
+    fn suggests_the_namespaced_name_for_a_plain_one() {
+        assert_eq!(
+            suggest("chunk", ["kb.chunk", "page"]),
+            Some("kb.chunk".into())
+        );
+        assert_eq!(suggest("chunks", ["kb.chunk"]), Some("kb.chunk".into()));
+        // A close plain name still wins over a namespaced one.
+        assert_eq!(
+            suggest("chunk", ["chunks", "kb.chunk"]),
+            Some("chunks".into())
+        );
+        assert_eq!(suggest("chunk", ["kb.page"]), None);
+    }
+
+    #[test]
+    fn naming_styles() {
+        assert!(is_snake_case("deal_id"));
+        assert!(!is_snake_case("dealId"));
+        assert!(is_camel_case("DealSummary"));
+        assert!(!is_camel_case("deal_summary"));
+        assert_eq!(to_snake_case("dealId"), "deal_id");
+        assert_eq!(to_camel_case("deal_summary"), "DealSummary");
+    }
+}
