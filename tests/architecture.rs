@@ -111,3 +111,42 @@ fn every_rule_file_is_registered() {
         );
     }
 }
+
+#[test]
+fn process_control_uses_std_libc_and_tokio_only() {
+    let manifest =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
+            .unwrap_or_default();
+    // The crates under [dependencies], by the name code uses (`-` becomes `_`).
+    let dependencies: Vec<String> = manifest
+        .split("[dependencies]")
+        .nth(1)
+        .unwrap_or("")
+        .lines()
+        .take_while(|l| !l.starts_with('['))
+        .filter_map(|l| {
+            l.split_once('=')
+                .map(|(name, _)| name.trim().replace('-', "_"))
+        })
+        .filter(|name| !name.is_empty() && name != "libc" && name != "tokio")
+        .collect();
+    assert!(
+        dependencies.iter().any(|d| d == "serde_json"),
+        "{dependencies:?}"
+    );
+    for (path, text) in files_under("process") {
+        for line in code(&text) {
+            assert!(
+                !line.contains("crate::"),
+                "{} uses another module of pipec: {line}",
+                path.display()
+            );
+            for dep in &dependencies {
+                let used = line.match_indices(&format!("{dep}::")).any(|(at, _)| {
+                    at == 0 || !line[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_')
+                });
+                assert!(!used, "{} uses {dep}: {line}", path.display());
+            }
+        }
+    }
+}

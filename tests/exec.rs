@@ -474,3 +474,25 @@ fn an_exec_is_done_when_its_command_has_exited() {
         }
     }
 }
+
+/// What a command leaves running ends with its node, also when it holds none of the
+/// command's pipes: a live pipec leaves no process group behind.
+#[test]
+fn what_a_command_leaves_running_ends_with_its_node() {
+    let p = Project::new("leftover");
+    p.script(
+        "scripts/detached.sh",
+        "#!/bin/sh\ncat >/dev/null\nsleep 30 >/dev/null 2>&1 </dev/null &\necho $! > left.pid\necho '{}'\n",
+    );
+    p.write("left.pipe", &one_exec("\"./scripts/detached.sh\"", ""));
+    for spawn in ["direct", "fork"] {
+        let _ = std::fs::remove_file(p.dir.join("left.pid"));
+        let out = run_on(&p, spawn, "left.pipe");
+        assert_eq!(code(&out), 0, "{spawn}: {}", stderr(&out));
+        let left: i32 = p.read("left.pid").trim().parse().expect("pid");
+        assert!(
+            gone(left),
+            "{spawn}: the process left behind outlived its node"
+        );
+    }
+}

@@ -60,7 +60,7 @@ pub(crate) fn kill_until_gone_blocking(group: i32, limit: Duration) -> bool {
 /// reaper stops watching the group). For a child dropped before its end: a timeout or a
 /// cancelled attempt drops the future that ran it.
 pub(crate) fn end_in_background(group: i32, watch: Option<Watch>) {
-    if !kill(group) && !has_live_members(group) {
+    if !kill(group) {
         drop(watch);
         return;
     }

@@ -112,7 +112,6 @@ pub fn spawn(cmd: &Command<'_>) -> Result<Spawned, SpawnError> {
 #[cfg(target_os = "linux")]
 fn spawn_once(cmd: &Command<'_>) -> Result<Spawned, SpawnError> {
     let watching = watch::watching(cmd.reaper).map_err(SpawnError::Unwatched)?;
-    let reaper = watching.id();
     let spawned = if spawn::available() {
         spawn::spawn(cmd, Some(watching))
     } else {
@@ -121,7 +120,7 @@ fn spawn_once(cmd: &Command<'_>) -> Result<Spawned, SpawnError> {
     if let Err(SpawnError::Unwatched(_)) = &spawned {
         // The child could not register: the reaper is gone. Its replacement watches the
         // live groups before anything else starts.
-        if let Err(e) = watch::replace(reaper) {
+        if let Err(e) = watch::replace() {
             return Err(SpawnError::Unwatched(e));
         }
     }

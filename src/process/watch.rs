@@ -103,8 +103,8 @@ impl Watching {
 #[derive(Debug)]
 pub(crate) struct Watch {
     group: i32,
-    /// The reaper the group was registered with (a replacement took it over since if
-    /// that one died).
+    /// The reaper the group was registered with; should that one die, its replacement
+    /// watches the group.
     pub reaper: Option<ReaperId>,
 }
 
@@ -137,30 +137,28 @@ fn unwatched(message: &str) -> io::Error {
 pub(crate) fn watching(expected: Option<&ReaperId>) -> io::Result<Watching> {
     for _ in 0..3 {
         let guard = REGISTRY.reaper.read().unwrap_or_else(|e| e.into_inner());
-        let dead = match guard.as_ref() {
-            Some(r) if r.is_alive() => {
-                if expected.is_some_and(|e| *e != r.id) {
-                    return Err(unwatched(
-                        "the reaper was replaced after the call was journaled",
-                    ));
-                }
-                let live = REGISTRY
-                    .groups
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .len();
-                if live >= LIVE_LIMIT {
-                    return Err(unwatched(&format!(
-                        "{live} process groups are running, the most pipec watches at once"
-                    )));
-                }
-                return Ok(Watching { guard });
+        if let Some(r) = guard.as_ref()
+            && r.is_alive()
+        {
+            if expected.is_some_and(|e| *e != r.id) {
+                return Err(unwatched(
+                    "the reaper was replaced after the call was journaled",
+                ));
             }
-            Some(r) => Some(r.id),
-            None => None,
-        };
+            let live = REGISTRY
+                .groups
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .len();
+            if live >= LIVE_LIMIT {
+                return Err(unwatched(&format!(
+                    "{live} process groups are running, the most pipec watches at once"
+                )));
+            }
+            return Ok(Watching { guard });
+        }
         drop(guard);
-        replace(dead)?;
+        replace()?;
         if expected.is_some() {
             return Err(unwatched(
                 "the reaper died after the call was journaled; a new one was started",
@@ -178,14 +176,12 @@ pub(crate) fn current() -> io::Result<ReaperId> {
         .ok_or_else(|| unwatched("no reaper could be started"))
 }
 
-/// Replaces the reaper `dead` (or starts the first one, for `None`), unless another thread
-/// did already.
-pub(crate) fn replace(dead: Option<ReaperId>) -> io::Result<()> {
+/// Starts a reaper if there is none alive: the first, or the replacement of one that
+/// died (another thread may have replaced it already). A live reaper is never replaced:
+/// without its write end it would read end-of-file and kill every group it watches.
+pub(crate) fn replace() -> io::Result<()> {
     let mut state = REGISTRY.reaper.write().unwrap_or_else(|e| e.into_inner());
-    if let Some(r) = state.as_ref()
-        && Some(r.id) != dead
-        && r.is_alive()
-    {
+    if state.as_ref().is_some_and(Reaper::is_alive) {
         return Ok(());
     }
     // With the lock held exclusively no spawn is under way and no group is unwatched, so
@@ -238,6 +234,9 @@ fn start_monitor() {
 }
 
 fn monitor() {
+    // The reaper this thread reaped last: its pid may be reused by another child of
+    // pipec's, which must not be waited for here.
+    let mut reaped: Option<ReaperId> = None;
     loop {
         let current = REGISTRY
             .reaper
@@ -245,38 +244,44 @@ fn monitor() {
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
             .map(|r| r.id);
-        let Some(id) = current else {
-            // The last replacement failed: try again shortly.
+        if let Some(id) = current
+            && reaped != Some(id)
+        {
+            if wait_for_exit(id.pid) {
+                reaped = Some(id);
+            } else {
+                // Not ours to wait for (a program embedding pipec reaps every child, or
+                // ignores SIGCHLD): look now and then instead.
+                std::thread::sleep(std::time::Duration::from_millis(500));
+                let alive = REGISTRY
+                    .reaper
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .as_ref()
+                    .is_some_and(Reaper::is_alive);
+                if alive {
+                    continue;
+                }
+            }
+        }
+        // Gone (or never started): a new one, or shortly another try.
+        if replace().is_err() {
             std::thread::sleep(std::time::Duration::from_millis(100));
-            let _ = replace(None);
-            continue;
-        };
-        let mut status = 0;
+        }
+    }
+}
+
+/// Waits for the reaper `pid`, pipec's child, to exit and reaps it; false if it cannot be
+/// waited for.
+fn wait_for_exit(pid: u32) -> bool {
+    let mut status = 0;
+    loop {
         // SAFETY: waitpid(2) on pipec's own child, the reaper; it writes only `status`.
-        let r = loop {
-            let r = unsafe { libc::waitpid(id.pid as libc::pid_t, &mut status, 0) };
-            // SAFETY: reads this thread's errno.
-            if r < 0 && unsafe { *libc::__errno_location() } == libc::EINTR {
-                continue;
-            }
-            break r;
-        };
-        if r < 0 {
-            // Not ours to wait for (a program embedding pipec reaps every child, or
-            // ignores SIGCHLD): fall back to looking now and then.
-            std::thread::sleep(std::time::Duration::from_millis(500));
-            let alive = REGISTRY
-                .reaper
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .as_ref()
-                .is_none_or(|r| r.id != id || r.is_alive());
-            if alive {
-                continue;
-            }
+        let r = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) };
+        // SAFETY: reads this thread's errno.
+        if r < 0 && unsafe { *libc::__errno_location() } == libc::EINTR {
+            continue;
         }
-        if replace(Some(id)).is_err() {
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
+        return r > 0;
     }
 }
