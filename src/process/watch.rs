@@ -7,6 +7,10 @@
 //! registered with the old reaper is missed by the new one. A thread of its own waits for
 //! the reaper to exit (reaping it, as its parent) and replaces it at once; a spawn that
 //! finds the reaper gone first (its registration write fails) replaces it too.
+//!
+//! The write end is close-on-exec, so a child holds it only until `exec`; a program
+//! embedding pipec that forks without `exec` keeps it, and with it the reaper waiting,
+//! until that copy of the program exits.
 
 use std::collections::BTreeMap;
 use std::io;
