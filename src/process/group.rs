@@ -19,8 +19,8 @@ pub(crate) fn kill(group: i32) -> bool {
     }
     // SAFETY: kill(2) with a negative pid signals a process group; no memory effects.
     let r = unsafe { libc::kill(-group, libc::SIGKILL) };
-    // SAFETY: reads this thread's errno.
-    r == 0 || unsafe { *libc::__errno_location() } != libc::ESRCH
+    // `last_os_error` only reads errno: safe in the reaper after `fork` too.
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
 /// Kills `group` until none of its processes is live, or `limit` has passed; whether it is

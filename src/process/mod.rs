@@ -33,6 +33,7 @@ mod proc_stat;
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 mod reaper;
+#[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 mod signals;
 // Spawning on Linux: clone, signal and descriptor set-up in the child before `execve`;
