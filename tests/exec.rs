@@ -382,3 +382,117 @@ fn a_command_printing_too_much_fails_instead_of_hanging() {
         );
     }
 }
+
+/// Waits up to `limit` for a file of the project to exist; whether it does.
+fn appears(p: &Project, rel: &str, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while !p.dir.join(rel).exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    p.dir.join(rel).exists()
+}
+
+/// Defect: after `kill -9` of pipec the `exec` child died (its parent-death signal) but its
+/// process group did not, so a grandchild completed the effect afterwards, unrecorded.
+#[test]
+fn kill_9_of_pipec_kills_the_commands_whole_group() {
+    let p = Project::new("groupdies");
+    // A grandchild in the background and one in the foreground, each one second away
+    // from its effect when pipec is killed.
+    p.script(
+        "scripts/effect.sh",
+        "#!/bin/sh\ncat >/dev/null\n\
+         sh -c 'echo > background.ready; sleep 1; echo done > background.effect' &\n\
+         sh -c 'echo > foreground.ready; sleep 1; echo done > foreground.effect'\n\
+         wait\necho '{}'\n",
+    );
+    p.write("effect.pipe", &one_exec("\"./scripts/effect.sh\"", ""));
+    for spawn in ["direct", "fork"] {
+        for f in [
+            "background.ready",
+            "foreground.ready",
+            "background.effect",
+            "foreground.effect",
+        ] {
+            let _ = std::fs::remove_file(p.dir.join(f));
+        }
+        let mut pipec = p
+            .cmd(&["run", "effect.pipe", "--input", "x=1"])
+            .env("PIPEC_SPAWN", spawn)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starts");
+        for ready in ["background.ready", "foreground.ready"] {
+            assert!(
+                appears(&p, ready, Duration::from_secs(20)),
+                "{spawn}: {ready} never appeared"
+            );
+        }
+        pipec.kill().expect("SIGKILL");
+        let _ = pipec.wait();
+        // Well past the grandchildren's sleep.
+        std::thread::sleep(Duration::from_millis(2500));
+        for effect in ["background.effect", "foreground.effect"] {
+            assert!(
+                !p.dir.join(effect).exists(),
+                "{spawn}: {effect} landed after pipec was killed"
+            );
+        }
+    }
+}
+
+/// Defect: a command that exited 0 with valid JSON, leaving behind a process that keeps
+/// its stdout open, kept its node waiting as long as that process lived; with a timeout
+/// the node ended unknown (and the thread blocked) instead of completing.
+#[test]
+fn an_exec_is_done_when_its_command_has_exited() {
+    let p = Project::new("doneatexit");
+    p.script(
+        "scripts/leaves.sh",
+        "#!/bin/sh\ncat >/dev/null\nsleep 30 &\necho $! > grandchild.pid\necho '{\"v\": 1}'\n",
+    );
+    for (pipe, settings) in [("timeout.pipe", "  timeout = 5s\n"), ("plain.pipe", "")] {
+        p.write(pipe, &one_exec("\"./scripts/leaves.sh\"", settings));
+        for spawn in ["direct", "fork"] {
+            let _ = std::fs::remove_file(p.dir.join("grandchild.pid"));
+            let started = Instant::now();
+            let out = run_on(&p, spawn, pipe);
+            let took = started.elapsed();
+            assert_eq!(code(&out), 0, "{pipe} {spawn}: {}", stderr(&out));
+            assert_eq!(json(&stdout(&out))["n"]["v"], 1, "{pipe} {spawn}");
+            assert!(
+                took < Duration::from_secs(4),
+                "{pipe} {spawn}: took {took:?}, as long as the process left behind"
+            );
+            let grandchild: i32 = p.read("grandchild.pid").trim().parse().expect("pid");
+            assert!(
+                gone(grandchild),
+                "{pipe} {spawn}: the process left behind outlived its node"
+            );
+        }
+    }
+}
+
+/// What a command leaves running ends with its node, also when it holds none of the
+/// command's pipes: a live pipec leaves no process group behind.
+#[test]
+fn what_a_command_leaves_running_ends_with_its_node() {
+    let p = Project::new("leftover");
+    p.script(
+        "scripts/detached.sh",
+        "#!/bin/sh\ncat >/dev/null\nsleep 30 >/dev/null 2>&1 </dev/null &\necho $! > left.pid\necho '{}'\n",
+    );
+    p.write("left.pipe", &one_exec("\"./scripts/detached.sh\"", ""));
+    for spawn in ["direct", "fork"] {
+        let _ = std::fs::remove_file(p.dir.join("left.pid"));
+        let out = run_on(&p, spawn, "left.pipe");
+        assert_eq!(code(&out), 0, "{spawn}: {}", stderr(&out));
+        let left: i32 = p.read("left.pid").trim().parse().expect("pid");
+        assert!(
+            gone(left),
+            "{spawn}: the process left behind outlived its node"
+        );
+    }
+}

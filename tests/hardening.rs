@@ -91,6 +91,15 @@ fn show(p: &Project, thread: &str) -> Value {
     json(&snapshot(p, thread))
 }
 
+/// Whether a process runs (a zombie waiting to be reaped does not).
+fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
+}
+
 fn refused(out: &std::process::Output, code_wanted: &str) -> String {
     let err = stderr(out);
     assert_ne!(code(out), 0, "refused:\n{}{err}", stdout(out));
@@ -550,12 +559,7 @@ fn cancel_ends_a_running_exec_cleanly() {
     }
     // The command is gone too.
     let pid = p.read("slow.pid").trim().to_string();
-    let alive = std::process::Command::new("kill")
-        .args(["-0", &pid])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(!alive, "the command was killed");
+    assert!(!alive(&pid), "the command was killed");
 }
 
 #[test]
@@ -736,4 +740,65 @@ fn an_each_node_declared_after_its_reader_is_read_as_a_list() {
     assert_eq!(code(&out), 0, "{}", stdout(&out));
     let out = p.run(&["run", "e.pipe", "--input", "items=[1,2,3]", "-q"]);
     assert_eq!(json(&stdout(&out)), json!({ "sum": { "n": 3 } }));
+}
+
+#[test]
+fn effects_die_with_pipec_and_a_retried_call_keeps_its_key() {
+    let p = Project::new("keys");
+    p.write(
+        "hit.pipe",
+        "node hit() -> { done: bool } {\n  exec = [\"./hit.sh\"]\n}\n\noutput hit = hit\n",
+    );
+    // The effect is made by a grandchild, after the command itself is killed.
+    p.script(
+        "hit.sh",
+        "#!/bin/sh\ncat >/dev/null\necho \"$PIPEC_CALL_KEY\" >> keys.log\nif [ ! -e second ]; then\n  touch second\n  (sleep 1; echo landed >> effect.log) &\n  echo $! > grandchild.pid\n  sleep 30\nfi\necho '{\"done\":true}'\n",
+    );
+    let thread = "01JKEYS0000000000000000000";
+    let mut child = p
+        .cmd(&["run", "hit.pipe", "--thread", thread, "-q"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run");
+    let start = Instant::now();
+    while !p.dir.join("grandchild.pid").exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the command started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    // The resume decides nothing before what the call started is gone.
+    let out = p.run(&["resume", thread, "--detailed-exitcode"]);
+    assert_eq!(
+        code(&out),
+        4,
+        "blocked on the unfinished call: {}",
+        stderr(&out)
+    );
+    let pid = p.read("grandchild.pid").trim().to_string();
+    assert!(!alive(&pid), "the grandchild died with pipec");
+    let st = show(&p, thread);
+    let started = &st["calls"][0]["record"];
+    assert!(
+        started["watched_by"]["reaper_pid"].as_u64().is_some(),
+        "{st}"
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        !p.dir.join("effect.log").exists(),
+        "the effect never landed"
+    );
+    let call = st["calls"][0]["call"].as_str().expect("call").to_string();
+    let out = p.run(&["resume", thread, "--retry-unfinished", &call]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let keys: Vec<String> = p.read("keys.log").lines().map(str::to_string).collect();
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    assert_eq!(
+        keys[0], keys[1],
+        "the retry sees the first try's PIPEC_CALL_KEY"
+    );
 }

@@ -98,6 +98,26 @@ enum Drive {
 
 /// One step of driving a thread: start or continue it, and kill it after `delay`.
 fn drive(p: &Project, thread: &str, delay: Option<Duration>) -> Drive {
+    drive_recorded(p, thread, delay).0
+}
+
+/// One pipec process that drove a thread: its pid, when it started and when it was killed
+/// (nanoseconds of the wall clock, as `date +%s%N` prints them).
+#[derive(Clone, Copy, Debug)]
+struct Life {
+    pid: u32,
+    started_ns: u128,
+    killed_ns: Option<u128>,
+}
+
+fn now_ns() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+/// [`drive`], with the life of the pipec process it started, if any.
+fn drive_recorded(p: &Project, thread: &str, delay: Option<Duration>) -> (Drive, Option<Life>) {
     let st = status(p, thread);
     let state = st
         .as_ref()
@@ -120,29 +140,37 @@ fn drive(p: &Project, thread: &str, delay: Option<Duration>) -> Drive {
             "all".into(),
             "-q".into(),
         ],
-        (_, "completed") => return Drive::Completed,
+        (_, "completed") => return (Drive::Completed, None),
         _ => vec!["resume".into(), thread.into(), "-q".into()],
     };
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let started_ns = now_ns();
     let mut child = p
         .cmd(&args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn");
+    let mut life = Life {
+        pid: child.id(),
+        started_ns,
+        killed_ns: None,
+    };
     if let Some(d) = delay {
         let start = Instant::now();
         while start.elapsed() < d {
             if let Ok(Some(_)) = child.try_wait() {
-                return Drive::Ended;
+                return (Drive::Ended, Some(life));
             }
             std::thread::sleep(Duration::from_millis(2));
         }
+        // Taken before the signal is sent: an effect is late only past the kill itself.
+        life.killed_ns = Some(now_ns());
         kill(child);
-        return Drive::Killed;
+        return (Drive::Killed, Some(life));
     }
     let _ = child.wait();
-    Drive::Ended
+    (Drive::Ended, Some(life))
 }
 
 fn is_idempotent(node: &str) -> bool {
@@ -230,6 +258,24 @@ fn verify(p: &Project, threads: &[String]) {
     }
     let out = p.run(&["store", "check"]);
     assert_eq!(code(&out), 0, "integrity check: {}", stderr(&out));
+}
+
+/// How often a person explicitly retried an unfinished call of each node of a thread.
+fn explicit_retries(st: &serde_json::Value) -> HashMap<String, usize> {
+    let mut retried: HashMap<String, usize> = HashMap::new();
+    for c in st["calls"].as_array().into_iter().flatten() {
+        if c["record"]["decision"] == "retry requested" {
+            let node = c["call"]
+                .as_str()
+                .unwrap_or("")
+                .split(':')
+                .next()
+                .unwrap_or("")
+                .to_string();
+            *retried.entry(node).or_default() += 1;
+        }
+    }
+    retried
 }
 
 fn kills_wanted() -> usize {
@@ -324,4 +370,138 @@ fn four_processes_claim_and_resume_concurrently_under_kill_9() {
     assert!(*kills.lock().expect("lock") >= want);
     let threads = threads.lock().expect("lock").clone();
     verify(&p, &threads);
+}
+
+/// The variant whose effects are made by a grandchild: each step's command starts a
+/// process in the background that makes the effect after a while, and waits for it.
+const GRANDCHILD_STEPS: usize = 6;
+
+fn grandchild_pipeline() -> String {
+    let mut s = String::from("type Step {\n  v: int\n}\n\ninput seed: int\n\n");
+    s.push_str("node s0(seed: int = input.seed) -> Step {\n  exec = [\"./step.sh\"]\n}\n\n");
+    for i in 1..GRANDCHILD_STEPS {
+        s.push_str(&format!(
+            "node s{i}(prev: Step = s{}) -> Step {{\n  exec = [\"./step.sh\"]\n}}\n\n",
+            i - 1
+        ));
+    }
+    s.push_str(&format!("output last = s{}\n", GRANDCHILD_STEPS - 1));
+    s
+}
+
+/// Adds one to `prev.v` (or the seed); the effect is a line in the log written by a
+/// grandchild 0.3 to 0.8 s later, with the time it landed and the pid of the pipec whose
+/// command started it (the command's parent).
+const GRANDCHILD_STEP: &str = r#"#!/bin/sh
+input=$(cat)
+v=$(printf '%s' "$input" | sed -n 's/.*"prev":{"v":\([0-9]*\)}.*/\1/p')
+[ -n "$v" ] || v=$(printf '%s' "$input" | sed -n 's/.*"seed":\([0-9]*\).*/\1/p')
+ms=$(awk -v s="$$" 'BEGIN { srand(s); printf "%.3f", 0.3 + rand() * 0.5 }')
+sh -c 'sleep "$1"; echo "$(date +%s%N) $2 $PIPEC_THREAD $PIPEC_NODE $PIPEC_CALL_KEY" >> effects.log' effect "$ms" "$PPID" &
+wait
+printf '{"v":%d}\n' $((v + 1))
+"#;
+
+/// How late after pipec's kill an effect may still land: the time the kernel and the
+/// reaper take to kill the group on a loaded machine. A grandchild that outlives pipec
+/// lands up to 0.8 s after it.
+const KILL_TAKES: u128 = 200_000_000;
+
+#[test]
+fn kill_9_when_the_effect_is_made_by_a_grandchild() {
+    let p = Project::new("torturegrand");
+    p.write("tort.pipe", &grandchild_pipeline());
+    p.script("step.sh", GRANDCHILD_STEP);
+    let out = p.run(&["check", "tort.pipe"]);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    let mut rng = Rng(seed());
+    let want = (kills_wanted() / 3).max(10);
+    let mut kills = 0;
+    let mut threads = Vec::new();
+    let mut lives = Vec::new();
+    while kills < want || threads.len() < 2 {
+        let thread = format!("01G{:023}", threads.len());
+        let mut rounds = 0;
+        loop {
+            rounds += 1;
+            assert!(rounds < 500, "thread {thread} does not finish");
+            // Kills at random points of a step (each takes 0.3 to 0.8 s).
+            let delay = (kills < want).then(|| Duration::from_millis(5 + rng.below(900)));
+            let (drive, life) = drive_recorded(&p, &thread, delay);
+            lives.extend(life);
+            match drive {
+                Drive::Completed => break,
+                Drive::Killed => kills += 1,
+                Drive::Ended => {}
+            }
+        }
+        threads.push(thread);
+    }
+    // Effects that were still on their way when a pipec ended land now, if ever.
+    std::thread::sleep(Duration::from_secs(1));
+
+    let log = p.read("effects.log");
+    let mut per_node: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut keys: BTreeMap<(String, String), std::collections::BTreeSet<String>> = BTreeMap::new();
+    for line in log.lines() {
+        let parts: Vec<&str> = line.split_whitespace().collect();
+        let [landed, pid, thread, node, key] = parts.as_slice() else {
+            panic!("a malformed effect line: {line}");
+        };
+        let (landed, pid): (u128, u32) =
+            (landed.parse().expect("a time"), pid.parse().expect("a pid"));
+        // The pipec whose command started the effect: the last one with that pid that
+        // started before the effect landed.
+        let owner = lives
+            .iter()
+            .filter(|l| l.pid == pid && l.started_ns <= landed)
+            .max_by_key(|l| l.started_ns)
+            .unwrap_or_else(|| panic!("no pipec with pid {pid} started before {line}"));
+        if let Some(killed) = owner.killed_ns {
+            assert!(
+                landed <= killed + KILL_TAKES,
+                "{thread} {node}: the effect landed {} ms after its pipec was killed",
+                (landed - killed) / 1_000_000
+            );
+        }
+        *per_node
+            .entry(((*thread).to_string(), (*node).to_string()))
+            .or_default() += 1;
+        keys.entry(((*thread).to_string(), (*node).to_string()))
+            .or_default()
+            .insert((*key).to_string());
+    }
+    // A retry (after a kill, by `--retry-unfinished`) saw the key its first try saw.
+    for ((thread, node), seen) in &keys {
+        assert_eq!(
+            seen.len(),
+            1,
+            "{thread} {node}: every try carries one PIPEC_CALL_KEY, not {seen:?}"
+        );
+    }
+    for thread in &threads {
+        let st = status(&p, thread).unwrap_or_else(|| panic!("thread {thread} is readable"));
+        assert_eq!(st["status"], "completed", "thread {thread}: {st}");
+        assert_eq!(
+            st["outputs"]["last"]["v"],
+            100 + GRANDCHILD_STEPS as i64,
+            "thread {thread} has the outputs of an uninterrupted run"
+        );
+        let retried = explicit_retries(&st);
+        for i in 0..GRANDCHILD_STEPS {
+            let node = format!("s{i}");
+            let n = per_node
+                .get(&(thread.clone(), node.clone()))
+                .copied()
+                .unwrap_or(0);
+            let allowed = 1 + retried.get(&node).copied().unwrap_or(0);
+            assert!(
+                (1..=allowed).contains(&n),
+                "thread {thread}, node {node}: the effect landed {n} times with {} explicit retries",
+                allowed - 1
+            );
+        }
+    }
+    let out = p.run(&["store", "check"]);
+    assert_eq!(code(&out), 0, "integrity check: {}", stderr(&out));
 }

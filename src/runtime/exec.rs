@@ -1,19 +1,34 @@
 //! `exec` nodes: a subprocess, never through a shell. The node's parameters go to stdin
 //! as one JSON object; stdout is one JSON value; stderr's tail goes into errors. The
-//! child runs in its own process group (a terminal's Ctrl-C reaches only pipec, which
-//! drains), dies with pipec on Linux, and a timeout kills its whole group.
+//! command runs in its own process group (a terminal's Ctrl-C reaches only pipec, which
+//! drains) that dies with pipec, `kill -9` included (`crate::process`). A command is done
+//! when it has exited: its pipes get a short grace to reach their end, then whatever it
+//! left in its group is killed, and a timeout kills the whole group.
 
+use std::io;
 use std::path::Path;
-use std::process::Stdio;
+use std::process::ExitStatus;
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::pipe;
+
+use crate::process::{self, Child, Environment, ReaperId, SpawnError, Spawned};
 
 /// The most a command may print on stdout.
 const MAX_STDOUT: u64 = 16 * 1024 * 1024;
-/// How much of stderr is kept for error messages.
+/// How much of stderr an error message quotes.
 const STDERR_TAIL: usize = 2048;
+/// How much of stderr is kept while the command runs (its end): more than is quoted, so
+/// that the quoted tail is cut from text that was scrubbed of secrets whole.
+const STDERR_KEPT: usize = 64 * 1024;
+/// How long stdout and stderr may stay open after the command exited. What the command
+/// wrote is in the pipe by then and is read in microseconds; a pipe still open after this
+/// is held by a process the command left behind, which is killed with the group (and then
+/// once more this long for its last bytes). Short enough not to be noticed at the end of
+/// a node; long enough for a loaded machine to schedule the reader.
+pub const GRACE_AFTER_EXIT: Duration = Duration::from_millis(200);
 
 pub struct ExecRequest<'a> {
     pub argv: &'a [String],
@@ -23,10 +38,22 @@ pub struct ExecRequest<'a> {
     pub timeout: Option<Duration>,
 }
 
+/// A command that ran to its end: its value, the process group it ran in (gone now), and
+/// the reaper that watched that group.
+#[derive(Debug)]
+pub struct Ran {
+    pub value: Value,
+    pub group: u32,
+    pub reaper: Option<ReaperId>,
+}
+
 #[derive(Debug)]
 pub enum ExecError {
     /// It could not start.
     Spawn(String),
+    /// It was not started, because its process group could not be watched by the reaper
+    /// that was to watch it (that reaper died); nothing ran.
+    Unwatched(String),
     /// It exited non-zero (or was killed by a signal).
     Exit {
         status: String,
@@ -43,17 +70,42 @@ pub enum ExecError {
     },
 }
 
+impl ExecError {
+    /// The same error with its stderr passed through `f` (the secret scrubber).
+    pub fn map_stderr(self, f: impl Fn(&str) -> String) -> ExecError {
+        match self {
+            ExecError::Exit { status, stderr } => ExecError::Exit {
+                status,
+                stderr: f(&stderr),
+            },
+            ExecError::TimedOut { after, stderr } => ExecError::TimedOut {
+                after,
+                stderr: f(&stderr),
+            },
+            ExecError::Output { message, stderr } => ExecError::Output {
+                message,
+                stderr: f(&stderr),
+            },
+            other => other,
+        }
+    }
+}
+
 impl std::fmt::Display for ExecError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let tail = |s: &str| {
+            let s = s.trim_end();
             if s.trim().is_empty() {
-                String::new()
-            } else {
-                format!("; stderr ends with:\n{}", s.trim_end())
+                return String::new();
             }
+            format!(
+                "; stderr ends with:\n{}",
+                crate::runtime::secrets::tail(s, STDERR_TAIL)
+            )
         };
         match self {
             ExecError::Spawn(m) => write!(f, "cannot start the command: {m}"),
+            ExecError::Unwatched(m) => write!(f, "the command was not started: {m}"),
             ExecError::Exit { status, stderr } => write!(f, "the command {status}{}", tail(stderr)),
             ExecError::TimedOut { after, stderr } => write!(
                 f,
@@ -66,172 +118,43 @@ impl std::fmt::Display for ExecError {
     }
 }
 
-/// Where argv[0] is: on PATH unless it contains `/`, then relative to the project root.
-/// Made absolute, since the child changes into the root before it starts the program.
-fn program(argv0: &str, root: &Path) -> std::path::PathBuf {
-    if argv0.contains('/') && !Path::new(argv0).is_absolute() {
-        let joined = root.join(argv0);
-        std::path::absolute(&joined).unwrap_or(joined)
-    } else {
-        std::path::PathBuf::from(argv0)
-    }
-}
-
-/// Kills a process group.
-#[allow(unsafe_code)]
-fn kill_group(pgid: u32) {
-    // SAFETY: kill(2) with a negative pid signals a process group; it has no memory effects.
-    unsafe {
-        libc::kill(-(pgid as i32), libc::SIGKILL);
-    }
-}
-
-/// The fork path's way of arming the parent-death signal (`spawn.rs` arms it on the usual
-/// path). Linux delivers the signal when the *thread* that started the child ends, not
-/// the process: children are therefore started from long-lived threads (the thread
-/// driving the attempt, or the runtime's workers), never from a blocking-pool thread that
-/// may retire while its child runs.
-#[allow(unsafe_code)]
-fn die_with_parent(cmd: &mut tokio::process::Command) {
-    #[cfg(target_os = "linux")]
-    {
-        let parent = std::process::id() as libc::pid_t;
-        // SAFETY: prctl(PR_SET_PDEATHSIG) only sets a flag on the child and getppid reads
-        // its parent; both are async-signal-safe, and the closure allocates nothing.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // pipec died before the signal was armed: do not start the effect.
-                if libc::getppid() != parent {
-                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-                }
-                super::spawn::default_reserved_signals();
-                Ok(())
-            });
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = cmd;
-}
-
-/// A running child, however it was started.
-enum Proc {
-    Tokio(tokio::process::Child),
-    #[cfg(target_os = "linux")]
-    Direct(super::spawn::Child),
-}
-
-impl Proc {
-    async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
-        match self {
-            Proc::Tokio(c) => c.wait().await,
-            #[cfg(target_os = "linux")]
-            Proc::Direct(c) => c.wait().await,
-        }
-    }
-}
-
-type Writer = Box<dyn tokio::io::AsyncWrite + Unpin + Send>;
-type Reader = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
-
-/// A started child: the process, its process group, and its stdin, stdout and stderr.
-type Started = (Proc, u32, Option<Writer>, Option<Reader>, Option<Reader>);
-
-fn start(req: &ExecRequest<'_>, argv0: &str) -> std::io::Result<Started> {
-    let program = program(argv0, req.project_root);
-    #[cfg(target_os = "linux")]
-    if super::spawn::available() {
-        let s = super::spawn::spawn(&program, req.argv, req.project_root, &req.env)?;
-        let pgid = s.child.id();
-        return Ok((
-            Proc::Direct(s.child),
-            pgid,
-            Some(Box::new(s.stdin)),
-            Some(Box::new(s.stdout)),
-            Some(Box::new(s.stderr)),
-        ));
-    }
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.arg0(argv0)
-        .args(&req.argv[1..])
-        .current_dir(req.project_root)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .process_group(0);
-    for (k, v) in &req.env {
-        cmd.env(k, v);
-    }
-    die_with_parent(&mut cmd);
-    let mut child = cmd.spawn()?;
-    let pgid = child.id().unwrap_or(0);
-    let stdin = child.stdin.take().map(|s| Box::new(s) as Writer);
-    let stdout = child.stdout.take().map(|s| Box::new(s) as Reader);
-    let stderr = child.stderr.take().map(|s| Box::new(s) as Reader);
-    Ok((Proc::Tokio(child), pgid, stdin, stdout, stderr))
-}
-
-/// Kills a child's process group when dropped before the child was waited for: a node's
-/// timeout or a cancelled attempt drops the future running the command, and whatever the
-/// command started in its group goes with it.
-struct GroupGuard {
-    pgid: u32,
-    armed: bool,
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if self.armed && self.pgid != 0 {
-            kill_group(self.pgid);
-        }
-    }
-}
-
+/// Runs the command, watched by this process's reaper; its value.
 pub async fn run(req: ExecRequest<'_>) -> Result<Value, ExecError> {
+    run_command(req, None).await.map(|ran| ran.value)
+}
+
+/// Runs the command only under `reaper` (the one whose identity was journaled before the
+/// run): if that reaper is gone, nothing starts ([`ExecError::Unwatched`]).
+pub async fn run_watched(req: ExecRequest<'_>, reaper: &ReaperId) -> Result<Ran, ExecError> {
+    run_command(req, Some(reaper)).await
+}
+
+async fn run_command(req: ExecRequest<'_>, reaper: Option<&ReaperId>) -> Result<Ran, ExecError> {
     let Some(argv0) = req.argv.first() else {
         return Err(ExecError::Spawn("empty command".into()));
     };
-    let (mut child, pgid, mut stdin, mut stdout, mut stderr) =
-        start(&req, argv0).map_err(|e| ExecError::Spawn(format!("{argv0}: {e}")))?;
-    let mut guard = GroupGuard { pgid, armed: true };
+    let mut cmd = process::Command::new(req.argv, req.project_root)
+        .environment(Environment::Inherited(&req.env));
+    if let Some(reaper) = reaper {
+        cmd = cmd.watched_by(reaper);
+    }
+    let Spawned {
+        mut child,
+        stdin,
+        stdout,
+        stderr,
+    } = process::spawn(&cmd).map_err(|e| match e {
+        SpawnError::Start(e) => ExecError::Spawn(format!("{argv0}: {e}")),
+        SpawnError::Unwatched(e) => ExecError::Unwatched(format!("{argv0}: {e}")),
+    })?;
+    let group = child.group();
+    let reaper = child.reaper();
     let input = serde_json::to_vec(req.stdin).unwrap_or_default();
-    let work = async {
-        let write = async {
-            if let Some(s) = stdin.as_mut() {
-                let _ = s.write_all(&input).await;
-                let _ = s.shutdown().await;
-            }
-            drop(stdin.take());
-        };
-        let read_out = async {
-            let mut buf = Vec::new();
-            if let Some(s) = stdout.as_mut() {
-                let _ = s.as_mut().take(MAX_STDOUT + 1).read_to_end(&mut buf).await;
-                // Past the limit the rest is drained, not kept: a command blocked on a
-                // full pipe would never exit.
-                let _ = tokio::io::copy(s, &mut tokio::io::sink()).await;
-            }
-            buf
-        };
-        let read_err = async {
-            let mut buf = Vec::new();
-            if let Some(s) = stderr.as_mut() {
-                let _ = s.read_to_end(&mut buf).await;
-            }
-            buf
-        };
-        let ((), out, err) = tokio::join!(write, read_out, read_err);
-        let status = child.wait().await;
-        guard.armed = false;
-        (out, err, status)
-    };
+    let exchange = exchange(&mut child, stdin, stdout, stderr, &input);
     let (out, err, status) = match req.timeout {
-        Some(t) => match tokio::time::timeout(t, work).await {
+        Some(t) => match tokio::time::timeout(t, exchange).await {
             Ok(r) => r,
-            // The guard kills the group as this returns.
+            // `child` drops as this returns, which kills its group.
             Err(_) => {
                 return Err(ExecError::TimedOut {
                     after: t,
@@ -239,8 +162,10 @@ pub async fn run(req: ExecRequest<'_>) -> Result<Value, ExecError> {
                 });
             }
         },
-        None => work.await,
+        None => exchange.await,
     };
+    // What the command left in its group ends with it.
+    child.end().await;
     let stderr_text = tail(&err);
     let status = status.map_err(|e| ExecError::Spawn(e.to_string()))?;
     if !status.success() {
@@ -260,18 +185,91 @@ pub async fn run(req: ExecRequest<'_>) -> Result<Value, ExecError> {
         });
     }
     let text = String::from_utf8_lossy(&out);
-    serde_json::from_str(text.trim()).map_err(|e| ExecError::Output {
+    let value = serde_json::from_str(text.trim()).map_err(|e| ExecError::Output {
         message: format!(
             "the command's stdout is not one JSON value ({e}): {}",
             text.chars().take(200).collect::<String>()
         ),
         stderr: stderr_text,
+    })?;
+    Ok(Ran {
+        value,
+        group,
+        reaper,
     })
 }
 
+/// Feeds stdin, reads stdout and stderr, and waits for the command to exit; once it has,
+/// the pipes get [`GRACE_AFTER_EXIT`] to reach their end, and a pipe still held open by
+/// something the command left behind is cut short by killing the group. What was read
+/// until then is the command's output.
+async fn exchange(
+    child: &mut Child,
+    mut stdin: pipe::Sender,
+    mut stdout: pipe::Receiver,
+    mut stderr: pipe::Receiver,
+    input: &[u8],
+) -> (Vec<u8>, Vec<u8>, io::Result<ExitStatus>) {
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let status = {
+        let write = async move {
+            let _ = stdin.write_all(input).await;
+            let _ = stdin.shutdown().await;
+        };
+        let read_out = async {
+            let _ = (&mut stdout)
+                .take(MAX_STDOUT + 1)
+                .read_to_end(&mut out)
+                .await;
+            // Past the limit the rest is drained, not kept: a command blocked on a full
+            // pipe would never exit.
+            let _ = tokio::io::copy(&mut stdout, &mut tokio::io::sink()).await;
+        };
+        let read_err = async {
+            // Only the end is kept: a command that writes gigabytes to stderr must not
+            // take pipec's memory with it.
+            let mut chunk = vec![0u8; 8192];
+            loop {
+                match stderr.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        err.extend_from_slice(&chunk[..n]);
+                        if err.len() > 2 * STDERR_KEPT {
+                            err.drain(..err.len() - STDERR_KEPT);
+                        }
+                    }
+                }
+            }
+        };
+        let pipes = async {
+            tokio::join!(write, read_out, read_err);
+        };
+        tokio::pin!(pipes);
+        let mut pipes_done = false;
+        let status = loop {
+            tokio::select! {
+                () = &mut pipes, if !pipes_done => pipes_done = true,
+                status = child.wait() => break status,
+            }
+        };
+        if !pipes_done
+            && tokio::time::timeout(GRACE_AFTER_EXIT, &mut pipes)
+                .await
+                .is_err()
+        {
+            child.kill();
+            let _ = tokio::time::timeout(GRACE_AFTER_EXIT, &mut pipes).await;
+        }
+        status
+    };
+    (out, err, status)
+}
+
+/// The kept end of stderr, as text.
 fn tail(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
-    let start = text.len().saturating_sub(STDERR_TAIL);
+    let start = text.len().saturating_sub(STDERR_KEPT);
     let start = crate::source::floor_char_boundary(&text, start);
     text[start..].to_string()
 }

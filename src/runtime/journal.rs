@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 use super::executor::Executor;
 use super::secrets::placeholder;
 use crate::plan::{Node, Source};
-use crate::store::{CallKey, CallRec, CallState, ThreadState, ids};
+use crate::store::{CallKey, CallRec, CallState, ThreadState, Watcher, ids};
 
 /// The next unused step of a node's item in its generation.
 pub(crate) fn next_step(state: &ThreadState, node: &str, generation: u32, item: u32) -> u32 {
@@ -118,6 +118,7 @@ pub(crate) fn started_row(
     params: &BTreeMap<String, Value>,
     idem_key: String,
     attempt: u32,
+    watched_by: Option<Watcher>,
 ) -> CallRec {
     CallRec {
         kind: executor.call_kind().into(),
@@ -133,6 +134,7 @@ pub(crate) fn started_row(
         started_ms: ids::now_ms(),
         finished_ms: 0,
         decision: None,
+        watched_by,
     }
 }
 

@@ -4,7 +4,8 @@
 //! attempt (`attempt/`) schedules nodes as data arrives; nodes that are not pure run
 //! through their kind's executor (`executor/`) with retries and timeouts (`tries.rs`),
 //! journaled as `journal.rs` says. `bind.rs` is how every node enters; `eval.rs` the
-//! expressions and sources; `exec.rs` subprocesses (`spawn.rs` starts them on Linux).
+//! expressions and sources; `exec.rs` the subprocess of an `exec` node (started through
+//! `crate::process`).
 
 mod attempt;
 mod bind;
@@ -23,11 +24,6 @@ mod preflight;
 pub mod progress;
 mod runner;
 pub mod secrets;
-// Spawning `exec` children on Linux: clone, signal and descriptor set-up in the child
-// before `execve`; every block says why it is sound.
-#[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
-mod spawn;
 mod tries;
 pub mod validate;
 

@@ -17,6 +17,9 @@ use crate::names::did_you_mean;
 use crate::plan::{Body, NodeKind};
 use crate::store::{CallState, NodeState, StoredError, ThreadState};
 
+/// How long a resume waits for the processes of a dead pipec's calls to be gone.
+const EFFECTS_GONE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The default cap on one gate answer's size, as JSON.
 pub const DEFAULT_MAX_ANSWER_BYTES: usize = 1024 * 1024;
 
@@ -346,6 +349,45 @@ impl Runner {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    /// Before anything is decided about calls another process left unfinished, what they
+    /// started must be gone: each `started` row names the reaper watching its process
+    /// group, and the reaper of a pipec that died kills the group, then exits. A resume
+    /// waits for it (briefly; it takes milliseconds) and is refused while it still runs.
+    pub(crate) async fn wait_for_unfinished_effects(
+        &self,
+        state: &ThreadState,
+    ) -> Result<(), RuntimeError> {
+        let mut seen = BTreeSet::new();
+        for (key, call) in &state.calls {
+            if !matches!(call.state, CallState::Started | CallState::Unknown) || call.idempotent {
+                continue;
+            }
+            let Some(w) = call.watched_by else {
+                continue;
+            };
+            if !seen.insert((w.reaper_pid, w.reaper_start, w.owner_pid)) {
+                continue;
+            }
+            let reaper = crate::process::ReaperId {
+                pid: w.reaper_pid,
+                start_time: w.reaper_start,
+            };
+            if let Err(still) =
+                crate::process::wait_gone(&reaper, w.owner_pid, EFFECTS_GONE_WAIT).await
+            {
+                return Err(RuntimeError::new(
+                    &codes::THREAD_LOCKED,
+                    format!(
+                        "the processes the call {} started may still run: {still}",
+                        key.display()
+                    ),
+                )
+                .help("resume again in a moment; `ps` shows what the reaper is waiting for"));
+            }
+        }
+        Ok(())
     }
 
     /// Calls whose outcome nobody knows and nobody decided on.

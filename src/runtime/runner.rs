@@ -375,7 +375,8 @@ impl Runner {
             });
         }
         let plan_changes = plan_change::changed_nodes(&self.plan, &state, &opts, &self.validators)?;
-        // Unfinished effects need a decision.
+        // Unfinished effects need a decision, once what they started is gone.
+        self.wait_for_unfinished_effects(&state).await?;
         let blocked = self.unfinished_calls(&state, &opts);
         if !blocked.is_empty() {
             if rec.status != Status::Blocked {

@@ -126,6 +126,24 @@ fn placeholder_text(name: &str) -> String {
     format!("secret({name})")
 }
 
+/// The last `keep` bytes of a scrubbed text (on a character boundary), widened to the
+/// start of a placeholder the cut would split, so it reads `secret(NAME)`.
+pub fn tail(text: &str, keep: usize) -> &str {
+    const OPEN: &str = "secret(";
+    let mut start = crate::source::floor_char_boundary(text, text.len().saturating_sub(keep));
+    // A placeholder that begins before the cut, or that the cut falls inside.
+    let window = crate::source::floor_char_boundary(text, (start + OPEN.len()).min(text.len()));
+    if let Some(open) = text[..window].rfind(OPEN)
+        && open < start
+        && text[open..]
+            .find(')')
+            .is_some_and(|close| open + close >= start)
+    {
+        start = open;
+    }
+    &text[start..]
+}
+
 /// The forms a secret takes in what pipec writes.
 fn encodings(value: &str) -> Vec<String> {
     let mut out = vec![value.to_string()];
@@ -259,6 +277,16 @@ mod tests {
         );
         // Shorter pieces than the minimum are left alone.
         assert_eq!(s.scrub_fragment("89 end"), "89 end");
+    }
+
+    #[test]
+    fn a_tail_never_splits_a_placeholder() {
+        let text = "aaaa secret(KEY) bbbb";
+        assert_eq!(tail(text, 8), "secret(KEY) bbbb");
+        assert_eq!(tail(text, 13), "secret(KEY) bbbb", "a cut inside `secret(`");
+        assert_eq!(tail(text, 10), "secret(KEY) bbbb", "a cut inside the name");
+        assert_eq!(tail(text, 4), "bbbb");
+        assert_eq!(tail(text, 100), text);
     }
 
     #[test]

@@ -67,6 +67,7 @@ impl Unit {
             &self.params,
             self.idem_key.clone(),
             attempt,
+            self.executor.watcher(),
         );
         (key, rec)
     }
@@ -100,6 +101,7 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
             shared: &shared,
             unit: &unit,
             idem_key: unit.idem_key.clone(),
+            started: started_row.as_ref(),
             writes: &mut writes,
         };
         let attempt = executor.run(cx);

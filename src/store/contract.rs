@@ -529,6 +529,7 @@ fn load_returns_every_row_a_commit_wrote(store: &dyn Store) {
         started_ms: 5,
         finished_ms: 0,
         decision: None,
+        watched_by: None,
     };
     let mut each = NodeRec::done(json!(null));
     each.value = None;

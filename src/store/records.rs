@@ -296,6 +296,20 @@ pub struct CallRec {
     /// Why a person resolved it, when they did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<String>,
+    /// The process that watches the call's process group (its reaper), and the pipec
+    /// that started it: a resume waits until what the call started is gone before it
+    /// decides anything about the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watched_by: Option<Watcher>,
+}
+
+/// A reaper, as a `started` row records it: its pid and start time (so that a reused pid
+/// is not taken for it) and the pid of the pipec it watches for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Watcher {
+    pub reaper_pid: u32,
+    pub reaper_start: u64,
+    pub owner_pid: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

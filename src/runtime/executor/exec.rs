@@ -7,9 +7,11 @@ use serde_json::Value;
 use super::{Executor, TryContext, TryError, TryFuture};
 use crate::diagnostic::{self as codes, Rule};
 use crate::plan::{Body, Node};
+use crate::process::ReaperId;
 use crate::runtime::error::RuntimeError;
 use crate::runtime::exec::{self, ExecError};
 use crate::runtime::validate::Mode;
+use crate::store::Watcher;
 
 pub(crate) struct Exec;
 
@@ -37,6 +39,16 @@ impl Executor for Exec {
 
     fn failure_rule(&self) -> &'static Rule {
         &codes::EXEC_FAILED
+    }
+
+    fn watcher(&self) -> Option<Watcher> {
+        // Started now if need be: the row names it before the command can run.
+        let reaper = crate::process::current_reaper().ok()?;
+        Some(Watcher {
+            reaper_pid: reaper.pid,
+            reaper_start: reaper.start_time,
+            owner_pid: std::process::id(),
+        })
     }
 
     fn run<'a>(&'a self, cx: TryContext<'a>) -> TryFuture<'a> {
@@ -69,16 +81,28 @@ async fn run(this: &Exec, cx: TryContext<'_>) -> Result<Value, TryError> {
         ("PIPEC_CALL_KEY".to_string(), cx.idem_key.clone()),
     ];
     let stdin = Value::Object(unit.params.clone().into_iter().collect());
-    let result = exec::run(exec::ExecRequest {
+    let request = exec::ExecRequest {
         argv,
         project_root: &shared.project_root,
         stdin: &stdin,
         env,
         timeout: None,
-    })
-    .await;
+    };
+    // A journaled try runs only under the reaper its `started` row names.
+    let watched = cx.started.and_then(|r| r.watched_by).map(|w| ReaperId {
+        pid: w.reaper_pid,
+        start_time: w.reaper_start,
+    });
+    let result = match &watched {
+        Some(reaper) => exec::run_watched(request, reaper)
+            .await
+            .map(|ran| ran.value),
+        None => exec::run(request).await,
+    };
     let idempotent = !this.journaled(node);
     let scrub = |s: String| shared.scrubber.scrub_fragment(&s);
+    // A stderr tail is scrubbed before it is cut, so no cut leaves half a secret.
+    let result = result.map_err(|e| e.map_stderr(|s| shared.scrubber.scrub_fragment(s)));
     let fatal = |rule, message: String| {
         TryError::Fatal(RuntimeError::new(rule, scrub(message)).stored(Some(&node.name)))
     };
@@ -100,7 +124,7 @@ async fn run(this: &Exec, cx: TryContext<'_>) -> Result<Value, TryError> {
             Ok(value)
         }
         // Nothing ran: trying again is safe.
-        Err(ExecError::Spawn(m)) => Err(TryError::Transient {
+        Err(ExecError::Spawn(m) | ExecError::Unwatched(m)) => Err(TryError::Transient {
             rule: &codes::EXEC_FAILED,
             message: scrub(m),
         }),

@@ -20,7 +20,7 @@ use super::attempt::Shared;
 use super::tries::Unit;
 use crate::diagnostic::Rule;
 use crate::plan::{Body, Node, NodeKind};
-use crate::store::{StoredError, Write};
+use crate::store::{CallRec, StoredError, Watcher, Write};
 
 /// A boxed future of an executor's try.
 pub(crate) type TryFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, TryError>> + Send + 'a>>;
@@ -45,6 +45,8 @@ pub(crate) struct TryContext<'a> {
     pub unit: &'a Unit,
     /// The key handed to the callee; the same for every try of the call.
     pub idem_key: String,
+    /// The try's `started` row, when the executor journals its tries.
+    pub started: Option<&'a CallRec>,
     /// Rows and events the try produced (model turns), committed with its result.
     pub writes: &'a mut Vec<Write>,
 }
@@ -69,6 +71,12 @@ pub(crate) trait Executor: Sync {
     /// turns), rather than a try of the same call.
     fn key_per_step(&self) -> bool {
         false
+    }
+
+    /// What watches the processes a try starts, for its `started` row (executors that
+    /// start processes: their reaper).
+    fn watcher(&self) -> Option<Watcher> {
+        None
     }
 
     /// One try.
