@@ -22,7 +22,7 @@ pub struct Args {
     /// Run this plan or .pipe instead of the thread's source
     #[arg(long)]
     plan: Option<PathBuf>,
-    /// Make an unfinished call again (`node[item]#try.call`, or `all`)
+    /// Make an unfinished call again (its key, `node:g0:i0:s1:c0`, or `all`)
     #[arg(long = "retry-unfinished", value_name = "CALL")]
     retry: Vec<String>,
     /// Record that an unfinished call happened, with its result: `CALL=JSON`

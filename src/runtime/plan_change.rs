@@ -37,6 +37,7 @@ fn foreign(message: String, help: &str) -> RuntimeError {
 pub(crate) fn check_identity(
     plan: &Plan,
     state: &ThreadState,
+    renames: &[(String, String)],
     validators: &Validators,
 ) -> Result<Value, RuntimeError> {
     let Some(thread) = &state.thread else {
@@ -99,7 +100,11 @@ pub(crate) fn check_identity(
         if gate.state != GateState::Pending {
             continue;
         }
-        let is_gate = plan.node(name).is_some_and(|n| n.kind == NodeKind::Gate);
+        let current = renames
+            .iter()
+            .find(|(old, _)| old == name)
+            .map_or(name.as_str(), |(_, new)| new.as_str());
+        let is_gate = plan.node(current).is_some_and(|n| n.kind == NodeKind::Gate);
         if !is_gate {
             return Err(foreign(
                 format!(

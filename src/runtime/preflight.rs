@@ -82,7 +82,8 @@ impl Runner {
                     }
                 },
             };
-            if let Err(e) = self.validators.check(&input.schema, &value, Mode::Closed) {
+            // Records are open: an input may carry fields its type does not name.
+            if let Err(e) = self.validators.check(&input.schema, &value, Mode::Open) {
                 return Err(RuntimeError::new(
                     &codes::INPUT_INVALID,
                     format!(
@@ -175,20 +176,21 @@ impl Runner {
                 )
                 .help("host functions are registered by a program that embeds pipec: `Runner::host_fn(...)`"));
             }
-            let mcp = matches!(node.body, Body::Call { .. })
-                || matches!(node.kind, NodeKind::Agent | NodeKind::Act);
+            let runs = match executor::for_node(node) {
+                Some(e) => e.supported(),
+                None => node.kind == NodeKind::Gate || matches!(node.body, Body::Return { .. }),
+            };
             let reads = node.params.iter().any(|p| eval::is_resource(&p.source));
-            if mcp || reads {
+            if !runs || reads {
                 unsupported.push(format!(
                     "`{}` ({})",
                     node.name,
-                    if mcp { "MCP tools" } else { "an MCP resource" }
+                    if reads {
+                        "an MCP resource"
+                    } else {
+                        "MCP tools"
+                    }
                 ));
-            } else if node.kind != NodeKind::Gate
-                && !matches!(node.body, Body::Return { .. })
-                && executor::for_node(node).is_none()
-            {
-                unsupported.push(format!("`{}`", node.name));
             }
         }
         if !unsupported.is_empty() {
@@ -270,8 +272,12 @@ impl Runner {
         }
         let mut renamed = BTreeSet::new();
         for (old, new) in &opts.renames {
-            if !state.nodes.contains_key(old) {
-                let known = state.nodes.keys().map(String::as_str);
+            if !state.nodes.contains_key(old) && !state.gates.contains_key(old) {
+                let known = state
+                    .nodes
+                    .keys()
+                    .chain(state.gates.keys())
+                    .map(String::as_str);
                 problems.push(
                     option(format!(
                         "`--rename {old}={new}`: the thread has no node `{old}`"
@@ -334,7 +340,13 @@ impl Runner {
                     .calls
                     .keys()
                     .find(|k| k.display() == *key)
-                    .and_then(|k| self.plan.node(&k.node));
+                    .map(|k| {
+                        opts.renames
+                            .iter()
+                            .find(|(old, _)| *old == k.node)
+                            .map_or(k.node.as_str(), |(_, new)| new.as_str())
+                    })
+                    .and_then(|name| self.plan.node(name));
                 if let Some(node) = node
                     && let Err(e) = self.validators.check(&node.output, value, Mode::Open)
                 {

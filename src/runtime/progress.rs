@@ -32,6 +32,10 @@ pub enum Step<'a> {
     Waiting {
         gate: &'a str,
     },
+    /// Something the person running pipec should know that stops nothing.
+    Warning {
+        message: &'a str,
+    },
 }
 
 /// Receives progress; the CLI prints it on stderr.
@@ -219,6 +223,7 @@ impl Progress for StderrProgress {
             Step::Waiting { gate } => {
                 format!("  {} {gate} waits for an answer", self.paint("33", "⏸"))
             }
+            Step::Warning { message } => format!("  {} {message}", self.paint("33", "!")),
         };
         let mut live = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         if !self.tty {

@@ -273,7 +273,9 @@ impl Runner {
             inputs,
             config,
             model_overrides: self.model_overrides.clone(),
-            pre_answers: BTreeMap::new(),
+            // With the thread from its first commit: a crash before the first step does
+            // not lose them.
+            pre_answers: pre.clone(),
             outputs: None,
             error: None,
             next_seq: 0,
@@ -346,9 +348,6 @@ impl Runner {
             }
             _ => {}
         }
-        let inputs = plan_change::check_identity(&self.plan, &state, &self.validators)?;
-        self.check_resume_options(&state, &opts)?;
-        self.check_answers(&answers)?;
         for (gate, answer) in &answers {
             if let Some(g) = state.gates.get(gate)
                 && g.state == GateState::Answered
@@ -364,16 +363,25 @@ impl Runner {
             }
         }
         if rec.status == Status::Completed {
-            // Nothing to change: the outputs again (answers equal to the stored ones are fine).
-            let outputs =
-                crate::runtime::eval::outputs_of(&self.plan, &state).map_err(|(name, e)| {
-                    RuntimeError::new(e.rule(), format!("the output `{name}`: {e}"))
-                })?;
+            // Nothing to change: the outputs again, as the plan the thread ran computes
+            // them (answers equal to the stored ones are fine).
+            let ran = match self.store.get_plan(&rec.plan_hash).await? {
+                Some(json) if rec.plan_hash != self.plan.hash => Plan::from_json(&json)
+                    .map_err(|e| RuntimeError::new(e.rule(), format!("the stored plan: {e}")))?,
+                _ => (*self.plan).clone(),
+            };
+            let outputs = crate::runtime::eval::outputs_of(&ran, &state).map_err(|(name, e)| {
+                RuntimeError::new(e.rule(), format!("the output `{name}`: {e}"))
+            })?;
             return Ok(Outcome::Completed {
                 thread: rec.id,
                 outputs,
             });
         }
+        let inputs =
+            plan_change::check_identity(&self.plan, &state, &opts.renames, &self.validators)?;
+        self.check_resume_options(&state, &opts)?;
+        self.check_answers(&answers)?;
         let plan_changes = plan_change::changed_nodes(&self.plan, &state, &opts, &self.validators)?;
         // Unfinished effects need a decision, once what they started is gone.
         self.wait_for_unfinished_effects(&state).await?;
@@ -404,13 +412,23 @@ impl Runner {
             &config,
             &self.project_root,
         )?;
-        // Answers to pending gates go in without a lease (so a live holder sees them too).
-        let (now_answers, later): (Vec<_>, Vec<_>) = answers.into_iter().partition(|(g, _)| {
-            state
-                .gates
-                .get(g)
-                .is_some_and(|r| r.state == GateState::Pending)
-        });
+        // Answers to pending gates go in without a lease (so a live holder sees them too);
+        // an answer equal to the one a gate has changes nothing; the rest wait for their
+        // gate.
+        let (now_answers, later): (Vec<_>, Vec<_>) = answers
+            .into_iter()
+            .filter(|(g, _)| {
+                !state
+                    .gates
+                    .get(g)
+                    .is_some_and(|r| r.state == GateState::Answered)
+            })
+            .partition(|(g, _)| {
+                state
+                    .gates
+                    .get(g)
+                    .is_some_and(|r| r.state == GateState::Pending)
+            });
         // What the store writes for this resume (answers, the claim), for the live stream.
         let mut committed = Vec::new();
         if !now_answers.is_empty() {
@@ -452,13 +470,14 @@ impl Runner {
                 format!("no thread `{thread}`"),
             ));
         };
-        if rec.status.is_terminal() {
+        // A failed thread may still wait at a gate of a branch that did not fail.
+        if matches!(rec.status, Status::Completed | Status::Cancelled) {
             return Err(RuntimeError::new(
                 &codes::THREAD_ENDED,
                 format!("thread {} has ended ({})", rec.id, rec.status.as_str()),
             ));
         }
-        plan_change::check_identity(&self.plan, &state, &self.validators)?;
+        plan_change::check_identity(&self.plan, &state, &[], &self.validators)?;
         self.check_answers(&answers)?;
         let committed = self.store.answer(&rec.id, answers, "cli").await?;
         if let Some(sink) = &self.events {
@@ -497,14 +516,11 @@ impl Runner {
             event_write(Event::ThreadBlocked { calls }),
         ];
         writes.extend(attempt.map(Write::Attempt));
-        commit(
-            &*self.store,
-            &lease,
-            &Scrubber::default(),
-            self.events.as_ref(),
-            writes,
-        )
-        .await
+        let committed = commit(&*self.store, &lease, &Scrubber::default(), writes).await?;
+        if let Some(sink) = &self.events {
+            committed.iter().for_each(|e| sink(e));
+        }
+        Ok(())
     }
 
     fn attempt_rec(&self, number: u32) -> AttemptRec {

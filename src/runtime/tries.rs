@@ -1,11 +1,17 @@
 //! Running one unit of work (a node, or one item of an `each` node) with its executor:
 //! the node's `timeout` per try, `retries` with backoff (the next try and its deadline
-//! are committed before waiting, so a crash does not reset them), and the journal row
-//! that ends each journaled try. Results go back to the scheduler, which commits them
-//! with whatever they make ready: one commit per step of a chain.
+//! are committed before waiting, so a crash does not reset them), and the journal rows
+//! of journaled tries. Results go back to the scheduler, which commits them with
+//! whatever they make ready: one commit per step of a chain.
+//!
+//! A try holds one of the run's permits (`--concurrency`) while it runs, and a
+//! journaled try's `started` row is written only once it holds one: a `started` row
+//! always means the call was about to be made, never that it was waiting its turn.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use tokio::sync::OwnedSemaphorePermit;
 
 use super::attempt::{Shared, event_write};
 use super::bind::Params;
@@ -34,26 +40,38 @@ pub(crate) struct Unit {
     pub step: u32,
     /// The idempotency key of the unit's call, the same for every try.
     pub idem_key: String,
+    /// A call a person asked to retry, and the hash of its arguments: the retry must send
+    /// the same ones (`R0404` otherwise).
+    pub retry_of: Option<(CallKey, String)>,
+    /// The node's row as the attempt last wrote it (plain nodes): retry rows are built
+    /// from it, so they keep its crash count and start.
+    pub row: Option<NodeRec>,
     /// The `started` row the scheduler already committed for the next try.
     pub started: Option<(CallKey, CallRec)>,
+    /// The run permit the scheduler took for the first try.
+    pub permit: Option<OwnedSemaphorePermit>,
     /// A retry's wait that a crash interrupted: the rest is waited out first.
     pub wait_until_ms: Option<u64>,
 }
 
-/// What a unit ended with; the writes are committed by the caller.
+/// What a unit ended with; the writes are committed by the caller. `row` is the node row
+/// the unit wrote last (a retry's), for the scheduler's copy.
 pub(crate) enum UnitEnd {
     Value {
         value: serde_json::Value,
         writes: Vec<Write>,
+        row: Option<NodeRec>,
     },
     Failed {
         error: StoredError,
         writes: Vec<Write>,
+        row: Option<NodeRec>,
     },
     /// An effect whose outcome is unknown: the thread needs a person.
     Unknown {
         error: StoredError,
         writes: Vec<Write>,
+        row: Option<NodeRec>,
     },
 }
 
@@ -71,6 +89,37 @@ impl Unit {
         );
         (key, rec)
     }
+
+    /// The writes that journal the next try before it runs: its `started` row and the
+    /// `call_started` event. A retry of a call a person asked to retry must send the
+    /// same arguments: otherwise it is not that call (`R0404`), and nothing is written.
+    pub(crate) fn begin_try(&mut self, attempt: u32) -> Result<Vec<Write>, StoredError> {
+        let (key, rec) = self.started_row(attempt);
+        if let Some((old_key, old_hash)) = &self.retry_of
+            && *old_hash != rec.args_hash
+        {
+            return Err(RuntimeError::new(
+                &codes::JOURNAL_DIVERGENCE,
+                format!(
+                    "the retry of {} would send different arguments ({} ≠ {old_hash}) than the call it retries",
+                    old_key.display(),
+                    rec.args_hash,
+                )
+            )
+            .help("its inputs changed; check them with `pipec show --internal`, then run it from scratch with `--rerun-from`")
+            .stored(Some(&self.node.name)));
+        }
+        let writes = vec![
+            event_write(Event::CallStarted {
+                node: self.node.name.clone(),
+                call: key.display(),
+                args_hash: rec.args_hash.clone(),
+            }),
+            Write::Call(key.clone(), rec.clone()),
+        ];
+        self.started = Some((key, rec));
+        Ok(writes)
+    }
 }
 
 /// Runs a unit with its retries.
@@ -87,9 +136,46 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
         }
     }
     loop {
+        let permit = match unit.permit.take() {
+            Some(p) => p,
+            None => match shared.permits.clone().acquire_owned().await {
+                Ok(p) => p,
+                Err(_) => {
+                    let error =
+                        RuntimeError::new(&codes::INTERNAL_ERROR, "the run's permits closed")
+                            .stored(Some(&node.name));
+                    return UnitEnd::Failed {
+                        error,
+                        writes,
+                        row: unit.row,
+                    };
+                }
+            },
+        };
+        // A journaled try the scheduler has not journaled yet (a retry, an item) is,
+        // now that it holds a permit.
+        if journaled && unit.started.is_none() {
+            match unit.begin_try(shared.attempt_no) {
+                Ok(started) => {
+                    if let Err(e) = shared.commit(started).await {
+                        return UnitEnd::Failed {
+                            error: e.stored(Some(&node.name)),
+                            writes,
+                            row: unit.row,
+                        };
+                    }
+                }
+                Err(error) => {
+                    return UnitEnd::Unknown {
+                        error,
+                        writes,
+                        row: unit.row,
+                    };
+                }
+            }
+        }
         let key = journal::key(&node.name, unit.generation, unit.item, unit.step);
         let started_row = unit.started.take().map(|(_, rec)| rec);
-        let permit = shared.permits.acquire().await;
         if let Some(p) = &shared.progress {
             p.step(Step::Started {
                 node: &node.name,
@@ -145,7 +231,11 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
                     });
                 }
                 journal(&mut writes, CallState::Ok, None);
-                return UnitEnd::Value { value, writes };
+                return UnitEnd::Value {
+                    value,
+                    writes,
+                    row: unit.row,
+                };
             }
             Err(TryError::Unknown(message)) => {
                 journal(&mut writes, CallState::Unknown, Some(message.clone()));
@@ -154,7 +244,11 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
                     format!("{message}; whether it took effect is unknown"),
                 )
                 .stored(Some(&node.name));
-                return UnitEnd::Unknown { error, writes };
+                return UnitEnd::Unknown {
+                    error,
+                    writes,
+                    row: unit.row,
+                };
             }
             Err(TryError::Fatal(error)) => {
                 report_item_failure(&shared, &unit, &error);
@@ -163,7 +257,11 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
                     CallState::ToolError,
                     Some(error.message.clone()),
                 );
-                return UnitEnd::Failed { error, writes };
+                return UnitEnd::Failed {
+                    error,
+                    writes,
+                    row: unit.row,
+                };
             }
             Err(TryError::Transient { rule, message }) => {
                 journal(&mut writes, CallState::ToolError, Some(message.clone()));
@@ -175,9 +273,14 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
                     };
                     let error = RuntimeError::new(rule, message).stored(Some(&node.name));
                     report_item_failure(&shared, &unit, &error);
-                    return UnitEnd::Failed { error, writes };
+                    return UnitEnd::Failed {
+                        error,
+                        writes,
+                        row: unit.row,
+                    };
                 }
-                // The next try and its wait are stored before waiting.
+                // The next try and its wait are stored before waiting; its `started` row
+                // is written when it holds a permit again.
                 unit.tries += 1;
                 unit.step += 1;
                 let backoff = Duration::from_millis(
@@ -188,23 +291,13 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
                 let due = ids::now_ms() + backoff.as_millis() as u64;
                 let error = RuntimeError::new(rule, message.clone()).stored(Some(&node.name));
                 let mut batch = std::mem::take(&mut writes);
-                if !unit.is_item {
-                    batch.push(Write::Node(
-                        node.name.clone(),
-                        NodeRec {
-                            generation: unit.generation,
-                            fingerprint: node.fingerprint.clone(),
-                            state: NodeState::Running,
-                            value: None,
-                            error: Some(error),
-                            tries: unit.tries,
-                            crash_count: 0,
-                            next_retry_ms: Some(due),
-                            started_ms: ids::now_ms(),
-                            finished_ms: 0,
-                            items: None,
-                        },
-                    ));
+                if let Some(row) = &mut unit.row {
+                    row.state = NodeState::Running;
+                    row.tries = unit.tries;
+                    row.next_retry_ms = Some(due);
+                    row.error = Some(error);
+                    row.finished_ms = 0;
+                    batch.push(Write::Node(node.name.clone(), row.clone()));
                 }
                 batch.push(event_write(Event::RetryScheduled {
                     node: node.name.clone(),
@@ -214,15 +307,11 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
                     code: Some(rule.code.into()),
                     error: message,
                 }));
-                if journaled {
-                    let (key, rec) = unit.started_row(shared.attempt_no);
-                    batch.push(Write::Call(key.clone(), rec.clone()));
-                    unit.started = Some((key, rec));
-                }
                 if let Err(e) = shared.commit(batch).await {
                     return UnitEnd::Failed {
                         error: e.stored(Some(&node.name)),
                         writes: Vec::new(),
+                        row: unit.row,
                     };
                 }
                 if let Some(p) = &shared.progress {

@@ -398,6 +398,11 @@ fn prepare(writes: &[Write]) -> Result<Vec<Write>, StoreError> {
                 Write::Gate(name, g) => Write::Gate(name.clone(), stored(g, &|| name.clone())?),
                 Write::Attempt(a) => Write::Attempt(stored(a, &|| "attempt".to_string())?),
                 Write::Thread(t) => Write::Thread(stored(t, &|| t.id.clone())?),
+                Write::RemoveGate(name) => Write::RemoveGate(name.clone()),
+                Write::Rename { from, to } => Write::Rename {
+                    from: from.clone(),
+                    to: to.clone(),
+                },
                 Write::Event(e) => Write::Event(stored(e, &|| "event".to_string())?),
             })
         })
@@ -443,6 +448,10 @@ impl Rows {
                 Write::Attempt(a) => {
                     self.attempts.insert(a.number, a.clone());
                 }
+                Write::RemoveGate(name) => {
+                    self.gates.remove(name);
+                }
+                Write::Rename { from, to } => self.rename(from, to),
                 Write::Thread(new) => {
                     if rewrite_thread {
                         let (epoch, cancel) = (self.rec.epoch, self.rec.cancel_requested);
@@ -469,6 +478,45 @@ impl Rows {
             self.rec.updated_ms = ids::now_ms();
         }
         seqs
+    }
+
+    /// Moves a node's rows (node, items, calls, gate) from one name to another.
+    fn rename(&mut self, from: &str, to: &str) {
+        if let Some(n) = self.nodes.remove(from) {
+            self.nodes.insert(to.to_string(), n);
+        }
+        if let Some(mut g) = self.gates.remove(from) {
+            g.node = to.to_string();
+            self.gates.insert(to.to_string(), g);
+        }
+        let items: Vec<_> = self
+            .items
+            .keys()
+            .filter(|(n, _, _)| n == from)
+            .cloned()
+            .collect();
+        for key in items {
+            if let Some(r) = self.items.remove(&key) {
+                self.items.insert((to.to_string(), key.1, key.2), r);
+            }
+        }
+        let calls: Vec<CallKey> = self
+            .calls
+            .keys()
+            .filter(|k| k.node == from)
+            .cloned()
+            .collect();
+        for key in calls {
+            if let Some(r) = self.calls.remove(&key) {
+                self.calls.insert(
+                    CallKey {
+                        node: to.to_string(),
+                        ..key
+                    },
+                    r,
+                );
+            }
+        }
     }
 
     fn state(&self) -> ThreadState {

@@ -395,6 +395,14 @@ pub enum Write {
     Call(CallKey, CallRec),
     Gate(String, GateRec),
     Attempt(AttemptRec),
+    /// Removes a gate's row (a gate asked again: `--rerun-from`, or skipped by an edit).
+    RemoveGate(String),
+    /// Moves everything stored under a node's name to another name: its row, its items,
+    /// its journal and its gate row (`--rename old=new`).
+    Rename {
+        from: String,
+        to: String,
+    },
     /// Replaces the thread record (the store keeps the status index in step).
     Thread(ThreadRec),
     /// An event for `--events` and `show --events`; the store numbers it and stamps its

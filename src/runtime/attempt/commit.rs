@@ -2,9 +2,9 @@
 //! [`Shared::commit`] scrubs secrets from every write, stamps the events, commits them
 //! in one fenced store transaction, and only then streams the committed events.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::Semaphore;
 
@@ -32,7 +32,11 @@ pub(crate) struct Shared {
     pub scrubber: Scrubber,
     pub events: Option<EventSink>,
     pub progress: Option<Arc<dyn Progress>>,
-    pub permits: Semaphore,
+    /// The run's permits: how many tries may run at once (`--concurrency`).
+    pub permits: Arc<Semaphore>,
+    pub concurrency: usize,
+    /// The events committed, on their way to `events` in order.
+    pub stream: Ordered,
 }
 
 /// The write of an event (the store numbers it and gives it its time when it commits).
@@ -43,38 +47,85 @@ pub(crate) fn event_write(event: Event) -> Write {
 impl Shared {
     /// Commits writes (scrubbed of secrets), then streams their events.
     pub(crate) async fn commit(&self, writes: Vec<Write>) -> Result<(), RuntimeError> {
-        commit(
-            &*self.store,
-            &self.lease,
-            &self.scrubber,
-            self.events.as_ref(),
-            writes,
-        )
-        .await
+        if writes.is_empty() {
+            return Ok(());
+        }
+        self.stream.begin();
+        let result = commit(&*self.store, &self.lease, &self.scrubber, writes).await;
+        let events = result.as_ref().map(Vec::as_slice).unwrap_or_default();
+        self.stream.end(events, self.events.as_ref());
+        result.map(|_| ())
     }
 
-    /// Streams events the store committed on the attempt's behalf (the thread's
-    /// creation, the claim's `attempt_started`, answers given with `resume --answer`).
+    /// Streams events the store committed on the attempt's behalf before it began (the
+    /// thread's creation, the claim's `attempt_started`, answers given with
+    /// `resume --answer`).
     pub(crate) fn stream(&self, events: &[RecordedEvent]) {
-        if let Some(sink) = &self.events {
-            for e in events {
-                sink(e);
-            }
-        }
+        self.stream.begin();
+        self.stream.end(events, self.events.as_ref());
     }
 }
 
-/// Commits writes under `lease`, scrubbed of secrets; then hands the committed events,
-/// as the store numbered and stamped them, to `sink`.
+/// Hands committed events to the sink in `seq` order. Concurrent tasks commit at once
+/// (their commits share a transaction) and learn of it in any order, so their events
+/// wait here for the ones before them. A number no commit of this attempt holds was
+/// written by another process (`pipec answer`, `pipec cancel`): once no commit of this
+/// attempt is in flight, every number below the ones held is known not to be coming,
+/// and what waits is delivered.
+#[derive(Default)]
+pub(crate) struct Ordered {
+    inner: Mutex<OrderedState>,
+}
+
+#[derive(Default)]
+struct OrderedState {
+    /// The next number to deliver, once one is known.
+    next: Option<u64>,
+    waiting: BTreeMap<u64, RecordedEvent>,
+    in_flight: usize,
+}
+
+impl Ordered {
+    fn begin(&self) {
+        self.lock().in_flight += 1;
+    }
+
+    fn end(&self, events: &[RecordedEvent], sink: Option<&EventSink>) {
+        let mut st = self.lock();
+        st.in_flight = st.in_flight.saturating_sub(1);
+        let Some(sink) = sink else {
+            return;
+        };
+        for e in events {
+            st.waiting.insert(e.seq, e.clone());
+        }
+        while let Some((&seq, _)) = st.waiting.first_key_value() {
+            let due = st.next.is_none_or(|n| seq <= n) || st.in_flight == 0;
+            if !due {
+                break;
+            }
+            if let Some(e) = st.waiting.remove(&seq) {
+                sink(&e);
+            }
+            st.next = Some(seq + 1);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, OrderedState> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Commits writes under `lease`, scrubbed of secrets; returns the committed events as
+/// the store numbered and stamped them (the live `thread_completed` with its outputs).
 pub(crate) async fn commit(
     store: &dyn Store,
     lease: &Lease,
     scrubber: &Scrubber,
-    sink: Option<&EventSink>,
     mut writes: Vec<Write>,
-) -> Result<(), RuntimeError> {
+) -> Result<Vec<RecordedEvent>, RuntimeError> {
     if writes.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     // The live `thread_completed` event carries the outputs; the stored one does not,
     // since they are the node rows' values (`pipec show` computes them again).
@@ -86,15 +137,12 @@ pub(crate) async fn commit(
         }
     }
     let mut committed = store.commit(lease, writes).await?;
-    if let Some(sink) = sink {
-        for e in &mut committed {
-            if let Event::ThreadCompleted { outputs: o } = &mut e.event {
-                *o = outputs.clone();
-            }
-            sink(e);
+    for e in &mut committed {
+        if let Event::ThreadCompleted { outputs: o } = &mut e.event {
+            *o = outputs.clone();
         }
     }
-    Ok(())
+    Ok(committed)
 }
 
 fn scrub_write(s: &Scrubber, w: &mut Write) {
@@ -150,7 +198,7 @@ fn scrub_write(s: &Scrubber, w: &mut Write) {
                 s.scrub_value(v);
             }
         }
-        Write::Attempt(_) => {}
+        Write::Attempt(_) | Write::RemoveGate(_) | Write::Rename { .. } => {}
     }
 }
 

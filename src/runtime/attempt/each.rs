@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 use tokio::task::JoinSet;
@@ -19,8 +20,14 @@ use crate::runtime::error::RuntimeError;
 use crate::runtime::tries::{self, Unit, UnitEnd};
 use crate::store::{Event, ItemRec, ItemState, StoredError, Write};
 
-/// How an item ended: its row, or its error and whether its outcome is unknown.
-type ItemOutcome = (u32, Result<ItemRec, (StoredError, bool)>);
+/// How an item ended.
+enum ItemEnd {
+    Done(ItemRec),
+    /// Its error, and whether its outcome is unknown.
+    Failed(StoredError, bool),
+    /// It never started: the node failed while it waited for a permit.
+    NotStarted,
+}
 
 /// Runs the items of an `each` node; `done` holds the item rows already stored.
 pub(super) async fn run_each(
@@ -29,7 +36,12 @@ pub(super) async fn run_each(
     units: Vec<Unit>,
     done: BTreeMap<u32, ItemRec>,
 ) -> UnitEnd {
-    let limit = node.concurrency.map_or(usize::MAX, |c| c.max(1) as usize);
+    // Items in flight: the node's `concurrency`, and never more than the run may run at
+    // once, so no item waits for a permit with its `started` row written.
+    let limit = node
+        .concurrency
+        .map_or(usize::MAX, |c| c.max(1) as usize)
+        .min(shared.concurrency.max(1));
     let total = units.len() as u32;
     let generation = units.first().map_or(0, |u| u.generation);
     let mut results: BTreeMap<u32, ItemRec> = done;
@@ -42,7 +54,8 @@ pub(super) async fn run_each(
         })
         .collect();
     let mut queue = queue.into_iter();
-    let mut set: JoinSet<ItemOutcome> = JoinSet::new();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut set: JoinSet<(u32, ItemEnd)> = JoinSet::new();
     let mut failure: Option<(StoredError, bool)> = None;
     loop {
         // Start items while there is room and nothing failed the node.
@@ -52,7 +65,7 @@ pub(super) async fn run_each(
             };
             match bind::when_holds(&node, &unit.params) {
                 Ok(true) => {
-                    set.spawn(run_item(shared.clone(), node.clone(), unit));
+                    set.spawn(run_item(shared.clone(), node.clone(), unit, stop.clone()));
                 }
                 Ok(false) => {
                     let rec = ItemRec {
@@ -70,14 +83,18 @@ pub(super) async fn run_each(
                 Err(e) => failure = Some((e, false)),
             }
         }
+        if failure.is_some() {
+            stop.store(true, Ordering::SeqCst);
+        }
         let Some(joined) = set.join_next().await else {
             break;
         };
         match joined {
-            Ok((item, Ok(rec))) => {
+            Ok((item, ItemEnd::Done(rec))) => {
                 results.insert(item, rec);
             }
-            Ok((item, Err((error, unknown)))) => {
+            Ok((_, ItemEnd::NotStarted)) => {}
+            Ok((item, ItemEnd::Failed(error, unknown))) => {
                 if node.drop_failed_items && !unknown {
                     let rec = ItemRec {
                         state: ItemState::Dropped,
@@ -113,17 +130,22 @@ pub(super) async fn run_each(
                 ));
             }
         }
+        if failure.is_some() {
+            stop.store(true, Ordering::SeqCst);
+        }
     }
     if let Some((error, unknown)) = failure {
         return if unknown {
             UnitEnd::Unknown {
                 error,
                 writes: Vec::new(),
+                row: None,
             }
         } else {
             UnitEnd::Failed {
                 error,
                 writes: Vec::new(),
+                row: None,
             }
         };
     }
@@ -135,57 +157,55 @@ pub(super) async fn run_each(
     UnitEnd::Value {
         value: Value::Array(values),
         writes: Vec::new(),
+        row: None,
     }
 }
 
-/// One item: its `started` row first when its executor journals, then its tries, then
-/// its row, committed.
-async fn run_item(shared: Arc<Shared>, node: Arc<Node>, mut unit: Unit) -> ItemOutcome {
+/// One item: once it holds a permit (and the node has not failed meanwhile), its tries,
+/// then its row, committed.
+async fn run_item(
+    shared: Arc<Shared>,
+    node: Arc<Node>,
+    mut unit: Unit,
+    stop: Arc<AtomicBool>,
+) -> (u32, ItemEnd) {
     let item = unit.item;
     let generation = unit.generation;
-    if unit.executor.journaled(&node) {
-        let (key, rec) = unit.started_row(shared.attempt_no);
-        let started = vec![
-            event_write(Event::CallStarted {
-                node: node.name.clone(),
-                call: key.display(),
-                args_hash: rec.args_hash.clone(),
-            }),
-            Write::Call(key.clone(), rec.clone()),
-        ];
-        if let Err(e) = shared.commit(started).await {
-            return (item, Err((e.stored(Some(&node.name)), false)));
-        }
-        unit.started = Some((key, rec));
+    let Ok(permit) = shared.permits.clone().acquire_owned().await else {
+        return (item, ItemEnd::NotStarted);
+    };
+    if stop.load(Ordering::SeqCst) {
+        return (item, ItemEnd::NotStarted);
     }
+    unit.permit = Some(permit);
     let end = tries::run_unit(shared.clone(), unit).await;
     let (rec, mut writes, outcome) = match end {
-        UnitEnd::Value { value, writes } => (
+        UnitEnd::Value { value, writes, .. } => (
             ItemRec {
                 state: ItemState::Done,
                 value: Some(value),
                 error: None,
             },
             writes,
-            Ok(()),
+            None,
         ),
-        UnitEnd::Failed { error, writes } => (
+        UnitEnd::Failed { error, writes, .. } => (
             ItemRec {
                 state: ItemState::Failed,
                 value: None,
                 error: Some(error.clone()),
             },
             writes,
-            Err((error, false)),
+            Some((error, false)),
         ),
-        UnitEnd::Unknown { error, writes } => (
+        UnitEnd::Unknown { error, writes, .. } => (
             ItemRec {
                 state: ItemState::Failed,
                 value: None,
                 error: Some(error.clone()),
             },
             writes,
-            Err((error, true)),
+            Some((error, true)),
         ),
     };
     writes.push(Write::Item(
@@ -195,10 +215,10 @@ async fn run_item(shared: Arc<Shared>, node: Arc<Node>, mut unit: Unit) -> ItemO
         rec.clone(),
     ));
     if let Err(e) = shared.commit(writes).await {
-        return (item, Err((e.stored(Some(&node.name)), false)));
+        return (item, ItemEnd::Failed(e.stored(Some(&node.name)), false));
     }
     match outcome {
-        Ok(()) => (item, Ok(rec)),
-        Err(e) => (item, Err(e)),
+        None => (item, ItemEnd::Done(rec)),
+        Some((error, unknown)) => (item, ItemEnd::Failed(error, unknown)),
     }
 }

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::Attempt;
 use super::commit::event_write;
+use super::nodes::ValueAt;
 use crate::diagnostic as codes;
 use crate::plan::Body;
 use crate::runtime::bind::Params;
@@ -22,7 +23,8 @@ impl Attempt {
             match g.state {
                 GateState::Answered => {
                     let answer = g.answer.clone().unwrap_or(Value::Null);
-                    self.nodes.finish(i, answer, None, true, &mut self.buffer);
+                    self.nodes
+                        .finish(i, answer, ValueAt::Gate, &mut self.buffer);
                     return;
                 }
                 GateState::Pending if !self.thread.pre_answers.contains_key(&node.name) => {
@@ -79,7 +81,8 @@ impl Attempt {
             }));
             self.buffer.push(Write::Thread(self.thread.clone()));
             self.state.gates.insert(node.name.clone(), rec);
-            self.nodes.finish(i, answer, None, true, &mut self.buffer);
+            self.nodes
+                .finish(i, answer, ValueAt::Gate, &mut self.buffer);
             return;
         }
         let deadline = timeout_ms.map(|t| now.saturating_add(t));
@@ -105,6 +108,22 @@ impl Attempt {
         self.nodes.wait(i);
     }
 
+    /// A gate that is skipped (an edit of the pipeline made its `when` false, or skipped
+    /// what it reads): a row left pending from before goes, so nothing waits for it.
+    pub(super) fn skip_gate(&mut self, i: usize) {
+        let name = self.nodes.node(i).name.clone();
+        if self
+            .state
+            .gates
+            .get(&name)
+            .is_some_and(|g| g.state == GateState::Pending)
+        {
+            self.state.gates.remove(&name);
+            self.buffer.push(Write::RemoveGate(name));
+        }
+        self.nodes.skip(i, &mut self.buffer);
+    }
+
     /// Gates answered while this attempt ran: their nodes finish. Returns whether any did.
     pub(super) async fn take_new_answers(&mut self) -> Result<bool, RuntimeError> {
         let waiting = self.nodes.with_slot(|s| *s == super::nodes::Slot::Waiting);
@@ -122,7 +141,8 @@ impl Attempt {
             {
                 self.state.gates.insert(name.clone(), g.clone());
                 let answer = g.answer.clone().unwrap_or(Value::Null);
-                self.nodes.finish(i, answer, None, true, &mut self.buffer);
+                self.nodes
+                    .finish(i, answer, ValueAt::Gate, &mut self.buffer);
                 answered = true;
             }
         }
@@ -137,7 +157,7 @@ impl Attempt {
             .filter(|(_, g)| g.state == GateState::Pending)
             .map(|(name, g)| PendingGate {
                 name: name.clone(),
-                message: g.message.clone(),
+                message: self.shared.scrubber.scrub(&g.message),
                 schema: g.schema.clone(),
                 deadline_ms: g.deadline_ms,
             })

@@ -16,6 +16,19 @@ use crate::runtime::progress::{Progress, Step};
 use crate::runtime::secrets::Scrubber;
 use crate::store::{Event, NodeRec, NodeState, StoredError, Write, ids};
 
+/// Where a finished node's value is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ValueAt {
+    /// In its row.
+    Row,
+    /// In its row, and it is the list of an `each` computed whole (a pure node).
+    RowOfItems(u32),
+    /// In its item rows (an `each` node that ran as a task); its row counts them.
+    Items(u32),
+    /// In its gate row (a gate's answer).
+    Gate,
+}
+
 /// What the scheduler knows about a node.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Slot {
@@ -43,6 +56,11 @@ pub(crate) struct NodeTable {
 }
 
 impl NodeTable {
+    /// A table with no rows, before recovery has run.
+    pub(crate) fn empty(plan: Arc<Plan>) -> NodeTable {
+        NodeTable::new(plan, &BTreeMap::new(), None, Scrubber::default())
+    }
+
     /// The table of a plan, every node pending; `rows` are the stored rows by name.
     pub(crate) fn new(
         plan: Arc<Plan>,
@@ -123,7 +141,8 @@ impl NodeTable {
         self.failure.as_ref()
     }
 
-    pub(crate) fn set_failure(&mut self, error: StoredError) {
+    pub(crate) fn set_failure(&mut self, mut error: StoredError) {
+        scrub_error(&self.scrubber, &mut error);
         self.failure.get_or_insert(error);
     }
 
@@ -193,26 +212,28 @@ impl NodeTable {
         self.started[i] = Some(Instant::now());
     }
 
+    /// The row a task wrote for its node behind the table (a retry's), so that the
+    /// table's next row keeps what it says (tries, the retry's error).
+    pub(crate) fn adopt(&mut self, i: usize, row: Option<NodeRec>) {
+        if let Some(row) = row {
+            self.rows[i] = Some(row);
+        }
+    }
+
     /// The node's task is under way (the scheduler spawned it).
     pub(crate) fn mark_running(&mut self, i: usize) {
         self.slots[i] = Slot::Running;
         self.started[i].get_or_insert_with(Instant::now);
     }
 
-    /// The node finished with `value`. An `each` node's list is in its item rows and a
-    /// gate's answer in its gate row; their rows only say so.
-    pub(crate) fn finish(
-        &mut self,
-        i: usize,
-        value: Value,
-        items: Option<u32>,
-        stored_elsewhere: bool,
-        out: &mut Vec<Write>,
-    ) {
-        let stored = if items.is_some() || stored_elsewhere {
-            None
-        } else {
-            Some(value.clone())
+    /// The node finished with `value`, stored where `at` says: an `each` node's list is
+    /// in its item rows and a gate's answer in its gate row, their rows only say so.
+    pub(crate) fn finish(&mut self, i: usize, value: Value, at: ValueAt, out: &mut Vec<Write>) {
+        let (stored, items) = match at {
+            ValueAt::Row => (Some(value.clone()), None),
+            ValueAt::RowOfItems(n) => (Some(value.clone()), Some(n)),
+            ValueAt::Items(n) => (None, Some(n)),
+            ValueAt::Gate => (None, None),
         };
         let mut rec = self.row_for(i, NodeState::Done, stored);
         rec.items = items;
@@ -259,7 +280,8 @@ impl NodeTable {
     }
 
     /// An effect of the node may or may not have happened: it stops, and the thread
-    /// blocks until a person decides.
+    /// blocks until a person decides. Its row says it failed with that error, so that
+    /// it is not taken for a node that was running when its process died.
     pub(crate) fn block(
         &mut self,
         i: usize,
@@ -268,6 +290,9 @@ impl NodeTable {
         out: &mut Vec<Write>,
     ) {
         scrub_error(&self.scrubber, &mut error);
+        let mut rec = self.row_for(i, NodeState::Failed, None);
+        rec.error = Some(error.clone());
+        self.put(i, rec, out);
         out.push(event_write(Event::CallUnknown {
             node: self.plan.nodes[i].name.clone(),
             call,

@@ -57,33 +57,53 @@ impl Attempt {
         fresh_failures
     }
 
-    /// Renamed nodes keep their rows (and an `each` node its items) under the new name.
+    /// Renamed nodes keep everything stored under their name: row, items, journal and
+    /// gate row move to the new name, in the store and in the loaded rows.
     fn rename(&mut self, opts: &RunOptions) {
         for (old, new) in &opts.renames {
-            let Some(rec) = self.state.nodes.remove(old) else {
-                continue;
-            };
-            let items: Vec<(u32, u32, ItemRec)> = self
-                .state
-                .items
-                .iter()
-                .filter(|((n, g, _), _)| n == old && *g == rec.generation)
-                .map(|((_, g, i), r)| (*g, *i, r.clone()))
-                .collect();
-            for (g, i, r) in items {
-                self.buffer.push(Write::Item(new.clone(), g, i, r.clone()));
-                self.state.items.insert((new.clone(), g, i), r);
+            self.buffer.push(Write::Rename {
+                from: old.clone(),
+                to: new.clone(),
+            });
+            if let Some(rec) = self.state.nodes.remove(old) {
+                self.state.nodes.insert(new.clone(), rec);
             }
             if let Some(g) = self.state.gates.remove(old) {
                 let g = GateRec {
                     node: new.clone(),
                     ..g
                 };
-                self.buffer.push(Write::Gate(new.clone(), g.clone()));
                 self.state.gates.insert(new.clone(), g);
             }
-            self.buffer.push(Write::Node(new.clone(), rec.clone()));
-            self.state.nodes.insert(new.clone(), rec);
+            let items: Vec<_> = self
+                .state
+                .items
+                .keys()
+                .filter(|(n, _, _)| n == old)
+                .cloned()
+                .collect();
+            for key in items {
+                if let Some(r) = self.state.items.remove(&key) {
+                    self.state.items.insert((new.clone(), key.1, key.2), r);
+                }
+            }
+            let calls: Vec<_> = self
+                .state
+                .calls
+                .keys()
+                .filter(|k| &k.node == old)
+                .cloned()
+                .collect();
+            for key in calls {
+                if let Some(r) = self.state.calls.remove(&key) {
+                    let moved = crate::store::CallKey {
+                        node: new.clone(),
+                        ..key.clone()
+                    };
+                    self.renamed_calls.insert(moved.display(), key.display());
+                    self.state.calls.insert(moved, r);
+                }
+            }
         }
     }
 
@@ -126,17 +146,10 @@ impl Attempt {
                 }));
                 self.state.nodes.insert(name.clone(), reset);
             }
-            if let Some(g) = self.state.gates.remove(name) {
-                let reopened = GateRec {
-                    state: GateState::Pending,
-                    answer: None,
-                    answered_by: None,
-                    answered_ms: 0,
-                    ..g
-                };
-                // Left out of the loaded rows: the gate writes a new row when it is
-                // reached again, with a new deadline.
-                self.buffer.push(Write::Gate(name.clone(), reopened));
+            if self.state.gates.remove(name).is_some() {
+                // Asked again: the gate writes a new row when it is reached, with its
+                // message and a deadline of then.
+                self.buffer.push(Write::RemoveGate(name.clone()));
             }
         }
     }
@@ -153,17 +166,21 @@ impl Attempt {
             if rec.crash_count >= CRASH_LIMIT {
                 failed.push(name.clone());
                 rec.state = NodeState::Failed;
-                rec.error = Some(
-                    RuntimeError::new(
-                        &codes::NODE_CRASH_LOOP,
-                        format!(
-                            "`{name}` was running when the process died {} times",
-                            rec.crash_count
-                        ),
-                    )
-                    .help("look at its inputs and stderr; fix the cause, then resume")
-                    .stored(Some(name)),
-                );
+                let error = RuntimeError::new(
+                    &codes::NODE_CRASH_LOOP,
+                    format!(
+                        "`{name}` was running when the process died {} times",
+                        rec.crash_count
+                    ),
+                )
+                .help("look at its inputs and stderr; fix the cause, then resume")
+                .stored(Some(name));
+                self.buffer.push(event_write(Event::NodeFailed {
+                    node: name.clone(),
+                    code: error.code.clone(),
+                    message: error.message.clone(),
+                }));
+                rec.error = Some(error);
             }
             self.buffer.push(Write::Node(name.clone(), rec.clone()));
         }
@@ -179,10 +196,11 @@ impl Attempt {
                 continue;
             }
             let shown = key.display();
+            let before_rename = self.renamed_calls.get(&shown);
             let Some((_, decision)) = opts
                 .decisions
                 .iter()
-                .find(|(k, _)| k == "all" || *k == shown)
+                .find(|(k, _)| k == "all" || *k == shown || Some(k) == before_rename)
             else {
                 continue;
             };
@@ -334,6 +352,11 @@ impl Attempt {
                     self.buffer.push(event_write(Event::GateTimedOut {
                         gate: name.clone(),
                         applied: None,
+                    }));
+                    self.buffer.push(event_write(Event::NodeFailed {
+                        node: name.clone(),
+                        code: error.code.clone(),
+                        message: error.message.clone(),
                     }));
                     failed.push(name);
                 }

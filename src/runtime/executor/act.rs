@@ -28,6 +28,10 @@ impl Executor for Act {
         &codes::MCP_SERVER_FAILED
     }
 
+    fn supported(&self) -> bool {
+        false
+    }
+
     fn key_per_step(&self) -> bool {
         true
     }

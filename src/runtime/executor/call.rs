@@ -28,6 +28,10 @@ impl Executor for Call {
         &codes::MCP_SERVER_FAILED
     }
 
+    fn supported(&self) -> bool {
+        false
+    }
+
     fn run<'a>(&'a self, cx: TryContext<'a>) -> TryFuture<'a> {
         Box::pin(async move {
             Err(fatal(

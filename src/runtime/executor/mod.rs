@@ -73,6 +73,12 @@ pub(crate) trait Executor: Sync {
         false
     }
 
+    /// Whether this pipec can run nodes of this kind (the MCP kinds cannot yet): a plan
+    /// with a node it cannot run is refused before it starts.
+    fn supported(&self) -> bool {
+        true
+    }
+
     /// What watches the processes a try starts, for its `started` row (executors that
     /// start processes: their reaper).
     fn watcher(&self) -> Option<Watcher> {

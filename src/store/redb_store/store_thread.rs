@@ -302,6 +302,11 @@ pub(super) fn apply_writes(
                 t.insert((thread, a.number), encode(a)?.as_slice())
                     .map_err(io)?;
             }
+            Write::RemoveGate(name) => {
+                let mut t = txn.open_table(GATES).map_err(io)?;
+                t.remove((thread, name.as_str())).map_err(io)?;
+            }
+            Write::Rename { from, to } => rename(txn, thread, from, to)?,
             Write::Thread(new) => {
                 if let Some(rec) = rec.as_deref_mut() {
                     let epoch = rec.epoch;
@@ -334,4 +339,68 @@ pub(super) fn apply_writes(
         rec.next_seq = n;
     }
     Ok(seqs)
+}
+
+/// Moves a node's rows (node, items, calls, gate) from one name to another.
+fn rename(txn: &WriteTransaction, thread: u128, from: &str, to: &str) -> Result<(), StoreError> {
+    const M: u32 = u32::MAX;
+    {
+        let mut t = txn.open_table(NODES).map_err(io)?;
+        let row = t
+            .remove((thread, from))
+            .map_err(io)?
+            .map(|g| g.value().to_vec());
+        if let Some(row) = row {
+            t.insert((thread, to), row.as_slice()).map_err(io)?;
+        }
+    }
+    {
+        let mut t = txn.open_table(GATES).map_err(io)?;
+        let row = t
+            .remove((thread, from))
+            .map_err(io)?
+            .map(|g| g.value().to_vec());
+        if let Some(row) = row {
+            // The row names its node too.
+            let mut g: GateRec = decode(&row, &|| format!("gate `{from}`"))?;
+            g.node = to.to_string();
+            t.insert((thread, to), encode(&g)?.as_slice()).map_err(io)?;
+        }
+    }
+    {
+        let mut t = txn.open_table(ITEMS).map_err(io)?;
+        let mut moved = Vec::new();
+        for e in t
+            .range((thread, from, 0u32, 0u32)..=(thread, from, M, M))
+            .map_err(io)?
+        {
+            let (k, v) = e.map_err(io)?;
+            let (_, _, generation, item) = k.value();
+            moved.push((generation, item, v.value().to_vec()));
+        }
+        for (generation, item, v) in moved {
+            t.remove((thread, from, generation, item)).map_err(io)?;
+            t.insert((thread, to, generation, item), v.as_slice())
+                .map_err(io)?;
+        }
+    }
+    {
+        let mut t = txn.open_table(CALLS).map_err(io)?;
+        let mut moved = Vec::new();
+        for e in t
+            .range((thread, from, 0u32, 0u32, 0u32, 0u32)..=(thread, from, M, M, M, M))
+            .map_err(io)?
+        {
+            let (k, v) = e.map_err(io)?;
+            let (_, _, generation, item, seq, call) = k.value();
+            moved.push(((generation, item, seq, call), v.value().to_vec()));
+        }
+        for ((generation, item, seq, call), v) in moved {
+            t.remove((thread, from, generation, item, seq, call))
+                .map_err(io)?;
+            t.insert((thread, to, generation, item, seq, call), v.as_slice())
+                .map_err(io)?;
+        }
+    }
+    Ok(())
 }
