@@ -581,6 +581,42 @@ fn each_stops_starting_items_after_a_failure() {
         "after the first item failed, no other item started:\n{}",
         p.read("ran.log")
     );
+    // Without a `concurrency` of its own, the run's `--concurrency` bounds what is in
+    // flight; nothing queued behind the failure starts, and nothing queued is journaled.
+    p.write(
+        "fan2.pipe",
+        "input items: int[]\n\nnode work(i: int = each(input.items, max: 20)) -> { v: int } {\n  exec = [\"./slow_work.sh\"]\n}\n\noutput work = work\n",
+    );
+    p.script(
+        "slow_work.sh",
+        "#!/bin/sh\ninput=$(cat)\necho \"$input\" >> ran2.log\ncase \"$input\" in *'\"i\":0'*) exit 1;; esac\nsleep 0.3\necho '{\"v\":1}'\n",
+    );
+    let out = p.run(&[
+        "run",
+        "fan2.pipe",
+        "--input",
+        "items=[0,1,2,3,4,5,6,7,8,9,10,11]",
+        "--concurrency",
+        "2",
+    ]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let ran = p.read("ran2.log").lines().count();
+    assert!(ran <= 2, "{ran} items ran:\n{}", p.read("ran2.log"));
+    let runs = json(&stdout(&p.run(&["runs", "--json"])));
+    let thread = runs
+        .as_array()
+        .and_then(|r| r.iter().find(|t| t["pipeline"] == "fan2"))
+        .and_then(|t| t["id"].as_str())
+        .expect("the thread")
+        .to_string();
+    let calls = show(&p, &thread)["calls"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        calls.len() <= 2,
+        "only started calls are journaled: {calls:?}"
+    );
 }
 
 #[test]
@@ -801,4 +837,383 @@ fn effects_die_with_pipec_and_a_retried_call_keeps_its_key() {
         keys[0], keys[1],
         "the retry sees the first try's PIPEC_CALL_KEY"
     );
+}
+
+/// The thread of a pipeline in a project's store.
+fn thread_named(p: &Project, pipeline: &str) -> String {
+    json(&stdout(&p.run(&["runs", "--json"])))
+        .as_array()
+        .and_then(|r| r.iter().find(|t| t["pipeline"] == pipeline))
+        .and_then(|t| t["id"].as_str())
+        .unwrap_or_else(|| panic!("a thread of {pipeline}"))
+        .to_string()
+}
+
+#[test]
+fn a_cancel_during_a_drain_stops_it_and_leaves_nothing_running() {
+    let p = Project::new("drain");
+    p.write(
+        "two.pipe",
+        "node a() -> { v: int } {\n  exec = [\"./a.sh\"]\n}\n\nnode b() -> { v: int } {\n  exec = [\"./b.sh\"]\n}\n\noutput a = a\noutput b = b\n",
+    );
+    p.script("a.sh", "#!/bin/sh\ncat >/dev/null\nsleep 0.3\nexit 1\n");
+    p.script(
+        "b.sh",
+        "#!/bin/sh\ncat >/dev/null\nsleep 8\necho '{\"v\":1}'\n",
+    );
+    let thread = "01JDRA1N000000000000000000";
+    let mut child = p
+        .cmd(&["run", "two.pipe", "--thread", thread, "-q"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run");
+    std::thread::sleep(Duration::from_millis(1200));
+    let out = p.run(&["cancel", thread]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let asked = Instant::now();
+    let ended = loop {
+        if let Ok(Some(_)) = child.try_wait() {
+            break true;
+        }
+        if asked.elapsed() > Duration::from_secs(4) {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(ended, "the cancel stopped the drain, not b's 8 s");
+    let st = show(&p, thread);
+    assert_eq!(st["status"], "cancelled", "{st}");
+    for n in st["nodes"].as_array().into_iter().flatten() {
+        assert_ne!(n["state"], "running", "{st}");
+    }
+    for c in st["calls"].as_array().into_iter().flatten() {
+        assert_ne!(c["record"]["state"], "started", "{st}");
+    }
+}
+
+const SENDING: &str = "node send(to: string = input.to) -> { sent: bool } {\n  exec = [\"./send.sh\"]\n}\n\noutput sent = send\n";
+
+#[test]
+fn a_renamed_node_keeps_its_journal_and_a_resolution_of_its_old_call() {
+    let p = Project::new("rename");
+    p.write("mail.pipe", &format!("input to: string\n\n{SENDING}"));
+    p.script(
+        "send.sh",
+        "#!/bin/sh\ncat >/dev/null\necho \"$PIPEC_NODE\" >> effects.log\nsleep 30\necho '{\"sent\":true}'\n",
+    );
+    let thread = "01JRENAME00000000000000000";
+    let mut child = p
+        .cmd(&[
+            "run",
+            "mail.pipe",
+            "--thread",
+            thread,
+            "--input",
+            "to=x",
+            "-q",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run");
+    let start = Instant::now();
+    while p.read("effects.log").is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(10));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    // The same pipeline, its node renamed; the unfinished call is resolved by its old key.
+    p.write(
+        "v2/mail.pipe",
+        &format!(
+            "input to: string\n\n{}",
+            SENDING
+                .replace("send(", "notify(")
+                .replace("= send", "= notify")
+                .replace("./send.sh", "../send.sh")
+        ),
+    );
+    let out = p.run(&[
+        "resume",
+        thread,
+        "--plan",
+        "v2/mail.pipe",
+        "--rename",
+        "send=notify",
+        "--resolve",
+        r#"send:g0:i0:s0:c0={"sent": true}"#,
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&stdout(&out)), json!({ "sent": { "sent": true } }));
+    assert_eq!(
+        p.read("effects.log").lines().count(),
+        1,
+        "the effect did not happen again"
+    );
+    let st = show(&p, thread);
+    let names: Vec<&str> = st["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n["node"].as_str())
+        .collect();
+    assert_eq!(names, ["notify"], "no row is left under the old name: {st}");
+    for c in st["calls"].as_array().into_iter().flatten() {
+        assert!(
+            c["call"].as_str().is_some_and(|k| k.starts_with("notify:")),
+            "{c}"
+        );
+        assert_ne!(c["record"]["state"], "started", "{c}");
+    }
+}
+
+#[test]
+fn a_waiting_gate_can_be_renamed() {
+    let p = gated("gaterename");
+    let thread = paused(&p, "gated.pipe");
+    p.write(
+        "v2/gated.pipe",
+        &GATED
+            .replace("gate review(", "gate approval(")
+            .replace("= review,", "= approval,")
+            .replace("./scripts/", "../scripts/"),
+    );
+    let out = p.run(&[
+        "resume",
+        &thread,
+        "--plan",
+        "v2/gated.pipe",
+        "--rename",
+        "review=approval",
+        "--answer",
+        r#"approval={"approved": true}"#,
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&stdout(&out))["summary"]["done"], true);
+}
+
+#[test]
+fn a_reopened_gate_is_asked_again_with_a_deadline_of_its_own() {
+    let p = Project::new("reopen");
+    p.write(
+        "ask.pipe",
+        "type Approval {\n  approved: bool\n}\n\nnode fetch() -> { v: int } {\n  exec = [\"./fetch.sh\"]\n  idempotent = true\n}\n\ngate review(x: { v: int } = fetch) -> Approval {\n  message = \"Approve {{ x.v }}?\"\n  timeout = 2s\n  on_timeout = { approved: false }\n}\n\nnode after(a: Approval = review) -> { ok: bool } {\n  exec = [\"./after.sh\"]\n  idempotent = true\n}\n\noutput after = after\n",
+    );
+    p.script(
+        "fetch.sh",
+        "#!/bin/sh\nif [ -e broken ]; then exit 1; fi\nif [ -e v2 ]; then echo '{\"v\":2}'; else echo '{\"v\":1}'; fi\n",
+    );
+    p.script(
+        "after.sh",
+        "#!/bin/sh\ncat >/dev/null\nif [ -e v2 ]; then echo '{\"ok\":true}'; else exit 1; fi\n",
+    );
+    let thread = paused(&p, "ask.pipe");
+    let out = p.run(&[
+        "resume",
+        &thread,
+        "--answer",
+        r#"review={"approved": true}"#,
+    ]);
+    assert_eq!(code(&out), 1, "`after` fails: {}", stderr(&out));
+    // Run again from `fetch`, which fails this time: the gate is not reached.
+    p.write("broken", "");
+    let out = p.run(&["resume", &thread, "--rerun-from", "fetch"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(
+        show(&p, &thread)["gates"]
+            .as_array()
+            .is_none_or(|g| g.is_empty()),
+        "the old gate row is gone: {}",
+        show(&p, &thread)
+    );
+    // Past the first deadline: the gate is asked again, not timed out on the old one.
+    std::thread::sleep(Duration::from_millis(2300));
+    std::fs::remove_file(p.dir.join("broken")).expect("fixed");
+    p.write("v2", "");
+    let out = p.run(&["resume", &thread, "--detailed-exitcode"]);
+    assert_eq!(
+        code(&out),
+        3,
+        "paused at the gate again: {}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stdout(&out).contains("Approve 2?"),
+        "asked with the new value: {}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn a_pending_gate_that_an_edit_skips_lets_the_thread_complete() {
+    let p = gated("skipgate");
+    let thread = paused(&p, "gated.pipe");
+    p.write(
+        "v2/gated.pipe",
+        &GATED
+            .replace(
+                "gate review(item: Item = fetch) -> Approval {\n",
+                "gate review(item: Item = fetch) -> Approval {\n  when = item.n > 100\n",
+            )
+            .replace("./scripts/", "../scripts/"),
+    );
+    let out = p.run(&["resume", &thread, "--plan", "v2/gated.pipe"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&stdout(&out))["summary"]["done"], false);
+}
+
+#[test]
+fn a_secret_never_shows_in_a_paused_gates_message() {
+    let p = Project::new("gatesecret");
+    p.write(
+        "login.pipe",
+        "type Ok {\n  ok: bool\n}\n\nnode login(k: string = secret(\"SESSION_TOKEN\")) -> { t: string } {\n  exec = [\"./login.sh\"]\n  idempotent = true\n}\n\ngate ask(x: { t: string } = login) -> Ok {\n  message = \"Use session {{ x.t }}?\"\n}\n\noutput ok = ask\n",
+    );
+    p.script(
+        "login.sh",
+        "#!/bin/sh\ninput=$(cat)\ntok=$(printf '%s' \"$input\" | sed -n 's/.*\"k\":\"\\([^\"]*\\)\".*/\\1/p')\nprintf '{\"t\":\"%s\"}\\n' \"$tok\"\n",
+    );
+    let out = p
+        .cmd(&["run", "login.pipe"])
+        .env("SESSION_TOKEN", "sk-supersecret-12345")
+        .output()
+        .expect("run");
+    let all = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(!all.contains("supersecret"), "{all}");
+    assert!(all.contains("Use session secret(SESSION_TOKEN)?"), "{all}");
+}
+
+#[test]
+fn a_pure_each_nodes_list_survives_a_pause() {
+    let p = Project::new("pureeach");
+    p.write(
+        "list.pipe",
+        "type Ok {\n  ok: bool\n}\n\ninput items: int[]\n\nnode dbl(i: int = each(input.items, max: 10)) -> { v: int } {\n  return = { v: i }\n}\n\ngate ask(d: { v: int }[] = dbl) -> Ok {\n  message = \"{{ d | length }} items?\"\n}\n\nnode count(d: { v: int }[] = dbl, a: Ok = ask) -> { n: int } {\n  return = { n: len(d) }\n}\n\noutput count = count\noutput dbl = dbl\n",
+    );
+    let out = p.run(&[
+        "run",
+        "list.pipe",
+        "--input",
+        "items=[1,2,3]",
+        "--detailed-exitcode",
+    ]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let thread = thread_of(&stdout(&out)).expect("thread");
+    let out = p.run(&["resume", &thread, "--answer", r#"ask={"ok": true}"#]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        json(&stdout(&out)),
+        json!({ "count": { "n": 3 }, "dbl": [{ "v": 1 }, { "v": 2 }, { "v": 3 }] })
+    );
+}
+
+#[test]
+fn a_completed_thread_prints_the_outputs_of_the_plan_it_ran() {
+    let p = Project::new("completedplan");
+    let src = "node a() -> { v: int } {\n  return = { v: 1 }\n}\n\noutput a = a\n";
+    p.write("done.pipe", src);
+    let out = p.run(&["run", "done.pipe"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let thread = thread_named(&p, "done");
+    p.write(
+        "done.pipe",
+        &format!("{src}\nnode b() -> {{ v: int }} {{\n  return = {{ v: 2 }}\n}}\n\noutput b = b\n"),
+    );
+    let out = p.run(&["resume", &thread]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&stdout(&out)), json!({ "a": { "v": 1 } }));
+}
+
+#[test]
+fn a_failed_thread_still_takes_answers_for_its_other_branch() {
+    let p = Project::new("failedanswer");
+    p.write(
+        "branches.pipe",
+        "type Ok {\n  ok: bool\n}\n\nnode bad() -> { v: int } {\n  exec = [\"./bad.sh\"]\n  idempotent = true\n}\n\ngate ask() -> Ok {\n  message = \"go?\"\n}\n\noutput bad = bad\noutput ok = ask\n",
+    );
+    p.script("bad.sh", "#!/bin/sh\nexit 1\n");
+    let out = p.run(&["run", "branches.pipe"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let thread = thread_named(&p, "branches");
+    let out = p.run(&["answer", &thread, r#"ask={"ok": true}"#]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
+#[test]
+fn record_inputs_may_carry_fields_their_type_does_not_name() {
+    let p = Project::new("openinputs");
+    p.write(
+        "t.pipe",
+        "type Ticket {\n  id: string\n}\n\ninput t: Ticket\n\nnode a(t: Ticket = input.t) -> { id: string } {\n  return = { id: t.id }\n}\n\noutput a = a\n",
+    );
+    let out = p.run(&[
+        "run",
+        "t.pipe",
+        "--input",
+        r#"t={"id": "X", "title": "extra"}"#,
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
+#[test]
+fn deciding_on_a_blocked_call_is_no_crash() {
+    let p = Project::new("blockedretry");
+    p.write(
+        "slow.pipe",
+        "node slow() -> { done: bool } {\n  exec = [\"./slow.sh\"]\n  timeout = 300ms\n}\n\noutput slow = slow\n",
+    );
+    p.script(
+        "slow.sh",
+        "#!/bin/sh\ncat >/dev/null\nsleep 3\necho '{\"done\":true}'\n",
+    );
+    let out = p.run(&["run", "slow.pipe"]);
+    let thread = thread_of(&stderr(&out)).expect("thread");
+    for round in 0..3 {
+        let out = p.run(&["resume", &thread, "--retry-unfinished", "all"]);
+        let err = stderr(&out);
+        assert!(
+            err.contains("R0403"),
+            "round {round}: blocked again by the timeout: {err}"
+        );
+        assert!(
+            !err.contains("R0408"),
+            "round {round}: no crash was counted: {err}"
+        );
+    }
+    let st = show(&p, &thread);
+    assert_eq!(st["nodes"][0]["crash_count"], 0, "{st}");
+}
+
+#[test]
+fn events_of_concurrent_items_stream_in_order() {
+    let p = Project::new("order");
+    p.write(
+        "fan.pipe",
+        "input items: int[]\n\nnode work(i: int = each(input.items, max: 100)) -> { v: int } {\n  exec = [\"./w.sh\"]\n  idempotent = true\n  concurrency = 16\n}\n\noutput work = work\n",
+    );
+    p.script("w.sh", "#!/bin/sh\ncat >/dev/null\necho '{\"v\":1}'\n");
+    let items: Vec<String> = (0..40).map(|i| i.to_string()).collect();
+    let arg = format!("items=[{}]", items.join(","));
+    let out = p.run(&[
+        "run",
+        "fan.pipe",
+        "--input",
+        &arg,
+        "--events",
+        "jsonl",
+        "--concurrency",
+        "16",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let seqs: Vec<u64> = events_of(&out)
+        .iter()
+        .filter_map(|e| e["seq"].as_u64())
+        .collect();
+    let sorted: Vec<u64> = (0..seqs.len() as u64).collect();
+    assert_eq!(seqs, sorted, "the stream is in seq order without gaps");
 }

@@ -250,3 +250,46 @@ output hang = hang
         "it ran three times, not a fourth"
     );
 }
+
+#[test]
+fn a_nodes_final_row_keeps_the_tries_its_retries_used() {
+    let src = r#"
+node flaky(n: string = "flaky") -> { v: int } {
+  host = "flaky"
+  retries = 3
+  backoff = 1ms
+}
+output flaky = flaky
+"#;
+    let plan = pipec::compile_str("retry.pipe", src).expect("compiles");
+    let calls = Arc::new(Mutex::new(0u32));
+    let seen = calls.clone();
+    let store = MemoryStore::new();
+    let runner = Runner::new(plan, store.clone()).host_fn_json("flaky", move |_v: Value| {
+        let seen = seen.clone();
+        async move {
+            let mut n = seen.lock().map_err(|e| e.to_string())?;
+            *n += 1;
+            if *n < 3 {
+                Err("not yet".to_string())
+            } else {
+                Ok(json!({ "v": 1 }))
+            }
+        }
+    });
+    let rt = rt();
+    let out = rt.block_on(runner.start(json!({}))).expect("runs");
+    let Outcome::Completed { thread, .. } = out else {
+        panic!("{out:?}");
+    };
+    let state = rt.block_on(store.load(&thread)).expect("load");
+    let row = &state.nodes["flaky"];
+    assert_eq!(row.state, NodeState::Done);
+    assert_eq!(row.tries, 2, "two retries were used: {row:?}");
+    let events = rt.block_on(store.events(&thread, 0)).expect("events");
+    let retries = events
+        .iter()
+        .filter(|e| e.event.kind() == "retry_scheduled")
+        .count();
+    assert_eq!(retries, 2);
+}
