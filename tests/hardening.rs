@@ -10,51 +10,6 @@ use std::time::{Duration, Instant};
 use common::*;
 use serde_json::{Value, json};
 
-const GATED: &str = r#"type Item {
-  id: string
-  n: int
-}
-
-type Approval {
-  approved: bool
-}
-
-type Done {
-  done: bool
-  id: string
-}
-
-input id: string
-input n: int = 2
-
-node fetch(id: string = input.id, n: int = input.n) -> Item {
-  exec = ["./scripts/fetch.sh"]
-  idempotent = true
-}
-
-gate review(item: Item = fetch) -> Approval {
-  message = "Approve {{ item.id }}?"
-}
-
-node apply(ack: Approval = review, item: Item = fetch) -> Done {
-  when = ack.approved
-  exec = ["./scripts/effect.sh"]
-}
-
-node summary(item: Item = fetch, result: Done? = apply) -> Done {
-  return = { id: item.id, done: result.done ?? false }
-}
-
-output summary = summary
-"#;
-
-const FETCH: &str = r#"#!/bin/sh
-input=$(cat)
-id=$(printf '%s' "$input" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
-n=$(printf '%s' "$input" | sed -n 's/.*"n":\([0-9]*\).*/\1/p')
-printf '{"id":"%s","n":%s}\n' "$id" "$n"
-"#;
-
 /// An effect: records its call key, then answers.
 const EFFECT: &str = r#"#!/bin/sh
 input=$(cat)
@@ -402,11 +357,7 @@ fn the_live_event_stream_equals_the_stored_log() {
         .stderr(Stdio::null())
         .spawn()
         .expect("run");
-    let start = Instant::now();
-    while !p.dir.join("slow.started").exists() {
-        assert!(start.elapsed() < Duration::from_secs(10));
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for(&p.dir.join("slow.started"), Duration::from_secs(10));
     let cancel = p.run(&["cancel", thread, "--events", "jsonl"]);
     assert_eq!(code(&cancel), 0, "{}", stderr(&cancel));
     let run = child.wait_with_output().expect("the run ends");
@@ -523,14 +474,7 @@ fn cancel_ends_a_running_exec_cleanly() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("run");
-    let start = Instant::now();
-    while !p.dir.join("slow.pid").exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "the command started"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for(&p.dir.join("slow.pid"), Duration::from_secs(10));
     let out = p.run(&["cancel", "01JCANCE1000000000000000AA"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let asked = Instant::now();
@@ -797,14 +741,7 @@ fn effects_die_with_pipec_and_a_retried_call_keeps_its_key() {
         .stderr(Stdio::null())
         .spawn()
         .expect("run");
-    let start = Instant::now();
-    while !p.dir.join("grandchild.pid").exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "the command started"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for(&p.dir.join("grandchild.pid"), Duration::from_secs(10));
     let _ = child.kill();
     let _ = child.wait();
     // The resume decides nothing before what the call started is gone.
@@ -919,11 +856,7 @@ fn a_renamed_node_keeps_its_journal_and_a_resolution_of_its_old_call() {
         .stderr(Stdio::null())
         .spawn()
         .expect("run");
-    let start = Instant::now();
-    while p.read("effects.log").is_empty() {
-        assert!(start.elapsed() < Duration::from_secs(10));
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for(&p.dir.join("effects.log"), Duration::from_secs(10));
     let _ = child.kill();
     let _ = child.wait();
     // The same pipeline, its node renamed; the unfinished call is resolved by its old key.

@@ -8,51 +8,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-const GATED: &str = r#"type Item {
-  id: string
-  n: int
-}
-
-type Approval {
-  approved: bool
-}
-
-type Done {
-  done: bool
-  id: string
-}
-
-input id: string
-input n: int = 2
-
-node fetch(id: string = input.id, n: int = input.n) -> Item {
-  exec = ["./scripts/fetch.sh"]
-  idempotent = true
-}
-
-gate review(item: Item = fetch) -> Approval {
-  message = "Approve {{ item.id }}?"
-}
-
-node apply(ack: Approval = review, item: Item = fetch) -> Done {
-  when = ack.approved
-  exec = ["./scripts/effect.sh"]
-}
-
-node summary(item: Item = fetch, result: Done? = apply) -> Done {
-  return = { id: item.id, done: result.done ?? false }
-}
-
-output summary = summary
-"#;
-
-const FETCH: &str = r#"#!/bin/sh
-input=$(cat)
-id=$(printf '%s' "$input" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
-n=$(printf '%s' "$input" | sed -n 's/.*"n":\([0-9]*\).*/\1/p')
-printf '{"id":"%s","n":%s}\n' "$id" "$n"
-"#;
-
 /// An effect: marks that it started, waits `EFFECT_SLEEP` seconds, then records itself.
 const EFFECT: &str = r#"#!/bin/sh
 input=$(cat)

@@ -241,45 +241,7 @@ impl MemoryStore {
         let Some(rows) = tables.threads.get_mut(&id) else {
             return Err(self.not_found(thread));
         };
-        let now = ids::now_ms();
-        let pending: Vec<String> = rows
-            .gates
-            .iter()
-            .filter(|(_, g)| g.state == GateState::Pending)
-            .map(|(n, _)| n.clone())
-            .collect();
-        // All answers are checked first, against the gates as they were: all or none are
-        // written.
-        let mut writes = Vec::new();
-        for (gate, value) in &answers {
-            let Some(g) = rows.gates.get(gate) else {
-                return Err(StoreError::NoSuchGate {
-                    gate: gate.clone(),
-                    pending: pending.clone(),
-                });
-            };
-            match g.state {
-                GateState::Answered if g.answer.as_ref() == Some(value) => {}
-                GateState::Answered => {
-                    return Err(StoreError::AlreadyAnswered {
-                        gate: gate.clone(),
-                        by: g.answered_by.clone().unwrap_or_default(),
-                    });
-                }
-                GateState::Pending => {
-                    let mut g = g.clone();
-                    g.state = GateState::Answered;
-                    g.answer = Some(value.clone());
-                    g.answered_ms = now;
-                    g.answered_by = Some(by.to_string());
-                    writes.push(Write::Gate(gate.clone(), g));
-                    writes.push(Write::Event(Event::GateAnswered {
-                        gate: gate.clone(),
-                        by: by.to_string(),
-                    }));
-                }
-            }
-        }
+        let writes = answer_writes(&rows.gates, &answers, by, ids::now_ms())?;
         let prepared = prepare(&writes)?;
         Ok(rows.apply(&prepared, true))
     }

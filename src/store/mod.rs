@@ -161,6 +161,54 @@ impl std::fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
+/// The writes that answer gates, checked against the gates as they are: all or none
+/// (compare-and-set). An answer equal to the one a gate has is accepted and writes
+/// nothing; another answer to an answered gate, or an answer to no gate, refuses them all.
+/// Both stores answer through this, inside their write transaction.
+pub(crate) fn answer_writes(
+    gates: &std::collections::BTreeMap<String, GateRec>,
+    answers: &[(String, serde_json::Value)],
+    by: &str,
+    now_ms: u64,
+) -> Result<Vec<Write>, StoreError> {
+    let pending: Vec<String> = gates
+        .iter()
+        .filter(|(_, g)| g.state == GateState::Pending)
+        .map(|(n, _)| n.clone())
+        .collect();
+    let mut writes = Vec::new();
+    for (gate, value) in answers {
+        let Some(g) = gates.get(gate) else {
+            return Err(StoreError::NoSuchGate {
+                gate: gate.clone(),
+                pending,
+            });
+        };
+        match g.state {
+            GateState::Answered if g.answer.as_ref() == Some(value) => {}
+            GateState::Answered => {
+                return Err(StoreError::AlreadyAnswered {
+                    gate: gate.clone(),
+                    by: g.answered_by.clone().unwrap_or_default(),
+                });
+            }
+            GateState::Pending => {
+                let mut g = g.clone();
+                g.state = GateState::Answered;
+                g.answer = Some(value.clone());
+                g.answered_ms = now_ms;
+                g.answered_by = Some(by.to_string());
+                writes.push(Write::Gate(gate.clone(), g));
+                writes.push(Write::Event(Event::GateAnswered {
+                    gate: gate.clone(),
+                    by: by.to_string(),
+                }));
+            }
+        }
+    }
+    Ok(writes)
+}
+
 /// A claimed thread: the lease, everything stored about the thread, and the events the
 /// claim wrote.
 pub type Claimed = (Lease, ThreadState, Vec<RecordedEvent>);

@@ -106,3 +106,64 @@ pub fn json(text: &str) -> serde_json::Value {
 pub fn crate_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
+
+/// A pipeline that fetches an item, waits at a gate, then applies an effect.
+pub const GATED: &str = r#"type Item {
+  id: string
+  n: int
+}
+
+type Approval {
+  approved: bool
+}
+
+type Done {
+  done: bool
+  id: string
+}
+
+input id: string
+input n: int = 2
+
+node fetch(id: string = input.id, n: int = input.n) -> Item {
+  exec = ["./scripts/fetch.sh"]
+  idempotent = true
+}
+
+gate review(item: Item = fetch) -> Approval {
+  message = "Approve {{ item.id }}?"
+}
+
+node apply(ack: Approval = review, item: Item = fetch) -> Done {
+  when = ack.approved
+  exec = ["./scripts/effect.sh"]
+}
+
+node summary(item: Item = fetch, result: Done? = apply) -> Done {
+  return = { id: item.id, done: result.done ?? false }
+}
+
+output summary = summary
+"#;
+
+/// The `fetch` step of [`GATED`]: the item from its inputs.
+pub const FETCH: &str = r#"#!/bin/sh
+input=$(cat)
+id=$(printf '%s' "$input" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+n=$(printf '%s' "$input" | sed -n 's/.*"n":\([0-9]*\).*/\1/p')
+printf '{"id":"%s","n":%s}\n' "$id" "$n"
+"#;
+
+/// Waits until `path` exists (a command's marker that it started), failing the test
+/// after `within`.
+pub fn wait_for(path: &Path, within: std::time::Duration) {
+    let start = std::time::Instant::now();
+    while !path.exists() {
+        assert!(
+            start.elapsed() < within,
+            "{} did not appear within {within:?}",
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}

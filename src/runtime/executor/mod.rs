@@ -1,14 +1,12 @@
 //! One executor per kind of node that is not pure: `exec` (a subprocess), `host` (a
 //! function of the embedding program), `think` (one model call, with repairs), and the
-//! MCP kinds `call`, `agent` and `act`. Each says how its calls are journaled, what the
+//! MCP kinds `call`, `agent` and `act` (`mcp.rs`, not run yet). Each says how its calls are journaled, what the
 //! journal names as the callee, and what a failure is; the retry loop (`tries.rs`) is the
 //! same for all. A new node kind is a file here and a line in [`for_node`].
 
-mod act;
-mod agent;
-mod call;
 mod exec;
 mod host;
+mod mcp;
 mod think;
 
 use std::future::Future;
@@ -94,9 +92,9 @@ pub(crate) fn for_node(node: &Node) -> Option<&'static dyn Executor> {
     Some(match (&node.body, node.kind) {
         (Body::Exec { .. }, _) => &exec::Exec,
         (Body::Host { .. }, _) => &host::Host,
-        (Body::Call { .. }, _) => &call::Call,
-        (Body::Model { .. }, NodeKind::Agent) => &agent::Agent,
-        (Body::Model { .. }, NodeKind::Act) => &act::Act,
+        (Body::Call { .. }, _) => &mcp::CALL,
+        (Body::Model { .. }, NodeKind::Agent) => &mcp::AGENT,
+        (Body::Model { .. }, NodeKind::Act) => &mcp::ACT,
         (Body::Model { .. }, _) => &think::Think,
         (Body::Return { .. } | Body::Gate { .. }, _) => return None,
     })

@@ -227,55 +227,20 @@ pub(super) fn answer<'a>(
                         store: path.display().to_string(),
                     });
                 };
-                let now = ids::now_ms();
-                let mut writes = Vec::new();
+                let mut gates = std::collections::BTreeMap::new();
                 {
-                    let gates = txn.open_table(GATES).map_err(io)?;
-                    let mut pending = Vec::new();
-                    let mut all: Vec<(String, GateRec)> = Vec::new();
-                    for e in gates
+                    let table = txn.open_table(GATES).map_err(io)?;
+                    for e in table
                         .range((id, "")..(id.wrapping_add(1), ""))
                         .map_err(io)?
                     {
                         let (k, v) = e.map_err(io)?;
                         let name = k.value().1.to_string();
                         let g: GateRec = decode(v.value(), &|| format!("gate `{name}`"))?;
-                        if g.state == GateState::Pending {
-                            pending.push(name.clone());
-                        }
-                        all.push((name, g));
-                    }
-                    // All answers are checked first: all or none are written.
-                    for (gate, value) in &answers {
-                        let Some((_, g)) = all.iter().find(|(n, _)| n == gate) else {
-                            return Err(StoreError::NoSuchGate {
-                                gate: gate.clone(),
-                                pending: pending.clone(),
-                            });
-                        };
-                        match g.state {
-                            GateState::Answered if g.answer.as_ref() == Some(value) => {}
-                            GateState::Answered => {
-                                return Err(StoreError::AlreadyAnswered {
-                                    gate: gate.clone(),
-                                    by: g.answered_by.clone().unwrap_or_default(),
-                                });
-                            }
-                            GateState::Pending => {
-                                let mut g = g.clone();
-                                g.state = GateState::Answered;
-                                g.answer = Some(value.clone());
-                                g.answered_ms = now;
-                                g.answered_by = Some(by.clone());
-                                writes.push(Write::Gate(gate.clone(), g));
-                                writes.push(Write::Event(Event::GateAnswered {
-                                    gate: gate.clone(),
-                                    by: by.clone(),
-                                }));
-                            }
-                        }
+                        gates.insert(name, g);
                     }
                 }
+                let writes = answer_writes(&gates, &answers, &by, ids::now_ms())?;
                 let old = rec.status;
                 let events = apply_writes(&txn, id, Some(&mut rec), &writes)?;
                 put_thread(&txn, id, Some(old), &rec)?;
