@@ -361,15 +361,21 @@ fn the_live_event_stream_equals_the_stored_log() {
     let cancel = p.run(&["cancel", thread, "--events", "jsonl"]);
     assert_eq!(code(&cancel), 0, "{}", stderr(&cancel));
     let run = child.wait_with_output().expect("the run ends");
-    let mut live = events_of(&run);
-    live.extend(events_of(&cancel));
-    live.sort_by_key(|e| e["seq"].as_u64());
+    // The running process streams the whole log while it runs, the request it was sent
+    // included.
+    let live = events_of(&run);
     let stored: Vec<Value> = stdout(&p.run(&["show", thread, "--events"]))
         .lines()
         .map(json)
         .collect();
     assert_eq!(live, stored, "a cancel");
     assert!(stored.iter().any(|e| e["type"] == "thread_cancelled"));
+    assert!(
+        events_of(&cancel)
+            .iter()
+            .any(|e| e["type"] == "cancel_requested"),
+        "the canceller streams what it wrote"
+    );
 }
 
 #[test]
@@ -793,10 +799,13 @@ fn a_cancel_during_a_drain_stops_it_and_leaves_nothing_running() {
         "two.pipe",
         "node a() -> { v: int } {\n  exec = [\"./a.sh\"]\n}\n\nnode b() -> { v: int } {\n  exec = [\"./b.sh\"]\n}\n\noutput a = a\noutput b = b\n",
     );
-    p.script("a.sh", "#!/bin/sh\ncat >/dev/null\nsleep 0.3\nexit 1\n");
+    p.script(
+        "a.sh",
+        "#!/bin/sh\ncat >/dev/null\nsleep 0.3\ntouch a.failed\nexit 1\n",
+    );
     p.script(
         "b.sh",
-        "#!/bin/sh\ncat >/dev/null\nsleep 8\necho '{\"v\":1}'\n",
+        "#!/bin/sh\ncat >/dev/null\necho $$ > b.pid\nsleep 8\necho '{\"v\":1}'\n",
     );
     let thread = "01JDRA1N000000000000000000";
     let mut child = p
@@ -805,7 +814,10 @@ fn a_cancel_during_a_drain_stops_it_and_leaves_nothing_running() {
         .stderr(Stdio::null())
         .spawn()
         .expect("run");
-    std::thread::sleep(Duration::from_millis(1200));
+    // Once `a` failed, the attempt drains: it waits for `b`.
+    wait_for(&p.dir.join("a.failed"), Duration::from_secs(10));
+    wait_for(&p.dir.join("b.pid"), Duration::from_secs(10));
+    std::thread::sleep(Duration::from_millis(300));
     let out = p.run(&["cancel", thread]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let asked = Instant::now();
@@ -829,6 +841,7 @@ fn a_cancel_during_a_drain_stops_it_and_leaves_nothing_running() {
     for c in st["calls"].as_array().into_iter().flatten() {
         assert_ne!(c["record"]["state"], "started", "{st}");
     }
+    assert!(!alive(p.read("b.pid").trim()), "b's command was killed");
 }
 
 const SENDING: &str = "node send(to: string = input.to) -> { sent: bool } {\n  exec = [\"./send.sh\"]\n}\n\noutput sent = send\n";
@@ -1127,7 +1140,7 @@ fn events_of_concurrent_items_stream_in_order() {
     let p = Project::new("order");
     p.write(
         "fan.pipe",
-        "input items: int[]\n\nnode work(i: int = each(input.items, max: 100)) -> { v: int } {\n  exec = [\"./w.sh\"]\n  idempotent = true\n  concurrency = 16\n}\n\noutput work = work\n",
+        "input items: int[]\n\nnode work(i: int = each(input.items, max: 100)) -> { v: int } {\n  exec = [\"./w.sh\"]\n  concurrency = 16\n}\n\noutput work = work\n",
     );
     p.script("w.sh", "#!/bin/sh\ncat >/dev/null\necho '{\"v\":1}'\n");
     let items: Vec<String> = (0..40).map(|i| i.to_string()).collect();
@@ -1143,10 +1156,297 @@ fn events_of_concurrent_items_stream_in_order() {
         "16",
     ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let seqs: Vec<u64> = events_of(&out)
+    let events = events_of(&out);
+    let started = events
         .iter()
-        .filter_map(|e| e["seq"].as_u64())
-        .collect();
+        .filter(|e| e["type"] == "call_started")
+        .count();
+    assert_eq!(started, 40, "each item's commit carries its own event");
+    let seqs: Vec<u64> = events.iter().filter_map(|e| e["seq"].as_u64()).collect();
     let sorted: Vec<u64> = (0..seqs.len() as u64).collect();
     assert_eq!(seqs, sorted, "the stream is in seq order without gaps");
+}
+
+#[test]
+fn renames_apply_all_at_once_a_chain_and_a_swap() {
+    let p = Project::new("renamechain");
+    let v1 = "node one() -> { v: int } {\n  return = { v: 1 }\n}\n\nnode two() -> { v: int } {\n  return = { v: 2 }\n}\n\ngate wait(a: { v: int } = one, b: { v: int } = two) -> { ok: bool } {\n  message = \"go?\"\n}\n\nnode sum(a: { v: int } = one, b: { v: int } = two, w: { ok: bool } = wait) -> { a: int, b: int } {\n  return = { a: a.v, b: b.v }\n}\n\noutput sum = sum\n";
+    p.write("chain.pipe", v1);
+    let thread = paused(&p, "chain.pipe");
+    // `two` becomes `three` and `one` becomes `two`, in one resume.
+    let chain = v1
+        .replace("node two()", "node three()")
+        .replace("node one()", "node two()")
+        .replace(
+            "a: { v: int } = one, b: { v: int } = two",
+            "a: { v: int } = two, b: { v: int } = three",
+        );
+    p.write("v2/chain.pipe", &chain);
+    let out = p.run(&[
+        "resume",
+        &thread,
+        "--plan",
+        "v2/chain.pipe",
+        "--rename",
+        "one=two",
+        "--rename",
+        "two=three",
+        "--answer",
+        r#"wait={"ok": true}"#,
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        json(&stdout(&out)),
+        json!({ "sum": { "a": 1, "b": 2 } }),
+        "each value went to its own new name"
+    );
+    // A swap.
+    let p = Project::new("renameswap");
+    p.write("chain.pipe", v1);
+    let thread = paused(&p, "chain.pipe");
+    let swap = v1
+        .replace("node one()", "node tmp()")
+        .replace("node two()", "node one()")
+        .replace("node tmp()", "node two()")
+        .replace("{ v: 1 }", "{ v: 9 }")
+        .replace(
+            "a: { v: int } = one, b: { v: int } = two, w",
+            "a: { v: int } = two, b: { v: int } = one, w",
+        );
+    p.write("v2/chain.pipe", &swap);
+    let out = p.run(&[
+        "resume",
+        &thread,
+        "--plan",
+        "v2/chain.pipe",
+        "--rename",
+        "one=two",
+        "--rename",
+        "two=one",
+        "--answer",
+        r#"wait={"ok": true}"#,
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&stdout(&out)), json!({ "sum": { "a": 1, "b": 2 } }));
+}
+
+#[test]
+fn a_resume_during_a_backoff_journals_the_retry_only_when_it_runs() {
+    let p = Project::new("backoff");
+    p.write(
+        "send.pipe",
+        "node send() -> { ok: bool } {\n  exec = [\"./send.sh\"]\n  retries = 2\n  backoff = 20s\n}\n\noutput send = send\n",
+    );
+    // It cannot start the first time (no such program yet): a retry is due in 20 s.
+    p.write("send.sh", "not yet a program");
+    let thread = "01JBACKOFF0000000000000000";
+    let mut child = p
+        .cmd(&["run", "send.pipe", "--thread", thread, "-q"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run");
+    let start = Instant::now();
+    loop {
+        let st = p.run(&["show", thread, "--json"]);
+        if code(&st) == 0 && json(&stdout(&st))["nodes"][0]["tries"] == 1 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the retry was scheduled"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    // A resume waits out the rest of the backoff; killed meanwhile, it journaled nothing.
+    let mut child = p
+        .cmd(&["resume", thread, "-q"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("resume");
+    std::thread::sleep(Duration::from_millis(700));
+    let _ = child.kill();
+    let _ = child.wait();
+    for c in show(&p, thread)["calls"].as_array().into_iter().flatten() {
+        assert_ne!(
+            c["record"]["state"], "started",
+            "no try is journaled as started before it runs: {c}"
+        );
+    }
+}
+
+#[test]
+fn a_result_given_for_all_unfinished_calls_must_fit() {
+    let p = Project::new("resolveall");
+    p.write(
+        "hit.pipe",
+        "node hit() -> { done: bool } {\n  exec = [\"./hit.sh\"]\n  timeout = 300ms\n}\n\noutput hit = hit\n",
+    );
+    p.script(
+        "hit.sh",
+        "#!/bin/sh\ncat >/dev/null\nsleep 3\necho '{\"done\":true}'\n",
+    );
+    let out = p.run(&["run", "hit.pipe"]);
+    let thread = thread_of(&stderr(&out)).expect("thread");
+    let before = snapshot(&p, &thread);
+    let out = p.run(&["resume", &thread, "--resolve", r#"all={"bogus": 1}"#]);
+    refused(&out, "R0009");
+    assert_eq!(snapshot(&p, &thread), before);
+}
+
+#[test]
+fn an_answer_for_a_gate_asked_again_is_taken_for_the_new_question() {
+    let p = gated("rerunanswer");
+    let thread = paused(&p, "gated.pipe");
+    let out = p.run(&[
+        "resume",
+        &thread,
+        "--answer",
+        r#"review={"approved": false}"#,
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&stdout(&out))["summary"]["done"], false);
+    // Completed threads are final; an edit that fails after the gate keeps it open.
+    let p = gated("rerunanswer2");
+    p.write(
+        "gated.pipe",
+        &GATED.replace(
+            "output summary = summary",
+            "node after(s: Done = summary) -> Done {\n  exec = [\"./scripts/after.sh\"]\n  idempotent = true\n}\n\noutput summary = after",
+        ),
+    );
+    p.script(
+        "scripts/after.sh",
+        "#!/bin/sh\ninput=$(cat)\nif [ -e ok ]; then printf '%s' \"$input\" | sed -n 's/^{\"s\":\\(.*\\)}$/\\1/p'; else exit 1; fi\n",
+    );
+    let thread = paused(&p, "gated.pipe");
+    let out = p.run(&[
+        "resume",
+        &thread,
+        "--answer",
+        r#"review={"approved": false}"#,
+    ]);
+    assert_eq!(code(&out), 1, "`after` fails: {}", stderr(&out));
+    p.write("ok", "");
+    // The gate is asked again; this answer is for that question, not a second answer.
+    let out = p.run(&[
+        "resume",
+        &thread,
+        "--rerun-from",
+        "fetch",
+        "--answer",
+        r#"review={"approved": true}"#,
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&stdout(&out))["summary"]["done"], true);
+}
+
+#[test]
+fn an_answer_to_a_renamed_gate_is_taken_before_its_deadline_is() {
+    let p = Project::new("renamedeadline");
+    let v1 = "type Ok {\n  ok: bool\n}\n\ngate ask() -> Ok {\n  message = \"go?\"\n  timeout = 1s\n  on_timeout = { ok: false }\n}\n\noutput ok = ask\n";
+    p.write("g.pipe", v1);
+    let thread = paused(&p, "g.pipe");
+    std::thread::sleep(Duration::from_millis(1300));
+    p.write(
+        "v2/g.pipe",
+        &v1.replace("gate ask()", "gate question()")
+            .replace("= ask", "= question"),
+    );
+    let out = p.run(&[
+        "resume",
+        &thread,
+        "--plan",
+        "v2/g.pipe",
+        "--rename",
+        "ask=question",
+        "--answer",
+        r#"question={"ok": true}"#,
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&stdout(&out)), json!({ "ok": { "ok": true } }));
+}
+
+#[test]
+fn a_node_starts_when_a_permit_frees_up_not_when_a_task_ends() {
+    let p = Project::new("permits");
+    p.write(
+        "two.pipe",
+        "node flaky() -> { v: int } {\n  exec = [\"./flaky.sh\"]\n  idempotent = true\n  retries = 1\n  backoff = 4s\n}\n\nnode other() -> { v: int } {\n  exec = [\"./other.sh\"]\n  idempotent = true\n}\n\noutput flaky = flaky\noutput other = other\n",
+    );
+    p.script(
+        "flaky.sh",
+        "#!/bin/sh\nif [ -e tried ]; then echo '{\"v\":1}'; else touch tried; exit 1; fi\n",
+    );
+    p.script(
+        "other.sh",
+        "#!/bin/sh\ntouch other.started\necho '{\"v\":2}'\n",
+    );
+    let started = Instant::now();
+    let child = p
+        .cmd(&["run", "two.pipe", "--concurrency", "1", "-q"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run");
+    wait_for(&p.dir.join("other.started"), Duration::from_secs(10));
+    let waited = started.elapsed();
+    let _ = child.wait_with_output();
+    assert!(
+        waited < Duration::from_secs(3),
+        "`other` ran while `flaky` waited out its backoff (after {waited:?})"
+    );
+}
+
+#[test]
+fn a_decision_may_name_a_call_by_the_name_a_rename_gives_it() {
+    let p = Project::new("decisionnewkey");
+    p.write("mail.pipe", &format!("input to: string\n\n{SENDING}"));
+    p.script(
+        "send.sh",
+        "#!/bin/sh\ncat >/dev/null\necho \"$PIPEC_NODE\" >> effects.log\nsleep 30\necho '{\"sent\":true}'\n",
+    );
+    let thread = "01JNEWKEY00000000000000000";
+    let mut child = p
+        .cmd(&[
+            "run",
+            "mail.pipe",
+            "--thread",
+            thread,
+            "--input",
+            "to=x",
+            "-q",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run");
+    wait_for(&p.dir.join("effects.log"), Duration::from_secs(10));
+    let _ = child.kill();
+    let _ = child.wait();
+    p.write(
+        "v2/mail.pipe",
+        &format!(
+            "input to: string\n\n{}",
+            SENDING
+                .replace("send(", "notify(")
+                .replace("= send", "= notify")
+                .replace("./send.sh", "../send.sh")
+        ),
+    );
+    let out = p.run(&[
+        "resume",
+        thread,
+        "--plan",
+        "v2/mail.pipe",
+        "--rename",
+        "send=notify",
+        "--resolve",
+        r#"notify:g0:i0:s0:c0={"sent": true}"#,
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(p.read("effects.log").lines().count(), 1);
 }

@@ -32,6 +32,44 @@ pub struct RunOptions {
 }
 
 impl RunOptions {
+    /// The name `--rename` gives the node stored as `old`.
+    pub(crate) fn renamed_to(&self, old: &str) -> Option<&str> {
+        self.renames
+            .iter()
+            .find(|(o, _)| o == old)
+            .map(|(_, n)| n.as_str())
+    }
+
+    /// The stored name of the node the plan now calls `new`.
+    pub(crate) fn renamed_from(&self, new: &str) -> Option<&str> {
+        self.renames
+            .iter()
+            .find(|(_, n)| n == new)
+            .map(|(o, _)| o.as_str())
+    }
+
+    /// The names a call goes by: its stored key, and the key it has once a `--rename`
+    /// moved its node.
+    pub(crate) fn call_names(&self, key: &crate::store::CallKey) -> (String, Option<String>) {
+        let renamed = self.renamed_to(&key.node).map(|new| {
+            crate::store::CallKey {
+                node: new.to_string(),
+                ..key.clone()
+            }
+            .display()
+        });
+        (key.display(), renamed)
+    }
+
+    /// Whether a decision was given for the call stored under `key`, by either name.
+    pub(crate) fn decision_for(&self, key: &crate::store::CallKey) -> Option<&Decision> {
+        let (stored, renamed) = self.call_names(key);
+        self.decisions
+            .iter()
+            .find(|(k, _)| k == "all" || *k == stored || Some(k) == renamed.as_ref())
+            .map(|(_, d)| d)
+    }
+
     /// Whether the options ask to change finished work.
     pub(crate) fn changes_results(&self) -> bool {
         !self.rerun_from.is_empty()

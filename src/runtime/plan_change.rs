@@ -144,9 +144,12 @@ pub(crate) fn changed_nodes(
         }
     }
     let rerun = dependents(plan, &opts.rerun_from);
+    // A renamed node's fingerprint differs by its name alone; the rename says it is the
+    // same node, so its result is kept as `--keep` keeps one.
+    let kept = |n: &String| opts.keep.contains(n) || opts.renamed_from(n).is_some();
     let unresolved: Vec<&String> = changed
         .iter()
-        .filter(|n| !opts.keep.contains(n) && !rerun.contains(*n))
+        .filter(|n| !kept(n) && !rerun.contains(*n))
         .collect();
     if let Some(first) = unresolved.first() {
         let list: Vec<String> = unresolved.iter().map(|n| format!("`{n}`")).collect();
@@ -158,7 +161,7 @@ pub(crate) fn changed_nodes(
             "resume with `--rerun-from {first}` to compute them again (with what depends on them), or `--keep {first}` to keep the old result"
         )));
     }
-    for name in changed.iter().filter(|n| opts.keep.contains(n)) {
+    for name in changed.iter().filter(|n| kept(n) && !rerun.contains(*n)) {
         let old = renamed
             .iter()
             .find(|(_, new)| **new == name.as_str())

@@ -271,6 +271,7 @@ impl Runner {
             );
         }
         let mut renamed = BTreeSet::new();
+        let mut sources = BTreeSet::new();
         for (old, new) in &opts.renames {
             if !state.nodes.contains_key(old) && !state.gates.contains_key(old) {
                 let known = state
@@ -292,68 +293,83 @@ impl Runner {
                     ))
                     .help(suggestion(new, plan_nodes(), "nodes")),
                 );
-            } else if state.nodes.contains_key(new) && !opts.renames.iter().any(|(o, _)| o == new) {
-                problems.push(option(format!(
-                    "`--rename {old}={new}`: the thread already has a node `{new}`"
-                )));
+            } else if (state.nodes.contains_key(new) || state.gates.contains_key(new))
+                && opts.renamed_to(new).is_none()
+            {
+                problems.push(
+                    option(format!(
+                        "`--rename {old}={new}`: the thread already has a node `{new}`"
+                    ))
+                    .help(format!("rename `{new}` too, or give `{old}` another name")),
+                );
+            }
+            if !sources.insert(old.as_str()) {
+                problems.push(option(format!("`{old}` is renamed twice")));
             }
             if !renamed.insert(new.as_str()) {
                 problems.push(option(format!("two nodes are renamed to `{new}`")));
             }
         }
-        let unfinished: Vec<String> = state
+        // An unfinished call may be named by its stored key or by the one a rename
+        // gives it.
+        let unfinished: Vec<(&crate::store::CallKey, String, Option<String>)> = state
             .calls
             .iter()
             .filter(|(_, c)| {
                 matches!(c.state, CallState::Started | CallState::Unknown) && !c.idempotent
             })
-            .map(|(k, _)| k.display())
+            .map(|(k, _)| {
+                let (stored, renamed) = opts.call_names(k);
+                (k, stored, renamed)
+            })
             .collect();
         let mut decided = BTreeSet::new();
         for (key, decision) in &opts.decisions {
             if !decided.insert(key.as_str()) {
                 problems.push(option(format!("the call `{key}` is decided twice")));
             }
-            if key == "all" {
+            let named: Vec<&crate::store::CallKey> = if key == "all" {
                 if unfinished.is_empty() {
                     problems.push(option("`all`: the thread has no unfinished call".into()));
                 }
-                continue;
-            }
-            if !unfinished.contains(key) {
-                let help = if unfinished.is_empty() {
-                    "the thread has no unfinished call".to_string()
-                } else {
-                    suggestion(
-                        key,
-                        unfinished.iter().map(String::as_str),
-                        "unfinished calls",
-                    )
-                };
-                problems.push(
-                    option(format!("`{key}` is not an unfinished call of this thread")).help(help),
-                );
-                continue;
-            }
-            if let Decision::Performed(value) = decision {
-                let node = state
-                    .calls
-                    .keys()
-                    .find(|k| k.display() == *key)
-                    .map(|k| {
-                        opts.renames
-                            .iter()
-                            .find(|(old, _)| *old == k.node)
-                            .map_or(k.node.as_str(), |(_, new)| new.as_str())
-                    })
-                    .and_then(|name| self.plan.node(name));
-                if let Some(node) = node
-                    && let Err(e) = self.validators.check(&node.output, value, Mode::Open)
+                unfinished.iter().map(|(k, _, _)| *k).collect()
+            } else {
+                match unfinished
+                    .iter()
+                    .find(|(_, stored, renamed)| stored == key || renamed.as_ref() == Some(key))
                 {
-                    problems.push(option(format!(
-                        "the result given for {key} does not fit `{}`: {e}",
-                        node.output_type
-                    )));
+                    Some((k, _, _)) => vec![*k],
+                    None => {
+                        let help = if unfinished.is_empty() {
+                            "the thread has no unfinished call".to_string()
+                        } else {
+                            suggestion(
+                                key,
+                                unfinished.iter().map(|(_, stored, _)| stored.as_str()),
+                                "unfinished calls",
+                            )
+                        };
+                        problems.push(
+                            option(format!("`{key}` is not an unfinished call of this thread"))
+                                .help(help),
+                        );
+                        continue;
+                    }
+                }
+            };
+            // A result given as what happened must fit each node it is given for.
+            if let Decision::Performed(value) = decision {
+                for k in named {
+                    let name = opts.renamed_to(&k.node).unwrap_or(&k.node);
+                    if let Some(node) = self.plan.node(name)
+                        && let Err(e) = self.validators.check(&node.output, value, Mode::Open)
+                    {
+                        problems.push(option(format!(
+                            "the result given for {} does not fit `{}`: {e}",
+                            k.display(),
+                            node.output_type
+                        )));
+                    }
                 }
             }
         }
@@ -414,11 +430,7 @@ impl Runner {
                 continue;
             }
             let shown = key.display();
-            let decided = opts
-                .decisions
-                .iter()
-                .any(|(k, _)| k == "all" || *k == shown);
-            if decided {
+            if opts.decision_for(key).is_some() {
                 continue;
             }
             let node_done = state

@@ -348,8 +348,17 @@ impl Runner {
             }
             _ => {}
         }
+        // The stored row of the gate the plan calls `gate`: through a rename, and none
+        // for a gate `--rerun-from` asks again (its row goes).
+        let reopened = plan_change::dependents(&self.plan, &opts.rerun_from);
+        let row_of = |gate: &str| {
+            if reopened.contains(gate) {
+                return None;
+            }
+            state.gates.get(opts.renamed_from(gate).unwrap_or(gate))
+        };
         for (gate, answer) in &answers {
-            if let Some(g) = state.gates.get(gate)
+            if let Some(g) = row_of(gate)
                 && g.state == GateState::Answered
                 && g.answer.as_ref() != Some(answer)
             {
@@ -417,18 +426,13 @@ impl Runner {
         // gate.
         let (now_answers, later): (Vec<_>, Vec<_>) = answers
             .into_iter()
-            .filter(|(g, _)| {
-                !state
-                    .gates
-                    .get(g)
-                    .is_some_and(|r| r.state == GateState::Answered)
-            })
-            .partition(|(g, _)| {
-                state
-                    .gates
-                    .get(g)
-                    .is_some_and(|r| r.state == GateState::Pending)
-            });
+            .filter(|(g, _)| !row_of(g).is_some_and(|r| r.state == GateState::Answered))
+            .partition(|(g, _)| row_of(g).is_some_and(|r| r.state == GateState::Pending));
+        // A pending gate is answered under the name its row has until the rename moves it.
+        let now_answers: Vec<(String, Value)> = now_answers
+            .into_iter()
+            .map(|(g, v)| (opts.renamed_from(&g).unwrap_or(&g).to_string(), v))
+            .collect();
         // What the store writes for this resume (answers, the claim), for the live stream.
         let mut committed = Vec::new();
         if !now_answers.is_empty() {

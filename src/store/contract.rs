@@ -592,6 +592,98 @@ fn load_returns_every_row_a_commit_wrote(store: &dyn Store) {
     assert_eq!(state.value_of("missing"), None);
 }
 
+fn a_rename_moves_every_row_of_a_node_and_a_gate_row_can_be_removed(store: &dyn Store) {
+    let rt = rt();
+    let lease = rt
+        .block_on(store.create_thread(thread_rec(), attempt()))
+        .map(|(lease, _)| lease)
+        .expect("create");
+    let key = |node: &str, generation: u32, seq: u32| CallKey {
+        node: node.into(),
+        generation,
+        item: 1,
+        seq,
+        call: 0,
+    };
+    let call = CallRec {
+        kind: "exec".into(),
+        target: "./x".into(),
+        args: None,
+        args_hash: "h".into(),
+        idempotent: false,
+        idem_key: "k".into(),
+        state: CallState::Started,
+        result: None,
+        error: None,
+        attempt: 1,
+        started_ms: 1,
+        finished_ms: 0,
+        decision: None,
+        watched_by: None,
+    };
+    let done = ItemRec {
+        state: ItemState::Done,
+        value: Some(json!(1)),
+        error: None,
+    };
+    rt.block_on(store.commit(
+        &lease,
+        vec![
+            Write::Node("old".into(), NodeRec::done(json!("v"))),
+            Write::Item("old".into(), 0, 0, done.clone()),
+            Write::Item("old".into(), 2, 1, done.clone()),
+            Write::Call(key("old", 0, 0), call.clone()),
+            Write::Call(key("old", 2, 3), call.clone()),
+            Write::Gate("old".into(), gate("old")),
+            Write::Node("other".into(), NodeRec::done(json!("o"))),
+            Write::Gate("asked".into(), gate("asked")),
+        ],
+    ))
+    .expect("commit");
+    // A swap through a staging name, as a resume applies renames, and a removed gate.
+    rt.block_on(store.commit(
+        &lease,
+        vec![
+            Write::Rename {
+                from: "old".into(),
+                to: "\0staging".into(),
+            },
+            Write::Rename {
+                from: "other".into(),
+                to: "old".into(),
+            },
+            Write::Rename {
+                from: "\0staging".into(),
+                to: "new".into(),
+            },
+            Write::RemoveGate("asked".into()),
+        ],
+    ))
+    .expect("commit");
+    let state = rt.block_on(store.load(&lease.thread)).expect("load");
+    assert_eq!(state.value_of("new"), Some(json!("v")));
+    assert_eq!(
+        state.value_of("old"),
+        Some(json!("o")),
+        "the other node took the name"
+    );
+    assert_eq!(
+        state.items.keys().cloned().collect::<Vec<_>>(),
+        [("new".to_string(), 0, 0), ("new".to_string(), 2, 1)],
+        "items of every generation moved"
+    );
+    assert_eq!(
+        state.calls.keys().cloned().collect::<Vec<_>>(),
+        [key("new", 0, 0), key("new", 2, 3)]
+    );
+    assert_eq!(state.gates.keys().cloned().collect::<Vec<_>>(), ["new"]);
+    assert_eq!(
+        state.gates["new"].node, "new",
+        "the gate row names its node"
+    );
+    assert!(!state.nodes.contains_key("\0staging"));
+}
+
 fn a_thread_record_write_keeps_the_fence_and_the_status_index(store: &dyn Store) {
     let rt = rt();
     let lease = rt
@@ -925,4 +1017,5 @@ contract!(
     ids_may_be_shortened_to_a_unique_prefix,
     a_claim_by_prefix_takes_the_thread_it_names,
     plans_are_stored_once_by_hash,
+    a_rename_moves_every_row_of_a_node_and_a_gate_row_can_be_removed,
 );

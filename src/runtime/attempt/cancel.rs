@@ -42,6 +42,9 @@ impl Attempt {
 
     /// Records the cancellation; returns the error the run ends with.
     pub(super) async fn record_cancel(&mut self) -> RuntimeError {
+        // What stopped tasks committed before they were stopped, and the request
+        // itself, reach the stream first.
+        self.shared.catch_up().await;
         let error = RuntimeError::new(
             &codes::THREAD_CANCELLED,
             format!(

@@ -50,10 +50,11 @@ impl Shared {
         if writes.is_empty() {
             return Ok(());
         }
-        self.stream.begin();
+        let in_flight = self.stream.begin(self.events.as_ref());
         let result = commit(&*self.store, &self.lease, &self.scrubber, writes).await;
-        let events = result.as_ref().map(Vec::as_slice).unwrap_or_default();
-        self.stream.end(events, self.events.as_ref());
+        if in_flight.end(result.as_deref().unwrap_or_default()) {
+            self.catch_up().await;
+        }
         result.map(|_| ())
     }
 
@@ -61,17 +62,18 @@ impl Shared {
     /// thread's creation, the claim's `attempt_started`, answers given with
     /// `resume --answer`).
     pub(crate) fn stream(&self, events: &[RecordedEvent]) {
-        self.stream.begin();
-        self.stream.end(events, self.events.as_ref());
+        if self.stream.begin(self.events.as_ref()).end(events) {
+            self.stream.flush(self.events.as_ref());
+        }
     }
 }
 
 /// Hands committed events to the sink in `seq` order. Concurrent tasks commit at once
 /// (their commits share a transaction) and learn of it in any order, so their events
-/// wait here for the ones before them. A number no commit of this attempt holds was
+/// wait here for the ones before them. A number that no commit of this attempt holds was
 /// written by another process (`pipec answer`, `pipec cancel`): once no commit of this
-/// attempt is in flight, every number below the ones held is known not to be coming,
-/// and what waits is delivered.
+/// attempt is in flight, such a gap is filled from the store, so the stream is the
+/// thread's whole log while the attempt runs.
 #[derive(Default)]
 pub(crate) struct Ordered {
     inner: Mutex<OrderedState>,
@@ -85,23 +87,54 @@ struct OrderedState {
     in_flight: usize,
 }
 
+/// A commit of the attempt on its way: its events are delivered when it ends, and if
+/// its future is dropped before (a task stopped by a cancel), it still counts as ended,
+/// so it never holds the stream back.
+pub(crate) struct InFlight<'a> {
+    ordered: &'a Ordered,
+    sink: Option<&'a EventSink>,
+    ended: bool,
+}
+
+impl InFlight<'_> {
+    /// Delivers what can be; returns whether a gap waits to be filled from the store.
+    fn end(mut self, events: &[RecordedEvent]) -> bool {
+        self.ended = true;
+        self.ordered.end(events, self.sink)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.ordered.end(&[], self.sink);
+        }
+    }
+}
+
 impl Ordered {
-    fn begin(&self) {
+    fn begin<'a>(&'a self, sink: Option<&'a EventSink>) -> InFlight<'a> {
         self.lock().in_flight += 1;
+        InFlight {
+            ordered: self,
+            sink,
+            ended: false,
+        }
     }
 
-    fn end(&self, events: &[RecordedEvent], sink: Option<&EventSink>) {
+    fn end(&self, events: &[RecordedEvent], sink: Option<&EventSink>) -> bool {
         let mut st = self.lock();
         st.in_flight = st.in_flight.saturating_sub(1);
         let Some(sink) = sink else {
-            return;
+            return false;
         };
         for e in events {
-            st.waiting.insert(e.seq, e.clone());
+            if st.next.is_none_or(|n| e.seq >= n) {
+                st.waiting.insert(e.seq, e.clone());
+            }
         }
         while let Some((&seq, _)) = st.waiting.first_key_value() {
-            let due = st.next.is_none_or(|n| seq <= n) || st.in_flight == 0;
-            if !due {
+            if st.next.is_some_and(|n| seq > n) {
                 break;
             }
             if let Some(e) = st.waiting.remove(&seq) {
@@ -109,10 +142,46 @@ impl Ordered {
             }
             st.next = Some(seq + 1);
         }
+        // What still waits sits behind a number no commit in flight can hold.
+        !st.waiting.is_empty() && st.in_flight == 0
+    }
+
+    /// Delivers everything that waits, in order, whatever is missing before it (the
+    /// store could not be read to fill the gap).
+    fn flush(&self, sink: Option<&EventSink>) {
+        let mut st = self.lock();
+        let Some(sink) = sink else {
+            return;
+        };
+        while let Some((seq, e)) = st.waiting.pop_first() {
+            sink(&e);
+            st.next = Some(seq + 1);
+        }
+    }
+
+    /// The next number the stream has not delivered.
+    pub(crate) fn next(&self) -> u64 {
+        self.lock().next.unwrap_or(0)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, OrderedState> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Shared {
+    /// Fills a gap in the stream from the store: events another process wrote, or that
+    /// a stopped task's commit made before it was stopped.
+    pub(crate) async fn catch_up(&self) {
+        let since = self.stream.next();
+        match self.store.events(&self.thread_id, since).await {
+            Ok(events) => {
+                if self.stream.begin(self.events.as_ref()).end(&events) {
+                    self.stream.flush(self.events.as_ref());
+                }
+            }
+            Err(_) => self.stream.flush(self.events.as_ref()),
+        }
     }
 }
 

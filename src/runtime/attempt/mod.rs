@@ -85,9 +85,6 @@ pub(crate) struct Attempt {
     /// Writes waiting for the next commit.
     buffer: Vec<Write>,
     start: Start,
-    /// Call keys as a `--rename` changed them: new name's display → old name's display,
-    /// so that a decision may name a call either way.
-    renamed_calls: HashMap<String, String>,
 }
 
 /// What sources read during an attempt: the thread's inputs and configuration, the
@@ -174,7 +171,6 @@ impl Attempt {
             secrets,
             buffer: Vec::new(),
             start,
-            renamed_calls: HashMap::new(),
         })
     }
 
@@ -284,11 +280,28 @@ impl Attempt {
             // only when it can start; the others wait for the next round.
             let mut units = Vec::new();
             let wanted = to_start.len();
+            let mut deferred = false;
+            let now = crate::store::ids::now_ms();
             for i in to_start {
-                let permit = if self.nodes.node(i).each.is_none() {
+                // A node that failed or blocked this round stops the attempt: nothing
+                // else starts.
+                if self.nodes.stopping() {
+                    break;
+                }
+                // A node still in a retry's backoff (a resume during the wait) takes its
+                // permit, and writes its `started` row, when the wait is over.
+                let waiting = self
+                    .nodes
+                    .row(i)
+                    .and_then(|r| r.next_retry_ms)
+                    .is_some_and(|due| due > now);
+                let permit = if self.nodes.node(i).each.is_none() && !waiting {
                     match self.shared.permits.clone().try_acquire_owned() {
                         Ok(p) => Some(p),
-                        Err(_) => continue,
+                        Err(_) => {
+                            deferred = true;
+                            continue;
+                        }
                     }
                 } else {
                     None
@@ -300,7 +313,7 @@ impl Attempt {
             self.flush().await?;
             // With nothing else in flight, a lone unit runs in this task: the scheduler
             // would only wait for it, and a task of its own costs two thread wake-ups.
-            let inline = running == 0 && units.len() == 1;
+            let inline = running == 0 && units.len() == 1 && !deferred;
             let mut done: Vec<Result<TaskDone, String>> = Vec::new();
             for (i, work, items) in units {
                 self.nodes.mark_running(i);
@@ -333,10 +346,17 @@ impl Attempt {
                 return self.quiesce().await;
             }
             if done.is_empty() {
-                // Wait for a task, then take every other one that finished meanwhile.
+                // Wait for a task, then take every other one that finished meanwhile; a
+                // node waiting for a permit is started as soon as one frees up (a task
+                // may release its permit while it waits out a retry's backoff).
+                let permits = self.shared.permits.clone();
                 let first = loop {
                     tokio::select! {
-                        r = tasks.join_next() => break r,
+                        r = tasks.join_next() => break Some(r),
+                        p = permits.clone().acquire_owned(), if deferred => {
+                            drop(p);
+                            break None;
+                        }
                         _ = cancel_check.tick() => {
                             if self.cancel_requested().await {
                                 cancel::stop_all(&mut tasks).await;
@@ -344,6 +364,10 @@ impl Attempt {
                             }
                         }
                     }
+                };
+                let Some(first) = first else {
+                    // A permit is free: schedule again.
+                    continue;
                 };
                 let Some(first) = first else {
                     running = 0;

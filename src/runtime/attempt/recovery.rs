@@ -42,14 +42,18 @@ impl Attempt {
             }
         }
         let mut fresh_failures = self.count_crashes();
-        self.decide(opts);
+        let decided = self.decide(opts);
         for (gate, answer) in &opts.pre_answers {
             self.thread.pre_answers.insert(gate.clone(), answer.clone());
         }
         fresh_failures.extend(self.apply_deadlines());
-        // Nodes that failed in an earlier attempt run again, with fresh tries.
+        // Nodes that failed in an earlier attempt run again, with fresh tries (a node a
+        // decision retries keeps the tries it has used).
         for (name, rec) in self.state.nodes.iter_mut() {
-            if rec.state == NodeState::Failed && !fresh_failures.contains(name) {
+            if rec.state == NodeState::Failed
+                && !fresh_failures.contains(name)
+                && !decided.contains(name)
+            {
                 rec.tries = 0;
                 rec.crash_count = 0;
             }
@@ -58,59 +62,84 @@ impl Attempt {
     }
 
     /// Renamed nodes keep everything stored under their name: row, items, journal and
-    /// gate row move to the new name, in the store and in the loaded rows.
+    /// gate row move to the new name, in the store and in the loaded rows. The renames
+    /// apply all at once, through names no node can have (they hold a NUL): a chain
+    /// (`a=b`, `b=c`) or a swap moves each node's rows to its own new name, never over
+    /// another node's.
     fn rename(&mut self, opts: &RunOptions) {
-        for (old, new) in &opts.renames {
+        let staging = |i: usize| format!("\0renamed {i}");
+        for (i, (old, _)) in opts.renames.iter().enumerate() {
             self.buffer.push(Write::Rename {
                 from: old.clone(),
+                to: staging(i),
+            });
+        }
+        for (i, (_, new)) in opts.renames.iter().enumerate() {
+            self.buffer.push(Write::Rename {
+                from: staging(i),
                 to: new.clone(),
             });
-            if let Some(rec) = self.state.nodes.remove(old) {
-                self.state.nodes.insert(new.clone(), rec);
-            }
-            if let Some(g) = self.state.gates.remove(old) {
-                let g = GateRec {
-                    node: new.clone(),
-                    ..g
-                };
-                self.state.gates.insert(new.clone(), g);
-            }
-            let items: Vec<_> = self
+        }
+        let mut staged = Vec::new();
+        for (old, new) in &opts.renames {
+            let node = self.state.nodes.remove(old);
+            let gate = self.state.gates.remove(old);
+            let item_keys: Vec<_> = self
                 .state
                 .items
                 .keys()
                 .filter(|(n, _, _)| n == old)
                 .cloned()
                 .collect();
-            for key in items {
-                if let Some(r) = self.state.items.remove(&key) {
-                    self.state.items.insert((new.clone(), key.1, key.2), r);
-                }
-            }
-            let calls: Vec<_> = self
+            let items: Vec<_> = item_keys
+                .into_iter()
+                .filter_map(|k| self.state.items.remove(&k).map(|r| ((k.1, k.2), r)))
+                .collect();
+            let call_keys: Vec<_> = self
                 .state
                 .calls
                 .keys()
                 .filter(|k| &k.node == old)
                 .cloned()
                 .collect();
-            for key in calls {
-                if let Some(r) = self.state.calls.remove(&key) {
-                    let moved = crate::store::CallKey {
-                        node: new.clone(),
-                        ..key.clone()
-                    };
-                    self.renamed_calls.insert(moved.display(), key.display());
-                    self.state.calls.insert(moved, r);
-                }
+            let calls: Vec<_> = call_keys
+                .into_iter()
+                .filter_map(|k| self.state.calls.remove(&k).map(|r| (k, r)))
+                .collect();
+            staged.push((new.clone(), node, gate, items, calls));
+        }
+        for (new, node, gate, items, calls) in staged {
+            if let Some(rec) = node {
+                self.state.nodes.insert(new.clone(), rec);
+            }
+            if let Some(g) = gate {
+                let g = GateRec {
+                    node: new.clone(),
+                    ..g
+                };
+                self.state.gates.insert(new.clone(), g);
+            }
+            for ((generation, item), r) in items {
+                self.state.items.insert((new.clone(), generation, item), r);
+            }
+            for (key, r) in calls {
+                let moved = crate::store::CallKey {
+                    node: new.clone(),
+                    ..key
+                };
+                self.state.calls.insert(moved, r);
             }
         }
     }
 
-    /// Kept nodes: the old result stands under the new definition.
+    /// Kept nodes (and renamed ones: a rename says the node is the same one): the old
+    /// result stands under the new definition.
     fn keep(&mut self, plan_changes: &[String], opts: &RunOptions) {
         let plan = self.shared.plan.clone();
-        for name in plan_changes.iter().filter(|n| opts.keep.contains(n)) {
+        for name in plan_changes
+            .iter()
+            .filter(|n| opts.keep.contains(n) || opts.renamed_from(n).is_some())
+        {
             if let (Some(rec), Some(node)) = (self.state.nodes.get_mut(name), plan.node(name)) {
                 rec.fingerprint = node.fingerprint.clone();
                 self.buffer.push(Write::Node(name.clone(), rec.clone()));
@@ -187,23 +216,28 @@ impl Attempt {
         failed
     }
 
-    /// Decisions on unfinished calls: a retry gets fresh tries, a performed call's given
-    /// result becomes the node's (or item's) value.
-    fn decide(&mut self, opts: &RunOptions) {
+    /// Decisions on unfinished calls: a retry is the call's next try, a performed call's
+    /// given result becomes the node's (or item's) value. Returns the nodes decided on.
+    fn decide(&mut self, opts: &RunOptions) -> BTreeSet<String> {
         let plan = self.shared.plan.clone();
+        let mut decided = BTreeSet::new();
         for (key, call) in self.state.calls.clone() {
             if !matches!(call.state, CallState::Started | CallState::Unknown) || call.idempotent {
                 continue;
             }
             let shown = key.display();
-            let before_rename = self.renamed_calls.get(&shown);
-            let Some((_, decision)) = opts
-                .decisions
-                .iter()
-                .find(|(k, _)| k == "all" || *k == shown || Some(k) == before_rename)
-            else {
+            // Decisions name a call by its stored key or by the one a rename gave it.
+            let stored_key = crate::store::CallKey {
+                node: opts
+                    .renamed_from(&key.node)
+                    .unwrap_or(&key.node)
+                    .to_string(),
+                ..key.clone()
+            };
+            let Some(decision) = opts.decision_for(&stored_key) else {
                 continue;
             };
+            decided.insert(key.node.clone());
             let mut resolved = call.clone();
             resolved.state = CallState::Resolved;
             resolved.finished_ms = ids::now_ms();
@@ -283,6 +317,7 @@ impl Attempt {
             self.buffer.push(Write::Call(key.clone(), resolved.clone()));
             self.state.calls.insert(key, resolved);
         }
+        decided
     }
 
     /// Gates whose (absolute) deadline passed take their `on_timeout` answer, or fail.

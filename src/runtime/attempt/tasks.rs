@@ -180,7 +180,13 @@ impl Attempt {
                 self.nodes.start(i, None, &mut self.buffer);
                 unit.row = self.nodes.row(i).cloned();
                 unit.permit = permit;
-                if executor.journaled(&node) {
+                // The first try is journaled here, in the scheduler's next commit, when it
+                // can start at once; a try that first waits out a backoff is journaled by
+                // `run_unit` once it holds its permit.
+                let in_backoff = unit
+                    .wait_until_ms
+                    .is_some_and(|t| t > crate::store::ids::now_ms());
+                if executor.journaled(&node) && !in_backoff {
                     match unit.begin_try(self.shared.attempt_no) {
                         Ok(writes) => {
                             if let Some((key, rec)) = &unit.started {
