@@ -167,6 +167,7 @@ pub fn compile_with(loader: &dyn Loader, path: &Path) -> Result<Plan, CompileErr
 }
 pub mod cli;
 pub mod llm;
+pub mod mcp;
 pub mod process;
 pub mod prompt;
 pub mod runtime;

@@ -58,6 +58,23 @@ fn pest_stays_inside_the_syntax_module() {
 }
 
 #[test]
+fn rmcp_stays_inside_the_mcp_module() {
+    // Programs under `src/bin/` included: they reach MCP through `pipec::mcp`.
+    for (path, text) in files_under("") {
+        if path.starts_with(src().join("mcp")) {
+            continue;
+        }
+        for line in code(&text) {
+            assert!(
+                !line.contains("rmcp"),
+                "{} uses rmcp: {line}",
+                path.display()
+            );
+        }
+    }
+}
+
+#[test]
 fn the_compiler_does_no_runtime_io() {
     for module in [
         "syntax",

@@ -1,0 +1,185 @@
+//! Why a request to a server failed. The runtime decides from the kind what to do (an
+//! error the server *answered* may mean an expired link, worth a heal; a dead transport
+//! never is), so each kind is its own variant, never a message to match.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum McpError {
+    /// The server could not be started or reached: a spawn failure, a refused connection,
+    /// a failed handshake.
+    Start {
+        server: String,
+        message: String,
+        stderr: String,
+    },
+    /// Starting took longer than its `startup_timeout`.
+    StartTimeout {
+        server: String,
+        after: Duration,
+        stderr: String,
+    },
+    /// The server went away (it exited, the connection closed) with requests in flight.
+    Closed { server: String, stderr: String },
+    /// A request took longer than its timeout.
+    Timeout {
+        server: String,
+        request: String,
+        after: Duration,
+    },
+    /// The server wrote lines that are not JSON-RPC messages.
+    Garbage {
+        server: String,
+        lines: u64,
+        sample: String,
+    },
+    /// An answer over its size limit was read past, never held whole; the request it
+    /// answered fails. `size` is the whole message's size when it was counted to its end.
+    TooLarge {
+        server: String,
+        limit: usize,
+        size: Option<u64>,
+    },
+    /// An HTTP server answered with an error status.
+    Http {
+        server: String,
+        status: u16,
+        body: String,
+    },
+    /// The server answered the request with a JSON-RPC error.
+    Server {
+        server: String,
+        code: i64,
+        message: String,
+        data: Option<Value>,
+    },
+    /// The server asked for input mid-request (MCP's `input_required`), which pipec does
+    /// not answer.
+    InputRequired { server: String },
+    /// Anything else the server sent that does not fit the protocol.
+    Protocol { server: String, message: String },
+}
+
+impl McpError {
+    /// The server this is about.
+    pub fn server(&self) -> &str {
+        match self {
+            McpError::Start { server, .. }
+            | McpError::StartTimeout { server, .. }
+            | McpError::Closed { server, .. }
+            | McpError::Timeout { server, .. }
+            | McpError::Garbage { server, .. }
+            | McpError::TooLarge { server, .. }
+            | McpError::Http { server, .. }
+            | McpError::Server { server, .. }
+            | McpError::InputRequired { server }
+            | McpError::Protocol { server, .. } => server,
+        }
+    }
+
+    /// Whether the server itself answered with an error (as opposed to a transport that
+    /// failed, a timeout, a message too large).
+    pub fn answered_by_server(&self) -> bool {
+        matches!(self, McpError::Server { .. })
+    }
+
+    /// The JSON-RPC error code, when the server answered with one.
+    pub fn code(&self) -> Option<i64> {
+        match self {
+            McpError::Server { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for McpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let tail = |s: &str| {
+            if s.trim().is_empty() {
+                String::new()
+            } else {
+                format!("; its stderr ends with:\n{}", s.trim_end())
+            }
+        };
+        match self {
+            McpError::Start {
+                server,
+                message,
+                stderr,
+            } => write!(
+                f,
+                "the server `{server}` could not be started: {message}{}",
+                tail(stderr)
+            ),
+            McpError::StartTimeout {
+                server,
+                after,
+                stderr,
+            } => write!(
+                f,
+                "the server `{server}` did not start within {}s{}",
+                after.as_secs_f64(),
+                tail(stderr)
+            ),
+            McpError::Closed { server, stderr } => {
+                write!(f, "the server `{server}` went away{}", tail(stderr))
+            }
+            McpError::Timeout {
+                server,
+                request,
+                after,
+            } => write!(
+                f,
+                "the server `{server}` did not answer `{request}` within {}s",
+                after.as_secs_f64()
+            ),
+            McpError::Garbage {
+                server,
+                lines,
+                sample,
+            } => write!(
+                f,
+                "the server `{server}` wrote {lines} line(s) that are not MCP messages, such as: {sample}"
+            ),
+            McpError::TooLarge {
+                server,
+                limit,
+                size,
+            } => match size {
+                Some(size) => write!(
+                    f,
+                    "the server `{server}` sent a message of {size} bytes, over the limit of {limit}"
+                ),
+                None => write!(
+                    f,
+                    "the server `{server}` sent a message larger than {limit} bytes"
+                ),
+            },
+            McpError::Http {
+                server,
+                status,
+                body,
+            } => write!(f, "the server `{server}` answered HTTP {status}: {body}"),
+            McpError::Server {
+                server,
+                code,
+                message,
+                ..
+            } => write!(
+                f,
+                "the server `{server}` answered with error {code}: {message}"
+            ),
+            McpError::InputRequired { server } => write!(
+                f,
+                "the server `{server}` asked for input in the middle of a request, which pipec does not answer"
+            ),
+            McpError::Protocol { server, message } => {
+                write!(f, "the server `{server}` broke the protocol: {message}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for McpError {}

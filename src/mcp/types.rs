@@ -1,0 +1,136 @@
+//! The values a session gives and takes: how to reach a server, what it offers, what a
+//! tool call and a resource read return. Plain data, no rmcp types.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// Applied to every text a session puts into an error (a server's stderr tail, an HTTP
+/// body): the caller's secret scrubber.
+pub type Redact = Arc<dyn Fn(&str) -> String + Send + Sync>;
+
+/// How to reach one server.
+#[derive(Clone)]
+pub struct ServerConfig {
+    /// The server's name in the pipeline, for messages.
+    pub name: String,
+    pub transport: TransportConfig,
+    /// How long starting (spawning, the handshake) may take.
+    pub startup_timeout: Duration,
+    /// How long one request may take.
+    pub request_timeout: Duration,
+    /// The largest message accepted from the server: a line over stdio, a body or an SSE
+    /// event over HTTP. A longer one is read past, not kept, and fails its request.
+    pub max_message_bytes: usize,
+    pub redact: Redact,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum TransportConfig {
+    /// A process speaking MCP on its stdin and stdout, started with a cleared environment
+    /// plus the allowlist of `crate::process` and `env`, in a process group of its own
+    /// that dies with pipec.
+    Stdio {
+        program: PathBuf,
+        args: Vec<String>,
+        cwd: PathBuf,
+        env: Vec<(String, String)>,
+    },
+    /// Streamable HTTP, with headers on every request (secrets may be among them).
+    Http {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+/// A tool as the server lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolInfo {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub input_schema: Value,
+    pub output_schema: Option<Value>,
+    /// The annotations, when the server gives them.
+    pub read_only: Option<bool>,
+    pub idempotent: Option<bool>,
+    pub destructive: Option<bool>,
+    pub open_world: Option<bool>,
+}
+
+/// A resource template as the server lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TemplateInfo {
+    pub uri_template: String,
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub mime: Option<String>,
+}
+
+/// What a tool call returned.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolResult {
+    /// `structuredContent`, as sent.
+    pub structured: Option<Value>,
+    pub content: Vec<Content>,
+    /// `isError`: the tool ran and reports a failure.
+    pub is_error: bool,
+}
+
+/// One content block of a tool result.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Content {
+    Text(String),
+    /// An image or audio block: its MIME type and its base64 data, as sent.
+    Media {
+        mime: String,
+        data: String,
+    },
+    Link(Link),
+    /// An embedded resource.
+    Resource(ResourceContent),
+}
+
+/// A `resource_link`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Link {
+    pub uri: String,
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub mime: Option<String>,
+    pub size: Option<u64>,
+}
+
+/// One of the contents a resource read returned.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResourceContent {
+    pub uri: String,
+    pub mime: Option<String>,
+    pub body: Body,
+}
+
+/// A resource's content, decoded.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Body {
+    Text(String),
+    /// A base64 `blob`, decoded.
+    Blob(Vec<u8>),
+}
+
+impl ResourceContent {
+    /// Its decoded size in bytes.
+    pub fn len(&self) -> usize {
+        match &self.body {
+            Body::Text(t) => t.len(),
+            Body::Blob(b) => b.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
