@@ -23,6 +23,7 @@ pub(crate) fn empty_server(info: DeclInfo) -> ServerDef {
         env: Vec::new(),
         cwd: None,
         url: None,
+        headers: Vec::new(),
         resources: Vec::new(),
         startup_timeout_ms: None,
         timeout_ms: None,
@@ -86,6 +87,7 @@ const SERVER_SETTINGS: &[&str] = &[
     "env",
     "cwd",
     "url",
+    "headers",
     "resources",
     "startup_timeout",
     "timeout",
@@ -172,8 +174,46 @@ impl Checker<'_> {
             .map(|x| x.0)
             .collect();
         let cwd = self.string_setting(&s, "cwd").map(|x| x.0);
-        let mut env = Vec::new();
-        if let Some(setting) = s.get("env") {
+        let env = match s.get("env") {
+            Some(setting) => self.config_record(file, setting, "env", "NAME"),
+            None => Vec::new(),
+        };
+        let headers = match s.get("headers") {
+            Some(setting) => self.config_record(file, setting, "headers", "Header-Name"),
+            None => Vec::new(),
+        };
+        let mut resources = Vec::new();
+        for (pattern, span) in self.strings_setting(&s, "resources").unwrap_or_default() {
+            if let Some(t) = self.uri_template_at(file, &pattern, span, None) {
+                resources.push(t);
+            }
+        }
+        let startup_timeout_ms = self.duration_setting(&s, "startup_timeout");
+        let timeout_ms = self.duration_setting(&s, "timeout");
+        let base_dir = self.base_dir(f);
+        let server = &mut self.hir.servers[id as usize];
+        server.command = command;
+        server.url = url;
+        server.args = args;
+        server.cwd = cwd;
+        server.env = env;
+        server.headers = headers;
+        server.resources = resources;
+        server.startup_timeout_ms = startup_timeout_ms;
+        server.timeout_ms = timeout_ms;
+        server.base_dir = base_dir;
+    }
+
+    /// A record of values that may be secrets: a server's `env` or `headers`.
+    fn config_record(
+        &mut self,
+        file: FileId,
+        setting: &ast::Setting,
+        what: &str,
+        example: &str,
+    ) -> Vec<(String, ConfigValue)> {
+        let mut out = Vec::new();
+        {
             let entries: Vec<(String, Span, &ast::Expr)> = match &setting.value {
                 SettingValue::Block(b) => b
                     .settings
@@ -194,9 +234,9 @@ impl Checker<'_> {
                                 &r::INVALID_LITERAL_TYPE,
                                 file,
                                 e.span,
-                                "`env` takes a record of variables",
+                                format!("`{what}` takes a record"),
                             )
-                            .label("expected `{ NAME: \"value\" }`"),
+                            .label(format!("expected `{{ {example}: \"value\" }}`")),
                         );
                         Vec::new()
                     }
@@ -204,29 +244,11 @@ impl Checker<'_> {
             };
             for (name, _span, value) in entries {
                 if let Some(v) = self.config_value(file, value, true) {
-                    env.push((name, v));
+                    out.push((name, v));
                 }
             }
         }
-        let mut resources = Vec::new();
-        for (pattern, span) in self.strings_setting(&s, "resources").unwrap_or_default() {
-            if let Some(t) = self.uri_template_at(file, &pattern, span, None) {
-                resources.push(t);
-            }
-        }
-        let startup_timeout_ms = self.duration_setting(&s, "startup_timeout");
-        let timeout_ms = self.duration_setting(&s, "timeout");
-        let base_dir = self.base_dir(f);
-        let server = &mut self.hir.servers[id as usize];
-        server.command = command;
-        server.url = url;
-        server.args = args;
-        server.cwd = cwd;
-        server.env = env;
-        server.resources = resources;
-        server.startup_timeout_ms = startup_timeout_ms;
-        server.timeout_ms = timeout_ms;
-        server.base_dir = base_dir;
+        out
     }
 
     /// A value that may be a literal, `env("X")` or (where allowed) `secret("X")`.

@@ -74,6 +74,8 @@ pub struct ServerDef {
     /// Relative to the project root, or absolute as written.
     pub cwd: Option<String>,
     pub url: Option<String>,
+    /// HTTP headers sent with every request to a `url` server.
+    pub headers: Vec<(String, ConfigValue)>,
     /// URI patterns the server serves, for routing.
     pub resources: Vec<UriTemplate>,
     pub startup_timeout_ms: Option<u64>,

@@ -5,6 +5,7 @@
 //! pipeline (structured output, links of a kind, hydration, healing) is the runtime's.
 
 mod error;
+mod raw;
 mod session;
 mod types;
 

@@ -73,7 +73,7 @@ impl Session {
     }
 
     /// Ends the session: asks the server to stop, then stops it.
-    pub async fn close(self) {}
+    pub async fn close(&self) {}
 
     fn unavailable(&self) -> McpError {
         McpError::Closed {

@@ -118,6 +118,11 @@ impl Lower<'_> {
                 .collect(),
             cwd: s.cwd.clone(),
             url: s.url.clone(),
+            headers: s
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), self.config(v, config)))
+                .collect(),
             resources: s.resources.iter().map(|t| t.text.clone()).collect(),
             startup_timeout_ms: s.startup_timeout_ms,
             timeout_ms: s.timeout_ms,

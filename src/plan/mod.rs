@@ -131,6 +131,9 @@ pub struct Server {
     pub cwd: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// HTTP headers on every request to a `url` server (values may be secrets).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, ConfigValue>,
     /// URI patterns it serves (routing).
     pub resources: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

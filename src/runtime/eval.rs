@@ -91,6 +91,10 @@ pub trait Env {
     fn node(&self, name: &str) -> Option<Slot>;
     fn env_var(&self, var: &str) -> Option<String>;
     fn secret(&self, var: &str) -> Option<String>;
+    /// The resource links a finished node's tool calls returned, in call order.
+    fn manifest(&self, _node: &str) -> Option<Vec<crate::store::ResourceRef>> {
+        None
+    }
 }
 
 /// Follows a path into a value; a missing field or a null on the way gives null.

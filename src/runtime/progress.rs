@@ -32,6 +32,20 @@ pub enum Step<'a> {
     Waiting {
         gate: &'a str,
     },
+    /// A resource read for a node, from its server or the attempt's cache.
+    Read {
+        node: &'a str,
+        uri: &'a str,
+        bytes: u64,
+        cached: bool,
+    },
+    /// A dead link re-derived by calling its producer again.
+    Healed {
+        node: &'a str,
+        kind: &'a str,
+        tool: &'a str,
+        uri: &'a str,
+    },
     /// Something the person running pipec should know that stops nothing.
     Warning {
         message: &'a str,
@@ -224,6 +238,31 @@ impl Progress for StderrProgress {
                 format!("  {} {gate} waits for an answer", self.paint("33", "⏸"))
             }
             Step::Warning { message } => format!("  {} {message}", self.paint("33", "!")),
+            Step::Read {
+                node,
+                uri,
+                bytes,
+                cached,
+            } => format!(
+                "    {} {node} read {uri} ({}{})",
+                self.paint("2", "↓"),
+                human_bytes(bytes),
+                if cached { ", cached" } else { "" }
+            ),
+            Step::Healed {
+                node,
+                kind,
+                tool,
+                uri,
+            } => format!(
+                "    {} {node}: a dead {} link was re-derived by calling `{tool}` again: {uri}",
+                self.paint("33", "⟳"),
+                if kind.is_empty() {
+                    String::new()
+                } else {
+                    format!("`{kind}`")
+                }
+            ),
         };
         let mut live = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         if !self.tty {
@@ -242,6 +281,26 @@ impl Progress for StderrProgress {
         clear(&mut live);
         let _ = writeln!(live.out, "{line}");
         draw(&mut live);
+    }
+}
+
+/// Bytes for people: `512 B`, `200 KB`, `5.2 MB` (powers of 1024, as `200kb` means).
+pub fn human_bytes(n: u64) -> String {
+    const KB: f64 = 1024.0;
+    let f = n as f64;
+    let (v, unit) = if f < KB {
+        return format!("{n} B");
+    } else if f < KB * KB {
+        (f / KB, "KB")
+    } else if f < KB * KB * KB {
+        (f / (KB * KB), "MB")
+    } else {
+        (f / (KB * KB * KB), "GB")
+    };
+    if (v - v.round()).abs() < 0.05 {
+        format!("{} {unit}", v.round() as u64)
+    } else {
+        format!("{v:.1} {unit}")
     }
 }
 

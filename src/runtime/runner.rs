@@ -23,6 +23,7 @@ use super::outcome::Outcome;
 use super::plan_change;
 use super::preflight::DEFAULT_MAX_ANSWER_BYTES;
 use super::progress::Progress;
+use super::resources::servers::{Fetcher, Replayer, Servers};
 use super::secrets::Scrubber;
 use super::validate::Validators;
 use crate::diagnostic as codes;
@@ -55,6 +56,10 @@ pub struct Runner {
     pub(crate) max_answer_bytes: usize,
     /// The process environment, read through this so tests and embedders can replace it.
     pub(crate) environment: Environment,
+    /// MCP servers supplied by the embedder instead of the plan's (`servers`).
+    pub(crate) servers: Option<Arc<dyn Servers>>,
+    pub(crate) fetchers: HashMap<String, Fetcher>,
+    pub(crate) replayers: HashMap<String, Replayer>,
 }
 
 impl Runner {
@@ -79,6 +84,9 @@ impl Runner {
             validators,
             max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
             environment: Arc::new(|k| std::env::var(k).ok()),
+            servers: None,
+            fetchers: HashMap::new(),
+            replayers: HashMap::new(),
         }
     }
 
@@ -187,6 +195,27 @@ impl Runner {
     /// The largest gate answer accepted, in bytes of JSON (default 1 MiB).
     pub fn max_answer_bytes(mut self, n: usize) -> Runner {
         self.max_answer_bytes = n;
+        self
+    }
+
+    /// Reaches MCP servers through `servers` instead of starting the plan's own (tests,
+    /// programs that hold their sessions themselves).
+    pub fn servers(mut self, servers: Arc<dyn Servers>) -> Runner {
+        self.servers = Some(servers);
+        self
+    }
+
+    /// Reads the resources of the server `name` with `f` (`uri → bytes + MIME type`)
+    /// instead of over MCP.
+    pub fn fetcher(mut self, name: &str, f: Fetcher) -> Runner {
+        self.fetchers.insert(name.to_string(), f);
+        self
+    }
+
+    /// Re-derives dead links of the server `name` with `f` (`tool, arguments → the raw
+    /// tool result`) instead of calling the tool over MCP.
+    pub fn replayer(mut self, name: &str, f: Replayer) -> Runner {
+        self.replayers.insert(name.to_string(), f);
         self
     }
 

@@ -97,6 +97,25 @@ pub enum Event {
         code: String,
         message: String,
     },
+    /// A resource read by a node: from its server, or from the attempt's fetch cache.
+    ResourceRead {
+        node: String,
+        item: u32,
+        server: String,
+        uri: String,
+        bytes: u64,
+        cached: bool,
+    },
+    /// A dead link re-derived by calling its producer again.
+    LinkHealed {
+        node: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kind: Option<String>,
+        tool: String,
+        from_uri: String,
+        to_uri: String,
+        call: String,
+    },
     GatePending {
         gate: String,
         message: String,
@@ -158,6 +177,8 @@ impl Event {
             Event::CallResolved { .. } => "call_resolved",
             Event::ModelTurn { .. } => "model_turn",
             Event::ModelFailed { .. } => "model_failed",
+            Event::ResourceRead { .. } => "resource_read",
+            Event::LinkHealed { .. } => "link_healed",
             Event::GatePending { .. } => "gate_pending",
             Event::GateAnswered { .. } => "gate_answered",
             Event::GateTimedOut { .. } => "gate_timed_out",

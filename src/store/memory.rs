@@ -43,6 +43,7 @@ struct Rows {
     gates: BTreeMap<String, GateRec>,
     attempts: BTreeMap<u32, AttemptRec>,
     events: BTreeMap<u64, EventRow>,
+    heals: BTreeMap<RefOrigin, HealRec>,
 }
 
 /// A thread taken by a lease of a memory store; dropping it frees the thread.
@@ -361,6 +362,7 @@ fn prepare(writes: &[Write]) -> Result<Vec<Write>, StoreError> {
                 Write::Attempt(a) => Write::Attempt(stored(a, &|| "attempt".to_string())?),
                 Write::Thread(t) => Write::Thread(stored(t, &|| t.id.clone())?),
                 Write::RemoveGate(name) => Write::RemoveGate(name.clone()),
+                Write::Heal(k, h) => Write::Heal(k.clone(), stored(h, &|| k.node.clone())?),
                 Write::Rename { from, to } => Write::Rename {
                     from: from.clone(),
                     to: to.clone(),
@@ -381,6 +383,7 @@ impl Rows {
             gates: BTreeMap::new(),
             attempts: BTreeMap::new(),
             events: BTreeMap::new(),
+            heals: BTreeMap::new(),
         }
     }
 
@@ -412,6 +415,9 @@ impl Rows {
                 }
                 Write::RemoveGate(name) => {
                     self.gates.remove(name);
+                }
+                Write::Heal(k, h) => {
+                    self.heals.insert(k.clone(), h.clone());
                 }
                 Write::Rename { from, to } => self.rename(from, to),
                 Write::Thread(new) => {
@@ -479,6 +485,23 @@ impl Rows {
                 );
             }
         }
+        let heals: Vec<RefOrigin> = self
+            .heals
+            .keys()
+            .filter(|k| k.node == from)
+            .cloned()
+            .collect();
+        for key in heals {
+            if let Some(h) = self.heals.remove(&key) {
+                self.heals.insert(
+                    RefOrigin {
+                        node: to.to_string(),
+                        ..key
+                    },
+                    h,
+                );
+            }
+        }
     }
 
     fn state(&self) -> ThreadState {
@@ -489,6 +512,7 @@ impl Rows {
             calls: self.calls.clone(),
             gates: self.gates.clone(),
             attempts: self.attempts.values().cloned().collect(),
+            heals: self.heals.clone(),
         }
     }
 

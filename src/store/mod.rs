@@ -12,6 +12,7 @@ mod envelope;
 mod event;
 pub mod ids;
 pub mod lock;
+mod manifest;
 mod memory;
 mod records;
 mod redb_store;
@@ -20,6 +21,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 pub use event::*;
+pub use manifest::*;
 pub use memory::MemoryStore;
 pub use records::*;
 pub use redb_store::{CheckReport, RedbStore, STORE_FORMAT, quiet_contained_panics};

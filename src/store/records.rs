@@ -176,6 +176,10 @@ pub struct NodeRec {
     /// `each` nodes: how many items the list had.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub items: Option<u32>,
+    /// The resource links its tool calls returned, in call order (never printed as
+    /// output; `pipec show --internal` lists them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub manifest: Vec<super::ResourceRef>,
 }
 
 impl NodeRec {
@@ -194,6 +198,7 @@ impl NodeRec {
             started_ms: 0,
             finished_ms: 0,
             items: None,
+            manifest: Vec::new(),
         }
     }
 }
@@ -214,6 +219,9 @@ pub struct ItemRec {
     pub value: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<StoredError>,
+    /// The resource links the item's tool calls returned, in call order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub manifest: Vec<super::ResourceRef>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -364,6 +372,8 @@ pub struct ThreadState {
     pub calls: BTreeMap<CallKey, CallRec>,
     pub gates: BTreeMap<String, GateRec>,
     pub attempts: Vec<AttemptRec>,
+    /// The latest heal of each healed reference.
+    pub heals: BTreeMap<super::RefOrigin, super::HealRec>,
 }
 
 impl ThreadState {
@@ -403,6 +413,8 @@ pub enum Write {
         from: String,
         to: String,
     },
+    /// Records the heal of a reference (its latest; an earlier one is replaced).
+    Heal(super::RefOrigin, super::HealRec),
     /// Replaces the thread record (the store keeps the status index in step).
     Thread(ThreadRec),
     /// An event for `--events` and `show --events`; the store numbers it and stamps its

@@ -13,6 +13,7 @@ use crate::plan::Plan;
 use crate::runtime::error::RuntimeError;
 use crate::runtime::hosts::HostFn;
 use crate::runtime::progress::Progress;
+use crate::runtime::resources::Resources;
 use crate::runtime::runner::EventSink;
 use crate::runtime::secrets::Scrubber;
 use crate::runtime::validate::Validators;
@@ -37,6 +38,8 @@ pub(crate) struct Shared {
     pub concurrency: usize,
     /// The events committed, on their way to `events` in order.
     pub stream: Ordered,
+    /// MCP servers, the fetch cache and heals.
+    pub resources: Arc<Resources>,
 }
 
 /// The write of an event (the store numbers it and gives it its time when it commits).
@@ -245,6 +248,12 @@ fn scrub_write(s: &Scrubber, w: &mut Write) {
             }
             if let Some(e) = &mut c.error {
                 *e = s.scrub(e);
+            }
+        }
+        Write::Heal(_, h) => {
+            h.cause = s.scrub(&h.cause);
+            if let Some(c) = &mut h.to.producing_call {
+                s.scrub_value(&mut c.args);
             }
         }
         Write::Gate(_, g) => {

@@ -72,6 +72,7 @@ pub(super) async fn run_each(
                         state: ItemState::Skipped,
                         value: None,
                         error: None,
+                        manifest: Vec::new(),
                     };
                     let write = Write::Item(node.name.clone(), generation, unit.item, rec.clone());
                     if let Err(e) = shared.commit(vec![write]).await {
@@ -100,6 +101,7 @@ pub(super) async fn run_each(
                         state: ItemState::Dropped,
                         value: None,
                         error: Some(error.clone()),
+                        manifest: Vec::new(),
                     };
                     let writes = vec![
                         Write::Item(node.name.clone(), generation, item, rec.clone()),
@@ -185,6 +187,7 @@ async fn run_item(
                 state: ItemState::Done,
                 value: Some(value),
                 error: None,
+                manifest: Vec::new(),
             },
             writes,
             None,
@@ -194,6 +197,7 @@ async fn run_item(
                 state: ItemState::Failed,
                 value: None,
                 error: Some(error.clone()),
+                manifest: Vec::new(),
             },
             writes,
             Some((error, false)),
@@ -203,6 +207,7 @@ async fn run_item(
                 state: ItemState::Failed,
                 value: None,
                 error: Some(error.clone()),
+                manifest: Vec::new(),
             },
             writes,
             Some((error, true)),

@@ -41,6 +41,8 @@ use super::eval::{self, Env};
 use super::options::RunOptions;
 use super::outcome::Outcome;
 use super::progress::Step;
+use super::resources::Resources;
+use super::resources::servers::{McpServers, Servers, WithOverrides};
 use super::runner::Runner;
 use super::secrets::Scrubber;
 use crate::diagnostic as codes;
@@ -140,6 +142,26 @@ impl Attempt {
                 });
             }
         }
+        let project_root = PathBuf::from(&thread.project_root);
+        let inner: Arc<dyn Servers> = match &runner.servers {
+            Some(s) => s.clone(),
+            None => Arc::new(McpServers::new(
+                &runner.plan,
+                &project_root,
+                &thread.config,
+                &secrets,
+                &scrubber,
+            )),
+        };
+        let resources = Resources::new(
+            WithOverrides {
+                inner,
+                fetchers: runner.fetchers.clone(),
+                replayers: runner.replayers.clone(),
+            },
+            state.heals.clone(),
+            secrets.clone(),
+        );
         let shared = Arc::new(Shared {
             plan: runner.plan.clone(),
             store: runner.store.clone(),
@@ -156,6 +178,7 @@ impl Attempt {
             permits: Arc::new(Semaphore::new(runner.concurrency)),
             concurrency: runner.concurrency,
             stream: Default::default(),
+            resources: Arc::new(resources),
         });
         let inputs = match &thread.inputs {
             Value::Object(m) => m.clone(),
@@ -205,6 +228,8 @@ impl Attempt {
             Ok(()) => self.drive().await,
             Err(e) => Err(e),
         };
+        // The attempt's MCP sessions end with it, however it ends.
+        self.shared.resources.close().await;
         match result.map_err(Stop::from) {
             Ok(outcome) => Ok(outcome),
             Err(Stop::Cancelled) => Err(self.record_cancel().await),

@@ -187,6 +187,7 @@ impl NodeTable {
             started_ms: old.map_or(0, |o| o.started_ms),
             finished_ms: ids::now_ms(),
             items: None,
+            manifest: Vec::new(),
         }
     }
 

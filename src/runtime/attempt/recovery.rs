@@ -263,6 +263,7 @@ impl Attempt {
                                     started_ms: 0,
                                     finished_ms: 0,
                                     items: None,
+                                    manifest: Vec::new(),
                                 };
                                 self.buffer.push(Write::Node(key.node.clone(), rec.clone()));
                                 self.state.nodes.insert(key.node.clone(), rec);
@@ -289,6 +290,7 @@ impl Attempt {
                             started_ms: 0,
                             finished_ms: ids::now_ms(),
                             items: None,
+                            manifest: Vec::new(),
                         };
                         self.buffer.push(Write::Node(key.node.clone(), rec.clone()));
                         self.state.nodes.insert(key.node.clone(), rec);
@@ -297,6 +299,7 @@ impl Attempt {
                             state: ItemState::Done,
                             value: Some(value.clone()),
                             error: None,
+                            manifest: Vec::new(),
                         };
                         self.buffer.push(Write::Item(
                             key.node.clone(),
@@ -380,6 +383,7 @@ impl Attempt {
                             started_ms: old.map_or(0, |o| o.started_ms),
                             finished_ms: now,
                             items: None,
+                            manifest: Vec::new(),
                         };
                         self.buffer.push(Write::Node(name.clone(), rec.clone()));
                         self.state.nodes.insert(name.clone(), rec);

@@ -250,6 +250,21 @@ fn verify_records(txn: &ReadTransaction) -> Result<(u64, u64), StoreError> {
         })?;
         rows += 1;
     }
+    match txn.open_table(HEALS) {
+        Ok(t) => {
+            for e in t.iter().map_err(io)? {
+                let (k, v) = e.map_err(io)?;
+                let (id, node, ..) = k.value();
+                known(id, "heals")?;
+                let _: HealRec = decode(v.value(), &|| {
+                    format!("thread {}, a heal of a link of `{node}`", ids::encode(id))
+                })?;
+                rows += 1;
+            }
+        }
+        Err(redb::TableError::TableDoesNotExist(_)) => {}
+        Err(e) => return Err(io(e)),
+    }
     for e in txn.open_table(GATES).map_err(io)?.iter().map_err(io)? {
         let (k, v) = e.map_err(io)?;
         let (id, gate) = k.value();
@@ -330,6 +345,7 @@ fn stats_of(reader: &Reader, path: &Path) -> Result<StoreStats, StoreError> {
     table!(ATTEMPTS, "attempts");
     table!(EVENTS, "events");
     table!(FENCES, "fences");
+    table!(HEALS, "heals");
     drop(txn);
     let file_bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let allocated_bytes = match reader {
@@ -433,6 +449,13 @@ pub(super) fn prune<'a>(
                         txn.open_table(ATTEMPTS)
                             .map_err(io)?
                             .retain_in((id, 0u32)..(next, 0u32), |_, _| false)
+                            .map_err(io)?;
+                        txn.open_table(HEALS)
+                            .map_err(io)?
+                            .retain_in(
+                                (id, "", 0u32, 0u32, 0u32)..(next, "", 0u32, 0u32, 0u32),
+                                |_, _| false,
+                            )
                             .map_err(io)?;
                         txn.open_table(EVENTS)
                             .map_err(io)?

@@ -324,6 +324,7 @@ pub(super) fn init(db: &Database) -> Result<(), StoreError> {
         txn.open_table(ATTEMPTS).map_err(io)?;
         txn.open_table(EVENTS).map_err(io)?;
         txn.open_table(FENCES).map_err(io)?;
+        txn.open_table(HEALS).map_err(io)?;
     }
     txn.commit().map_err(io)
 }

@@ -175,6 +175,30 @@ pub(super) fn load_state(txn: &ReadTransaction, id: u128) -> Result<ThreadState,
                 .push(decode(v.value(), &|| format!("thread {name}, attempt"))?);
         }
     }
+    // A file written before heals were recorded has no table for them.
+    match txn.open_table(HEALS) {
+        Ok(t) => {
+            for e in t
+                .range((id, "", 0u32, 0u32, 0u32)..(next, "", 0u32, 0u32, 0u32))
+                .map_err(io)?
+            {
+                let (k, v) = e.map_err(io)?;
+                let (_, node, generation, item, index) = k.value();
+                let key = RefOrigin {
+                    node: node.to_string(),
+                    generation,
+                    item,
+                    index,
+                };
+                let rec: HealRec = decode(v.value(), &|| {
+                    format!("thread {name}, the heal of link {index} of `{node}`")
+                })?;
+                st.heals.insert(key, rec);
+            }
+        }
+        Err(redb::TableError::TableDoesNotExist(_)) => {}
+        Err(e) => return Err(io(e)),
+    }
     Ok(st)
 }
 

@@ -306,6 +306,14 @@ pub(super) fn apply_writes(
                 let mut t = txn.open_table(GATES).map_err(io)?;
                 t.remove((thread, name.as_str())).map_err(io)?;
             }
+            Write::Heal(k, h) => {
+                let mut t = txn.open_table(HEALS).map_err(io)?;
+                t.insert(
+                    (thread, k.node.as_str(), k.generation, k.item, k.index),
+                    encode(h)?.as_slice(),
+                )
+                .map_err(io)?;
+            }
             Write::Rename { from, to } => rename(txn, thread, from, to)?,
             Write::Thread(new) => {
                 if let Some(rec) = rec.as_deref_mut() {
@@ -399,6 +407,24 @@ fn rename(txn: &WriteTransaction, thread: u128, from: &str, to: &str) -> Result<
             t.remove((thread, from, generation, item, seq, call))
                 .map_err(io)?;
             t.insert((thread, to, generation, item, seq, call), v.as_slice())
+                .map_err(io)?;
+        }
+    }
+    {
+        let mut t = txn.open_table(HEALS).map_err(io)?;
+        let mut moved = Vec::new();
+        for e in t
+            .range((thread, from, 0u32, 0u32, 0u32)..=(thread, from, M, M, M))
+            .map_err(io)?
+        {
+            let (k, v) = e.map_err(io)?;
+            let (_, _, generation, item, index) = k.value();
+            moved.push(((generation, item, index), v.value().to_vec()));
+        }
+        for ((generation, item, index), v) in moved {
+            t.remove((thread, from, generation, item, index))
+                .map_err(io)?;
+            t.insert((thread, to, generation, item, index), v.as_slice())
                 .map_err(io)?;
         }
     }

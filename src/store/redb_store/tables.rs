@@ -19,11 +19,17 @@ pub(super) const CALLS: TableDefinition<CallCols, &[u8]> = TableDefinition::new(
 pub(super) const GATES: TableDefinition<(u128, &str), &[u8]> = TableDefinition::new("gates");
 pub(super) const ATTEMPTS: TableDefinition<(u128, u32), &[u8]> = TableDefinition::new("attempts");
 pub(super) const EVENTS: TableDefinition<(u128, u64), &[u8]> = TableDefinition::new("events");
+/// The latest heal of each healed reference: thread, producer node, generation, item,
+/// index in the producer's manifest. Added within format 1: a file without it has none.
+pub(super) const HEALS: TableDefinition<HealCols, &[u8]> = TableDefinition::new("heals");
 /// Each thread's fence, (epoch, cancel requested), kept apart from the thread record so
 /// that checking it does not decode the record (whose inputs may be large). Written with
 /// every write of the thread record; a thread without one (older stores) is fenced by
 /// its record.
 pub(super) const FENCES: TableDefinition<u128, (u64, bool)> = TableDefinition::new("fences");
+
+/// A heal key: thread, producer node, generation, item, index.
+pub(super) type HealCols = (u128, &'static str, u32, u32, u32);
 
 /// A journal key: thread, node, generation, item, sequence, call.
 pub(super) type CallCols = (u128, &'static str, u32, u32, u32, u32);

@@ -1,0 +1,143 @@
+//! Lifting `resource_link`s out of a tool result into the producing node's manifest: each
+//! link becomes a [`ResourceRef`] with its kind (the one among the tool's link kinds whose
+//! template matches the URI, with the variables it captured; failing that, the kind the
+//! link's name or description names), the server it came from, and the call that produced
+//! it, so a dead link can be re-derived. The manifest lives with the node's row and is
+//! never printed as output.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::mcp::{Content, Link, ToolResult};
+use crate::plan::{Plan, Tool};
+use crate::store::{ProducingCall, RefOrigin, ResourceRef, ids};
+
+/// A link whose URI is not a URI.
+#[derive(Debug, PartialEq)]
+pub(crate) struct MalformedLink {
+    pub uri: String,
+    pub why: String,
+}
+
+/// The kind and captures of a URI among the tool's link kinds.
+pub(crate) fn kind_of(
+    plan: &Plan,
+    tool: &Tool,
+    link: &Link,
+) -> (Option<String>, BTreeMap<String, String>) {
+    for kind in &tool.links {
+        let Some(k) = plan.link_kinds.iter().find(|k| &k.kind == kind) else {
+            continue;
+        };
+        if let Ok(t) = crate::uri::parse(&k.template)
+            && let Some(captures) = t.match_uri(&link.uri)
+        {
+            return (Some(kind.clone()), captures.into_iter().collect());
+        }
+    }
+    let named = [
+        Some(&link.name),
+        link.description.as_ref(),
+        link.title.as_ref(),
+    ];
+    for n in named.into_iter().flatten() {
+        if tool.links.iter().any(|k| k == n) {
+            return (Some(n.clone()), BTreeMap::new());
+        }
+    }
+    (None, BTreeMap::new())
+}
+
+/// Whether a string is a URI pipec can read: a scheme, then anything but whitespace.
+fn check_uri(uri: &str) -> Result<(), String> {
+    if uri.is_empty() {
+        return Err("it is empty".into());
+    }
+    if uri.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("it contains whitespace or control characters".into());
+    }
+    let Some((scheme, _)) = uri.split_once(':') else {
+        return Err("it has no scheme (`mcp:`, `https:`, `file:` ...)".into());
+    };
+    let mut chars = scheme.chars();
+    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
+    if !first_ok || !chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')) {
+        return Err(format!("`{scheme}` is not a URI scheme"));
+    }
+    Ok(())
+}
+
+/// The links of a result as references, in the order the result lists them. `call` is
+/// the journal key of the call; `args` its arguments as stored (secrets as
+/// placeholders).
+pub(crate) fn lift(
+    plan: &Plan,
+    tool: &Tool,
+    result: &ToolResult,
+    args: &Value,
+    call: &str,
+) -> Result<Vec<ResourceRef>, MalformedLink> {
+    let mut out = Vec::new();
+    for c in &result.content {
+        let Content::Link(link) = c else { continue };
+        check_uri(&link.uri).map_err(|why| MalformedLink {
+            uri: link.uri.clone(),
+            why,
+        })?;
+        let (kind, captures) = kind_of(plan, tool, link);
+        out.push(ResourceRef {
+            uri: link.uri.clone(),
+            server: tool.server.clone(),
+            kind,
+            captures,
+            name: link.name.clone(),
+            mime: link.mime.clone(),
+            size: link.size,
+            producing_call: Some(ProducingCall {
+                tool: tool.name.clone(),
+                args: args.clone(),
+                read_only: tool.read_only,
+                idempotent: tool.idempotent || tool.read_only,
+                call: call.to_string(),
+            }),
+            origin: None,
+            produced_ms: ids::now_ms(),
+        });
+    }
+    Ok(out)
+}
+
+/// Appends references to a manifest, giving each its place.
+pub(crate) fn append(
+    manifest: &mut Vec<ResourceRef>,
+    refs: Vec<ResourceRef>,
+    node: &str,
+    generation: u32,
+    item: u32,
+) {
+    for mut r in refs {
+        r.origin = Some(RefOrigin {
+            node: node.to_string(),
+            generation,
+            item,
+            index: manifest.len() as u32,
+        });
+        manifest.push(r);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_need_a_scheme_and_no_whitespace() {
+        assert!(check_uri("mcp://crm/deals/D1/activity").is_ok());
+        assert!(check_uri("file:///a/b").is_ok());
+        assert!(check_uri("not a uri").is_err());
+        assert!(check_uri("").is_err());
+        assert!(check_uri("/just/a/path").is_err());
+        assert!(check_uri("1abc:x").is_err());
+    }
+}

@@ -1,0 +1,76 @@
+//! Resources at run time: the servers an attempt talks to (`servers.rs`), what a tool
+//! result means (`results.rs`), links lifted into manifests (`manifest.rs`), bindings
+//! resolved to references when a node enters (`resolve.rs`), and references fetched,
+//! parsed and validated when it starts (`hydrate.rs`), with dead links re-derived
+//! (`heal.rs`) and reads shared within the attempt (`cache.rs`).
+//!
+//! Protocol code is `crate::mcp`'s; this module decides what the protocol's answers mean
+//! to a pipeline.
+
+mod cache;
+pub(crate) mod heal;
+pub(crate) mod hydrate;
+pub(crate) mod manifest;
+pub(crate) mod resolve;
+pub(crate) mod results;
+pub mod servers;
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+pub(crate) use cache::{FetchCache, Served};
+use servers::WithOverrides;
+
+use crate::store::{HealRec, RefOrigin};
+
+/// What an attempt's nodes share to reach resources.
+pub(crate) struct Resources {
+    pub servers: WithOverrides,
+    pub cache: FetchCache,
+    /// The latest heal of each reference (loaded with the thread, then kept current).
+    heals: Mutex<BTreeMap<RefOrigin, HealRec>>,
+    /// One heal at a time per reference.
+    healing: tokio::sync::Mutex<BTreeMap<RefOrigin, std::sync::Arc<tokio::sync::Mutex<()>>>>,
+    /// The attempt's secrets, to put back into a replay's arguments.
+    secrets: BTreeMap<String, String>,
+    /// Numbers the attempt's heal replays in the journal.
+    replays: std::sync::atomic::AtomicU32,
+}
+
+impl Resources {
+    pub(crate) fn new(
+        servers: WithOverrides,
+        heals: BTreeMap<RefOrigin, HealRec>,
+        secrets: BTreeMap<String, String>,
+    ) -> Resources {
+        Resources {
+            servers,
+            cache: FetchCache::new(cache::DEFAULT_CACHE_BYTES),
+            heals: Mutex::new(heals),
+            healing: Default::default(),
+            secrets,
+            replays: Default::default(),
+        }
+    }
+
+    /// The latest heal of a reference.
+    pub(crate) fn heal_of(&self, origin: &RefOrigin) -> Option<HealRec> {
+        self.heals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(origin)
+            .cloned()
+    }
+
+    fn record_heal(&self, origin: RefOrigin, rec: HealRec) {
+        self.heals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(origin, rec);
+    }
+
+    /// Ends the attempt's sessions.
+    pub(crate) async fn close(&self) {
+        servers::Servers::close(&self.servers).await;
+    }
+}
