@@ -277,6 +277,57 @@ crate::declare_rule! {
 
 crate::declare_rule! {
     /// ## What it catches
+    /// A declared tool the server does not offer (`tools/list` does not list it), or whose input schema the server no longer accepts: a parameter the declaration sends that the server does not know, or one the server requires that the declaration does not send. Checked when a run starts, before any node runs, and by `pipec check --online`.
+    ///
+    /// ## Why it matters
+    /// A tool that moved or changed would otherwise fail in the middle of a run, after earlier steps (and their effects) are done.
+    ///
+    /// ## What to do
+    /// Compare the declaration with what the server offers: `pipec tools pull SERVER` prints the declarations it would write.
+    pub static MCP_TOOL_MISMATCH = {
+        code: "R0502",
+        name: "mcp-tool-mismatch",
+        severity: Error,
+        summary: "a declared tool the server does not offer, or offers with another input schema",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
+    /// A tool call the server answered with an error (a JSON-RPC error, or a result with `isError`): the tool ran, or was refused, and reports a failure.
+    ///
+    /// ## Why it matters
+    /// The node has no value of its type. A failure the tool reports is not retried by itself: only `retries` on an idempotent tool tries again.
+    ///
+    /// ## What to do
+    /// Read the tool's message in the error; check the arguments with `pipec show --internal`.
+    pub static TOOL_FAILED = {
+        code: "R0503",
+        name: "tool-failed",
+        severity: Error,
+        summary: "a tool call the server answered with an error",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
+    /// A `resource_link` in a tool result whose `uri` is not a URI (empty, without a scheme, with whitespace).
+    ///
+    /// ## Why it matters
+    /// Links are what later nodes read; a malformed one would fail far from the tool that returned it.
+    ///
+    /// ## What to do
+    /// Fix the server, or do not list a link kind for the tool.
+    pub static MALFORMED_LINK = {
+        code: "R0108",
+        name: "malformed-link",
+        severity: Error,
+        summary: "a tool result with a `resource_link` that is not a URI",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
     /// An `exec` command that exited 0 but printed something that is not one JSON value fitting `-> T`.
     ///
     /// ## Why it matters
@@ -718,6 +769,7 @@ pub static RUNTIME_CODES: &[&Rule] = &[
     &RESOURCE_NOT_FOUND,
     &AMBIGUOUS_LINK,
     &TOOL_RESULT_UNPARSABLE,
+    &MALFORMED_LINK,
     &MODEL_OUTPUT_INVALID,
     &MODEL_UNAVAILABLE,
     &MODEL_REFUSED,
@@ -740,6 +792,8 @@ pub static RUNTIME_CODES: &[&Rule] = &[
     &STORE_NOT_FOUND,
     &THREAD_EXISTS,
     &MCP_SERVER_FAILED,
+    &MCP_TOOL_MISMATCH,
+    &TOOL_FAILED,
     &EXEC_OUTPUT_INVALID,
     &EXEC_FAILED,
     &HOST_FUNCTION_FAILED,

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::error::RuntimeError;
 use super::eval::{self, Env, Slot};
+use super::resources::resolve;
 use crate::diagnostic as codes;
 use crate::plan::{Node, Source};
 use crate::store::StoredError;
@@ -37,11 +38,18 @@ fn failure(node: &Node, rule: &'static crate::diagnostic::Rule, message: String)
     Entry::Fail(RuntimeError::new(rule, message).stored(Some(&node.name)))
 }
 
-/// Binds a node's parameters and decides how it enters.
+/// Binds a node's parameters and decides how it enters. Resource and link bindings
+/// become references (`resources::resolve`) once the other parameters are bound, per
+/// item under `each`; a `when` that reads a resource is decided when the node starts,
+/// after those resources are fetched.
 pub(crate) fn enter(node: &Node, env: &dyn Env) -> Entry {
     let mut params = Params::new();
     let mut each = None;
     for p in &node.params {
+        let is_each = node.each.as_deref() == Some(p.name.as_str());
+        if !is_each && matches!(p.source, Source::Resource { .. } | Source::Link { .. }) {
+            continue;
+        }
         let slot = match eval::source(env, &p.source, &p.schema) {
             Ok(slot) => slot,
             Err(e) => {
@@ -52,7 +60,6 @@ pub(crate) fn enter(node: &Node, env: &dyn Env) -> Entry {
                 );
             }
         };
-        let is_each = node.each.as_deref() == Some(p.name.as_str());
         match slot {
             Slot::Skipped if p.optional && !is_each => {
                 params.insert(p.name.clone(), Value::Null);
@@ -94,6 +101,9 @@ pub(crate) fn enter(node: &Node, env: &dyn Env) -> Entry {
             items,
         };
     }
+    if let Err(e) = resolve::resolve(node, &mut params, env) {
+        return Entry::Fail(e);
+    }
     match when_holds(node, &params) {
         Ok(true) => Entry::Run(params),
         Ok(false) => Entry::Skip,
@@ -101,15 +111,37 @@ pub(crate) fn enter(node: &Node, env: &dyn Env) -> Entry {
     }
 }
 
-/// The parameters of one item of an `each` node.
-pub(crate) fn item_params(base: &Params, name: &str, item: Value) -> Params {
+/// The parameters of one item of an `each` node, its resource bindings resolved.
+pub(crate) fn item_params(
+    node: &Node,
+    env: &dyn Env,
+    base: &Params,
+    name: &str,
+    item: Value,
+) -> Result<Params, StoredError> {
     let mut params = base.clone();
     params.insert(name.to_string(), item);
-    params
+    resolve::resolve(node, &mut params, env)?;
+    Ok(params)
 }
 
-/// Whether the node's `when` holds for these parameters (no `when`: it does).
+/// Whether `when` waits for resources: it reads one, so it is decided when the node
+/// starts, once those are fetched.
+pub(crate) fn when_reads_resources(node: &Node) -> bool {
+    node.when.is_some() && !node.when_reads.is_empty()
+}
+
+/// Whether the node's `when` holds for these parameters (no `when`: it does). A `when`
+/// that reads resources holds here; it is decided again once they are fetched.
 pub(crate) fn when_holds(node: &Node, params: &Params) -> Result<bool, StoredError> {
+    if when_reads_resources(node) {
+        return Ok(true);
+    }
+    when_decides(node, params)
+}
+
+/// The node's `when` over parameters that hold everything it reads.
+pub(crate) fn when_decides(node: &Node, params: &Params) -> Result<bool, StoredError> {
     let Some(w) = &node.when else {
         return Ok(true);
     };

@@ -47,6 +47,23 @@ pub(crate) fn needs(
             collect(&o.source, &mut out);
         }
     }
+    for s in plan
+        .servers
+        .iter()
+        .filter(|s| servers_used(plan, to_run).contains(&s.name))
+    {
+        for v in s.env.values().chain(s.headers.values()) {
+            match v {
+                ConfigValue::Env { var, default } => {
+                    out.env.insert(var.clone(), default.clone());
+                }
+                ConfigValue::Secret { var } => {
+                    out.secrets.insert(var.clone());
+                }
+                ConfigValue::Literal { .. } => {}
+            }
+        }
+    }
     for m in plan.models.iter().filter(|m| models.contains(&m.name)) {
         for v in [&m.base_url, &m.api_key].into_iter().flatten() {
             match v {
@@ -57,6 +74,64 @@ pub(crate) fn needs(
                     out.secrets.insert(var.clone());
                 }
                 ConfigValue::Literal { .. } => {}
+            }
+        }
+    }
+    out
+}
+
+/// The servers the nodes in `to_run` may talk to: their tools' (a `call`, a loop's
+/// tools), the servers their resources are read from, and the servers of the tools
+/// whose links they read (a dead link is re-derived by calling its producer again).
+pub(crate) fn servers_used(plan: &Plan, to_run: Option<&BTreeSet<String>>) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let tool_server = |name: &str| {
+        plan.tools
+            .iter()
+            .find(|t| t.name == name)
+            .map(|t| t.server.clone())
+    };
+    let producer_servers = |producer: &str, out: &mut BTreeSet<String>| {
+        if let Some(n) = plan.node(producer) {
+            match &n.body {
+                Body::Call { tool, .. } => out.extend(tool_server(tool)),
+                Body::Model { tools, .. } => {
+                    out.extend(tools.iter().filter_map(|t| tool_server(t)))
+                }
+                _ => {}
+            }
+        }
+    };
+    fn sources<'a>(src: &'a Source, out: &mut Vec<&'a Source>) {
+        match src {
+            Source::Each { list, .. } => sources(list, out),
+            Source::Join { sides } | Source::List { items: sides } => {
+                sides.iter().for_each(|s| sources(s, out))
+            }
+            Source::Record { fields } => fields.values().for_each(|s| sources(s, out)),
+            other => out.push(other),
+        }
+    }
+    for node in &plan.nodes {
+        if to_run.is_some_and(|set| !set.contains(&node.name)) {
+            continue;
+        }
+        match &node.body {
+            Body::Call { tool, .. } => out.extend(tool_server(tool)),
+            Body::Model { tools, .. } => out.extend(tools.iter().filter_map(|t| tool_server(t))),
+            _ => {}
+        }
+        for p in &node.params {
+            let mut found = Vec::new();
+            sources(&p.source, &mut found);
+            for s in found {
+                match s {
+                    Source::Resource { server, .. } => {
+                        out.insert(server.clone());
+                    }
+                    Source::Link { producer, .. } => producer_servers(producer, &mut out),
+                    _ => {}
+                }
             }
         }
     }

@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 
 use super::executor::Executor;
 use super::secrets::placeholder;
-use crate::plan::{Node, Source};
+use crate::plan::{Node, Plan, Source};
 use crate::store::{CallKey, CallRec, CallState, ThreadState, Watcher, ids};
 
 /// The next unused step of a node's item in its generation.
@@ -114,6 +114,7 @@ fn secret_name(src: &Source) -> Option<String> {
 /// The `started` row of a try, written (and committed) before the call is made.
 pub(crate) fn started_row(
     executor: &dyn Executor,
+    plan: &Plan,
     node: &Node,
     params: &BTreeMap<String, Value>,
     idem_key: String,
@@ -125,7 +126,7 @@ pub(crate) fn started_row(
         target: executor.target(node),
         args_hash: args_hash(&redacted_params(node, params)),
         args: None,
-        idempotent: !executor.journaled(node),
+        idempotent: !executor.journaled(plan, node),
         idem_key,
         state: CallState::Started,
         result: None,

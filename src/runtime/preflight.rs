@@ -7,7 +7,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value};
 
 use super::error::{RuntimeError, combine};
-use super::eval;
 use super::executor;
 use super::options::{Decision, RunOptions};
 use super::runner::Runner;
@@ -180,17 +179,8 @@ impl Runner {
                 Some(e) => e.supported(),
                 None => node.kind == NodeKind::Gate || matches!(node.body, Body::Return { .. }),
             };
-            let reads = node.params.iter().any(|p| eval::is_resource(&p.source));
-            if !runs || reads {
-                unsupported.push(format!(
-                    "`{}` ({})",
-                    node.name,
-                    if reads {
-                        "an MCP resource"
-                    } else {
-                        "MCP tools"
-                    }
-                ));
+            if !runs {
+                unsupported.push(format!("`{}` (an agent loop over MCP tools)", node.name));
             }
         }
         if !unsupported.is_empty() {

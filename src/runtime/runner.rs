@@ -3,7 +3,7 @@
 //! answers, options, plan changes, unfinished effects) is refused *before* anything is
 //! written (`preflight.rs`, `plan_change.rs`, `config.rs`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,7 +23,8 @@ use super::outcome::Outcome;
 use super::plan_change;
 use super::preflight::DEFAULT_MAX_ANSWER_BYTES;
 use super::progress::Progress;
-use super::resources::servers::{Fetcher, Replayer, Servers};
+use super::resources::servers::{Fetcher, McpServers, Replayer, Servers, WithOverrides};
+use super::resources::tools_check;
 use super::secrets::Scrubber;
 use super::validate::Validators;
 use crate::diagnostic as codes;
@@ -277,6 +278,8 @@ impl Runner {
             &config,
             &self.project_root,
         )?;
+        let servers = self.servers_for(&config, &secrets);
+        self.check_servers(&servers, None).await?;
         let pre: BTreeMap<String, Value> = opts.pre_answers.iter().cloned().collect();
         let now = ids::now_ms();
         let plan_json = serde_json::to_string(&*self.plan).unwrap_or_default();
@@ -320,7 +323,7 @@ impl Runner {
             attempts: vec![attempt],
             ..Default::default()
         };
-        let attempt = Attempt::new(self, lease, state, models, secrets, Start::Fresh)?;
+        let attempt = Attempt::new(self, lease, state, models, secrets, servers, Start::Fresh)?;
         attempt.stream(&created);
         let mut opts = opts;
         opts.pre_answers = pre.into_iter().collect();
@@ -467,6 +470,8 @@ impl Runner {
         if !now_answers.is_empty() {
             committed = self.store.answer(&rec.id, now_answers, "cli").await?;
         }
+        let servers = self.servers_for(&config, &secrets);
+        self.check_servers(&servers, Some(&to_run)).await?;
         let attempt_rec = self.attempt_rec(rec.attempts + 1);
         let (lease, mut state, claimed) = self.store.claim(&rec.id, attempt_rec).await?;
         committed.extend(claimed);
@@ -483,10 +488,81 @@ impl Runner {
             state,
             models,
             secrets,
+            servers,
             Start::Resume { plan_changes },
         )?;
         attempt.stream(&committed);
         attempt.run(opts).await
+    }
+
+    /// The MCP servers of an attempt: the embedder's, or the plan's own (started when
+    /// first used), with the embedder's fetchers and replayers in front.
+    fn servers_for(
+        &self,
+        config: &BTreeMap<String, String>,
+        secrets: &BTreeMap<String, String>,
+    ) -> WithOverrides {
+        let inner: Arc<dyn Servers> = match &self.servers {
+            Some(s) => s.clone(),
+            None => {
+                let mut scrubber = Scrubber::default();
+                for (k, v) in secrets {
+                    scrubber.add(k, v);
+                }
+                Arc::new(McpServers::new(
+                    &self.plan,
+                    &self.project_root,
+                    config,
+                    secrets,
+                    &scrubber,
+                ))
+            }
+        };
+        WithOverrides {
+            inner,
+            fetchers: self.fetchers.clone(),
+            replayers: self.replayers.clone(),
+        }
+    }
+
+    /// The declared tools of the nodes still to run, against what their servers list,
+    /// before anything is written: a missing or changed tool refuses the run.
+    async fn check_servers(
+        &self,
+        servers: &WithOverrides,
+        to_run: Option<&BTreeSet<String>>,
+    ) -> Result<(), RuntimeError> {
+        let mut which = BTreeSet::new();
+        for node in &self.plan.nodes {
+            if to_run.is_some_and(|set| !set.contains(&node.name)) {
+                continue;
+            }
+            let tools: Vec<&String> = match &node.body {
+                Body::Call { tool, .. } => vec![tool],
+                Body::Model { tools, .. } => tools.iter().collect(),
+                _ => Vec::new(),
+            };
+            for t in tools {
+                if let Some(t) = self.plan.tools.iter().find(|x| &x.name == t) {
+                    which.insert(t.server.clone());
+                }
+            }
+        }
+        if which.is_empty() {
+            return Ok(());
+        }
+        let report = tools_check::check_tools(&self.plan, servers, &which).await;
+        let result = report.into_error();
+        if result.is_err() {
+            // A refused run leaves no server running.
+            Servers::close(servers).await;
+        }
+        for w in result? {
+            if let Some(p) = &self.progress {
+                p.step(super::progress::Step::Warning { message: &w });
+            }
+        }
+        Ok(())
     }
 
     /// Answers pending gates of a thread without running anything (no lock needed):

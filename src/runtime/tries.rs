@@ -14,15 +14,17 @@ use std::time::{Duration, Instant};
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::attempt::{Shared, event_write};
+use super::bind;
 use super::bind::Params;
 use super::error::RuntimeError;
 use super::executor::{Executor, TryContext, TryError};
 use super::journal;
 use super::progress::Step;
+use super::resources::hydrate::{self, Reader};
 use crate::diagnostic as codes;
-use crate::plan::Node;
+use crate::plan::{Node, Plan};
 use crate::store::{
-    CallKey, CallRec, CallState, Event, NodeRec, NodeState, StoredError, Write, ids,
+    CallKey, CallRec, CallState, Event, NodeRec, NodeState, ResourceRef, StoredError, Write, ids,
 };
 
 /// One unit of work: a node, or one item of it.
@@ -52,6 +54,9 @@ pub(crate) struct Unit {
     pub permit: Option<OwnedSemaphorePermit>,
     /// A retry's wait that a crash interrupted: the rest is waited out first.
     pub wait_until_ms: Option<u64>,
+    /// Once its resources are fetched: the parameters as bound (with references), while
+    /// `params` holds the fetched values.
+    pub hydrated: Option<Params>,
 }
 
 /// What a unit ended with; the writes are committed by the caller. `row` is the node row
@@ -59,6 +64,13 @@ pub(crate) struct Unit {
 pub(crate) enum UnitEnd {
     Value {
         value: serde_json::Value,
+        writes: Vec<Write>,
+        row: Option<NodeRec>,
+        /// The resource links its tool calls returned.
+        manifest: Vec<ResourceRef>,
+    },
+    /// Its `when`, decided once the resources it reads were fetched, is false.
+    Skipped {
         writes: Vec<Write>,
         row: Option<NodeRec>,
     },
@@ -76,13 +88,21 @@ pub(crate) enum UnitEnd {
 }
 
 impl Unit {
-    /// The `started` row of this unit's next try (journaled executors).
-    pub(crate) fn started_row(&self, attempt: u32) -> (CallKey, CallRec) {
+    /// Whether the unit fetches resources before its call, or decides its `when` then.
+    pub(crate) fn fetches(&self) -> bool {
+        self.hydrated.is_none()
+            && (hydrate::needed(&self.node, &self.params) || bind::when_reads_resources(&self.node))
+    }
+
+    /// The `started` row of this unit's next try (journaled executors). Its arguments'
+    /// hash covers the references the unit was bound with, not the fetched content.
+    pub(crate) fn started_row(&self, attempt: u32, plan: &Plan) -> (CallKey, CallRec) {
         let key = journal::key(&self.node.name, self.generation, self.item, self.step);
         let rec = journal::started_row(
             self.executor,
+            plan,
             &self.node,
-            &self.params,
+            self.hydrated.as_ref().unwrap_or(&self.params),
             self.idem_key.clone(),
             attempt,
             self.executor.watcher(),
@@ -93,8 +113,12 @@ impl Unit {
     /// The writes that journal the next try before it runs: its `started` row and the
     /// `call_started` event. A retry of a call a person asked to retry must send the
     /// same arguments: otherwise it is not that call (`R0404`), and nothing is written.
-    pub(crate) fn begin_try(&mut self, attempt: u32) -> Result<Vec<Write>, StoredError> {
-        let (key, rec) = self.started_row(attempt);
+    pub(crate) fn begin_try(
+        &mut self,
+        attempt: u32,
+        plan: &Plan,
+    ) -> Result<Vec<Write>, StoredError> {
+        let (key, rec) = self.started_row(attempt, plan);
         if let Some((old_key, old_hash)) = &self.retry_of
             && *old_hash != rec.args_hash
         {
@@ -126,8 +150,7 @@ impl Unit {
 pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
     let node = unit.node.clone();
     let executor = unit.executor;
-    let journaled = executor.journaled(&node);
-    let retries = node.retries.unwrap_or(0) as u32;
+    let journaled = executor.journaled(&shared.plan, &node);
     let mut writes: Vec<Write> = Vec::new();
     if let Some(until) = unit.wait_until_ms.take() {
         let now = ids::now_ms();
@@ -152,10 +175,60 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
                 }
             },
         };
+        if let Some(p) = &shared.progress {
+            p.step(Step::Started {
+                node: &node.name,
+                item: unit.is_item.then_some(unit.item),
+            });
+        }
+        // Resources are fetched once the unit holds a permit (so reads too obey
+        // `--concurrency`), before its call is journaled or made.
+        if unit.fetches() {
+            let mut params = unit.params.clone();
+            let mut reader = Reader {
+                shared: &shared,
+                node: &node,
+                generation: unit.generation,
+                item: unit.item,
+                step: unit.step,
+                writes: &mut writes,
+            };
+            let fetched = async {
+                if bind::when_reads_resources(&node) {
+                    reader.hydrate(&mut params, Some(&node.when_reads)).await?;
+                    let holds = bind::when_decides(&node, &params).map_err(TryError::Fatal)?;
+                    if !holds {
+                        return Ok(false);
+                    }
+                }
+                reader.hydrate(&mut params, None).await?;
+                Ok(true)
+            }
+            .await;
+            match fetched {
+                Ok(true) => {
+                    unit.hydrated = Some(std::mem::replace(&mut unit.params, params));
+                }
+                Ok(false) => {
+                    drop(permit);
+                    return UnitEnd::Skipped {
+                        writes,
+                        row: unit.row,
+                    };
+                }
+                Err(e) => {
+                    drop(permit);
+                    match failed_try(&shared, &mut unit, e, &mut writes).await {
+                        Some(end) => return end,
+                        None => continue,
+                    }
+                }
+            }
+        }
         // A journaled try the scheduler has not journaled yet (a retry, an item) is,
         // now that it holds a permit.
         if journaled && unit.started.is_none() {
-            match unit.begin_try(shared.attempt_no) {
+            match unit.begin_try(shared.attempt_no, &shared.plan) {
                 Ok(started) => {
                     if let Err(e) = shared.commit(started).await {
                         return UnitEnd::Failed {
@@ -176,19 +249,15 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
         }
         let key = journal::key(&node.name, unit.generation, unit.item, unit.step);
         let started_row = unit.started.take().map(|(_, rec)| rec);
-        if let Some(p) = &shared.progress {
-            p.step(Step::Started {
-                node: &node.name,
-                item: unit.is_item.then_some(unit.item),
-            });
-        }
         let begun = Instant::now();
+        let mut manifest = Vec::new();
         let cx = TryContext {
             shared: &shared,
             unit: &unit,
             idem_key: unit.idem_key.clone(),
             started: started_row.as_ref(),
             writes: &mut writes,
+            manifest: &mut manifest,
         };
         let attempt = executor.run(cx);
         let result = match node.timeout_ms {
@@ -235,94 +304,114 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
                     value,
                     writes,
                     row: unit.row,
+                    manifest,
                 };
             }
-            Err(TryError::Unknown(message)) => {
-                journal(&mut writes, CallState::Unknown, Some(message.clone()));
-                let error = RuntimeError::new(
-                    &codes::UNFINISHED_EFFECT,
-                    format!("{message}; whether it took effect is unknown"),
-                )
-                .stored(Some(&node.name));
-                return UnitEnd::Unknown {
+            Err(e) => {
+                let (state, message) = match &e {
+                    TryError::Unknown(m) => (CallState::Unknown, m.clone()),
+                    TryError::Fatal(err) => (CallState::ToolError, err.message.clone()),
+                    TryError::Transient { message, .. } => (CallState::ToolError, message.clone()),
+                };
+                journal(&mut writes, state, Some(message));
+                if let Some(end) = failed_try(&shared, &mut unit, e, &mut writes).await {
+                    return end;
+                }
+            }
+        }
+    }
+}
+
+/// What a failed try leads to: the unit's end, or (`None`) another try, once its wait
+/// is stored and over.
+async fn failed_try(
+    shared: &Arc<Shared>,
+    unit: &mut Unit,
+    failure: TryError,
+    writes: &mut Vec<Write>,
+) -> Option<UnitEnd> {
+    let node = unit.node.clone();
+    let retries = node.retries.unwrap_or(0) as u32;
+    match failure {
+        TryError::Unknown(message) => {
+            let error = RuntimeError::new(
+                &codes::UNFINISHED_EFFECT,
+                format!("{message}; whether it took effect is unknown"),
+            )
+            .stored(Some(&node.name));
+            Some(UnitEnd::Unknown {
+                error,
+                writes: std::mem::take(writes),
+                row: unit.row.take(),
+            })
+        }
+        TryError::Fatal(error) => {
+            report_item_failure(shared, unit, &error);
+            Some(UnitEnd::Failed {
+                error,
+                writes: std::mem::take(writes),
+                row: unit.row.take(),
+            })
+        }
+        TryError::Transient { rule, message } => {
+            if unit.tries >= retries {
+                let message = if retries > 0 {
+                    format!("{message} (after {} tries)", unit.tries + 1)
+                } else {
+                    message
+                };
+                let error = RuntimeError::new(rule, message).stored(Some(&node.name));
+                report_item_failure(shared, unit, &error);
+                return Some(UnitEnd::Failed {
                     error,
-                    writes,
-                    row: unit.row,
-                };
+                    writes: std::mem::take(writes),
+                    row: unit.row.take(),
+                });
             }
-            Err(TryError::Fatal(error)) => {
-                report_item_failure(&shared, &unit, &error);
-                journal(
-                    &mut writes,
-                    CallState::ToolError,
-                    Some(error.message.clone()),
-                );
-                return UnitEnd::Failed {
-                    error,
-                    writes,
-                    row: unit.row,
-                };
+            // The next try and its wait are stored before waiting; its `started` row
+            // is written when it holds a permit again.
+            unit.tries += 1;
+            unit.step += 1;
+            let backoff = Duration::from_millis(
+                node.backoff_ms
+                    .unwrap_or(500)
+                    .saturating_mul(1u64 << (unit.tries - 1).min(6)),
+            );
+            let due = ids::now_ms() + backoff.as_millis() as u64;
+            let error = RuntimeError::new(rule, message.clone()).stored(Some(&node.name));
+            let mut batch = std::mem::take(writes);
+            if let Some(row) = &mut unit.row {
+                row.state = NodeState::Running;
+                row.tries = unit.tries;
+                row.next_retry_ms = Some(due);
+                row.error = Some(error);
+                row.finished_ms = 0;
+                batch.push(Write::Node(node.name.clone(), row.clone()));
             }
-            Err(TryError::Transient { rule, message }) => {
-                journal(&mut writes, CallState::ToolError, Some(message.clone()));
-                if unit.tries >= retries {
-                    let message = if retries > 0 {
-                        format!("{message} (after {} tries)", unit.tries + 1)
-                    } else {
-                        message
-                    };
-                    let error = RuntimeError::new(rule, message).stored(Some(&node.name));
-                    report_item_failure(&shared, &unit, &error);
-                    return UnitEnd::Failed {
-                        error,
-                        writes,
-                        row: unit.row,
-                    };
-                }
-                // The next try and its wait are stored before waiting; its `started` row
-                // is written when it holds a permit again.
-                unit.tries += 1;
-                unit.step += 1;
-                let backoff = Duration::from_millis(
-                    node.backoff_ms
-                        .unwrap_or(500)
-                        .saturating_mul(1u64 << (unit.tries - 1).min(6)),
-                );
-                let due = ids::now_ms() + backoff.as_millis() as u64;
-                let error = RuntimeError::new(rule, message.clone()).stored(Some(&node.name));
-                let mut batch = std::mem::take(&mut writes);
-                if let Some(row) = &mut unit.row {
-                    row.state = NodeState::Running;
-                    row.tries = unit.tries;
-                    row.next_retry_ms = Some(due);
-                    row.error = Some(error);
-                    row.finished_ms = 0;
-                    batch.push(Write::Node(node.name.clone(), row.clone()));
-                }
-                batch.push(event_write(Event::RetryScheduled {
-                    node: node.name.clone(),
-                    item: unit.item,
-                    try_number: unit.tries,
-                    at_ms: due,
-                    code: Some(rule.code.into()),
-                    error: message,
-                }));
-                if let Err(e) = shared.commit(batch).await {
-                    return UnitEnd::Failed {
-                        error: e.stored(Some(&node.name)),
-                        writes: Vec::new(),
-                        row: unit.row,
-                    };
-                }
-                if let Some(p) = &shared.progress {
-                    p.step(Step::Retrying {
-                        node: &node.name,
-                        try_number: unit.tries + 1,
-                        after: backoff,
-                    });
-                }
-                tokio::time::sleep(backoff).await;
+            batch.push(event_write(Event::RetryScheduled {
+                node: node.name.clone(),
+                item: unit.item,
+                try_number: unit.tries,
+                at_ms: due,
+                code: Some(rule.code.into()),
+                error: message,
+            }));
+            if let Err(e) = shared.commit(batch).await {
+                return Some(UnitEnd::Failed {
+                    error: e.stored(Some(&node.name)),
+                    writes: Vec::new(),
+                    row: unit.row.take(),
+                });
             }
+            if let Some(p) = &shared.progress {
+                p.step(Step::Retrying {
+                    node: &node.name,
+                    try_number: unit.tries + 1,
+                    after: backoff,
+                });
+            }
+            tokio::time::sleep(backoff).await;
+            None
         }
     }
 }

@@ -60,6 +60,14 @@ pub struct Validators {
 }
 
 impl Validators {
+    /// Validators for schemas that refer to no named type.
+    pub fn empty() -> Validators {
+        Validators {
+            defs: Value::Object(Default::default()),
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
     pub fn new(plan: &Plan) -> Validators {
         Validators {
             defs: Value::Object(plan.defs.clone().into_iter().collect()),

@@ -538,6 +538,7 @@ fn load_returns_every_row_a_commit_wrote(store: &dyn Store) {
         state,
         value: Some(v),
         error: None,
+        manifest: Vec::new(),
     };
     let mut a2 = attempt();
     a2.number = 7;
@@ -625,6 +626,7 @@ fn a_rename_moves_every_row_of_a_node_and_a_gate_row_can_be_removed(store: &dyn 
         state: ItemState::Done,
         value: Some(json!(1)),
         error: None,
+        manifest: Vec::new(),
     };
     rt.block_on(store.commit(
         &lease,
@@ -635,6 +637,7 @@ fn a_rename_moves_every_row_of_a_node_and_a_gate_row_can_be_removed(store: &dyn 
             Write::Call(key("old", 0, 0), call.clone()),
             Write::Call(key("old", 2, 3), call.clone()),
             Write::Gate("old".into(), gate("old")),
+            Write::Heal(origin("old", 3), heal(1)),
             Write::Node("other".into(), NodeRec::done(json!("o"))),
             Write::Gate("asked".into(), gate("asked")),
         ],
@@ -682,6 +685,76 @@ fn a_rename_moves_every_row_of_a_node_and_a_gate_row_can_be_removed(store: &dyn 
         "the gate row names its node"
     );
     assert!(!state.nodes.contains_key("\0staging"));
+    assert_eq!(
+        state.heals.keys().cloned().collect::<Vec<_>>(),
+        [origin("new", 3)],
+        "heals of the node's links moved with it"
+    );
+}
+
+fn origin(node: &str, index: u32) -> RefOrigin {
+    RefOrigin {
+        node: node.into(),
+        generation: 0,
+        item: 0,
+        index,
+    }
+}
+
+fn heal(number: u32) -> HealRec {
+    HealRec {
+        number,
+        from_uri: format!("mcp://crm/old/{number}"),
+        to: ResourceRef {
+            uri: format!("mcp://crm/new/{number}"),
+            server: "crm".into(),
+            kind: Some("k".into()),
+            captures: Default::default(),
+            name: String::new(),
+            mime: None,
+            size: None,
+            producing_call: None,
+            origin: None,
+            produced_ms: 0,
+        },
+        replay_call: "consume:g0:i0:s0:c1048576".into(),
+        by_node: "consume".into(),
+        cause: "-32602: gone".into(),
+        at_ms: 1,
+    }
+}
+
+fn a_heal_is_kept_per_link_and_replaced_by_the_next(store: &dyn Store) {
+    let rt = rt();
+    let lease = rt
+        .block_on(store.create_thread(thread_rec(), attempt()))
+        .map(|(lease, _)| lease)
+        .expect("create");
+    let mut row = NodeRec::done(json!({ "ok": true }));
+    row.manifest = vec![heal(0).to];
+    rt.block_on(store.commit(
+        &lease,
+        vec![
+            Write::Node("research".into(), row.clone()),
+            Write::Heal(origin("research", 0), heal(1)),
+            Write::Heal(origin("research", 1), heal(1)),
+        ],
+    ))
+    .expect("commit");
+    rt.block_on(store.commit(&lease, vec![Write::Heal(origin("research", 0), heal(2))]))
+        .expect("commit");
+    let state = rt.block_on(store.load(&lease.thread)).expect("load");
+    assert_eq!(
+        state.nodes["research"].manifest, row.manifest,
+        "the manifest is kept with the row"
+    );
+    assert_eq!(state.heals.len(), 2);
+    assert_eq!(
+        state.heals[&origin("research", 0)],
+        heal(2),
+        "the latest heal of a link wins"
+    );
+    assert_eq!(state.heals[&origin("research", 1)], heal(1));
 }
 
 fn a_thread_record_write_keeps_the_fence_and_the_status_index(store: &dyn Store) {
@@ -1018,4 +1091,5 @@ contract!(
     a_claim_by_prefix_takes_the_thread_it_names,
     plans_are_stored_once_by_hash,
     a_rename_moves_every_row_of_a_node_and_a_gate_row_can_be_removed,
+    a_heal_is_kept_per_link_and_replaced_by_the_next,
 );

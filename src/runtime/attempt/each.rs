@@ -151,15 +151,17 @@ pub(super) async fn run_each(
             }
         };
     }
-    let values: Vec<Value> = (0..total)
+    let done: Vec<&ItemRec> = (0..total)
         .filter_map(|i| results.get(&i))
         .filter(|r| r.state == ItemState::Done)
-        .filter_map(|r| r.value.clone())
         .collect();
+    let values: Vec<Value> = done.iter().filter_map(|r| r.value.clone()).collect();
+    let manifest = done.iter().flat_map(|r| r.manifest.clone()).collect();
     UnitEnd::Value {
         value: Value::Array(values),
         writes: Vec::new(),
         row: None,
+        manifest,
     }
 }
 
@@ -182,10 +184,25 @@ async fn run_item(
     unit.permit = Some(permit);
     let end = tries::run_unit(shared.clone(), unit).await;
     let (rec, mut writes, outcome) = match end {
-        UnitEnd::Value { value, writes, .. } => (
+        UnitEnd::Value {
+            value,
+            writes,
+            manifest,
+            ..
+        } => (
             ItemRec {
                 state: ItemState::Done,
                 value: Some(value),
+                error: None,
+                manifest,
+            },
+            writes,
+            None,
+        ),
+        UnitEnd::Skipped { writes, .. } => (
+            ItemRec {
+                state: ItemState::Skipped,
+                value: None,
                 error: None,
                 manifest: Vec::new(),
             },

@@ -42,7 +42,7 @@ use super::options::RunOptions;
 use super::outcome::Outcome;
 use super::progress::Step;
 use super::resources::Resources;
-use super::resources::servers::{McpServers, Servers, WithOverrides};
+use super::resources::servers::WithOverrides;
 use super::runner::Runner;
 use super::secrets::Scrubber;
 use crate::diagnostic as codes;
@@ -111,6 +111,9 @@ impl Env for Scope<'_> {
     fn secret(&self, var: &str) -> Option<String> {
         self.secrets.get(var).cloned()
     }
+    fn manifest(&self, node: &str) -> Option<Vec<crate::store::ResourceRef>> {
+        self.nodes.manifest_of(node)
+    }
 }
 
 impl Attempt {
@@ -120,6 +123,7 @@ impl Attempt {
         state: ThreadState,
         models: HashMap<String, Arc<dyn Model>>,
         secrets: BTreeMap<String, String>,
+        servers: WithOverrides,
         start: Start,
     ) -> Result<Attempt, RuntimeError> {
         let Some(thread) = state.thread.clone() else {
@@ -142,26 +146,7 @@ impl Attempt {
                 });
             }
         }
-        let project_root = PathBuf::from(&thread.project_root);
-        let inner: Arc<dyn Servers> = match &runner.servers {
-            Some(s) => s.clone(),
-            None => Arc::new(McpServers::new(
-                &runner.plan,
-                &project_root,
-                &thread.config,
-                &secrets,
-                &scrubber,
-            )),
-        };
-        let resources = Resources::new(
-            WithOverrides {
-                inner,
-                fetchers: runner.fetchers.clone(),
-                replayers: runner.replayers.clone(),
-            },
-            state.heals.clone(),
-            secrets.clone(),
-        );
+        let resources = Resources::new(servers, state.heals.clone(), secrets.clone());
         let shared = Arc::new(Shared {
             plan: runner.plan.clone(),
             store: runner.store.clone(),
@@ -252,6 +237,18 @@ impl Attempt {
                 continue;
             };
             // Values are read with the rows still in the state (each items, gate answers).
+            if rec.state == NodeState::Done {
+                let manifest = match rec.items {
+                    // An `each` node's links are its done items', in item order.
+                    Some(n) => (0..n)
+                        .filter_map(|k| self.state.items.get(&(name.clone(), rec.generation, k)))
+                        .filter(|r| r.state == crate::store::ItemState::Done)
+                        .flat_map(|r| r.manifest.clone())
+                        .collect(),
+                    None => rec.manifest.clone(),
+                };
+                self.nodes.restore_manifest(i, manifest);
+            }
             let slot = match rec.state {
                 NodeState::Done => Slot::Done(self.state.value_of(&name).unwrap_or(Value::Null)),
                 NodeState::Skipped => Slot::Skipped,
@@ -292,8 +289,7 @@ impl Attempt {
                     if kind == NodeKind::Gate {
                         self.enter_gate(i);
                         progressed = true;
-                    } else if tasks::is_pure(self.nodes.node(i)) {
-                        self.run_pure(i);
+                    } else if tasks::is_pure(self.nodes.node(i)) && self.run_pure(i) {
                         progressed = true;
                     } else {
                         to_start.push(i);

@@ -14,7 +14,7 @@ use crate::plan::{Node, Plan};
 use crate::runtime::eval::Slot as SourceSlot;
 use crate::runtime::progress::{Progress, Step};
 use crate::runtime::secrets::Scrubber;
-use crate::store::{Event, NodeRec, NodeState, StoredError, Write, ids};
+use crate::store::{Event, NodeRec, NodeState, ResourceRef, StoredError, Write, ids};
 
 /// Where a finished node's value is stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +46,9 @@ pub(crate) struct NodeTable {
     index: HashMap<String, usize>,
     slots: Vec<Slot>,
     rows: Vec<Option<NodeRec>>,
+    /// Each finished node's manifest (an `each` node's is its items', in item order,
+    /// and lives in their rows).
+    manifests: Vec<Vec<ResourceRef>>,
     started: Vec<Option<Instant>>,
     /// The first failure of this attempt (it fails the thread).
     failure: Option<StoredError>,
@@ -85,6 +88,7 @@ impl NodeTable {
             index,
             slots: vec![Slot::Pending; n],
             rows,
+            manifests: vec![Vec::new(); n],
             started: vec![None; n],
             failure: None,
             unknown: Vec::new(),
@@ -116,6 +120,17 @@ impl NodeTable {
     /// Sets a slot as recovery restored it.
     pub(crate) fn restore(&mut self, i: usize, slot: Slot) {
         self.slots[i] = slot;
+    }
+
+    /// Sets a finished node's manifest as the stored rows hold it.
+    pub(crate) fn restore_manifest(&mut self, i: usize, manifest: Vec<ResourceRef>) {
+        self.manifests[i] = manifest;
+    }
+
+    /// The links a finished node's tool calls returned.
+    pub(crate) fn manifest_of(&self, name: &str) -> Option<Vec<ResourceRef>> {
+        let i = *self.index.get(name)?;
+        matches!(self.slots[i], Slot::Done(_)).then(|| self.manifests[i].clone())
     }
 
     /// What a source reads of the node `name`: its value, or that it was skipped.
@@ -229,7 +244,15 @@ impl NodeTable {
 
     /// The node finished with `value`, stored where `at` says: an `each` node's list is
     /// in its item rows and a gate's answer in its gate row, their rows only say so.
-    pub(crate) fn finish(&mut self, i: usize, value: Value, at: ValueAt, out: &mut Vec<Write>) {
+    /// Its manifest goes into its row, except an `each` node's (its items hold theirs).
+    pub(crate) fn finish(
+        &mut self,
+        i: usize,
+        value: Value,
+        at: ValueAt,
+        manifest: Vec<ResourceRef>,
+        out: &mut Vec<Write>,
+    ) {
         let (stored, items) = match at {
             ValueAt::Row => (Some(value.clone()), None),
             ValueAt::RowOfItems(n) => (Some(value.clone()), Some(n)),
@@ -238,6 +261,10 @@ impl NodeTable {
         };
         let mut rec = self.row_for(i, NodeState::Done, stored);
         rec.items = items;
+        if !matches!(at, ValueAt::Items(_)) {
+            rec.manifest = manifest.clone();
+        }
+        self.manifests[i] = manifest;
         self.put(i, rec, out);
         let ms = self.started[i].map(|t| t.elapsed().as_millis() as u64);
         out.push(event_write(Event::NodeFinished {

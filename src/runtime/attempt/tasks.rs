@@ -17,6 +17,7 @@ use crate::runtime::error::RuntimeError;
 use crate::runtime::eval;
 use crate::runtime::executor;
 use crate::runtime::journal;
+use crate::runtime::resources::hydrate;
 use crate::runtime::tries::{self, Unit, UnitEnd};
 use crate::store::{CallKey, ItemRec, StoredError};
 
@@ -27,18 +28,24 @@ pub(super) struct TaskDone {
     items: Option<u32>,
 }
 
-/// A node the scheduler computes in place: a `return` body that reads no resource.
+/// A node the scheduler computes in place: a `return` body that fetches no resource
+/// (`ref<T>` parameters keep their references, so they count as pure).
 pub(super) fn is_pure(node: &Node) -> bool {
     matches!(node.body, Body::Return { .. })
-        && !node.params.iter().any(|p| eval::is_resource(&p.source))
+        && !node
+            .params
+            .iter()
+            .any(|p| eval::is_resource(&p.source) && !p.keep_ref)
 }
 
 impl Attempt {
-    /// A `return` node: computed here, its row joins the next commit.
-    pub(super) fn run_pure(&mut self, i: usize) {
+    /// A `return` node: computed here, its row joins the next commit. `false` when it
+    /// must run as a task after all: a parameter holds a reference it declares the
+    /// content type for, which is fetched (nothing was changed then).
+    pub(super) fn run_pure(&mut self, i: usize) -> bool {
         let node = self.nodes.node(i).clone();
         let Body::Return { value } = &node.body else {
-            return;
+            return false;
         };
         let eval_one = |params: &Params| -> Result<Value, StoredError> {
             eval::expr(params, value).map_err(|e| {
@@ -49,26 +56,44 @@ impl Attempt {
         match bind::enter(&node, &self.scope()) {
             Entry::Skip => self.nodes.skip(i, &mut self.buffer),
             Entry::Fail(e) => self.nodes.fail(i, e, &mut self.buffer),
+            Entry::Run(params) if hydrate::needed(&node, &params) => return false,
             Entry::Run(params) => match eval_one(&params) {
                 Ok(v) => {
                     self.nodes.mark_running(i);
-                    self.nodes.finish(i, v, ValueAt::Row, &mut self.buffer);
+                    self.nodes
+                        .finish(i, v, ValueAt::Row, Vec::new(), &mut self.buffer);
                 }
                 Err(e) => self.nodes.fail(i, e, &mut self.buffer),
             },
             Entry::Each { name, base, items } => {
                 let count = items.len() as u32;
-                let mut out = Vec::new();
+                let mut all = Vec::new();
                 for item in items {
-                    let params = bind::item_params(&base, &name, item);
+                    match bind::item_params(&node, &self.scope(), &base, &name, item) {
+                        Ok(params) if hydrate::needed(&node, &params) => return false,
+                        Ok(params) => all.push(params),
+                        Err(e) => {
+                            self.nodes.fail(i, e, &mut self.buffer);
+                            return true;
+                        }
+                    }
+                }
+                let mut out = Vec::new();
+                for params in all {
                     match bind::when_holds(&node, &params) {
                         Ok(true) => {}
                         Ok(false) => continue,
-                        Err(e) => return self.nodes.fail(i, e, &mut self.buffer),
+                        Err(e) => {
+                            self.nodes.fail(i, e, &mut self.buffer);
+                            return true;
+                        }
                     }
                     match eval_one(&params) {
                         Ok(v) => out.push(v),
-                        Err(e) => return self.nodes.fail(i, e, &mut self.buffer),
+                        Err(e) => {
+                            self.nodes.fail(i, e, &mut self.buffer);
+                            return true;
+                        }
                     }
                 }
                 self.nodes.mark_running(i);
@@ -77,10 +102,12 @@ impl Attempt {
                     i,
                     Value::Array(out),
                     ValueAt::RowOfItems(count),
+                    Vec::new(),
                     &mut self.buffer,
                 );
             }
         }
+        true
     }
 
     /// The call a person asked to retry, for an item of a node of this generation.
@@ -152,6 +179,7 @@ impl Attempt {
                 } else {
                     old.as_ref().and_then(|o| o.next_retry_ms)
                 },
+                hydrated: None,
             }
         };
         match entry {
@@ -165,13 +193,16 @@ impl Attempt {
             }
             Entry::Each { name, base, items } => {
                 let n = items.len() as u32;
-                let units: Vec<Unit> = items
-                    .into_iter()
-                    .enumerate()
-                    .map(|(k, item)| {
-                        unit(self, k as u32, true, bind::item_params(&base, &name, item))
-                    })
-                    .collect();
+                let mut units: Vec<Unit> = Vec::new();
+                for (k, item) in items.into_iter().enumerate() {
+                    match bind::item_params(&node, &self.scope(), &base, &name, item) {
+                        Ok(params) => units.push(unit(self, k as u32, true, params)),
+                        Err(e) => {
+                            self.nodes.fail(i, e, &mut self.buffer);
+                            return None;
+                        }
+                    }
+                }
                 self.nodes.start(i, Some(n), &mut self.buffer);
                 Some((units, Some(n)))
             }
@@ -186,8 +217,10 @@ impl Attempt {
                 let in_backoff = unit
                     .wait_until_ms
                     .is_some_and(|t| t > crate::store::ids::now_ms());
-                if executor.journaled(&node) && !in_backoff {
-                    match unit.begin_try(self.shared.attempt_no) {
+                // A node that fetches resources first is journaled once they are
+                // fetched, just before its call, by `run_unit`.
+                if executor.journaled(&self.shared.plan, &node) && !in_backoff && !unit.fetches() {
+                    match unit.begin_try(self.shared.attempt_no, &self.shared.plan) {
                         Ok(writes) => {
                             if let Some((key, rec)) = &unit.started {
                                 self.state.calls.insert(key.clone(), rec.clone());
@@ -250,10 +283,20 @@ impl Attempt {
             None => ValueAt::Row,
         };
         match td.end {
-            UnitEnd::Value { value, writes, row } => {
+            UnitEnd::Value {
+                value,
+                writes,
+                row,
+                manifest,
+            } => {
                 self.buffer.extend(writes);
                 self.nodes.adopt(i, row);
-                self.nodes.finish(i, value, at, &mut self.buffer);
+                self.nodes.finish(i, value, at, manifest, &mut self.buffer);
+            }
+            UnitEnd::Skipped { writes, row } => {
+                self.buffer.extend(writes);
+                self.nodes.adopt(i, row);
+                self.nodes.skip(i, &mut self.buffer);
             }
             UnitEnd::Failed { error, writes, row } => {
                 self.buffer.extend(writes);

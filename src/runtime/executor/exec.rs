@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::{Executor, TryContext, TryError, TryFuture};
 use crate::diagnostic::{self as codes, Rule};
-use crate::plan::{Body, Node};
+use crate::plan::{Body, Node, Plan};
 use crate::process::ReaperId;
 use crate::runtime::error::RuntimeError;
 use crate::runtime::exec::{self, ExecError};
@@ -20,7 +20,7 @@ impl Executor for Exec {
         "exec"
     }
 
-    fn journaled(&self, node: &Node) -> bool {
+    fn journaled(&self, _plan: &Plan, node: &Node) -> bool {
         matches!(
             node.body,
             Body::Exec {
@@ -99,7 +99,7 @@ async fn run(this: &Exec, cx: TryContext<'_>) -> Result<Value, TryError> {
             .map(|ran| ran.value),
         None => exec::run(request).await,
     };
-    let idempotent = !this.journaled(node);
+    let idempotent = !this.journaled(&cx.shared.plan, node);
     let scrub = |s: String| shared.scrubber.scrub_fragment(&s);
     // A stderr tail is scrubbed before it is cut, so no cut leaves half a secret.
     let result = result.map_err(|e| e.map_stderr(|s| shared.scrubber.scrub_fragment(s)));

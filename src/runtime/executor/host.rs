@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::{Executor, TryContext, TryError, TryFuture, fatal};
 use crate::diagnostic::{self as codes, Rule};
-use crate::plan::{Body, Node};
+use crate::plan::{Body, Node, Plan};
 use crate::runtime::validate::Mode;
 
 pub(crate) struct Host;
@@ -15,7 +15,7 @@ impl Executor for Host {
         "host"
     }
 
-    fn journaled(&self, _node: &Node) -> bool {
+    fn journaled(&self, _plan: &Plan, _node: &Node) -> bool {
         false
     }
 

@@ -1,15 +1,13 @@
-//! The MCP node kinds: `call` (one tool call with arguments from the body), `agent` (a
-//! model in a loop with read-only tools) and `act` (a model in a loop with tools that
-//! have effects, journaled call by call). Running them needs the MCP client; until then
-//! `pipec run` refuses a plan that has one before anything starts ([`Executor::supported`]),
-//! and a node that is reached anyway fails with `R0005`. Each becomes an executor of its
-//! own when it runs.
+//! The tool-loop node kinds: `agent` (a model in a loop with read-only tools) and `act`
+//! (a model in a loop with tools that have effects, journaled call by call). Until they
+//! run, `pipec run` refuses a plan that has one before anything starts
+//! ([`Executor::supported`]), and a node that is reached anyway fails with `R0005`.
 
 use super::{Executor, TryContext, TryFuture, fatal};
 use crate::diagnostic::{self as codes, Rule};
-use crate::plan::{Body, Node};
+use crate::plan::{Body, Node, Plan};
 
-/// One of the MCP node kinds, not run yet.
+/// A tool-loop node kind, not run yet.
 pub(crate) struct Mcp {
     /// The journal's word for its calls.
     kind: &'static str,
@@ -18,12 +16,6 @@ pub(crate) struct Mcp {
     /// A loop's model turns are calls of their own.
     per_step: bool,
 }
-
-pub(crate) static CALL: Mcp = Mcp {
-    kind: "tool",
-    does: "calls an MCP tool",
-    per_step: false,
-};
 
 pub(crate) static AGENT: Mcp = Mcp {
     kind: "model",
@@ -42,7 +34,7 @@ impl Executor for Mcp {
         self.kind
     }
 
-    fn journaled(&self, _node: &Node) -> bool {
+    fn journaled(&self, _plan: &Plan, _node: &Node) -> bool {
         false
     }
 

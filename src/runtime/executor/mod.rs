@@ -4,9 +4,11 @@
 //! journal names as the callee, and what a failure is; the retry loop (`tries.rs`) is the
 //! same for all. A new node kind is a file here and a line in [`for_node`].
 
+mod call;
 mod exec;
 mod host;
 mod mcp;
+mod pure;
 mod think;
 
 use std::future::Future;
@@ -17,8 +19,8 @@ use serde_json::Value;
 use super::attempt::Shared;
 use super::tries::Unit;
 use crate::diagnostic::Rule;
-use crate::plan::{Body, Node, NodeKind};
-use crate::store::{CallRec, StoredError, Watcher, Write};
+use crate::plan::{Body, Node, NodeKind, Plan};
+use crate::store::{CallRec, ResourceRef, StoredError, Watcher, Write};
 
 /// A boxed future of an executor's try.
 pub(crate) type TryFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, TryError>> + Send + 'a>>;
@@ -47,6 +49,8 @@ pub(crate) struct TryContext<'a> {
     pub started: Option<&'a CallRec>,
     /// Rows and events the try produced (model turns), committed with its result.
     pub writes: &'a mut Vec<Write>,
+    /// The resource links its tool calls returned, in call order.
+    pub manifest: &'a mut Vec<ResourceRef>,
 }
 
 /// A kind of node that runs as a task.
@@ -56,7 +60,7 @@ pub(crate) trait Executor: Sync {
 
     /// Whether each try must be journaled (a committed `started` row) before it runs:
     /// an effect that is not idempotent.
-    fn journaled(&self, node: &Node) -> bool;
+    fn journaled(&self, plan: &Plan, node: &Node) -> bool;
 
     /// What the journal names as the callee (the command, the function, the model).
     fn target(&self, node: &Node) -> String;
@@ -87,16 +91,18 @@ pub(crate) trait Executor: Sync {
     fn run<'a>(&'a self, cx: TryContext<'a>) -> TryFuture<'a>;
 }
 
-/// The executor of a node that runs as a task; `None` for pure nodes and gates.
+/// The executor of a node that runs as a task; `None` for gates. A `return` node runs
+/// as a task only when it fetches resources; otherwise the scheduler computes it.
 pub(crate) fn for_node(node: &Node) -> Option<&'static dyn Executor> {
     Some(match (&node.body, node.kind) {
         (Body::Exec { .. }, _) => &exec::Exec,
         (Body::Host { .. }, _) => &host::Host,
-        (Body::Call { .. }, _) => &mcp::CALL,
+        (Body::Call { .. }, _) => &call::Call,
         (Body::Model { .. }, NodeKind::Agent) => &mcp::AGENT,
         (Body::Model { .. }, NodeKind::Act) => &mcp::ACT,
         (Body::Model { .. }, _) => &think::Think,
-        (Body::Return { .. } | Body::Gate { .. }, _) => return None,
+        (Body::Return { .. }, _) => &pure::Pure,
+        (Body::Gate { .. }, _) => return None,
     })
 }
 

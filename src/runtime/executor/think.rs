@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::{Executor, TryContext, TryError, TryFuture, fatal};
 use crate::diagnostic::{self as codes, Rule};
 use crate::llm::{Message, ModelError, ModelRequest, Role, extract_json};
-use crate::plan::{Body, Node};
+use crate::plan::{Body, Node, Plan};
 use crate::runtime::attempt::event_write;
 use crate::runtime::validate::Mode;
 use crate::store::Event;
@@ -19,7 +19,7 @@ impl Executor for Think {
         "model"
     }
 
-    fn journaled(&self, _node: &Node) -> bool {
+    fn journaled(&self, _plan: &Plan, _node: &Node) -> bool {
         false
     }
 

@@ -14,6 +14,7 @@ pub(crate) mod manifest;
 pub(crate) mod resolve;
 pub(crate) mod results;
 pub mod servers;
+pub mod tools_check;
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
