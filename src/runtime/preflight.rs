@@ -7,7 +7,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value};
 
 use super::error::{RuntimeError, combine};
-use super::executor;
 use super::options::{Decision, RunOptions};
 use super::runner::Runner;
 use super::validate::Mode;
@@ -153,12 +152,11 @@ impl Runner {
         Ok(())
     }
 
-    /// Every `host` node needs its function; every node must be of a kind this pipec runs.
+    /// Every `host` node needs its function.
     pub(crate) fn check_runnable(
         &self,
         to_run: Option<&BTreeSet<String>>,
     ) -> Result<(), RuntimeError> {
-        let mut unsupported = Vec::new();
         for node in &self.plan.nodes {
             if to_run.is_some_and(|set| !set.contains(&node.name)) {
                 continue;
@@ -175,23 +173,6 @@ impl Runner {
                 )
                 .help("host functions are registered by a program that embeds pipec: `Runner::host_fn(...)`"));
             }
-            let runs = match executor::for_node(node) {
-                Some(e) => e.supported(),
-                None => node.kind == NodeKind::Gate || matches!(node.body, Body::Return { .. }),
-            };
-            if !runs {
-                unsupported.push(format!("`{}` (an agent loop over MCP tools)", node.name));
-            }
-        }
-        if !unsupported.is_empty() {
-            return Err(RuntimeError::new(
-                &codes::NOT_SUPPORTED,
-                format!(
-                    "this version of pipec cannot run these nodes: {}",
-                    unsupported.join(", ")
-                ),
-            )
-            .help("run the pipeline with a pipec that runs MCP nodes, or replace them with `exec` or `host` nodes"));
         }
         Ok(())
     }

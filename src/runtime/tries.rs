@@ -24,7 +24,8 @@ use super::resources::hydrate::{self, Reader};
 use crate::diagnostic as codes;
 use crate::plan::{Node, Plan};
 use crate::store::{
-    CallKey, CallRec, CallState, Event, NodeRec, NodeState, ResourceRef, StoredError, Write, ids,
+    CallKey, CallRec, CallState, Event, GateRec, NodeRec, NodeState, ResourceRef, StoredError,
+    Write, ids,
 };
 
 /// One unit of work: a node, or one item of it.
@@ -57,6 +58,10 @@ pub(crate) struct Unit {
     /// Once its resources are fetched: the parameters as bound (with references), while
     /// `params` holds the fetched values.
     pub hydrated: Option<Params>,
+    /// The journal rows of this unit's node, generation and item so far, by (step,
+    /// call), kept current by the executor: a tool loop continues its conversation from
+    /// them, in a retry as after a resume.
+    pub calls: std::sync::Mutex<std::collections::BTreeMap<(u32, u32), CallRec>>,
 }
 
 /// What a unit ended with; the writes are committed by the caller. `row` is the node row
@@ -71,6 +76,12 @@ pub(crate) enum UnitEnd {
     },
     /// Its `when`, decided once the resources it reads were fetched, is false.
     Skipped {
+        writes: Vec<Write>,
+        row: Option<NodeRec>,
+    },
+    /// Calls wait at their approval gates (their rows are written).
+    Waiting {
+        gates: Vec<(String, GateRec)>,
         writes: Vec<Write>,
         row: Option<NodeRec>,
     },
@@ -307,8 +318,16 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
                     manifest,
                 };
             }
+            Err(TryError::Waiting { gate, rec }) => {
+                return UnitEnd::Waiting {
+                    gates: vec![(gate, *rec)],
+                    writes,
+                    row: unit.row,
+                };
+            }
             Err(e) => {
                 let (state, message) = match &e {
+                    TryError::Waiting { .. } => (CallState::Ok, String::new()),
                     TryError::Unknown(m) => (CallState::Unknown, m.clone()),
                     TryError::Fatal(err) => (CallState::ToolError, err.message.clone()),
                     TryError::Transient { message, .. } => (CallState::ToolError, message.clone()),
@@ -333,6 +352,11 @@ async fn failed_try(
     let node = unit.node.clone();
     let retries = node.retries.unwrap_or(0) as u32;
     match failure {
+        TryError::Waiting { gate, rec } => Some(UnitEnd::Waiting {
+            gates: vec![(gate, *rec)],
+            writes: std::mem::take(writes),
+            row: unit.row.take(),
+        }),
         TryError::Unknown(message) => {
             let error = RuntimeError::new(
                 &codes::UNFINISHED_EFFECT,

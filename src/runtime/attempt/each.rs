@@ -27,6 +27,8 @@ enum ItemEnd {
     Failed(StoredError, bool),
     /// It never started: the node failed while it waited for a permit.
     NotStarted,
+    /// Its calls wait at their approval gates.
+    Waiting(Vec<(String, crate::store::GateRec)>),
 }
 
 /// Runs the items of an `each` node; `done` holds the item rows already stored.
@@ -57,6 +59,7 @@ pub(super) async fn run_each(
     let stop = Arc::new(AtomicBool::new(false));
     let mut set: JoinSet<(u32, ItemEnd)> = JoinSet::new();
     let mut failure: Option<(StoredError, bool)> = None;
+    let mut waiting = Vec::new();
     loop {
         // Start items while there is room and nothing failed the node.
         while failure.is_none() && set.len() < limit {
@@ -95,6 +98,7 @@ pub(super) async fn run_each(
                 results.insert(item, rec);
             }
             Ok((_, ItemEnd::NotStarted)) => {}
+            Ok((_, ItemEnd::Waiting(gates))) => waiting.extend(gates),
             Ok((item, ItemEnd::Failed(error, unknown))) => {
                 if node.drop_failed_items && !unknown {
                     let rec = ItemRec {
@@ -151,6 +155,15 @@ pub(super) async fn run_each(
             }
         };
     }
+    if !waiting.is_empty() {
+        // The items that finished are in their rows; the node goes on from them once
+        // the gates are answered.
+        return UnitEnd::Waiting {
+            gates: waiting,
+            writes: Vec::new(),
+            row: None,
+        };
+    }
     let done: Vec<&ItemRec> = (0..total)
         .filter_map(|i| results.get(&i))
         .filter(|r| r.state == ItemState::Done)
@@ -199,6 +212,12 @@ async fn run_item(
             writes,
             None,
         ),
+        UnitEnd::Waiting { gates, writes, .. } => {
+            if let Err(e) = shared.commit(writes).await {
+                return (item, ItemEnd::Failed(e.stored(Some(&node.name)), false));
+            }
+            return (item, ItemEnd::Waiting(gates));
+        }
         UnitEnd::Skipped { writes, .. } => (
             ItemRec {
                 state: ItemState::Skipped,

@@ -134,6 +134,31 @@ impl Attempt {
         let mut answered = false;
         for i in waiting {
             let name = self.nodes.node(i).name.clone();
+            if self.nodes.node(i).kind != crate::plan::NodeKind::Gate {
+                // A node whose call waits for approval goes on once one is answered.
+                let approved: Vec<(String, GateRec)> = fresh
+                    .gates
+                    .iter()
+                    .filter(|(g, r)| {
+                        r.node == name
+                            && r.state == GateState::Answered
+                            && self
+                                .state
+                                .gates
+                                .get(*g)
+                                .is_some_and(|old| old.state == GateState::Pending)
+                    })
+                    .map(|(g, r)| (g.clone(), r.clone()))
+                    .collect();
+                if !approved.is_empty() {
+                    for (g, r) in approved {
+                        self.state.gates.insert(g, r);
+                    }
+                    self.nodes.restore(i, super::nodes::Slot::Pending);
+                    answered = true;
+                }
+                continue;
+            }
             if let Some(g) = fresh
                 .gates
                 .get(&name)

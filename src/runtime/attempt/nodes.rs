@@ -330,6 +330,22 @@ impl NodeTable {
         self.unknown.push(error);
     }
 
+    /// A node's call waits at its approval gate. Its row says it is under way but was
+    /// not started by a process (no start time), so a resume does not take the wait for
+    /// a crash.
+    pub(crate) fn wait_for_approval(&mut self, i: usize, out: &mut Vec<Write>) {
+        let mut rec = self.row_for(i, NodeState::Running, None);
+        rec.started_ms = 0;
+        rec.finished_ms = 0;
+        self.put(i, rec, out);
+        self.slots[i] = Slot::Waiting;
+        if let Some(p) = &self.progress {
+            p.step(Step::Waiting {
+                gate: &self.plan.nodes[i].name,
+            });
+        }
+    }
+
     /// A gate waits for its answer.
     pub(crate) fn wait(&mut self, i: usize) {
         self.slots[i] = Slot::Waiting;

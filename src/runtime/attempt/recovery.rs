@@ -241,6 +241,28 @@ impl Attempt {
             let mut resolved = call.clone();
             resolved.state = CallState::Resolved;
             resolved.finished_ms = ids::now_ms();
+            // A tool call of an `act` loop: the decision is the call's, and the loop
+            // goes on from it (calls it again, or takes the given result).
+            let in_loop = key.call > 0
+                && plan
+                    .node(&key.node)
+                    .is_some_and(|n| matches!(n.body, Body::Model { .. }));
+            if in_loop {
+                match decision {
+                    Decision::Retry => resolved.decision = Some("retry requested".into()),
+                    Decision::Performed(value) => {
+                        resolved.decision = Some("resolved as performed".into());
+                        resolved.result = Some(serde_json::json!({ "performed": value }));
+                    }
+                }
+                self.buffer.push(event_write(Event::CallResolved {
+                    call: shown,
+                    decision: resolved.decision.clone(),
+                }));
+                self.buffer.push(Write::Call(key.clone(), resolved.clone()));
+                self.state.calls.insert(key, resolved);
+                continue;
+            }
             match decision {
                 Decision::Retry => {
                     resolved.decision = Some("retry requested".into());

@@ -180,6 +180,16 @@ impl Attempt {
                     old.as_ref().and_then(|o| o.next_retry_ms)
                 },
                 hydrated: None,
+                calls: std::sync::Mutex::new(
+                    this.state
+                        .calls
+                        .iter()
+                        .filter(|(k, _)| {
+                            k.node == node.name && k.generation == generation && k.item == item
+                        })
+                        .map(|(k, r)| ((k.seq, k.call), r.clone()))
+                        .collect(),
+                ),
             }
         };
         match entry {
@@ -297,6 +307,14 @@ impl Attempt {
                 self.buffer.extend(writes);
                 self.nodes.adopt(i, row);
                 self.nodes.skip(i, &mut self.buffer);
+            }
+            UnitEnd::Waiting { gates, writes, row } => {
+                self.buffer.extend(writes);
+                self.nodes.adopt(i, row);
+                for (name, rec) in gates {
+                    self.state.gates.insert(name, rec);
+                }
+                self.nodes.wait_for_approval(i, &mut self.buffer);
             }
             UnitEnd::Failed { error, writes, row } => {
                 self.buffer.extend(writes);

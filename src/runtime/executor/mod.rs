@@ -1,13 +1,14 @@
 //! One executor per kind of node that is not pure: `exec` (a subprocess), `host` (a
-//! function of the embedding program), `think` (one model call, with repairs), and the
-//! MCP kinds `call`, `agent` and `act` (`mcp.rs`, not run yet). Each says how its calls are journaled, what the
-//! journal names as the callee, and what a failure is; the retry loop (`tries.rs`) is the
-//! same for all. A new node kind is a file here and a line in [`for_node`].
+//! function of the embedding program), `think` (one model call, with repairs), `call`
+//! (one MCP tool call), `agent` and `act` (a model in a loop with tools), and `return`
+//! nodes that fetch resources (`pure.rs`). Each says how its calls are journaled, what
+//! the journal names as the callee, and what a failure is; the retry loop (`tries.rs`)
+//! is the same for all. A new node kind is a file here and a line in [`for_node`].
 
+mod agent;
 mod call;
 mod exec;
 mod host;
-mod mcp;
 mod pure;
 mod think;
 
@@ -20,7 +21,7 @@ use super::attempt::Shared;
 use super::tries::Unit;
 use crate::diagnostic::Rule;
 use crate::plan::{Body, Node, NodeKind, Plan};
-use crate::store::{CallRec, ResourceRef, StoredError, Watcher, Write};
+use crate::store::{CallRec, GateRec, ResourceRef, StoredError, Watcher, Write};
 
 /// A boxed future of an executor's try.
 pub(crate) type TryFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, TryError>> + Send + 'a>>;
@@ -37,6 +38,9 @@ pub(crate) enum TryError {
     Fatal(StoredError),
     /// An effect that may or may not have happened: the thread needs a person.
     Unknown(String),
+    /// A call waits at its approval gate (its row is written); the node goes on once
+    /// the gate is answered.
+    Waiting { gate: String, rec: Box<GateRec> },
 }
 
 /// What a try can use.
@@ -75,12 +79,6 @@ pub(crate) trait Executor: Sync {
         false
     }
 
-    /// Whether this pipec can run nodes of this kind (the MCP kinds cannot yet): a plan
-    /// with a node it cannot run is refused before it starts.
-    fn supported(&self) -> bool {
-        true
-    }
-
     /// What watches the processes a try starts, for its `started` row (executors that
     /// start processes: their reaper).
     fn watcher(&self) -> Option<Watcher> {
@@ -98,8 +96,7 @@ pub(crate) fn for_node(node: &Node) -> Option<&'static dyn Executor> {
         (Body::Exec { .. }, _) => &exec::Exec,
         (Body::Host { .. }, _) => &host::Host,
         (Body::Call { .. }, _) => &call::Call,
-        (Body::Model { .. }, NodeKind::Agent) => &mcp::AGENT,
-        (Body::Model { .. }, NodeKind::Act) => &mcp::ACT,
+        (Body::Model { .. }, NodeKind::Agent | NodeKind::Act) => &agent::Loop,
         (Body::Model { .. }, _) => &think::Think,
         (Body::Return { .. }, _) => &pure::Pure,
         (Body::Gate { .. }, _) => return None,

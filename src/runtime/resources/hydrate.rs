@@ -180,6 +180,19 @@ impl Reader<'_> {
         Ok(())
     }
 
+    /// One reference read and parsed into `schema` (a reader called by a model), and
+    /// its size.
+    pub(crate) async fn read_value(
+        &mut self,
+        label: &str,
+        r: &ResourceRef,
+        caps: &Caps,
+        schema: &Value,
+    ) -> Result<(Value, u64), TryError> {
+        let (contents, size) = self.fetch(label, r, caps).await?;
+        Ok((self.parse(label, &r.uri, &contents, schema, caps)?, size))
+    }
+
     /// Several references into a list: each within `max_bytes`, all within `max_total`.
     async fn fetch_list(
         &mut self,

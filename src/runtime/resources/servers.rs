@@ -135,10 +135,13 @@ impl McpServers {
             error,
             McpError::Closed { .. } | McpError::Garbage { .. } | McpError::Protocol { .. }
         );
-        if dead && let Some(slot) = self.sessions.get(server) {
-            if let Some(old) = slot.lock().await.take() {
-                old.close().await;
-            }
+        if !dead {
+            return;
+        }
+        if let Some(slot) = self.sessions.get(server)
+            && let Some(old) = slot.lock().await.take()
+        {
+            old.close().await;
         }
     }
 }
