@@ -74,6 +74,9 @@ pub struct ModelRequest {
     pub tools: Vec<ToolSpec>,
     pub temperature: Option<f64>,
     pub max_tokens: Option<i64>,
+    /// The node's parameters the prompt was rendered from (fetched resources included).
+    /// Never sent to an endpoint; the scripted model may quote them in its replies.
+    pub inputs: Value,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

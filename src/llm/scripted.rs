@@ -11,7 +11,9 @@
 //! ```
 //! A list gives the replies of turns 0, 1, ... (a repair or an agent step is a turn); a
 //! reply is `{"json": value}`, `{"text": "..."}`, or `{"tool_calls": [...]}`, or a plain
-//! string (text).
+//! string (text). `{"template": value}` is `json` whose strings are rendered (Jinja) over
+//! the node's inputs, so a canned reply can quote what the node was given:
+//! `{"template": {"text": "{{ history.count }} emails"}}`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -110,7 +112,15 @@ impl ScriptedModel {
         let (content, tool_calls) = match reply {
             Value::String(s) => (s.clone(), Vec::new()),
             Value::Object(o) => {
-                let content = if let Some(j) = o.get("json") {
+                let content = if let Some(t) = o.get("template") {
+                    let rendered = render(t, &req.inputs).map_err(|e| {
+                        ModelError::Fatal(format!(
+                            "the scripted model `{}`: the template reply for node `{}`, turn {}, does not render: {e}",
+                            self.name, req.node, req.turn
+                        ))
+                    })?;
+                    serde_json::to_string(&rendered).unwrap_or_default()
+                } else if let Some(j) = o.get("json") {
                     serde_json::to_string(j).unwrap_or_default()
                 } else {
                     o.get("text")
@@ -159,6 +169,47 @@ impl ScriptedModel {
     }
 }
 
+/// A reply's strings rendered over the node's inputs; a string that is one expression
+/// alone (`"{{ history.count }}"`) keeps the value's JSON type.
+fn render(template: &Value, inputs: &Value) -> Result<Value, String> {
+    Ok(match template {
+        Value::String(s) => {
+            let env = minijinja::Environment::new();
+            let trimmed = s.trim();
+            if let Some(expr) = trimmed
+                .strip_prefix("{{")
+                .and_then(|r| r.strip_suffix("}}"))
+                .filter(|e| !e.contains("{{") && !e.contains("}}"))
+            {
+                let e = env
+                    .compile_expression(expr.trim())
+                    .map_err(|e| e.to_string())?;
+                let v = e
+                    .eval(minijinja::value::Serde(inputs))
+                    .map_err(|e| e.to_string())?;
+                serde_json::to_value(&v).map_err(|e| e.to_string())?
+            } else {
+                Value::String(
+                    env.render_str(s, minijinja::value::Serde(inputs))
+                        .map_err(|e| e.to_string())?,
+                )
+            }
+        }
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|i| render(i, inputs))
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| Ok((k.clone(), render(v, inputs)?)))
+                .collect::<Result<_, String>>()?,
+        ),
+        other => other.clone(),
+    })
+}
+
 impl Model for ScriptedModel {
     fn complete<'a>(&'a self, request: &'a ModelRequest) -> ModelFuture<'a> {
         Box::pin(async move { self.reply(request) })
@@ -180,6 +231,7 @@ mod tests {
             tools: vec![],
             temperature: None,
             max_tokens: None,
+            inputs: serde_json::json!({ "deal": { "id": "D7", "emails": [1, 2, 3] } }),
         }
     }
 
@@ -201,5 +253,20 @@ mod tests {
         assert_eq!(m.reply(&req("b", 0, 0)).map(|r| r.content), Ok("d".into()));
         assert!(m.reply(&req("a", 0, 2)).is_err());
         assert!(m.reply(&req("zzz", 0, 0)).is_err());
+    }
+
+    #[test]
+    fn a_template_reply_quotes_the_nodes_inputs() {
+        let m = ScriptedModel::from_json(
+            "fast",
+            r#"{"brief": [{"template": {"text": "Deal {{ deal.id }}: {{ deal.emails | length }} emails", "count": "{{ deal.emails | length }}"}}]}"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let reply = m.reply(&req("brief", 0, 0)).map(|r| r.content);
+        let v: Value = serde_json::from_str(&reply.unwrap_or_default()).unwrap_or_default();
+        assert_eq!(
+            v,
+            serde_json::json!({ "text": "Deal D7: 3 emails", "count": 3 })
+        );
     }
 }

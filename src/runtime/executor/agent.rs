@@ -263,6 +263,7 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
                     tools: if exhausted { Vec::new() } else { specs.clone() },
                     temperature: *temperature,
                     max_tokens: *max_tokens,
+                    inputs: Value::Object(unit.params.clone().into_iter().collect()),
                 };
                 let reply = match m.complete(&request).await {
                     Ok(r) => r,

@@ -95,6 +95,7 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
             tools: Vec::new(),
             temperature: *temperature,
             max_tokens: *max_tokens,
+            inputs: Value::Object(unit.params.clone().into_iter().collect()),
         };
         let reply = match m.complete(&request).await {
             Ok(r) => r,
