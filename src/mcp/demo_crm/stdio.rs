@@ -60,6 +60,8 @@ pub(crate) async fn serve(crm: Arc<Crm>) -> Result<(), String> {
             Ok(running) => {
                 let _ = running.waiting().await;
             }
+            // A client that closes stdin before it says anything has nothing to be told.
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {}
             Err(e) => eprintln!("pipec-demo-crm: the MCP session did not start: {e}"),
         }
     });
