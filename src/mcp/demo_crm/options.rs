@@ -32,8 +32,9 @@ Resource templates (application/json):
   The data is made up from the deal id and the two counts alone: the same everywhere.
 
 Environment:
-  CRM_EMAILS=N         emails per deal, about 1 KB of JSON each (default 100, so a whole
-                       email history stays under 200 KB; at most 100000)
+  CRM_EMAILS=N         emails per deal, just under 1 kB of JSON each (default 100: a whole
+                       history of about 98 kB, under the caps of deal_research.pipe; at
+                       most 100000)
   CRM_ACTIVITIES=N     activity entries per deal (default 50)
   CRM_EXPIRE_EMAILS=N  the first N email reads of this process fail as expired (default 0)
   CRM_EXPIRE_FILE=PATH a file holding a count: while it is above 0, each email read (of any
