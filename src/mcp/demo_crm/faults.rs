@@ -172,9 +172,10 @@ impl FaultLine {
             "empty" => Fault::Empty,
             "status" => {
                 let code: u16 = number(words.next(), "an HTTP status", name)?;
-                if !(100..=599).contains(&code) {
+                // A 1xx status is no final answer: HTTP would wait for the real one.
+                if !(200..=599).contains(&code) {
                     return Err(format!(
-                        "`status` needs an HTTP status (100 to 599), not {code}"
+                        "`status` needs a final HTTP status (200 to 599), not {code}"
                     ));
                 }
                 Fault::Status(code)
@@ -354,7 +355,8 @@ mod tests {
         assert!(error("huge tool get_deal").contains("a size in bytes"));
         assert!(error("huge 99999999999 tool x").contains("at most"));
         assert!(error("error x tool get_deal").contains("JSON-RPC error code"));
-        assert!(error("status 99 tool get_deal").contains("100 to 599"));
+        assert!(error("status 99 tool get_deal").contains("200 to 599"));
+        assert!(error("status 101 tool get_deal").contains("200 to 599"));
         assert!(error("exit").contains("applies to nothing"));
         assert!(error("exit tools get_deal").contains("did you mean `tool`?"));
         assert!(error("exit tool").contains("the tool's name"));

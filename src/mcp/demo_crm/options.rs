@@ -69,7 +69,7 @@ counted down in the file (0: used up). One fault a line, `FAULT ON [TIMES]`:
   error CODE        a JSON-RPC error of that code, message `injected error` (data {"uri"}
                     for a read)
   empty             a read with no contents (a tool: no content blocks)
-  status CODE       over HTTP only: that status instead of the answer
+  status CODE       over HTTP only: that status (200 to 599) instead of the answer
   close             over HTTP only: the connection drops halfway through the answer
 Lines starting with # are comments. Example:
   hang tool get_deal 1
