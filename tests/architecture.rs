@@ -261,6 +261,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "<crate root>",
         ],
     ),
+    // Programs of their own (`src/bin/`): they reach the library as `pipec::`, as any
+    // other crate would, so no `crate::` path may appear in them.
+    ("bin", &[]),
 ];
 
 /// The external crates a module may name, where that is restricted: process control is a

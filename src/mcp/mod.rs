@@ -4,6 +4,7 @@
 //! knows nothing of plans, the runtime or the store. What a tool result *means* to a
 //! pipeline (structured output, links of a kind, hydration, healing) is the runtime's.
 
+pub mod demo_crm;
 mod error;
 mod raw;
 mod session;
