@@ -13,7 +13,8 @@
 //! reply is `{"json": value}`, `{"text": "..."}`, or `{"tool_calls": [...]}`, or a plain
 //! string (text). `{"template": value}` is `json` whose strings are rendered (Jinja) over
 //! the node's inputs, so a canned reply can quote what the node was given:
-//! `{"template": {"text": "{{ history.count }} emails"}}`.
+//! `{"template": {"text": "{{ history.count }} emails"}}`. The arguments of scripted tool
+//! calls are rendered the same way (`{"deal_id": "{{ deal_id }}"}`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -146,7 +147,7 @@ impl ScriptedModel {
                                     .to_string(),
                                 arguments: c
                                     .get("arguments")
-                                    .cloned()
+                                    .map(|a| render(a, &req.inputs).unwrap_or_else(|_| a.clone()))
                                     .unwrap_or(Value::Object(Default::default())),
                             })
                             .collect()
