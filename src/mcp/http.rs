@@ -76,8 +76,14 @@ pub(super) fn transport(
         custom.insert(header, value);
     }
     install_crypto();
+    // No idle connections are kept: rmcp may hand a connection back before the end of its
+    // SSE body, and reusing it then stalls on TCP's delayed ACK (about 40 ms a request).
+    // No redirects are followed: one would carry the server's headers (its credentials)
+    // to wherever it points.
     let client = reqwest::Client::builder()
         .connect_timeout(CONNECT_TIMEOUT)
+        .pool_max_idle_per_host(0)
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| fail(format!("cannot create an HTTP client: {e}")))?;
     // A response stream cut before its answer is retried a few times, not forever: the

@@ -94,13 +94,14 @@ where
         }
         let is_answer = !message.contains_key("method")
             && (message.contains_key("result") || message.contains_key("error"));
-        let pending = if is_answer {
-            message
-                .get("id")
-                .and_then(MessageId::from_value)
-                .and_then(|id| self.pending.remove(&id))
-        } else {
-            None
+        let id = message.get("id").and_then(MessageId::from_value);
+        let pending = match &id {
+            // The answer to a request given up on (it timed out, its task was dropped):
+            // rmcp would drop it too, so it is not even parsed.
+            Some(id) if is_answer => Some(self.pending.remove(id)?),
+            // An error without an id (the server could not read the request) still
+            // goes to rmcp, which takes it for the handshake's answer.
+            _ => None,
         };
         if let Some(pending) = &pending
             && let Some(slot) = &pending.slot
@@ -365,6 +366,44 @@ mod tests {
                 serde_json::json!({"content":[{"type":"resource_link"}],"extra":1})
             ))
         );
+    }
+
+    #[tokio::test]
+    async fn the_answer_to_a_cancelled_request_is_dropped() {
+        let ((mut t, mut server_out, _server_in), _, _) = transport(1 << 20);
+        t.send(call(1, None)).await.expect("send");
+        t.send(call(2, None)).await.expect("send");
+        let cancelled =
+            ClientNotification::CancelledNotification(rmcp::model::CancelledNotification::new(
+                rmcp::model::CancelledNotificationParam::new(Some(RequestId::Number(1)), None),
+            ));
+        t.send(ClientJsonRpcMessage::notification(cancelled))
+            .await
+            .expect("send");
+        server_out
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n")
+            .await
+            .expect("write");
+        let message = t.receive().await.expect("an answer");
+        assert!(matches!(message, JsonRpcMessage::Response(r) if r.id == RequestId::Number(2)));
+    }
+
+    #[tokio::test]
+    async fn an_oversized_notification_is_dropped_and_the_next_answer_arrives() {
+        let ((mut t, mut server_out, _server_in), garbage, _) = transport(100);
+        t.send(call(3, None)).await.expect("send");
+        let long = format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{{\"data\":\"{}\"}}}}\n",
+            "z".repeat(500)
+        );
+        server_out.write_all(long.as_bytes()).await.expect("write");
+        server_out
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n")
+            .await
+            .expect("write");
+        let message = t.receive().await.expect("an answer");
+        assert!(matches!(message, JsonRpcMessage::Response(r) if r.id == RequestId::Number(3)));
+        assert_eq!(garbage.seen(), None);
     }
 
     #[tokio::test]

@@ -32,7 +32,7 @@ impl StderrTail {
     where
         R: AsyncRead + Unpin + Send + 'static,
     {
-        let tail = Arc::new(StderrTail::empty());
+        let tail = Arc::new(StderrTail::with_end(false));
         let filling = tail.clone();
         tokio::spawn(async move {
             let mut stderr = stderr;
@@ -48,11 +48,15 @@ impl StderrTail {
         tail
     }
 
-    /// A tail for a server without stderr (over HTTP): always empty.
+    /// A tail for a server without stderr (over HTTP): always empty, already ended.
     pub fn empty() -> StderrTail {
+        StderrTail::with_end(true)
+    }
+
+    fn with_end(ended: bool) -> StderrTail {
         StderrTail {
             ring: Mutex::new(Ring::default()),
-            ended: watch::channel(false).0,
+            ended: watch::channel(ended).0,
         }
     }
 
@@ -144,5 +148,8 @@ mod tests {
         tail.wait_ended(Duration::from_secs(5)).await;
         assert_eq!(tail.text(&same), "no newline");
         assert_eq!(StderrTail::empty().text(&same), "");
+        let t = std::time::Instant::now();
+        StderrTail::empty().wait_ended(Duration::from_secs(5)).await;
+        assert!(t.elapsed() < Duration::from_secs(1), "nothing to wait for");
     }
 }
