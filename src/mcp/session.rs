@@ -1,10 +1,34 @@
-//! A session with one server.
+//! A session with one server: started (a process over stdio, or streamable HTTP), the
+//! protocol negotiated, then shared by every task of an attempt for listing, calling and
+//! reading, each request under its timeout and size limit, until it is closed.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
+    ClientCapabilities, ClientConfig, ClientRequest, GetExtensions, Implementation,
+    ListResourceTemplatesRequest, ListToolsRequest, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequest, ReadResourceRequestParams, RequestId, RequestMetaObject, ServerResult,
+};
+use rmcp::service::{
+    ClientCacheConfig, ClientInitializeError, ClientLifecycleMode, ClientServiceExt,
+    PeerRequestOptions, RunningService,
+};
+use rmcp::{Peer, RoleClient, ServiceError};
 use serde_json::{Map, Value};
 
-use std::time::Duration;
-
-use super::{McpError, ResourceContent, ServerConfig, TemplateInfo, ToolInfo, ToolResult};
+use super::convert::{self, Unusable};
+use super::failure::Context;
+use super::garbage::GarbageLines;
+use super::request_slot::{Found, RequestSlot, SlotMarker};
+use super::stderr::StderrTail;
+use super::stdio::{self, Launch, ServerProcess};
+use super::{
+    McpError, ResourceContent, ServerConfig, TemplateInfo, ToolInfo, ToolResult, TransportConfig,
+    http,
+};
 
 /// Per-request settings; `None` takes the server's.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -13,31 +37,237 @@ pub struct RequestOptions {
     pub timeout: Option<Duration>,
     /// The largest answer accepted, in bytes of the message as sent. A larger one is read
     /// past, never held whole in memory, and the request fails with
-    /// [`McpError::TooLarge`].
+    /// [`McpError::TooLarge`]. The server's `max_message_bytes` still bounds it.
     pub limit: Option<usize>,
 }
 
-/// A connection to one server, shared by every node of an attempt.
+/// How long a stdio server is given to exit once its stdin is closed, before its group
+/// is killed.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+/// How long rmcp is given to wind the connection down (an HTTP session's DELETE).
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
+/// How long a failure waits for a dying server's last words on stderr.
+const LAST_WORDS: Duration = Duration::from_millis(300);
+/// Listings stop after this many pages: a server that repeats itself must not loop.
+const MAX_PAGES: usize = 1000;
+
+/// A connection to one server, shared by every node of an attempt: `Send + Sync`, and
+/// every method takes `&self`, so it can sit behind an `Arc` and be used by many tasks
+/// at once.
 pub struct Session {
     config: ServerConfig,
+    peer: Peer<RoleClient>,
+    service: tokio::sync::Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
+    process: Option<ServerProcess>,
+    stderr: Arc<StderrTail>,
+    garbage: Arc<GarbageLines>,
+    largest_read_buffer: Arc<AtomicUsize>,
+    protocol_version: String,
+    closed: AtomicBool,
 }
 
+/// pipec as the client it says it is, declaring no capabilities (it answers no requests
+/// of the server's: no sampling, no roots, no elicitation).
+fn client() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("pipec", env!("CARGO_PKG_VERSION")),
+    )
+}
+
+/// `server/discover` with 2026-07-28 first, else the `initialize` handshake of
+/// 2025-11-25 (never the default version there, which has no handshake).
+fn lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+    }
+}
+
+type Handshake = Result<RunningService<RoleClient, ClientConfig>, ClientInitializeError>;
+
 impl Session {
-    /// Starts or reaches the server and negotiates the protocol.
+    /// Starts or reaches the server and negotiates the protocol, all within the server's
+    /// `startup_timeout`.
     pub async fn connect(config: ServerConfig) -> Result<Session, McpError> {
-        Err(McpError::Start {
-            server: config.name.clone(),
-            message: "this build of pipec has no MCP client".into(),
-            stderr: String::new(),
+        let garbage = Arc::new(GarbageLines::default());
+        let largest_read_buffer = Arc::new(AtomicUsize::new(0));
+        let (handshake, process, stderr) = match &config.transport {
+            TransportConfig::Stdio {
+                program,
+                args,
+                cwd,
+                env,
+            } => {
+                let launch = Launch {
+                    server: &config.name,
+                    program,
+                    args,
+                    cwd,
+                    env,
+                    max_message_bytes: config.max_message_bytes,
+                };
+                let started = stdio::start(&launch, garbage.clone(), largest_read_buffer.clone())?;
+                let handshake = Self::handshake(
+                    &config,
+                    &garbage,
+                    client().serve_with_lifecycle(started.transport, lifecycle()),
+                )
+                .await;
+                (handshake, Some(started.process), started.stderr)
+            }
+            TransportConfig::Http { url, headers } => {
+                let transport =
+                    http::transport(&config.name, url, headers, config.max_message_bytes)?;
+                let handshake = Self::handshake(
+                    &config,
+                    &garbage,
+                    client().serve_with_lifecycle(transport, lifecycle()),
+                )
+                .await;
+                (handshake, None, Arc::new(StderrTail::empty()))
+            }
+        };
+        let failed = |error: McpError| async {
+            if let Some(process) = &process {
+                process.end(Duration::ZERO).await;
+            }
+            Err(error)
+        };
+        let service = match handshake {
+            Ok(Ok(service)) => service,
+            Ok(Err(Some(error))) => {
+                stderr.wait_ended(LAST_WORDS).await;
+                let context = Context {
+                    server: &config.name,
+                    redact: &config.redact,
+                    stderr: stderr.text(&*config.redact),
+                };
+                return failed(context.start(error)).await;
+            }
+            Ok(Err(None)) => {
+                let (lines, sample) = garbage.seen().unwrap_or_default();
+                return failed(McpError::Garbage {
+                    server: config.name.clone(),
+                    lines,
+                    sample: (config.redact)(&sample),
+                })
+                .await;
+            }
+            Err(_elapsed) => {
+                return failed(McpError::StartTimeout {
+                    server: config.name.clone(),
+                    after: config.startup_timeout,
+                    stderr: stderr.text(&*config.redact),
+                })
+                .await;
+            }
+        };
+        // The cache would answer a re-read with a stale copy when the server fails it,
+        // hiding an expired link: pipec reads what the server says, every time.
+        service
+            .peer()
+            .set_response_cache_config(ClientCacheConfig::disabled())
+            .await;
+        let peer = service.peer().clone();
+        let protocol_version = peer
+            .peer_info()
+            .map(|info| info.protocol_version.as_str().to_string())
+            .unwrap_or_default();
+        Ok(Session {
+            config,
+            peer,
+            service: tokio::sync::Mutex::new(Some(service)),
+            process,
+            stderr,
+            garbage,
+            largest_read_buffer,
+            protocol_version,
+            closed: AtomicBool::new(false),
         })
     }
 
-    pub async fn list_tools(&self) -> Result<Vec<ToolInfo>, McpError> {
-        Err(self.unavailable())
+    /// The handshake under the startup timeout; garbage on stdout ends it at once
+    /// (`Err(None)`).
+    async fn handshake(
+        config: &ServerConfig,
+        garbage: &GarbageLines,
+        handshake: impl Future<Output = Handshake>,
+    ) -> Result<
+        Result<RunningService<RoleClient, ClientConfig>, Option<ClientInitializeError>>,
+        tokio::time::error::Elapsed,
+    > {
+        tokio::time::timeout(config.startup_timeout, async {
+            tokio::select! {
+                result = handshake => result.map_err(Some),
+                _ = garbage.spoiled() => Err(None),
+            }
+        })
+        .await
     }
 
+    /// Every tool the server lists, page after page.
+    pub async fn list_tools(&self) -> Result<Vec<ToolInfo>, McpError> {
+        self.list("tools/list", convert::tools_page, |cursor| {
+            ClientRequest::ListToolsRequest(ListToolsRequest::with_param(
+                PaginatedRequestParams::default().with_cursor(cursor),
+            ))
+        })
+        .await
+    }
+
+    /// Every resource template the server lists, page after page.
     pub async fn list_resource_templates(&self) -> Result<Vec<TemplateInfo>, McpError> {
-        Err(self.unavailable())
+        self.list(
+            "resources/templates/list",
+            convert::templates_page,
+            |cursor| {
+                ClientRequest::ListResourceTemplatesRequest(
+                    ListResourceTemplatesRequest::with_param(
+                        PaginatedRequestParams::default().with_cursor(cursor),
+                    ),
+                )
+            },
+        )
+        .await
+    }
+
+    /// A listing, page after page, all within one request timeout; a cursor seen before
+    /// (or a thousand pages) is the server's fault, not a reason to loop.
+    async fn list<T>(
+        &self,
+        method: &str,
+        page: fn(Value) -> convert::Page<T>,
+        request: impl Fn(Option<String>) -> ClientRequest,
+    ) -> Result<Vec<T>, McpError> {
+        let deadline = Instant::now() + self.config.request_timeout;
+        let mut all = Vec::new();
+        let mut cursors = std::collections::HashSet::new();
+        let mut cursor = None;
+        for _ in 0..MAX_PAGES {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let (result, found) = self
+                .request(
+                    method,
+                    request(cursor.clone()),
+                    None,
+                    left,
+                    self.config.request_timeout,
+                )
+                .await?;
+            let (items, next) = page(self.raw(result, found)?).map_err(|u| self.unusable(u))?;
+            all.extend(items);
+            match next {
+                None => return Ok(all),
+                Some(next) if !cursors.insert(next.clone()) => {
+                    return Err(
+                        self.protocol(format!("{method} gave the cursor `{next}` a second time"))
+                    );
+                }
+                Some(next) => cursor = Some(next),
+            }
+        }
+        Err(self.protocol(format!("{method} has more than {MAX_PAGES} pages")))
     }
 
     /// Calls a tool; `meta` goes in the request's `_meta` (the idempotency key).
@@ -48,37 +278,222 @@ impl Session {
         meta: Map<String, Value>,
         options: RequestOptions,
     ) -> Result<ToolResult, McpError> {
-        let _ = (name, arguments, meta, options);
-        Err(self.unavailable())
+        let slot = RequestSlot::new(options.limit);
+        let mut params = CallToolRequestParams::new(name.to_string()).with_arguments(arguments);
+        if !meta.is_empty() {
+            params.meta = Some(RequestMetaObject::from(meta));
+        }
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let timeout = options.timeout.unwrap_or(self.config.request_timeout);
+        let (result, found) = self
+            .request(
+                &format!("tools/call {name}"),
+                request,
+                Some(slot),
+                timeout,
+                timeout,
+            )
+            .await?;
+        convert::tool_result(self.raw(result, found)?).map_err(|u| self.unusable(u))
     }
 
-    /// Reads a resource.
+    /// Reads a resource: every content it returned, blobs decoded.
     pub async fn read_resource(
         &self,
         uri: &str,
         options: RequestOptions,
     ) -> Result<Vec<ResourceContent>, McpError> {
-        let _ = (uri, options);
-        Err(self.unavailable())
+        let slot = RequestSlot::new(options.limit);
+        let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(
+            ReadResourceRequestParams::new(uri),
+        ));
+        let timeout = options.timeout.unwrap_or(self.config.request_timeout);
+        let (result, found) = self
+            .request(
+                &format!("resources/read {uri}"),
+                request,
+                Some(slot),
+                timeout,
+                timeout,
+            )
+            .await?;
+        convert::read_result(self.raw(result, found)?).map_err(|u| self.unusable(u))
     }
 
-    /// The protocol version the session speaks.
-    pub fn protocol_version(&self) -> Option<String> {
-        None
+    /// One request: sent with its slot, answered within `wait` (reported as `timeout`),
+    /// failed at once when the server writes garbage. Dropping the future cancels the
+    /// request at the server.
+    async fn request(
+        &self,
+        what: &str,
+        mut request: ClientRequest,
+        slot: Option<Arc<RequestSlot>>,
+        wait: Duration,
+        timeout: Duration,
+    ) -> Result<(ServerResult, Option<Found>), McpError> {
+        if let Some(error) = self.spoiled() {
+            return Err(error);
+        }
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(self.closed_error());
+        }
+        if let Some(slot) = &slot {
+            request.extensions_mut().insert(SlotMarker(slot.clone()));
+        }
+        let peer = &self.peer;
+        let exchange = async {
+            let handle = peer
+                .send_request_with_option(request, PeerRequestOptions::no_options())
+                .await?;
+            let mut abandon = AbandonGuard {
+                peer: peer.clone(),
+                id: Some(handle.id.clone()),
+            };
+            let answer = handle.await_response().await;
+            abandon.id = None;
+            answer
+        };
+        let answer = tokio::select! {
+            answer = tokio::time::timeout(wait, exchange) => answer,
+            _ = self.garbage.spoiled() => return Err(self.spoiled().unwrap_or_else(|| self.closed_error())),
+        };
+        let found = slot.as_ref().and_then(|s| s.take());
+        match answer {
+            Err(_elapsed) => Err(McpError::Timeout {
+                server: self.config.name.clone(),
+                request: what.to_string(),
+                after: timeout,
+            }),
+            Ok(Ok(result)) => Ok((result, found)),
+            Ok(Err(error)) => Err(self.failure(error, found).await),
+        }
     }
 
-    /// The end of what the server wrote to stderr, redacted.
-    pub fn stderr_tail(&self) -> String {
-        String::new()
+    async fn failure(&self, error: ServiceError, found: Option<Found>) -> McpError {
+        if let Some(spoiled) = self.spoiled() {
+            return spoiled;
+        }
+        if matches!(error, ServiceError::TransportClosed) {
+            self.stderr.wait_ended(LAST_WORDS).await;
+        }
+        self.context().request(error, found)
     }
 
-    /// Ends the session: asks the server to stop, then stops it.
-    pub async fn close(&self) {}
+    /// The answer's result as the server sent it: from the slot, or (for requests
+    /// without one, and answers that reached rmcp another way) from rmcp's value.
+    fn raw(&self, result: ServerResult, found: Option<Found>) -> Result<Value, McpError> {
+        match found {
+            Some(Found::Result(raw)) => Ok(raw),
+            _ => serde_json::to_value(&result).map_err(|e| self.protocol(e.to_string())),
+        }
+    }
 
-    fn unavailable(&self) -> McpError {
+    fn context(&self) -> Context<'_> {
+        Context {
+            server: &self.config.name,
+            redact: &self.config.redact,
+            stderr: self.stderr_tail(),
+        }
+    }
+
+    fn spoiled(&self) -> Option<McpError> {
+        self.garbage
+            .seen()
+            .map(|(lines, sample)| McpError::Garbage {
+                server: self.config.name.clone(),
+                lines,
+                sample: (self.config.redact)(&sample),
+            })
+    }
+
+    fn closed_error(&self) -> McpError {
         McpError::Closed {
             server: self.config.name.clone(),
-            stderr: String::new(),
+            stderr: self.stderr_tail(),
         }
+    }
+
+    fn protocol(&self, message: String) -> McpError {
+        McpError::Protocol {
+            server: self.config.name.clone(),
+            message: (self.config.redact)(&message),
+        }
+    }
+
+    fn unusable(&self, unusable: Unusable) -> McpError {
+        match unusable {
+            Unusable::InputRequired => McpError::InputRequired {
+                server: self.config.name.clone(),
+            },
+            Unusable::Protocol(message) => self.protocol(message),
+        }
+    }
+
+    /// The protocol version the session speaks (`2026-07-28`, `2025-11-25`, ...).
+    pub fn protocol_version(&self) -> Option<String> {
+        (!self.protocol_version.is_empty()).then(|| self.protocol_version.clone())
+    }
+
+    /// The end of what the server wrote to stderr, redacted (empty over HTTP).
+    pub fn stderr_tail(&self) -> String {
+        self.stderr.text(&*self.config.redact)
+    }
+
+    /// The most memory one message from the server has taken in the transport, in
+    /// bytes (stdio only): what the size limits hold down.
+    #[doc(hidden)]
+    pub fn largest_read_buffer(&self) -> usize {
+        self.largest_read_buffer.load(Ordering::Relaxed)
+    }
+
+    /// Ends the session: over stdio the server's stdin is closed, it is given a moment
+    /// to exit, then its process group is killed; over HTTP the session is deleted.
+    /// Requests after it fail with `Closed`; a second call does nothing.
+    pub async fn close(&self) {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let service = self.service.lock().await.take();
+        if let Some(mut service) = service {
+            let _ = service.close_with_timeout(CLOSE_WAIT).await;
+        }
+        if let Some(process) = &self.process {
+            process.end(EXIT_GRACE).await;
+        }
+    }
+}
+
+/// Sends `notifications/cancelled` for a request whose future was dropped before its
+/// answer came (a timeout, a cancelled task), so the server can stop working on it.
+struct AbandonGuard {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Drop for AbandonGuard {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        runtime.spawn(async move {
+            let cancelled = CancelledNotification::new(CancelledNotificationParam::new(
+                Some(id),
+                Some("pipec no longer waits for the answer".to_string()),
+            ));
+            let _ = peer.send_notification(cancelled.into()).await;
+        });
+    }
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("server", &self.config.name)
+            .field("protocol_version", &self.protocol_version)
+            .finish()
     }
 }

@@ -92,6 +92,15 @@ pub enum Content {
     Link(Link),
     /// An embedded resource.
     Resource(ResourceContent),
+    /// A block pipec could not read (a type it does not know, a `resource_link` without
+    /// a `uri`, a blob that is not base64), kept in its place so that the rest of the
+    /// result is not lost with it.
+    Malformed {
+        /// Its `type`, when it has one.
+        kind: Option<String>,
+        /// What is wrong with it.
+        problem: String,
+    },
 }
 
 /// A `resource_link`.

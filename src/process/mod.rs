@@ -12,12 +12,13 @@
 //! - `child.rs` the started child, `group.rs` killing a group until it is gone,
 //!   `pidfd.rs` waiting through a pidfd, `proc_stat.rs` reading `/proc`, `signals.rs` the
 //!   signal set-up of a child, `stdio.rs` its pipes, `lookup.rs` finding its program,
-//!   `command.rs` what to start.
+//!   `command.rs` what to start, `find_program.rs` resolving the program a pipeline names.
 //!
 //! This module uses std, libc and tokio only.
 
 mod child;
 mod command;
+mod find_program;
 #[cfg(unix)]
 #[allow(unsafe_code)]
 mod fork;
@@ -53,6 +54,7 @@ mod watch;
 
 pub use child::{Child, GONE_LIMIT};
 pub use command::{Command, Environment};
+pub use find_program::find_program;
 pub use wait_gone::{StillRunning, wait_gone};
 pub use watch::ReaperId;
 

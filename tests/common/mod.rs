@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod python;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};

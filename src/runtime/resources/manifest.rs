@@ -80,6 +80,17 @@ pub(crate) fn lift(
 ) -> Result<Vec<ResourceRef>, MalformedLink> {
     let mut out = Vec::new();
     for c in &result.content {
+        if let Content::Malformed {
+            kind: Some(kind),
+            problem,
+        } = c
+            && kind == "resource_link"
+        {
+            return Err(MalformedLink {
+                uri: String::new(),
+                why: problem.clone(),
+            });
+        }
         let Content::Link(link) = c else { continue };
         check_uri(&link.uri).map_err(|why| MalformedLink {
             uri: link.uri.clone(),

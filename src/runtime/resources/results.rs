@@ -134,6 +134,10 @@ pub(crate) fn for_model(result: &ToolResult, links: &[Value]) -> String {
                         Body::Blob(b) => parts.push(format!("[{}: {} bytes]", r.uri, b.len())),
                     },
                     Content::Link(_) => {}
+                    Content::Malformed { kind, problem } => parts.push(format!(
+                        "[a {} block pipec could not read: {problem}]",
+                        kind.as_deref().unwrap_or("content")
+                    )),
                 }
             }
             parts.join("\n")
@@ -186,6 +190,7 @@ pub(crate) fn size_of(result: &ToolResult) -> u64 {
             Content::Media { data, .. } => data.len() * 3 / 4,
             Content::Resource(r) => r.len(),
             Content::Link(l) => l.uri.len() + l.name.len(),
+            Content::Malformed { problem, .. } => problem.len(),
         };
     }
     n as u64

@@ -234,7 +234,8 @@ fn server_config(
         },
         (None, command) => {
             let command = command.clone().unwrap_or_default();
-            let program = find_program(&command, &base).unwrap_or_else(|| PathBuf::from(&command));
+            let program = crate::process::find_program(&command, &base)
+                .unwrap_or_else(|| PathBuf::from(&command));
             let cwd = match &s.cwd {
                 Some(c) => base.join(c),
                 None => base.clone(),
@@ -363,27 +364,4 @@ impl Servers for WithOverrides {
     fn close(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         self.inner.close()
     }
-}
-
-/// Where a server's `command` is: a path (it has a `/`) relative to the declaring file's
-/// folder; a bare name beside pipec's own executable first (so the programs that come
-/// with pipec are found from `cargo run` and from an installed pipec alike), then on
-/// `PATH`.
-fn find_program(command: &str, base: &Path) -> Option<PathBuf> {
-    if command.contains('/') {
-        return Some(base.join(command));
-    }
-    let beside = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|d| d.join(command)));
-    if let Some(p) = beside
-        && p.is_file()
-    {
-        return Some(p);
-    }
-    std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|d| d.join(command))
-            .find(|p| p.is_file())
-    })
 }
