@@ -173,10 +173,10 @@ fn start_http(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    let mut child = cmd.spawn().expect("the HTTP server starts");
+    let mut child = Running(cmd.spawn().expect("the HTTP server starts"));
     // The demo server prints its address first; the Python one writes the port file.
     if server == Server::DemoHttp
-        && let Some(out) = child.stdout.take()
+        && let Some(out) = child.0.stdout.take()
     {
         let mut line = String::new();
         let _ = BufReader::new(out).read_line(&mut line);
@@ -187,7 +187,7 @@ fn start_http(
             .ok()
             .and_then(|t| t.trim().rsplit(':').next().and_then(|p| p.parse().ok()))
         {
-            return (port, Running(child));
+            return (port, child);
         }
         assert!(Instant::now() < deadline, "the HTTP server did not start");
         std::thread::sleep(Duration::from_millis(20));
