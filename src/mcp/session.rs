@@ -250,7 +250,7 @@ impl Session {
                 .request(
                     method,
                     request(cursor.clone()),
-                    None,
+                    Some(RequestSlot::verdicts_only()),
                     left,
                     self.config.request_timeout,
                 )
@@ -495,5 +495,32 @@ impl std::fmt::Debug for Session {
             .field("server", &self.config.name)
             .field("protocol_version", &self.protocol_version)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pipec_names_itself_and_declares_no_capabilities() {
+        let client = client();
+        assert_eq!(client.client_info.name, "pipec");
+        assert_eq!(client.client_info.version, env!("CARGO_PKG_VERSION"));
+        assert_eq!(
+            serde_json::to_value(&client.capabilities).expect("JSON"),
+            serde_json::json!({})
+        );
+    }
+
+    #[test]
+    fn the_newest_protocol_first_then_the_2025_11_25_handshake() {
+        assert_eq!(
+            lifecycle(),
+            ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: Some(ProtocolVersion::V_2025_11_25),
+            }
+        );
     }
 }
