@@ -88,7 +88,10 @@ type Handshake = Result<RunningService<RoleClient, ClientConfig>, ClientInitiali
 
 impl Session {
     /// Starts or reaches the server and negotiates the protocol, all within the server's
-    /// `startup_timeout`.
+    /// `startup_timeout`: `server/discover` (2026-07-28) first, then the `initialize`
+    /// handshake (2025-11-25) when the server answers the probe with an error. A server
+    /// that does not answer the probe at all is tried with `initialize` after rmcp's fixed
+    /// 10 s, so such a server needs a startup timeout above that.
     pub async fn connect(config: ServerConfig) -> Result<Session, McpError> {
         let garbage = Arc::new(GarbageLines::default());
         let largest_read_buffer = Arc::new(AtomicUsize::new(0));
