@@ -21,7 +21,7 @@ use crate::runtime::validate::Mode;
 use crate::store::{Event, ResourceRef, Write};
 
 /// The cap of a binding that declares none.
-pub(crate) const DEFAULT_MAX_BYTES: u64 = 16 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_BYTES: u64 = 16_000_000;
 
 /// What the reading node is, for messages, events and the journal of heals.
 pub(crate) struct Reader<'a> {
