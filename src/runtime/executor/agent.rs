@@ -197,7 +197,8 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
         .map(|t| ToolSpec {
             name: t.name.clone(),
             description: t.description.clone(),
-            parameters: t.input_schema.clone(),
+            // With the named types it uses: a model sees one self-contained schema.
+            parameters: shared.validators.shown_schema(&t.input_schema),
         })
         .collect();
     let closed = shared.validators.full_schema(&node.output, Mode::Strict);
