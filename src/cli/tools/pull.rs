@@ -116,9 +116,8 @@ pub fn run(args: Args) -> u8 {
         Format::Json => raw_listing(&args.server, &listing),
         Format::Pipe => {
             let names = target.file.unwrap_or_default();
-            let mut values = Taken::new(names.values);
             // The server's own name is a value too; a tool may not take it.
-            values.claim(&args.server);
+            let values = Taken::new(names.values.into_iter().chain([args.server.clone()]));
             declarations(Pull {
                 server: &args.server,
                 listing: &listing,

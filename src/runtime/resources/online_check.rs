@@ -169,7 +169,7 @@ pub fn compare_server(plan: &Plan, server: &str, listing: &ServerListing) -> Vec
                             },
                             &r::UNSERVED_RESOURCE_TEMPLATE,
                             format!(
-                                "the server `{server}` lists no resource template that matches the resource `{}` of `{}` reads: {uri}",
+                                "the server `{server}` lists no resource template that matches what `{}` of `{}` reads: {uri}",
                                 p.name, node.name
                             ),
                         )
@@ -266,7 +266,9 @@ fn compare_tool(plan: &Plan, i: usize, tool: &Tool, info: &ToolInfo, out: &mut V
 /// A parameter the server does not list: the listed one it most likely means.
 fn parameter_help(wire: &str, listed: &[&str]) -> String {
     match crate::names::suggest(wire, listed.iter().copied()) {
-        Some(s) => format!("did you mean `{s}`? (`{wire}: T as \"{s}\"` keeps the local name)"),
+        Some(s) => format!(
+            "did you mean `{s}`? (to keep the local name, write `as \"{s}\"` after its type)"
+        ),
         None if listed.is_empty() => "the server lists no parameters for it".to_string(),
         None => format!("the server lists: {}", listed.join(", ")),
     }

@@ -316,3 +316,98 @@ impl ToolReport {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn plan() -> Plan {
+        let source = r#"
+server crm {
+  command = "crm-server"
+}
+
+tool get_deal(deal_id: string, limit: int?, dry: bool as "dry-run") -> json from crm {
+  read_only = true
+}
+"#;
+        match crate::compile_str("crm.pipe", source) {
+            Ok(plan) => plan,
+            Err(e) => panic!("{:?}", e.diagnostics),
+        }
+    }
+
+    fn info(input_schema: serde_json::Value, read_only: Option<bool>) -> ToolInfo {
+        ToolInfo {
+            name: "get_deal".into(),
+            title: None,
+            description: None,
+            input_schema,
+            output_schema: None,
+            read_only,
+            idempotent: None,
+            destructive: None,
+            open_world: None,
+            raw: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn a_closed_schema_refuses_what_it_does_not_list_and_an_open_one_only_notes_it() {
+        let plan = plan();
+        let tool = &plan.tools[0];
+        let schema = |closed: bool| {
+            json!({
+                "type": "object",
+                "properties": {"deal_id": {"type": "integer"}, "dry-run": {"type": "boolean"}, "owner": {"type": "string"}},
+                "required": ["deal_id", "owner"],
+                "additionalProperties": !closed,
+            })
+        };
+        let closed = comparison(&plan, tool, &info(schema(true), Some(true)));
+        assert_eq!(
+            closed.mismatches,
+            [
+                Mismatch::ParamType {
+                    param: 0,
+                    declared: "string".into(),
+                    offered: "integer".into()
+                },
+                Mismatch::UnknownParam { param: 1 },
+                Mismatch::MissingRequired {
+                    wire: "owner".into()
+                },
+            ]
+        );
+        assert!(closed.unlisted.is_empty());
+        let open = comparison(&plan, tool, &info(schema(false), Some(true)));
+        assert_eq!(open.mismatches.len(), 2, "{:?}", open.mismatches);
+        assert_eq!(open.unlisted, [Unlisted { param: 1 }]);
+        assert!(open.contradictions.is_empty());
+    }
+
+    #[test]
+    fn the_run_start_report_keeps_its_words() {
+        let plan = plan();
+        let tool = &plan.tools[0];
+        let schema = json!({
+            "type": "object",
+            "properties": {"deal_id": {"type": "string"}, "limit": {"type": "integer"}, "dry-run": {"type": "boolean"}},
+            "required": ["deal_id", "owner"],
+        });
+        let mut report = ToolReport::default();
+        compare(&plan, tool, &info(schema, Some(false)), &mut report);
+        assert_eq!(report.errors.len(), 1);
+        assert_eq!(
+            report.errors[0].message,
+            "the tool `get_deal` does not fit what the server `crm` offers as `get_deal`: the server requires `owner`, which the declaration does not send"
+        );
+        assert_eq!(
+            report.warnings,
+            [
+                "the server `crm` says `get_deal` is not read-only, and the declaration says it is read-only; the declaration is used"
+            ]
+        );
+    }
+}
