@@ -171,8 +171,19 @@ impl Reader<'_> {
                             "a damaged reference".into(),
                         )
                     })?;
-                    let (contents, _) = self.fetch(&p.name, &r, &caps).await?;
-                    self.parse(&p.name, &r.uri, &contents, &p.schema, &caps)?
+                    match self.fetch(&p.name, &r, &caps).await {
+                        Ok((contents, _)) => {
+                            self.parse(&p.name, &r.uri, &contents, &p.schema, &caps)?
+                        }
+                        // An optional parameter whose resource the server does not
+                        // serve receives null.
+                        Err(TryError::Fatal(e))
+                            if p.optional && e.code == codes::RESOURCE_NOT_FOUND.code =>
+                        {
+                            Value::Null
+                        }
+                        Err(e) => return Err(e),
+                    }
                 }
             };
             params.insert(p.name.clone(), value);

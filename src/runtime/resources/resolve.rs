@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use crate::diagnostic::{self as codes, Rule};
-use crate::plan::{Node, Source};
+use crate::plan::{Node, Param, Source};
 use crate::runtime::bind::Params;
 use crate::runtime::error::RuntimeError;
 use crate::runtime::eval::{self, Env};
@@ -45,6 +45,55 @@ pub(crate) fn links_of(env: &dyn Env, producer: &str, kind: &str) -> Vec<Resourc
         .into_iter()
         .filter(|r| r.kind.as_deref() == Some(kind))
         .collect()
+}
+
+/// The links of a kind in a producer's manifest that a binding's `where:` keeps (its
+/// values evaluated over the node's parameters), in call order.
+fn matching_links(
+    node: &Node,
+    param: &str,
+    link_kind: &str,
+    producer: &str,
+    where_: &std::collections::BTreeMap<String, crate::plan::Expr>,
+    params: &Params,
+    env: &dyn Env,
+) -> Result<Vec<ResourceRef>, StoredError> {
+    let mut links = links_of(env, producer, link_kind);
+    for (var, e) in where_ {
+        let want = eval::expr(params, e)
+            .map_err(|e| fail(node, param, e.rule(), format!("`where: {var}`: {e}")))?;
+        let want = match want {
+            Value::String(s) => s,
+            other => other.to_string(),
+        };
+        links.retain(|r| r.captures.get(var) == Some(&want));
+    }
+    Ok(links)
+}
+
+/// The items of an `each(resources(ref: ...))` parameter: one reference per link, each
+/// fetched by its own item (within the binding's `max_bytes`). `where:` sees the node's
+/// other parameters. `None` for an `each` over anything but links.
+pub(crate) fn each_links(
+    node: &Node,
+    param: &Param,
+    params: &Params,
+    env: &dyn Env,
+) -> Result<Option<Vec<Value>>, StoredError> {
+    let Source::Each { list, .. } = &param.source else {
+        return Ok(None);
+    };
+    let Source::Link {
+        link_kind,
+        producer,
+        where_,
+        ..
+    } = list.as_ref()
+    else {
+        return Ok(None);
+    };
+    let links = matching_links(node, &param.name, link_kind, producer, where_, params, env)?;
+    Ok(Some(links.iter().map(ResourceRef::to_value).collect()))
 }
 
 /// Fills the node's resource and link parameters with references.
@@ -89,22 +138,15 @@ pub(crate) fn resolve(node: &Node, params: &mut Params, env: &dyn Env) -> Result
                 where_,
                 ..
             } => {
-                let mut links = links_of(env, producer, link_kind);
-                for (var, e) in where_ {
-                    let want = eval::expr(params, e).map_err(|e| {
-                        fail(node, &p.name, e.rule(), format!("`where: {var}`: {e}"))
-                    })?;
-                    let want = match want {
-                        Value::String(s) => s,
-                        other => other.to_string(),
-                    };
-                    links.retain(|r| r.captures.get(var) == Some(&want));
-                }
+                let links =
+                    matching_links(node, &p.name, link_kind, producer, where_, params, env)?;
                 if *many {
                     Value::Array(links.iter().map(ResourceRef::to_value).collect())
                 } else {
                     match links.as_slice() {
                         [one] => one.to_value(),
+                        // An optional parameter whose link is not there receives null.
+                        [] if p.optional => Value::Null,
                         [] => {
                             return Err(fail(
                                 node,
