@@ -889,6 +889,60 @@ output use = use
     );
 }
 
+/// `hold` keeps a reference to D1's emails with a cap; `use` fetches it downstream.
+const KEPT_WITH_A_CAP: &str = r#"
+input deal_id: string
+
+node hold(
+  deal_id: string = input.deal_id,
+  page: ref<EmailPage> = resource("mcp://crm/deals/{deal_id}/emails/2025-01-01/2025-12-31", max_bytes: CAP),
+) -> ref<EmailPage> {
+  return = page
+}
+
+node use(page: EmailPage = hold) -> int {
+  return = page.count
+}
+
+output use = use
+"#;
+
+#[test]
+fn a_ref_fetched_downstream_is_read_within_the_max_bytes_of_the_binding_that_kept_it() {
+    let crm = Crm::new(
+        "ref-cap",
+        &KEPT_WITH_A_CAP.replace("CAP", "2kb"),
+        Value::Null,
+    );
+    let err = crm.failure(&["deal_id=D1"]);
+    assert!(err.contains("error[R0101]"), "{err}");
+    assert!(
+        err.contains("`page` of `use`") && err.contains(D1_EMAILS),
+        "{err}"
+    );
+    assert!(
+        err.contains("`max_bytes` of 2 KB"),
+        "the cap written on `hold`, not the default: {err}"
+    );
+    assert!(
+        err.contains("kept upstream"),
+        "says where to raise it: {err}"
+    );
+}
+
+#[test]
+fn a_ref_kept_with_a_max_bytes_above_the_default_is_fetched_downstream_within_it() {
+    // 17,500 emails are ~17 MB, over the 16 MB of a binding without `max_bytes`.
+    let mut crm = Crm::new(
+        "ref-cap-big",
+        &KEPT_WITH_A_CAP.replace("CAP", "30mb"),
+        Value::Null,
+    );
+    crm.emails = 17_500;
+    let out = crm.outputs(&["deal_id=D1"]);
+    assert_eq!(out["use"], 17_500);
+}
+
 // ---- MIME types and parsing -------------------------------------------------------
 
 #[test]

@@ -47,17 +47,27 @@ pub(crate) fn links_of(env: &dyn Env, producer: &str, kind: &str) -> Vec<Resourc
         .collect()
 }
 
-/// The links of a kind in a producer's manifest that a binding's `where:` keeps (its
-/// values evaluated over the node's parameters), in call order.
+/// The links a link binding takes from its producer's manifest, in call order: those of
+/// its kind that its `where:` keeps (the values evaluated over the node's parameters),
+/// each carrying the binding's `max_bytes` (for a `ref<T>` fetched downstream). `None`
+/// for a source that is not a link binding.
 fn matching_links(
     node: &Node,
     param: &str,
-    link_kind: &str,
-    producer: &str,
-    where_: &std::collections::BTreeMap<String, crate::plan::Expr>,
+    source: &Source,
     params: &Params,
     env: &dyn Env,
-) -> Result<Vec<ResourceRef>, StoredError> {
+) -> Result<Option<Vec<ResourceRef>>, StoredError> {
+    let Source::Link {
+        link_kind,
+        producer,
+        where_,
+        max_bytes,
+        ..
+    } = source
+    else {
+        return Ok(None);
+    };
     let mut links = links_of(env, producer, link_kind);
     for (var, e) in where_ {
         let want = eval::expr(params, e)
@@ -68,7 +78,10 @@ fn matching_links(
         };
         links.retain(|r| r.captures.get(var) == Some(&want));
     }
-    Ok(links)
+    for r in &mut links {
+        r.max_bytes = *max_bytes;
+    }
+    Ok(Some(links))
 }
 
 /// The items of an `each(resources(ref: ...))` parameter: one reference per link, each
@@ -83,24 +96,20 @@ pub(crate) fn each_links(
     let Source::Each { list, .. } = &param.source else {
         return Ok(None);
     };
-    let Source::Link {
-        link_kind,
-        producer,
-        where_,
-        ..
-    } = list.as_ref()
-    else {
-        return Ok(None);
-    };
-    let links = matching_links(node, &param.name, link_kind, producer, where_, params, env)?;
-    Ok(Some(links.iter().map(ResourceRef::to_value).collect()))
+    let links = matching_links(node, &param.name, list, params, env)?;
+    Ok(links.map(|links| links.iter().map(ResourceRef::to_value).collect()))
 }
 
 /// Fills the node's resource and link parameters with references.
 pub(crate) fn resolve(node: &Node, params: &mut Params, env: &dyn Env) -> Result<(), StoredError> {
     for p in &node.params {
         let value = match &p.source {
-            Source::Resource { uri, server, .. } => {
+            Source::Resource {
+                uri,
+                server,
+                max_bytes,
+                ..
+            } => {
                 let template = crate::uri::parse(uri).map_err(|e| {
                     fail(
                         node,
@@ -128,6 +137,7 @@ pub(crate) fn resolve(node: &Node, params: &mut Params, env: &dyn Env) -> Result
                     producing_call: None,
                     origin: None,
                     produced_ms: ids::now_ms(),
+                    max_bytes: *max_bytes,
                 }
                 .to_value()
             }
@@ -139,7 +149,7 @@ pub(crate) fn resolve(node: &Node, params: &mut Params, env: &dyn Env) -> Result
                 ..
             } => {
                 let links =
-                    matching_links(node, &p.name, link_kind, producer, where_, params, env)?;
+                    matching_links(node, &p.name, &p.source, params, env)?.unwrap_or_default();
                 if *many {
                     Value::Array(links.iter().map(ResourceRef::to_value).collect())
                 } else {
