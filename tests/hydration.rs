@@ -541,6 +541,41 @@ output per = per
     }
 }
 
+// ---- Gates ------------------------------------------------------------------------
+
+#[test]
+fn a_gate_that_binds_a_resource_is_refused_by_check_instead_of_showing_a_reference() {
+    let crm = Crm::new(
+        "gate-resource",
+        r#"
+input deal_id: string
+
+gate review(
+  deal_id: string = input.deal_id,
+  log: ActivityLog = resource("mcp://crm/deals/{deal_id}/activity", max_bytes: 10kb),
+) -> Approval {
+  message = "Go ahead with {{ log.deal_id }}?"
+}
+
+output approved = review.approved
+"#,
+        Value::Null,
+    );
+    let o = crm.pipec(&["check", "hydrate.pipe"]);
+    let all = format!("{}{}", stdout(&o), stderr(&o));
+    assert_eq!(code(&o), 1, "{all}");
+    assert!(all.contains("P0108"), "{all}");
+    assert!(all.contains("the gate `review`"), "{all}");
+    let o = crm.run(&["deal_id=D1"]);
+    assert_eq!(
+        code(&o),
+        1,
+        "a refused pipeline does not run: {}",
+        stdout(&o)
+    );
+    assert_eq!(crm.reads(D1_ACTIVITY), 0, "{:#?}", crm.log_lines());
+}
+
 // ---- Link bindings ----------------------------------------------------------------
 
 fn links(tag: &str, nodes: &str) -> Crm {

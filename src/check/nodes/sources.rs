@@ -10,7 +10,7 @@ use crate::diagnostic::Diagnostic;
 use crate::names;
 use crate::rules as r;
 use crate::source::{FileId, Span};
-use crate::syntax::ast::{self, ExprKind};
+use crate::syntax::ast::{self, ExprKind, NodeKind};
 
 /// The names of the functions that make a source.
 const SOURCE_FUNCTIONS: &[&str] = &["resource", "resources", "each", "env", "secret"];
@@ -89,6 +89,35 @@ impl Checker<'_> {
                     )
                     .label("outputs take node values, inputs and constants")
                     .help("read it in a node and output that node"),
+                );
+                return Source {
+                    kind: SourceKind::Error,
+                    span,
+                    ty: Ty::Error,
+                };
+            }
+            // A gate is answered inline by the scheduler, which fetches nothing: its
+            // message would be rendered over a reference instead of the content.
+            if let Some(gate) = self
+                .hir
+                .nodes
+                .get(ctx.node as usize)
+                .filter(|n| n.kind == NodeKind::Gate)
+                && matches!(n.name.as_str(), "resource" | "resources")
+            {
+                let gate = gate.info.name.clone();
+                self.diags.push(
+                    Diagnostic::new(
+                        &r::INVALID_SOURCE,
+                        file,
+                        span,
+                        format!("the gate `{gate}` cannot read `{}(...)`", n.name),
+                    )
+                    .label("gates take node values, inputs and constants")
+                    .help(format!(
+                        "read it in a node before `{gate}` and bind that node's value to `{}`",
+                        ctx.name
+                    )),
                 );
                 return Source {
                     kind: SourceKind::Error,
