@@ -3,14 +3,17 @@
 //! dotted field and of a value that needs percent-encoding; a `when` that reads a
 //! resource; link bindings (`where:`, `from:`, `resources(ref:)`, `max_total`, missing and
 //! ambiguous links); `each` over links; `ref<T>` references; MIME parsing; the
-//! per-attempt fetch cache; and the `max_bytes` cap. The server's call log
-//! (`CRM_CALL_LOG`) counts what reached it.
+//! per-attempt fetch cache; the `max_bytes` cap; and the shapes the checker refuses
+//! because nothing would fetch them (a resource in a gate, or inside a record or list
+//! source). The server's call log (`CRM_CALL_LOG`) counts what reached it.
 
 mod common;
 
 use std::path::PathBuf;
 use std::process::{Output, Stdio};
+use std::sync::Arc;
 
+use common::chat_server::{ChatServer, text};
 use common::{Project, code, json, stderr, stdout, thread_of};
 use serde_json::{Value, json};
 
@@ -301,6 +304,77 @@ output first = first
 }
 
 #[test]
+fn a_uri_binding_in_a_think_is_rendered_into_the_prompt_sent_to_the_endpoint() {
+    let chat = ChatServer::start(Arc::new(|_, _| text(r#"{"text": "quoted"}"#)));
+    let crm = Crm::new(
+        "uri-think-endpoint",
+        &format!(
+            r#"
+model llm {{
+  provider = "openai"
+  name = "test-model"
+  base_url = "{}"
+  api_key = secret("TEST_KEY")
+}}
+
+input deal_id: string
+
+type Quote {{
+  text: string
+}}
+
+think quote(
+  deal_id: string = input.deal_id,
+  log: ActivityLog = resource("mcp://crm/deals/{{deal_id}}/activity", max_bytes: 100kb),
+) -> Quote {{
+  model = llm
+  prompt = "Quote {{{{ log.deal_id }}}}: {{{{ log.activity | map(attribute=\"summary\") | join(\" / \") }}}}"
+}}
+
+node summaries(
+  deal_id: string = input.deal_id,
+  log: ActivityLog = resource("mcp://crm/deals/{{deal_id}}/activity", max_bytes: 100kb),
+) -> string[] {{
+  return = log.activity[*].summary
+}}
+
+output quote = quote
+output summaries = summaries
+"#,
+            chat.url
+        ),
+        Value::Null,
+    );
+    let o = crm
+        .p
+        .cmd(&["run", "hydrate.pipe", "--input", "deal_id=D1"])
+        .env("CRM_CALL_LOG", &crm.log)
+        .env("TEST_KEY", "sk-test-123456")
+        .stdin(Stdio::null())
+        .output()
+        .expect("pipec runs");
+    assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
+    let out = json(&stdout(&o));
+    assert_eq!(out["quote"]["text"], "quoted", "{out}");
+    let summaries: Vec<&str> = out["summaries"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert_eq!(summaries.len(), 3, "{out}");
+    let requests = chat.requests();
+    assert_eq!(requests.len(), 1, "{requests:#?}");
+    let sent: String = requests[0]["messages"]
+        .as_array()
+        .map(|m| m.iter().filter_map(|m| m["content"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(
+        sent.contains(&format!("Quote D1: {}", summaries.join(" / "))),
+        "the prompt holds the content: {sent}"
+    );
+    assert_eq!(crm.reads(D1_ACTIVITY), 1, "{:#?}", crm.log_lines());
+}
+
+#[test]
 fn a_uri_binding_in_an_exec_node_reaches_the_command_on_its_stdin() {
     let crm = Crm::new(
         "uri-exec",
@@ -544,7 +618,7 @@ output per = per
 // ---- Gates ------------------------------------------------------------------------
 
 #[test]
-fn a_gate_that_binds_a_resource_is_refused_by_check_instead_of_showing_a_reference() {
+fn a_gate_that_binds_a_resource_is_refused_by_check_instead_of_failing_to_render_its_message() {
     let crm = Crm::new(
         "gate-resource",
         r#"
@@ -1187,4 +1261,226 @@ fn an_answer_far_over_its_max_bytes_is_read_past_and_fails_with_r0101() {
     let mut crm = Crm::new("cap-far", &CAPPED.replace("CAP", "10kb"), Value::Null);
     crm.emails = 300;
     assert_capped(&crm, "10 KB", 250.0);
+}
+
+// ---- More shapes: `from:` off the path, `each` with `where:` and shared resources,
+// `{+var}`, `resources` in a prompt, nested resources, a `ref<T>` link into `exec` ---
+
+#[test]
+fn from_names_a_producer_the_node_does_not_otherwise_depend_on() {
+    let crm = Crm::new(
+        "probe-from",
+        r#"
+input deal_id: string
+
+node lookup(deal_id: string = input.deal_id) -> Deal {
+  call = get_deal(deal_id: deal_id)
+}
+
+node picked(
+  page: EmailPage = resource(ref: "email-history", from: lookup, max_bytes: 200kb),
+) -> string {
+  return = page.deal_id
+}
+
+output picked = picked
+"#,
+        Value::Null,
+    );
+    let out = crm.outputs(&["deal_id=D4"]);
+    assert_eq!(out["picked"], "D4");
+}
+
+#[test]
+fn each_item_picks_its_own_link_with_a_where_that_names_the_item() {
+    let crm = links(
+        "probe-each-where",
+        r#"
+input ids: string[]
+
+node per(
+  found: Found = research,
+  id: string = each(input.ids, max: 5),
+  page: EmailPage = resource(ref: "email-history", where: { deal_id: id }, max_bytes: 200kb),
+) -> string {
+  return = page.deal_id
+}
+
+output per = per
+"#,
+    );
+    let out = crm.outputs(&["first=D1", "second=D2", r#"ids=["D2","D1"]"#]);
+    assert_eq!(out["per"], json!(["D2", "D1"]));
+    assert_eq!(crm.reads(D1_EMAILS), 1);
+    assert_eq!(crm.reads(D2_EMAILS), 1);
+}
+
+#[test]
+fn each_item_shares_one_read_of_a_resource_whose_uri_does_not_name_the_item() {
+    let crm = Crm::new(
+        "probe-each-shared",
+        r#"
+input ids: string[]
+input deal_id: string
+
+node per(
+  id: string = each(input.ids, max: 5),
+  deal_id: string = input.deal_id,
+  log: ActivityLog = resource("mcp://crm/deals/{deal_id}/activity", max_bytes: 10kb),
+) -> string[] {
+  return = [id, log.deal_id]
+}
+
+output per = per
+"#,
+        Value::Null,
+    );
+    let out = crm.outputs(&[r#"ids=["a","b","c"]"#, "deal_id=D1"]);
+    assert_eq!(
+        out["per"],
+        json!([["a", "D1"], ["b", "D1"], ["c", "D1"]]),
+        "{out}"
+    );
+    assert_eq!(
+        crm.reads(D1_ACTIVITY),
+        1,
+        "one read for the three items: {:#?}",
+        crm.log_lines()
+    );
+    let show = crm.show(&crm.thread());
+    assert_eq!(resource_stats(&show, D1_ACTIVITY)["fetches"], 1);
+}
+
+#[test]
+fn a_reserved_expansion_keeps_the_slashes_of_its_value() {
+    let crm = Crm::new(
+        "probe-plus",
+        r#"
+input tail: string
+
+node read(
+  tail: string = input.tail,
+  log: ActivityLog = resource("mcp://crm/deals/{+tail}", max_bytes: 10kb),
+) -> string {
+  return = log.deal_id
+}
+
+output read = read
+"#,
+        Value::Null,
+    );
+    let out = crm.outputs(&["tail=D1/activity"]);
+    assert_eq!(out["read"], "D1");
+    assert_eq!(crm.reads(D1_ACTIVITY), 1);
+}
+
+#[test]
+fn a_think_sees_every_link_of_resources_in_call_order() {
+    let crm = Crm::new(
+        "probe-think-list",
+        &format!(
+            "{RESEARCH}{}",
+            r#"
+type Quote {
+  text: string
+}
+
+think quote(
+  found: Found = research,
+  pages: EmailPage[] = resources(ref: "email-history", max_bytes: 200kb, max_total: 1mb),
+) -> Quote {
+  model = fast
+  prompt = "{{ pages | length }} pages"
+}
+
+output quote = quote
+"#
+        ),
+        {
+            let mut r = research_replies();
+            r["quote"] = json!([{ "template": { "text": "{{ pages[0].deal_id }}+{{ pages[1].deal_id }}" } }]);
+            r
+        },
+    );
+    let out = crm.outputs(&["first=D1", "second=D2"]);
+    assert_eq!(out["quote"]["text"], "D1+D2");
+}
+
+#[test]
+fn a_resource_inside_a_record_source_is_refused_by_check_instead_of_failing_as_unsupported() {
+    let crm = Crm::new(
+        "nested-resource",
+        r#"
+input deal_id: string
+
+type Both {
+  id: string
+  log: ActivityLog
+}
+
+node read(
+  deal_id: string = input.deal_id,
+  both: Both = { id: input.deal_id, log: resource("mcp://crm/deals/{deal_id}/activity", max_bytes: 10kb) },
+) -> string {
+  return = both.log.deal_id
+}
+
+output read = read
+"#,
+        Value::Null,
+    );
+    let o = crm.pipec(&["check", "hydrate.pipe"]);
+    let all = format!("{}{}", stdout(&o), stderr(&o));
+    assert_eq!(code(&o), 1, "{all}");
+    assert!(all.contains("P0108"), "{all}");
+    assert!(
+        all.contains("a resource cannot be a part of a record source")
+            && all.contains("a parameter of its own"),
+        "{all}"
+    );
+    let o = crm.run(&["deal_id=D1"]);
+    assert_eq!(
+        code(&o),
+        1,
+        "a refused pipeline does not run: {}",
+        stdout(&o)
+    );
+    assert!(!stderr(&o).contains("R0005"), "{}", stderr(&o));
+    assert_eq!(crm.reads(D1_ACTIVITY), 0, "{:#?}", crm.log_lines());
+}
+
+#[test]
+fn a_ref_to_a_link_is_fetched_by_an_exec_node_that_declares_its_type() {
+    let crm = Crm::new(
+        "probe-ref-exec",
+        r#"
+input deal_id: string
+
+node lookup(deal_id: string = input.deal_id) -> Deal {
+  call = get_deal(deal_id: deal_id)
+}
+
+node hold(
+  deal: Deal = lookup,
+  page: ref<EmailPage> = resource(ref: "email-history", max_bytes: 200kb),
+) -> ref<EmailPage> {
+  return = page
+}
+
+node piped(page: EmailPage = hold) -> json {
+  exec = ["./scripts/stdin.sh"]
+}
+
+output piped = piped
+"#,
+        Value::Null,
+    );
+    crm.p.script(
+        "scripts/stdin.sh",
+        "#!/bin/sh\ncat > stdin.json\nprintf '{\"ok\":true}\\n'\n",
+    );
+    let o = crm.run(&["deal_id=D1"]);
+    assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
+    let stdin = json(&crm.p.read("stdin.json"));
+    assert_eq!(stdin["page"]["count"], 10, "{stdin}");
 }
