@@ -5,9 +5,12 @@
 //! (`files`), an HTTP backend, or a rendered text. The protocol itself is spoken by
 //! `crate::mcp`; this module uses it, the plan and the public runner and store APIs.
 
+pub mod access;
 pub mod catalogue;
+pub mod registry;
 
 pub use catalogue::{
     Annotations, Catalogue, Content, Icon, ResourceMeta, Service, StaticResource, TemplateDef,
     TemplateSource,
 };
+pub use registry::{MatchOutcome, Matcher, ReadHandler, ReadRequest, Registry, fixed};

@@ -3,12 +3,16 @@
 //! eras' subscriptions. rmcp's server types stay inside this module.
 
 mod handler;
+mod http;
 mod provider;
+mod stdio;
 mod updates;
 
 pub use handler::Served;
+pub use http::{HttpAccess, HttpServer, bind_http};
 pub use provider::{
     Body, CallFailure, Hints, IconInfo, LinkOut, ListedResource, ListedTemplate, Provider,
     ProviderFuture, ReadContent, ReadFailure, ServerIdentity, ToolReply, ToolSpec,
 };
+pub use stdio::serve_stdio;
 pub use updates::{Updates, normal_form};
