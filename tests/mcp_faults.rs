@@ -1055,3 +1055,110 @@ fn the_canary_secret_reaches_its_server_header_and_call_but_nothing_pipec_writes
         assert!(!holds(bytes, CANARY), "{} holds the secret", path.display());
     }
 }
+
+/// A call given the secret as its argument, whose email link is read by another node;
+/// the server gets the secret only as that argument.
+const SECRET_LINK_PIPELINE: &str = r#"server crm {
+  command = "DEMO"
+  env = {
+    CRM_FAULT_FILE: env("CRM_FAULT_FILE", default: ""),
+    CRM_CALL_LOG: env("CRM_CALL_LOG", default: ""),
+  }
+}
+
+type Deal {
+  deal_id: string
+  name: string
+}
+
+type EmailPage {
+  deal_id: string
+  count: int
+}
+
+type Digest {
+  deal_id: string
+  emails: int
+}
+
+link "email-history": EmailPage = "mcp://crm/deals/{deal_id}/emails/{start}/{end}"
+
+tool get_deal(deal_id: string) -> Deal from crm {
+  read_only = true
+  links = ["email-history"]
+}
+
+node secret_deal(token: string = secret("CRM_TOKEN")) -> Deal {
+  call = get_deal(deal_id: token)
+}
+
+node secret_history(
+  history: EmailPage = resource(ref: "email-history", from: secret_deal, max_bytes: 200kb),
+) -> Digest {
+  return = { deal_id: history.deal_id, emails: history.count }
+}
+
+output history = secret_history
+"#;
+
+#[test]
+fn a_link_that_held_a_secret_is_derived_again_after_a_resume_not_read_at_its_placeholder() {
+    let project = Project::new("secret-link");
+    project.write("link.pipe", &SECRET_LINK_PIPELINE.replace("DEMO", DEMO));
+    let fault = project.dir.join("faults");
+    let log = project.dir.join("calls.log");
+    // The call succeeds; the read of its link fails, so the resume reads the link as
+    // the store kept it, scrubbed.
+    std::fs::write(&fault, "exit read 1\n").expect("faults");
+    let pipec = |args: &[&str]| {
+        let mut c = project.cmd(args);
+        for var in CRM_VARS {
+            c.env_remove(var);
+        }
+        c.env("CRM_TOKEN", CANARY)
+            .env("CRM_FAULT_FILE", &fault)
+            .env("CRM_CALL_LOG", &log)
+            .stdin(Stdio::null())
+            .output()
+            .expect("pipec runs")
+    };
+    let first = pipec(&["run", "link.pipe"]);
+    assert_eq!(code(&first), 1, "{}", stderr(&first));
+    assert!(
+        stderr(&first).contains("error[R0501]"),
+        "{}",
+        stderr(&first)
+    );
+    let thread = thread_of(&stderr(&first)).expect("a thread");
+    let resumed = pipec(&["resume", &thread]);
+    let err = stderr(&resumed);
+    assert_eq!(code(&resumed), 0, "{err}");
+    assert!(!holds(&resumed.stderr, CANARY), "{err}");
+    let outputs = json(&stdout(&resumed));
+    assert_eq!(outputs["history"]["emails"], 100, "{outputs:#}");
+    assert_eq!(
+        outputs["history"]["deal_id"], "secret(CRM_TOKEN)",
+        "{outputs:#}"
+    );
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        !calls.contains("secret(CRM_TOKEN)") && !calls.contains("$secret"),
+        "the server was sent a placeholder:\n{calls}"
+    );
+    // The resume called `get_deal` again, with the secret, and read the link it gave.
+    let lines: Vec<&str> = calls.lines().collect();
+    assert_eq!(lines.len(), 4, "{calls}");
+    assert!(
+        lines[2].starts_with(&format!("tool get_deal {CANARY} ")),
+        "{calls}"
+    );
+    assert!(
+        lines[3].starts_with(&format!("read mcp://crm/deals/{CANARY}/emails/")),
+        "{calls}"
+    );
+    let mut stored = Vec::new();
+    files_under(&project.dir.join(".pipec"), &mut stored);
+    for (path, bytes) in &stored {
+        assert!(!holds(bytes, CANARY), "{} holds the secret", path.display());
+    }
+}

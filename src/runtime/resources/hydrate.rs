@@ -242,7 +242,8 @@ impl Reader<'_> {
         Ok(list)
     }
 
-    /// One reference's contents and their decoded size, healing a dead link once.
+    /// One reference's contents and their decoded size, healing a dead link once (and a
+    /// link whose URI lost a secret to the scrubber, before it is read).
     async fn fetch(
         &mut self,
         param: &str,
@@ -255,10 +256,19 @@ impl Reader<'_> {
             None => r.clone(),
         };
         let cap = caps.max_bytes.unwrap_or(DEFAULT_MAX_BYTES);
-        let first = match self.read(param, &current, cap).await {
-            Ok(ok) => return Ok(ok),
-            Err(Failure::Fatal(e)) => return Err(e),
-            Err(Failure::Dead(cause)) => cause,
+        let first = match self.shared.scrubber.placeholder_in(&current.uri) {
+            // The store keeps a link as the scrubber left it: a URI that held a secret
+            // (a link of a call given one) holds `secret(NAME)` after a resume, and
+            // reading that would read another resource. Its producer, called again with
+            // the secret, gives the link back.
+            Some(name) => format!(
+                "its URI held the secret `{name}`, which pipec does not store, so it is read again from a new call"
+            ),
+            None => match self.read(param, &current, cap).await {
+                Ok(ok) => return Ok(ok),
+                Err(Failure::Fatal(e)) => return Err(e),
+                Err(Failure::Dead(cause)) => format!("the server answered `{cause}`"),
+            },
         };
         let healed = heal::heal(self, param, &current, &first).await?;
         self.resources().cache.forget(&current.server, &current.uri);
@@ -269,7 +279,7 @@ impl Reader<'_> {
                 param,
                 &codes::RESOURCE_EXPIRED,
                 format!(
-                    "{} is dead: the server answered `{first}`; `{}` was called again and gave {}, and reading that failed too: `{second}`",
+                    "{} is dead ({first}); `{}` was called again and gave {}, and reading that failed too: `{second}`",
                     current.uri,
                     current
                         .producing_call
