@@ -526,7 +526,7 @@ fn a_declared_max_result_bytes_is_the_limit_of_its_calls() {
     crm.faults("huge 100000 tool get_deal");
     let run = crm.run();
     let message = crm.failed(&run, "deal", "R0107");
-    assert!(message.contains("`max_result_bytes` of 10240"), "{message}");
+    assert!(message.contains("`max_result_bytes` of 10000"), "{message}");
     crm.resumes(&run.thread);
 }
 
@@ -553,10 +553,7 @@ fn a_read_over_the_transport_limit_of_its_max_bytes_is_r0101() {
     let run = crm.run();
     let message = crm.failed(&run, "digest", "R0101");
     assert!(message.contains("mcp://crm/deals/D1/emails/"), "{message}");
-    assert!(
-        message.contains("over its `max_bytes` of 195.3 KB"),
-        "{message}"
-    );
+    assert!(message.contains("its `max_bytes` of 195.3 KB"), "{message}");
     crm.no_heal(&run.thread);
     crm.resumes(&run.thread);
 }
@@ -582,7 +579,7 @@ fn a_read_over_max_bytes_over_http_is_r0101() {
     let run = crm.run();
     let message = crm.failed(&run, "digest", "R0101");
     assert!(
-        message.contains("over its `max_bytes` of 195.3 KB"),
+        message.contains("is larger than its `max_bytes` of 195.3 KB"),
         "{message}"
     );
     crm.no_heal(&run.thread);
@@ -763,6 +760,11 @@ fn an_authorization_error_on_a_read_is_r0501_and_no_heal() {
             "{message}"
         );
         assert!(message.contains("mcp://crm/deals/D1/emails/"), "{message}");
+        assert!(
+            stderr(&run.out).contains(&format!("help: HTTP {status} refuses the credentials")),
+            "no help line:\n{}",
+            stderr(&run.out)
+        );
         crm.no_heal(&run.thread);
         crm.resumes(&run.thread);
     }

@@ -768,10 +768,9 @@ async fn tool_call(
     ) {
         Ok(r) => r,
         Err(m) => {
-            let message = shared.scrubber.scrub(&format!(
-                "`{}` returned a `resource_link` whose uri `{}` is not a URI: {}",
-                tool.name, m.uri, m.why
-            ));
+            let message = shared
+                .scrubber
+                .scrub(&format!("`{}` returned {m}", tool.name));
             let rec = finish(
                 CallState::ToolError,
                 String::new(),

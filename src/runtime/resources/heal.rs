@@ -224,10 +224,7 @@ pub(crate) async fn heal(
             "it answered with an error: {}",
             results::text_of(&result)
         )),
-        (Err(m), _) => Err(format!(
-            "it returned a malformed link `{}`: {}",
-            m.uri, m.why
-        )),
+        (Err(m), _) => Err(format!("it returned {m}")),
         (Ok(refs), _) => refs
             .iter()
             .find(|r| r.kind == dead.kind && same_captures(&shared.scrubber, r, dead))

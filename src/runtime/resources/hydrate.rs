@@ -122,14 +122,18 @@ impl Reader<'_> {
 
     fn error(&self, param: &str, rule: &'static Rule, message: String) -> TryError {
         TryError::Fatal(
-            RuntimeError::new(
-                rule,
-                self.shared.scrubber.scrub(&format!(
-                    "the parameter `{param}` of `{}`: {message}",
-                    self.node.name
-                )),
-            )
-            .stored(Some(&self.node.name)),
+            self.coded(param, rule, message)
+                .stored(Some(&self.node.name)),
+        )
+    }
+
+    fn coded(&self, param: &str, rule: &'static Rule, message: String) -> RuntimeError {
+        RuntimeError::new(
+            rule,
+            self.shared.scrubber.scrub(&format!(
+                "the parameter `{param}` of `{}`: {message}",
+                self.node.name
+            )),
         )
     }
 
@@ -335,13 +339,13 @@ impl Reader<'_> {
 
     fn too_large(&self, param: &str, uri: &str, size: Option<u64>, cap: u64) -> TryError {
         let size = match size {
-            Some(s) => format!("is {}", human_bytes(s)),
-            None => format!("is larger than {}", human_bytes(cap)),
+            Some(s) => format!("is {}, over", human_bytes(s)),
+            None => "is larger than".to_string(),
         };
         let mut e = RuntimeError::new(
             &codes::RESOURCE_TOO_LARGE,
             format!(
-                "the parameter `{param}` of `{}`: {uri} {size}, over its `max_bytes` of {}; reading stopped at the cap",
+                "the parameter `{param}` of `{}`: {uri} {size} its `max_bytes` of {}; reading stopped at the cap",
                 self.node.name,
                 human_bytes(cap)
             ),
@@ -374,6 +378,21 @@ impl Reader<'_> {
             McpError::Http { status, .. } if *status >= 500 => {
                 Failure::Fatal(self.transient(param, format!("reading {}: {e}", r.uri)))
             }
+            McpError::Http {
+                server,
+                status: status @ (401 | 403),
+                ..
+            } => Failure::Fatal(TryError::Fatal(
+                self.coded(
+                    param,
+                    &codes::MCP_SERVER_FAILED,
+                    format!("reading {}: {e}", r.uri),
+                )
+                .help(format!(
+                    "HTTP {status} refuses the credentials pipec sent: check the `headers` of the server `{server}` and the secrets they name"
+                ))
+                .stored(Some(&self.node.name)),
+            )),
             _ => Failure::Fatal(self.error(
                 param,
                 &codes::MCP_SERVER_FAILED,
