@@ -482,15 +482,18 @@ fn garbage_over_http_is_r0501_naming_it_at_once() {
 
 #[test]
 fn a_tool_result_over_the_transport_limit_of_its_max_result_bytes_is_r0107() {
-    // The session's limit is 64 MiB; a call's own is twice its `max_result_bytes` (1 MiB
-    // when the tool declares none) and a little more, so 3 MB is read past.
+    // The session's limit is 64 MiB; a call's own is twice its `max_result_bytes` (1 MB
+    // when the tool declares none) and a little more, so 3 MB is read past, and the call
+    // fails as soon as the answer passes that limit, without a size.
     let crm = Crm::stdio("huge-tool", &PATIENT);
     crm.faults("huge 3000000 tool get_deal");
     let run = crm.run();
     let message = crm.failed(&run, "deal", "R0107");
     assert!(message.contains("`get_deal`"), "{message}");
     assert!(
-        message.contains("`max_result_bytes` of 1048576"),
+        message.contains(
+            "sent a message larger than 2.1 MB, more than its `max_result_bytes` of 1 MB allows"
+        ),
         "{message}"
     );
     assert!(
@@ -508,8 +511,7 @@ fn a_tool_result_over_max_result_bytes_but_within_the_transport_limit_is_r0107()
     let run = crm.run();
     let message = crm.failed(&run, "deal", "R0107");
     assert!(
-        message
-            .contains("`get_deal` returned 1500000 bytes, over its `max_result_bytes` of 1048576"),
+        message.contains("`get_deal` returned 1.5 MB, over its `max_result_bytes` of 1 MB"),
         "{message}"
     );
     crm.resumes(&run.thread);
@@ -526,7 +528,7 @@ fn a_declared_max_result_bytes_is_the_limit_of_its_calls() {
     crm.faults("huge 100000 tool get_deal");
     let run = crm.run();
     let message = crm.failed(&run, "deal", "R0107");
-    assert!(message.contains("`max_result_bytes` of 10000"), "{message}");
+    assert!(message.contains("`max_result_bytes` of 10 KB"), "{message}");
     crm.resumes(&run.thread);
 }
 
@@ -542,7 +544,10 @@ fn a_message_over_the_sessions_64_mib_is_r0107_when_the_tool_allows_more() {
     crm.faults("huge 70000000 tool get_deal");
     let run = crm.run();
     let message = crm.failed(&run, "deal", "R0107");
-    assert!(message.contains("67108864"), "{message}");
+    assert!(
+        message.contains("over the 67.1 MB pipec takes in one message"),
+        "{message}"
+    );
     crm.resumes(&run.thread);
 }
 
@@ -553,7 +558,7 @@ fn a_read_over_the_transport_limit_of_its_max_bytes_is_r0101() {
     let run = crm.run();
     let message = crm.failed(&run, "digest", "R0101");
     assert!(message.contains("mcp://crm/deals/D1/emails/"), "{message}");
-    assert!(message.contains("its `max_bytes` of 195.3 KB"), "{message}");
+    assert!(message.contains("its `max_bytes` of 200 KB"), "{message}");
     crm.no_heal(&run.thread);
     crm.resumes(&run.thread);
 }
@@ -565,7 +570,7 @@ fn a_read_over_max_bytes_but_within_the_transport_limit_is_r0101() {
     let run = crm.run();
     let message = crm.failed(&run, "digest", "R0101");
     assert!(
-        message.contains("is 293 KB, over its `max_bytes` of 195.3 KB"),
+        message.contains("is 300 KB, over its `max_bytes` of 200 KB"),
         "{message}"
     );
     crm.no_heal(&run.thread);
@@ -579,7 +584,7 @@ fn a_read_over_max_bytes_over_http_is_r0101() {
     let run = crm.run();
     let message = crm.failed(&run, "digest", "R0101");
     assert!(
-        message.contains("is larger than its `max_bytes` of 195.3 KB"),
+        message.contains("is larger than its `max_bytes` of 200 KB"),
         "{message}"
     );
     crm.no_heal(&run.thread);

@@ -15,6 +15,7 @@ use crate::plan::{Body, Node, Plan, Tool};
 use crate::runtime::error::RuntimeError;
 use crate::runtime::eval;
 use crate::runtime::journal;
+use crate::runtime::progress::human_bytes;
 use crate::runtime::resources::heal::IDEMPOTENCY_META;
 use crate::runtime::resources::results::{self, ResultError};
 use crate::runtime::resources::{manifest, servers::Servers};
@@ -176,8 +177,8 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
             size,
         }) => {
             let sent = size.map_or_else(
-                || format!("a message larger than {cut} bytes"),
-                |size| format!("a message of {size} bytes"),
+                || format!("a message larger than {}", human_bytes(cut as u64)),
+                |size| format!("a message of {}", human_bytes(size)),
             );
             // The session's own limit is lower than the tool's: raising the tool's
             // would not help.
@@ -186,8 +187,10 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
                     &cx,
                     &codes::TOOL_RESULT_UNPARSABLE,
                     format!(
-                        "`{}` calling `{}`: the server `{server}` sent {sent}, over the {cut} bytes pipec takes in one message from a server",
-                        node.name, tool.name
+                        "`{}` calling `{}`: the server `{server}` sent {sent}, over the {} pipec takes in one message from a server",
+                        node.name,
+                        tool.name,
+                        human_bytes(cut as u64)
                     ),
                 ));
             }
@@ -195,8 +198,10 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
                 &cx,
                 tool,
                 format!(
-                    "`{}` calling `{}`: the server `{server}` sent {sent}, more than its `max_result_bytes` of {limit} allows; the rest was read past",
-                    node.name, tool.name
+                    "`{}` calling `{}`: the server `{server}` sent {sent}, more than its `max_result_bytes` of {} allows; the rest was read past",
+                    node.name,
+                    tool.name,
+                    human_bytes(limit)
                 ),
             ));
         }
@@ -214,12 +219,13 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
     };
     let size = results::size_of(&result);
     if size > limit {
+        let (size_text, limit_text) = sizes_apart(size, limit);
         return Err(over_max_result_bytes(
             &cx,
             tool,
             format!(
-                "`{}` returned {size} bytes, over its `max_result_bytes` of {limit}",
-                tool.name
+                "`{}` returned {}, over its `max_result_bytes` of {}",
+                tool.name, size_text, limit_text
             ),
         ));
     }
@@ -261,4 +267,32 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
     })?;
     manifest::append(cx.manifest, refs, &node.name, unit.generation, unit.item);
     Ok(value)
+}
+
+/// Two sizes for people, in exact bytes when their rounded forms would read the same
+/// (`1 MB, over its 1 MB` says nothing).
+fn sizes_apart(size: u64, limit: u64) -> (String, String) {
+    let (a, b) = (human_bytes(size), human_bytes(limit));
+    if a == b {
+        (format!("{size} bytes"), format!("{limit} bytes"))
+    } else {
+        (a, b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sizes_apart;
+
+    #[test]
+    fn sizes_that_round_alike_are_given_in_bytes() {
+        assert_eq!(
+            sizes_apart(1_500_000, 1_000_000),
+            ("1.5 MB".to_string(), "1 MB".to_string())
+        );
+        assert_eq!(
+            sizes_apart(1_000_400, 1_000_000),
+            ("1000400 bytes".to_string(), "1000000 bytes".to_string())
+        );
+    }
 }
