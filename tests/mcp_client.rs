@@ -722,7 +722,8 @@ async fn a_line_over_the_session_limit_is_too_large_and_the_session_goes_on() {
     match err {
         McpError::TooLarge { limit, size, .. } => {
             assert_eq!(limit, 1 << 20);
-            assert!(size.is_some_and(|s| s > 3 << 20), "{size:?}");
+            // Reported as soon as the answer passed the limit, before its size was known.
+            assert_eq!(size, None);
         }
         other => panic!("{other:?}"),
     }
@@ -740,7 +741,14 @@ async fn a_listing_over_the_session_limit_is_too_large_not_an_error_of_the_serve
     let session = connect(config).await;
     let err = session.list_tools().await.expect_err("over the limit");
     assert!(
-        matches!(err, McpError::TooLarge { limit: 100_000, size: Some(s), .. } if s > 300_000),
+        matches!(
+            err,
+            McpError::TooLarge {
+                limit: 100_000,
+                size: None,
+                ..
+            }
+        ),
         "{err:?}"
     );
     session.close().await;
@@ -766,7 +774,7 @@ async fn a_20_mb_answer_under_a_200_kb_limit_is_never_held_whole() {
     match err {
         McpError::TooLarge { limit, size, .. } => {
             assert_eq!(limit, 200_000);
-            assert!(size.is_some_and(|s| s > 20_000_000), "{size:?}");
+            assert_eq!(size, None, "failed before the answer's end");
         }
         other => panic!("{other:?}"),
     }
@@ -797,6 +805,8 @@ async fn an_id_after_the_answer_is_checked_against_its_limit_at_the_end() {
         )
         .await
         .expect_err("over its limit");
+    // The id comes last: nothing says whose answer it is until its end, so it is
+    // reported there, with its size.
     assert!(
         matches!(err, McpError::TooLarge { limit: 100_000, size: Some(s), .. } if s > 300_000),
         "{err:?}"
