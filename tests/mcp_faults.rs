@@ -973,6 +973,28 @@ fn the_canary_secret_reaches_its_server_header_and_call_but_nothing_pipec_writes
         stderr(&first)
     );
     printed.push(("run".into(), first));
+    // What is shown of the failed thread carries the error, whose texts held the secret.
+    let shows = |label: &str, printed: &mut Vec<(String, Output)>| {
+        for extra in [
+            vec!["--json", "--internal", "--events"],
+            vec!["--events"],
+            vec![],
+        ] {
+            let mut args = vec!["show", thread.as_str()];
+            args.extend(extra.iter().copied());
+            printed.push((format!("pipec {} ({label})", args.join(" ")), pipec(&args)));
+        }
+    };
+    shows("after the run", &mut printed);
+    let shown_failed = printed
+        .iter()
+        .find(|(what, _)| what.contains("--internal --events (after the run)"))
+        .map(|(_, out)| stdout(out))
+        .unwrap_or_default();
+    assert!(
+        shown_failed.contains("starting with token secret(CRM_TOKEN)"),
+        "the failed thread's error, scrubbed, is shown: {shown_failed}"
+    );
     let second = pipec(&["resume", &thread]);
     assert_eq!(code(&second), 1, "{}", stderr(&second));
     assert!(
@@ -982,6 +1004,7 @@ fn the_canary_secret_reaches_its_server_header_and_call_but_nothing_pipec_writes
         stderr(&second)
     );
     printed.push(("first resume".into(), second));
+    shows("after the first resume", &mut printed);
     let third = pipec(&["resume", &thread]);
     assert_eq!(code(&third), 0, "{}", stderr(&third));
     let outputs = json(&stdout(&third));
@@ -1168,4 +1191,224 @@ fn a_link_that_held_a_secret_is_derived_again_after_a_resume_not_read_at_its_pla
     for (path, bytes) in &stored {
         assert!(!holds(bytes, CANARY), "{} holds the secret", path.display());
     }
+}
+
+// ── faults inside an agent loop ────────────────────────────────────────────────────
+
+/// An agent whose scripted model calls `get_deal`, then reads a month of emails through
+/// `read_emails`, then answers.
+const AGENT_PIPELINE: &str = r#"server crm {
+  command = "DEMO"
+  env = {
+    CRM_FAULT_FILE: env("CRM_FAULT_FILE", default: ""),
+    CRM_CALL_LOG: env("CRM_CALL_LOG", default: ""),
+  }
+  timeout = 1s
+}
+
+model fast {
+  provider = "scripted"
+  replies = "replies.json"
+}
+
+type Deal {
+  deal_id: string
+  name: string
+}
+
+type EmailPage {
+  deal_id: string
+  count: int
+}
+
+type Summary {
+  deal_id: string
+  note: string
+}
+
+tool get_deal(deal_id: string) -> Deal from crm {
+  read_only = true
+}
+
+reader read_emails(deal_id: string, start: string, end: string) -> EmailPage from crm {
+  uri = "mcp://crm/deals/{deal_id}/emails/{start}/{end}"
+  max_bytes = 100kb
+}
+
+input deal_id: string
+
+agent research(deal_id: string = input.deal_id) -> Summary {
+  model = fast
+  prompt = "Research the deal {{ deal_id }} with the tools, then answer with JSON."
+  tools = [get_deal, read_emails]
+}
+
+output summary = research
+"#;
+
+/// A project running [`AGENT_PIPELINE`], with its fault file and call log.
+struct AgentCrm {
+    project: Project,
+    fault: PathBuf,
+    log: PathBuf,
+}
+
+impl AgentCrm {
+    fn new(tag: &str) -> AgentCrm {
+        let project = Project::new(tag);
+        project.write("agent.pipe", &AGENT_PIPELINE.replace("DEMO", DEMO));
+        let replies = json!({ "research": [
+            { "tool_calls": [
+                { "name": "get_deal", "arguments": { "deal_id": "{{ deal_id }}" } },
+                { "name": "read_emails",
+                  "arguments": { "deal_id": "D1", "start": "2025-03-01", "end": "2025-03-31" } }
+            ] },
+            { "json": { "deal_id": "D1", "note": "read" } }
+        ] });
+        project.write("replies.json", &replies.to_string());
+        let fault = project.dir.join("faults");
+        let log = project.dir.join("calls.log");
+        AgentCrm {
+            project,
+            fault,
+            log,
+        }
+    }
+
+    fn pipec(&self, args: &[&str]) -> Output {
+        let mut c = self.project.cmd(args);
+        for var in CRM_VARS {
+            c.env_remove(var);
+        }
+        c.env("CRM_FAULT_FILE", &self.fault)
+            .env("CRM_CALL_LOG", &self.log)
+            .stdin(Stdio::null())
+            .output()
+            .expect("pipec runs")
+    }
+
+    /// The run failed at `research` with `code_`, cleanly; returns its thread and message.
+    fn failed(&self, fault: &str, code_: &str) -> (String, String, Duration) {
+        std::fs::write(&self.fault, format!("{fault}\n")).expect("faults");
+        let started = Instant::now();
+        let out = self.pipec(&["run", "agent.pipe", "--input", "deal_id=D1"]);
+        let elapsed = started.elapsed();
+        let err = stderr(&out);
+        assert!(!err.contains("panicked"), "a panic:\n{err}");
+        assert_eq!(code(&out), 1, "exit code; stderr:\n{err}");
+        assert!(err.contains(&format!("error[{code_}]")), "{err}");
+        let thread = thread_of(&err).unwrap_or_else(|| panic!("no thread in:\n{err}"));
+        let shown = self.show(&thread);
+        let node = shown["nodes"]
+            .as_array()
+            .expect("nodes")
+            .iter()
+            .find(|n| n["node"] == "research")
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(node["error"]["code"], code_, "{shown:#}");
+        let message = node["error"]["message"].as_str().unwrap_or_default();
+        (thread, message.to_string(), elapsed)
+    }
+
+    fn show(&self, thread: &str) -> Value {
+        let out = self.pipec(&["show", thread, "--json", "--internal"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        json(&stdout(&out))
+    }
+
+    /// The journal row of a call of the loop, by the end of its key.
+    fn row(&self, thread: &str, key: &str) -> Value {
+        let shown = self.show(thread);
+        shown["calls"]
+            .as_array()
+            .expect("calls")
+            .iter()
+            .find(|c| c["call"].as_str().is_some_and(|k| k.ends_with(key)))
+            .cloned()
+            .unwrap_or_else(|| panic!("no row `{key}` in {shown:#}"))
+    }
+
+    /// With the fault gone the thread completes, and the model's first turn, already
+    /// answered, is not asked again (its row is the one the failed run wrote).
+    fn resumes(&self, thread: &str) {
+        let first_turn = self.row(thread, ":s0:c0");
+        let _ = std::fs::remove_file(&self.fault);
+        let out = self.pipec(&["resume", thread]);
+        let err = stderr(&out);
+        assert!(!err.contains("panicked"), "a panic:\n{err}");
+        assert_eq!(code(&out), 0, "resume; stderr:\n{err}");
+        assert_eq!(
+            json(&stdout(&out)),
+            json!({ "summary": { "deal_id": "D1", "note": "read" } })
+        );
+        assert_eq!(self.row(thread, ":s0:c0"), first_turn);
+    }
+
+    fn log_lines(&self, prefix: &str) -> usize {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with(prefix))
+            .count()
+    }
+}
+
+#[test]
+fn a_server_that_exits_during_an_agents_tool_call_fails_the_node_with_r0501_and_it_resumes() {
+    let crm = AgentCrm::new("agent-exit");
+    let (thread, message, _) = crm.failed("exit tool get_deal", "R0501");
+    assert!(
+        message.contains("`research` calling `get_deal`: the server `crm` went away"),
+        "{message}"
+    );
+    assert!(
+        message.contains("exiting, as CRM_FAULT_FILE asks"),
+        "{message}"
+    );
+    crm.resumes(&thread);
+    assert_eq!(crm.log_lines("tool get_deal"), 2);
+}
+
+#[test]
+fn an_agents_read_never_answered_is_r0501_within_the_timeout_and_it_resumes() {
+    let crm = AgentCrm::new("agent-hang-read");
+    let (thread, message, elapsed) = crm.failed("hang read", "R0501");
+    assert!(
+        message.contains("did not answer `resources/read mcp://crm/deals/D1/emails/2025-03-01"),
+        "{message}"
+    );
+    assert!(elapsed < Duration::from_secs(15), "took {elapsed:?}");
+    crm.resumes(&thread);
+}
+
+#[test]
+fn garbage_instead_of_an_agents_tool_result_is_r0501_naming_it_and_it_resumes() {
+    let crm = AgentCrm::new("agent-garbage");
+    let (thread, message, elapsed) = crm.failed("garbage tool get_deal", "R0501");
+    assert!(
+        message.contains("garbage injected instead of the answer to tool get_deal"),
+        "{message}"
+    );
+    assert!(elapsed < Duration::from_secs(15), "took {elapsed:?}");
+    crm.resumes(&thread);
+}
+
+#[test]
+fn an_agents_tool_result_read_past_its_limit_is_told_to_the_model_as_too_large() {
+    // Over the call's transport limit the answer is read past: the model is told to ask
+    // for less, as it is for a result over `max_result_bytes` that was read whole.
+    let crm = AgentCrm::new("agent-huge");
+    std::fs::write(&crm.fault, "huge 3000000 tool get_deal\n").expect("faults");
+    let out = crm.pipec(&["run", "agent.pipe", "--input", "deal_id=D1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let runs = json(&stdout(&crm.pipec(&["runs", "--json"])));
+    let thread = runs[0]["id"].as_str().expect("a thread").to_string();
+    let row = crm.row(&thread, ":s0:c1");
+    assert_eq!(row["record"]["state"], "tool_error", "{row:#}");
+    assert_eq!(
+        row["record"]["result"]["for_model"],
+        "The result was over the limit of 1000000 bytes; ask for less.",
+        "{row:#}"
+    );
 }
