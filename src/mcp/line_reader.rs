@@ -1,10 +1,7 @@
 //! Cutting a server's stdout into lines, each within its size limit: bytes are kept only
 //! while the line is under the limit that applies to it (the limit of the request it
 //! answers, known once its `id` has gone by, else the session's), and past it they are
-//! counted and dropped, so an answer of any size costs at most its limit in memory. An
-//! answer known to be one (its `id` and its `result` or `error` seen) is reported as
-//! soon as it passes its limit, so its request fails then, not when (or if) the line
-//! ends; the rest of the line is still read past.
+//! counted and dropped, so an answer of any size costs at most its limit in memory.
 
 use std::collections::VecDeque;
 
@@ -32,9 +29,8 @@ pub(super) struct TooLongLine {
     pub has_method: bool,
     /// It did not start with `{`.
     pub not_an_object: bool,
-    /// Its length in bytes, counted to its end; `None` when it was reported as soon as
-    /// it passed its limit.
-    pub size: Option<u64>,
+    /// Its length in bytes, counted to its end.
+    pub size: u64,
     /// The limit it went over.
     pub limit: usize,
 }
@@ -46,8 +42,6 @@ pub(super) struct LineReader {
     length: u64,
     /// Over its limit: the rest is counted, not kept.
     skipping: bool,
-    /// Reported over its limit before its end: its end reports nothing.
-    reported: bool,
     /// The limit of the current line, lowered once its id names a request with a limit.
     limit: usize,
     limit_known: bool,
@@ -62,7 +56,6 @@ impl LineReader {
             line: Vec::new(),
             length: 0,
             skipping: false,
-            reported: false,
             limit: session_limit,
             limit_known: false,
             scanner: MessageIdScanner::default(),
@@ -88,7 +81,7 @@ impl LineReader {
                 Some(at) => (&bytes[..at], &bytes[at + 1..], true),
                 None => (bytes, &[][..], false),
             };
-            self.take(piece, limit_of, out, ends_line);
+            self.take(piece, limit_of);
             if ends_line && let Some(line) = self.finish(limit_of) {
                 out.push_back(line);
             }
@@ -96,13 +89,7 @@ impl LineReader {
         }
     }
 
-    fn take(
-        &mut self,
-        piece: &[u8],
-        limit_of: &dyn Fn(&MessageId) -> Option<usize>,
-        out: &mut VecDeque<Line>,
-        ends_line: bool,
-    ) {
+    fn take(&mut self, piece: &[u8], limit_of: &dyn Fn(&MessageId) -> Option<usize>) {
         if !self.scanner.finished() {
             self.scanner.feed(piece);
         }
@@ -117,42 +104,16 @@ impl LineReader {
             }
         }
         self.length += piece.len() as u64;
-        // A line whose end is in this piece is reported at its end, with its size.
         if self.skipping {
-            if !ends_line {
-                self.report_early(out);
-            }
             return;
         }
         if self.line.len() + piece.len() > self.limit {
             self.skipping = true;
             self.release();
-            if !ends_line {
-                self.report_early(out);
-            }
         } else {
             self.line.extend_from_slice(piece);
             self.largest_buffer = self.largest_buffer.max(self.line.capacity());
         }
-    }
-
-    /// A line being read past that is known to answer a request is reported now: the
-    /// request must not wait for an end that may take long to come, or never come.
-    fn report_early(&mut self, out: &mut VecDeque<Line>) {
-        if self.reported || !self.scanner.finished() || self.scanner.has_method() {
-            return;
-        }
-        let Some(id) = self.scanner.id() else {
-            return;
-        };
-        self.reported = true;
-        out.push_back(Line::TooLong(TooLongLine {
-            id: Some(id.clone()),
-            has_method: false,
-            not_an_object: false,
-            size: None,
-            limit: self.limit,
-        }));
     }
 
     fn finish(&mut self, limit_of: &dyn Fn(&MessageId) -> Option<usize>) -> Option<Line> {
@@ -161,12 +122,7 @@ impl LineReader {
         let skipped = std::mem::replace(&mut self.skipping, false);
         let mut limit = std::mem::replace(&mut self.limit, self.session_limit);
         let limit_known = std::mem::replace(&mut self.limit_known, false);
-        let reported = std::mem::replace(&mut self.reported, false);
         self.length = 0;
-        if reported {
-            self.release();
-            return None;
-        }
         if !skipped && self.line.last() == Some(&b'\r') {
             self.line.pop();
             length -= 1;
@@ -187,7 +143,7 @@ impl LineReader {
                 id: scanner.id().cloned(),
                 has_method: scanner.has_method(),
                 not_an_object: scanner.not_an_object(),
-                size: Some(length),
+                size: length,
                 limit,
             })
         } else {
@@ -252,7 +208,8 @@ mod tests {
         match &got[0] {
             Line::TooLong(t) => {
                 assert_eq!(t.id, Some(MessageId::Number(3)));
-                assert_eq!(t.size, None, "an answer is reported before its end");
+                let first = input.iter().position(|&b| b == b'\n').expect("newline");
+                assert_eq!(t.size, first as u64);
                 assert_eq!(t.limit, 100);
                 assert!(!t.has_method);
             }
@@ -260,20 +217,6 @@ mod tests {
         }
         assert!(matches!(&got[1], Line::Whole(_)));
         assert!(r.largest_buffer() < 1000, "{}", r.largest_buffer());
-    }
-
-    #[test]
-    fn a_line_over_the_limit_that_is_no_answer_is_counted_to_its_end() {
-        let mut r = LineReader::new(100);
-        // Neither `result` nor `error`: nothing says it answers a request until its end.
-        let mut input = br#"{"jsonrpc":"2.0","id":3,"params":""#.to_vec();
-        input.extend(std::iter::repeat_n(b'x', 10_000));
-        input.extend(b"\"}\n");
-        let got = lines(&mut r, &input, 512);
-        assert!(
-            matches!(&got[..], [Line::TooLong(t)] if t.size == Some(input.len() as u64 - 1)),
-            "{got:?}"
-        );
     }
 
     #[test]
@@ -290,9 +233,8 @@ mod tests {
             "y".repeat(200)
         );
         r.feed(format!("{long}\n{other}\n").as_bytes(), &limits, &mut out);
-        // The line's end came in the same piece as its excess: it is reported with its size.
         assert!(
-            matches!(&out[0], Line::TooLong(t) if t.limit == 50 && t.size == Some(long.len() as u64))
+            matches!(&out[0], Line::TooLong(t) if t.limit == 50 && t.size == long.len() as u64)
         );
         assert!(matches!(&out[1], Line::Whole(l) if l.len() == other.len()));
     }
@@ -337,29 +279,12 @@ mod tests {
         );
         let chunk = vec![b'a'; 64 * 1024];
         let mut total = 0u64;
-        let mut reported_after = None;
         while total < 20_000_000 {
             r.feed(&chunk, &limits, &mut out);
             total += chunk.len() as u64;
-            if reported_after.is_none() && !out.is_empty() {
-                reported_after = Some(total);
-            }
         }
         r.feed(b"\"}}\n", &limits, &mut out);
-        // Reported once, as soon as the limit was passed; the line's end adds nothing.
-        assert_eq!(out.len(), 1, "{out:?}");
-        assert!(matches!(&out[0], Line::TooLong(t) if t.size.is_none() && t.limit == 200_000));
-        assert!(
-            reported_after.is_some_and(|n| n <= 200_000 + chunk.len() as u64),
-            "reported after {reported_after:?} bytes"
-        );
+        assert!(matches!(&out[0], Line::TooLong(t) if t.size > 20_000_000 && t.limit == 200_000));
         assert!(r.largest_buffer() <= 2 * 200_000, "{}", r.largest_buffer());
-        // The next line is read as usual.
-        r.feed(
-            b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n",
-            &limits,
-            &mut out,
-        );
-        assert!(matches!(&out[1], Line::Whole(_)), "{out:?}");
     }
 }
