@@ -483,17 +483,14 @@ fn garbage_over_http_is_r0501_naming_it_at_once() {
 #[test]
 fn a_tool_result_over_the_transport_limit_of_its_max_result_bytes_is_r0107() {
     // The session's limit is 64 MiB; a call's own is twice its `max_result_bytes` (1 MB
-    // when the tool declares none) and a little more, so 3 MB is read past, and the call
-    // fails as soon as the answer passes that limit, without a size.
+    // when the tool declares none) and a little more, so 3 MB is read past, counted.
     let crm = Crm::stdio("huge-tool", &PATIENT);
     crm.faults("huge 3000000 tool get_deal");
     let run = crm.run();
     let message = crm.failed(&run, "deal", "R0107");
     assert!(message.contains("`get_deal`"), "{message}");
     assert!(
-        message.contains(
-            "sent a message larger than 2.1 MB, more than its `max_result_bytes` of 1 MB allows"
-        ),
+        message.contains("sent a message of 3 MB, more than its `max_result_bytes` of 1 MB allows"),
         "{message}"
     );
     assert!(
