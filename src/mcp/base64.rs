@@ -1,5 +1,5 @@
-//! Decoding the base64 of MCP `blob`s (RFC 4648, standard alphabet; padding optional,
-//! whitespace ignored, as servers differ in both).
+//! The base64 of MCP `blob`s (RFC 4648, standard alphabet): decoding with padding
+//! optional and whitespace ignored, as servers differ in both; encoding with padding.
 
 /// The bytes `text` encodes, or why it is not base64.
 pub(super) fn decode(text: &str) -> Result<Vec<u8>, String> {
@@ -45,6 +45,29 @@ pub(super) fn decode(text: &str) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// `bytes` as padded base64.
+pub(super) fn encode(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 fn value(c: u8) -> Option<u8> {
     match c {
         b'A'..=b'Z' => Some(c - b'A'),
@@ -76,6 +99,7 @@ mod tests {
                 Ok(plain.as_bytes()),
                 "{encoded}"
             );
+            assert_eq!(encode(plain.as_bytes()), encoded);
             let bare = encoded.trim_end_matches('=');
             assert_eq!(decode(bare).as_deref(), Ok(plain.as_bytes()), "{bare}");
         }

@@ -28,6 +28,7 @@ mod line_transport;
 mod message_id;
 mod raw;
 mod request_slot;
+pub mod server;
 mod session;
 mod stderr;
 mod stdio;

@@ -45,9 +45,16 @@ fn failure(node: &Node, rule: &'static crate::diagnostic::Rule, message: String)
 pub(crate) fn enter(node: &Node, env: &dyn Env) -> Entry {
     let mut params = Params::new();
     let mut each = None;
+    let mut each_of_links = None;
     for p in &node.params {
         let is_each = node.each.as_deref() == Some(p.name.as_str());
         if !is_each && matches!(p.source, Source::Resource { .. } | Source::Link { .. }) {
+            continue;
+        }
+        // An `each` over links fans out over references, taken from the producer's
+        // manifest once the other parameters (which its `where:` reads) are bound.
+        if is_each && eval::is_resource(&p.source) {
+            each_of_links = Some(p);
             continue;
         }
         let slot = match eval::source(env, &p.source, &p.schema) {
@@ -79,6 +86,22 @@ pub(crate) fn enter(node: &Node, env: &dyn Env) -> Entry {
             Slot::Value(v) => {
                 params.insert(p.name.clone(), v);
             }
+        }
+    }
+    if let Some(p) = each_of_links {
+        match resolve::each_links(node, p, &params, env) {
+            Ok(Some(items)) => each = Some((p.name.clone(), items)),
+            Ok(None) => {
+                return failure(
+                    node,
+                    &codes::EVALUATION_FAILED,
+                    format!(
+                        "`each` of `{}` reads a resource by URI, which is not a list",
+                        node.name
+                    ),
+                );
+            }
+            Err(e) => return Entry::Fail(e),
         }
     }
     if let Some((name, items)) = each {

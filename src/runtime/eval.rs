@@ -55,7 +55,7 @@ impl std::fmt::Display for EvalError {
             EvalError::NotFinished { node } => write!(f, "`{node}` has not finished"),
             EvalError::Resource => write!(
                 f,
-                "it reads an MCP resource, and this version of pipec does not read MCP resources yet"
+                "it reads an MCP resource where nothing fetches it (a part of a record, a list or a join); bind the resource to a parameter of its own"
             ),
             EvalError::Expression { problem } => f.write_str(problem),
         }

@@ -716,6 +716,7 @@ fn heal(number: u32) -> HealRec {
             producing_call: None,
             origin: None,
             produced_ms: 0,
+            max_bytes: None,
         },
         replay_call: "consume:g0:i0:s0:c1048576".into(),
         by_node: "consume".into(),

@@ -41,6 +41,10 @@ pub struct ResourceRef {
     /// When the link was produced.
     #[serde(default)]
     pub produced_ms: u64,
+    /// The `max_bytes` of the binding that kept this reference (`ref<T>`): the node that
+    /// declares its content type downstream reads it within that cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
 }
 
 /// The tool call that returned a link: replayed, with the same arguments, to re-derive it.
@@ -140,6 +144,7 @@ mod tests {
                 index: 1,
             }),
             produced_ms: 5,
+            max_bytes: Some(20_000),
         };
         let v = r.to_value();
         assert!(ResourceRef::is_ref(&v));

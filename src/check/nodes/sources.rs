@@ -10,7 +10,7 @@ use crate::diagnostic::Diagnostic;
 use crate::names;
 use crate::rules as r;
 use crate::source::{FileId, Span};
-use crate::syntax::ast::{self, ExprKind};
+use crate::syntax::ast::{self, ExprKind, NodeKind};
 
 /// The names of the functions that make a source.
 const SOURCE_FUNCTIONS: &[&str] = &["resource", "resources", "each", "env", "secret"];
@@ -63,6 +63,25 @@ impl Checker<'_> {
         node.each = each.map(|(i, _)| i);
     }
 
+    /// A resource is fetched only as a whole parameter: hydration never looks inside the
+    /// parts of a record or list source, which would reach the body unread.
+    fn refuse_nested_resource(&mut self, file: FileId, part: &Source, within: &str) {
+        if matches!(part.kind, SourceKind::Resource(_) | SourceKind::Link(_)) {
+            self.diags.push(
+                Diagnostic::new(
+                    &r::INVALID_SOURCE,
+                    file,
+                    part.span,
+                    format!("a resource cannot be a part of {within} source"),
+                )
+                .label("read only as a whole parameter")
+                .help(
+                    "bind the resource to a parameter of its own, and build the record in the body",
+                ),
+            );
+        }
+    }
+
     /// Checks a source and that its value fits `expected`.
     pub(crate) fn source(
         &mut self,
@@ -89,6 +108,35 @@ impl Checker<'_> {
                     )
                     .label("outputs take node values, inputs and constants")
                     .help("read it in a node and output that node"),
+                );
+                return Source {
+                    kind: SourceKind::Error,
+                    span,
+                    ty: Ty::Error,
+                };
+            }
+            // A gate is answered inline by the scheduler, which fetches nothing: the
+            // parameter would be missing when its message is rendered.
+            if let Some(gate) = self
+                .hir
+                .nodes
+                .get(ctx.node as usize)
+                .filter(|n| n.kind == NodeKind::Gate)
+                && matches!(n.name.as_str(), "resource" | "resources")
+            {
+                let gate = gate.info.name.clone();
+                self.diags.push(
+                    Diagnostic::new(
+                        &r::INVALID_SOURCE,
+                        file,
+                        span,
+                        format!("the gate `{gate}` cannot read `{}(...)`", n.name),
+                    )
+                    .label("gates take node values, inputs and constants")
+                    .help(format!(
+                        "read it in a node before `{gate}` and bind that node's value to `{}`",
+                        ctx.name
+                    )),
                 );
                 return Source {
                     kind: SourceKind::Error,
@@ -180,6 +228,7 @@ impl Checker<'_> {
                         );
                     }
                     let s = self.source(ctx, &en.value, &want, false);
+                    self.refuse_nested_resource(file, &s, "a record");
                     fields.push(ty::FieldTy {
                         name: en.key.name.clone(),
                         ty: s.ty.clone(),
@@ -217,10 +266,12 @@ impl Checker<'_> {
                     Ty::List(t) => (**t).clone(),
                     _ => Ty::Json,
                 };
-                let out: Vec<Source> = items
-                    .iter()
-                    .map(|i| self.source(ctx, i, &elem, false))
-                    .collect();
+                let mut out = Vec::new();
+                for i in items {
+                    let s = self.source(ctx, i, &elem, false);
+                    self.refuse_nested_resource(file, &s, "a list");
+                    out.push(s);
+                }
                 Source {
                     kind: SourceKind::List(out),
                     span,

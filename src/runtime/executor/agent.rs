@@ -949,6 +949,7 @@ async fn read_tool(
         producing_call: None,
         origin: None,
         produced_ms: ids::now_ms(),
+        max_bytes: None,
     };
     let mut events = Vec::new();
     let mut reader = Reader {

@@ -1,9 +1,10 @@
 //! Hydration: when a node starts, the references among its parameters that it declares a
 //! content type for are read (through the attempt's fetch cache), capped by their
-//! binding's `max_bytes` while reading, parsed by MIME type and validated. A parameter
-//! declared `ref<T>` keeps its reference. A read the server answers with an error (or
-//! with nothing) may mean the link died: `heal.rs` re-derives it when its producer may be
-//! called again.
+//! binding's `max_bytes` while reading (a reference kept upstream, `ref<T>`, by the cap
+//! of the binding that kept it), parsed by MIME type and validated. A parameter declared
+//! `ref<T>` keeps its reference; an optional one whose resource is not served is null.
+//! A read the server answers with an error (or with nothing) may mean the link died:
+//! `heal.rs` re-derives it when its producer may be called again.
 
 use serde_json::Value;
 
@@ -65,6 +66,14 @@ fn caps_of(src: &Source) -> Caps {
         Source::Each { list, .. } => caps_of(list),
         _ => Caps::default(),
     }
+}
+
+/// The cap a read stops at, and whether it came with the reference (the `max_bytes` of
+/// the `ref<T>` binding upstream that kept it) rather than from the reading binding.
+#[derive(Clone, Copy)]
+struct Cap {
+    bytes: u64,
+    from_reference: bool,
 }
 
 /// Whether a parameter's value is fetched: it holds references and is not `ref<T>`.
@@ -175,8 +184,19 @@ impl Reader<'_> {
                             "a damaged reference".into(),
                         )
                     })?;
-                    let (contents, _) = self.fetch(&p.name, &r, &caps).await?;
-                    self.parse(&p.name, &r.uri, &contents, &p.schema, &caps)?
+                    match self.fetch(&p.name, &r, &caps).await {
+                        Ok((contents, _)) => {
+                            self.parse(&p.name, &r.uri, &contents, &p.schema, &caps)?
+                        }
+                        // An optional parameter whose resource the server does not
+                        // serve receives null.
+                        Err(TryError::Fatal(e))
+                            if p.optional && e.code == codes::RESOURCE_NOT_FOUND.code =>
+                        {
+                            Value::Null
+                        }
+                        Err(e) => return Err(e),
+                    }
                 }
             };
             params.insert(p.name.clone(), value);
@@ -259,7 +279,12 @@ impl Reader<'_> {
             Some(h) => h.to,
             None => r.clone(),
         };
-        let cap = caps.max_bytes.unwrap_or(DEFAULT_MAX_BYTES);
+        // A parameter bound to an upstream value holding a `ref<T>` has no cap of its
+        // own: the one written where the reference was kept applies.
+        let cap = Cap {
+            bytes: caps.max_bytes.or(r.max_bytes).unwrap_or(DEFAULT_MAX_BYTES),
+            from_reference: caps.max_bytes.is_none() && r.max_bytes.is_some(),
+        };
         let first = match self.shared.scrubber.placeholder_in(&current.uri) {
             // The store keeps a link as the scrubber left it: a URI that held a secret
             // (a link of a call given one) holds `secret(NAME)` after a resume, and
@@ -300,11 +325,13 @@ impl Reader<'_> {
         &mut self,
         param: &str,
         r: &ResourceRef,
-        cap: u64,
+        cap: Cap,
     ) -> Result<(std::sync::Arc<Vec<ResourceContent>>, u64), Failure> {
         // The message holding the content is larger than the content (JSON escaping,
         // base64): the transport stops at twice the cap, the content is counted after.
-        let limit = (cap as usize).saturating_mul(2).saturating_add(64 * 1024);
+        let limit = (cap.bytes as usize)
+            .saturating_mul(2)
+            .saturating_add(64 * 1024);
         let options = RequestOptions {
             timeout: None,
             limit: Some(limit.min(super::servers::DEFAULT_MAX_MESSAGE_BYTES)),
@@ -323,7 +350,7 @@ impl Reader<'_> {
                 if contents.is_empty() {
                     return Err(Failure::Dead("no contents".into()));
                 }
-                if size > cap {
+                if size > cap.bytes {
                     return Err(Failure::Fatal(self.too_large(
                         param,
                         &r.uri,
@@ -337,7 +364,7 @@ impl Reader<'_> {
         }
     }
 
-    fn too_large(&self, param: &str, uri: &str, size: Option<u64>, cap: u64) -> TryError {
+    fn too_large(&self, param: &str, uri: &str, size: Option<u64>, cap: Cap) -> TryError {
         let size = match size {
             Some(s) => format!("is {}, over", human_bytes(s)),
             None => "is larger than".to_string(),
@@ -347,18 +374,22 @@ impl Reader<'_> {
             format!(
                 "the parameter `{param}` of `{}`: {uri} {size} its `max_bytes` of {}; reading stopped at the cap",
                 self.node.name,
-                human_bytes(cap)
+                human_bytes(cap.bytes)
             ),
         );
-        e = e.help(format!(
-            "raise `max_bytes` on the binding of `{param}`, or bind a smaller slice of it"
-        ));
+        e = e.help(if cap.from_reference {
+            format!(
+                "`{param}` holds a reference kept upstream (`ref<T>`): raise `max_bytes` on the binding that kept it, or bind a smaller slice of it"
+            )
+        } else {
+            format!("raise `max_bytes` on the binding of `{param}`, or bind a smaller slice of it")
+        });
         TryError::Fatal(e.stored(Some(&self.node.name)))
     }
 
     /// What a failed read means: a candidate expiry (the server answered with an error
     /// code that can mean "not found"), or a failure no replay can fix.
-    fn classify(&self, param: &str, r: &ResourceRef, e: McpError, cap: u64) -> Failure {
+    fn classify(&self, param: &str, r: &ResourceRef, e: McpError, cap: Cap) -> Failure {
         match &e {
             McpError::Server { code, .. } if heal::may_mean_expired(*code) => {
                 Failure::Dead(self.shared.scrubber.scrub(&server_answer(&e)))

@@ -129,6 +129,7 @@ pub(crate) fn lift(
             }),
             origin: None,
             produced_ms: ids::now_ms(),
+            max_bytes: None,
         });
     }
     Ok(out)

@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use crate::diagnostic::{self as codes, Rule};
-use crate::plan::{Node, Source};
+use crate::plan::{Node, Param, Source};
 use crate::runtime::bind::Params;
 use crate::runtime::error::RuntimeError;
 use crate::runtime::eval::{self, Env};
@@ -47,11 +47,69 @@ pub(crate) fn links_of(env: &dyn Env, producer: &str, kind: &str) -> Vec<Resourc
         .collect()
 }
 
+/// The links a link binding takes from its producer's manifest, in call order: those of
+/// its kind that its `where:` keeps (the values evaluated over the node's parameters),
+/// each carrying the binding's `max_bytes` (for a `ref<T>` fetched downstream). `None`
+/// for a source that is not a link binding.
+fn matching_links(
+    node: &Node,
+    param: &str,
+    source: &Source,
+    params: &Params,
+    env: &dyn Env,
+) -> Result<Option<Vec<ResourceRef>>, StoredError> {
+    let Source::Link {
+        link_kind,
+        producer,
+        where_,
+        max_bytes,
+        ..
+    } = source
+    else {
+        return Ok(None);
+    };
+    let mut links = links_of(env, producer, link_kind);
+    for (var, e) in where_ {
+        let want = eval::expr(params, e)
+            .map_err(|e| fail(node, param, e.rule(), format!("`where: {var}`: {e}")))?;
+        let want = match want {
+            Value::String(s) => s,
+            other => other.to_string(),
+        };
+        links.retain(|r| r.captures.get(var) == Some(&want));
+    }
+    for r in &mut links {
+        r.max_bytes = *max_bytes;
+    }
+    Ok(Some(links))
+}
+
+/// The items of an `each(resources(ref: ...))` parameter: one reference per link, each
+/// fetched by its own item (within the binding's `max_bytes`). `where:` sees the node's
+/// other parameters. `None` for an `each` over anything but links.
+pub(crate) fn each_links(
+    node: &Node,
+    param: &Param,
+    params: &Params,
+    env: &dyn Env,
+) -> Result<Option<Vec<Value>>, StoredError> {
+    let Source::Each { list, .. } = &param.source else {
+        return Ok(None);
+    };
+    let links = matching_links(node, &param.name, list, params, env)?;
+    Ok(links.map(|links| links.iter().map(ResourceRef::to_value).collect()))
+}
+
 /// Fills the node's resource and link parameters with references.
 pub(crate) fn resolve(node: &Node, params: &mut Params, env: &dyn Env) -> Result<(), StoredError> {
     for p in &node.params {
         let value = match &p.source {
-            Source::Resource { uri, server, .. } => {
+            Source::Resource {
+                uri,
+                server,
+                max_bytes,
+                ..
+            } => {
                 let template = crate::uri::parse(uri).map_err(|e| {
                     fail(
                         node,
@@ -79,6 +137,7 @@ pub(crate) fn resolve(node: &Node, params: &mut Params, env: &dyn Env) -> Result
                     producing_call: None,
                     origin: None,
                     produced_ms: ids::now_ms(),
+                    max_bytes: *max_bytes,
                 }
                 .to_value()
             }
@@ -89,22 +148,15 @@ pub(crate) fn resolve(node: &Node, params: &mut Params, env: &dyn Env) -> Result
                 where_,
                 ..
             } => {
-                let mut links = links_of(env, producer, link_kind);
-                for (var, e) in where_ {
-                    let want = eval::expr(params, e).map_err(|e| {
-                        fail(node, &p.name, e.rule(), format!("`where: {var}`: {e}"))
-                    })?;
-                    let want = match want {
-                        Value::String(s) => s,
-                        other => other.to_string(),
-                    };
-                    links.retain(|r| r.captures.get(var) == Some(&want));
-                }
+                let links =
+                    matching_links(node, &p.name, &p.source, params, env)?.unwrap_or_default();
                 if *many {
                     Value::Array(links.iter().map(ResourceRef::to_value).collect())
                 } else {
                     match links.as_slice() {
                         [one] => one.to_value(),
+                        // An optional parameter whose link is not there receives null.
+                        [] if p.optional => Value::Null,
                         [] => {
                             return Err(fail(
                                 node,

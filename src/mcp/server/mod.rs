@@ -1,0 +1,14 @@
+//! The server side of MCP: a [`Provider`] (what a server offers, in pipec's terms) served
+//! over stdio or streamable HTTP, with listings, reads, completions, tools and both
+//! eras' subscriptions. rmcp's server types stay inside this module.
+
+mod handler;
+mod provider;
+mod updates;
+
+pub use handler::Served;
+pub use provider::{
+    Body, CallFailure, Hints, IconInfo, LinkOut, ListedResource, ListedTemplate, Provider,
+    ProviderFuture, ReadContent, ReadFailure, ServerIdentity, ToolReply, ToolSpec,
+};
+pub use updates::{Updates, normal_form};

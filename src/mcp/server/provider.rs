@@ -1,0 +1,192 @@
+//! What an MCP server built on pipec offers, in pipec's own terms: the [`Provider`]
+//! trait a server implements (its identity, its listings, reads, completions and tools)
+//! and the plain types it answers with. The protocol adapter (`handler`) turns these
+//! into MCP messages; nothing here names rmcp, so a provider is written without it.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::{Map, Value};
+
+use super::updates::Updates;
+
+/// A boxed future a provider answers with.
+pub type ProviderFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Who the server says it is in its handshake.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerIdentity {
+    pub name: String,
+    pub version: String,
+    pub title: Option<String>,
+    pub instructions: Option<String>,
+}
+
+/// An icon a listing shows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IconInfo {
+    pub src: String,
+    pub mime_type: Option<String>,
+    pub sizes: Vec<String>,
+}
+
+/// Hints for clients about a resource.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Hints {
+    /// `"user"` and/or `"assistant"`.
+    pub audience: Vec<String>,
+    /// From 0 (least) to 1 (most important).
+    pub priority: Option<f64>,
+    /// An ISO 8601 timestamp.
+    pub last_modified: Option<String>,
+}
+
+/// A resource as `resources/list` shows it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ListedResource {
+    pub uri: String,
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub mime_type: Option<String>,
+    pub size: Option<u64>,
+    pub icons: Vec<IconInfo>,
+    pub hints: Option<Hints>,
+}
+
+/// A resource template as `resources/templates/list` shows it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ListedTemplate {
+    pub uri_template: String,
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub mime_type: Option<String>,
+    pub icons: Vec<IconInfo>,
+    pub hints: Option<Hints>,
+}
+
+/// The bytes of one content of a read.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Body {
+    Text(String),
+    /// Sent base64-encoded.
+    Blob(Vec<u8>),
+}
+
+/// One content of a read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReadContent {
+    pub uri: String,
+    pub mime_type: Option<String>,
+    pub body: Body,
+}
+
+/// Why a read has no content. Each becomes the JSON-RPC error MCP asks for: not found is
+/// the resource-not-found code of the era the client negotiated.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ReadFailure {
+    /// No resource has this URI (nothing declared matches it).
+    NotFound(String),
+    /// The URI matches, but what it asks for is refused (outside a root, a dotfile, a
+    /// value that does not fit the template): invalid parameters.
+    Refused(String),
+    /// The resource exists but its content could not be made (a backend down, no backend
+    /// configured, a file over the size cap): an internal error with this message.
+    Failed(String),
+}
+
+/// A tool the server offers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    /// A JSON Schema object.
+    pub input_schema: Map<String, Value>,
+    pub output_schema: Option<Map<String, Value>>,
+    pub read_only: Option<bool>,
+    pub destructive: Option<bool>,
+    pub idempotent: Option<bool>,
+    pub open_world: Option<bool>,
+}
+
+/// A link a tool result carries.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkOut {
+    pub uri: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub mime_type: Option<String>,
+}
+
+/// What a tool call answers.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolReply {
+    /// `structuredContent` (an object), when the tool has one.
+    pub structured: Option<Value>,
+    /// The text block (for clients that read text only).
+    pub text: Option<String>,
+    pub links: Vec<LinkOut>,
+    /// The tool ran and failed: the client shows `text`.
+    pub is_error: bool,
+}
+
+/// Why a tool call was not made.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CallFailure {
+    UnknownTool(String),
+    InvalidArguments(String),
+    Failed(String),
+}
+
+/// A server's content and tools. Listings do no I/O; reads, completions and calls may.
+pub trait Provider: Send + Sync + 'static {
+    fn identity(&self) -> ServerIdentity;
+
+    /// A number that changes whenever the listings change, so a page cursor of an older
+    /// listing is refused rather than read against the new one.
+    fn generation(&self) -> u64 {
+        0
+    }
+
+    /// The static resources, in the order they are listed.
+    fn resources(&self) -> Vec<ListedResource>;
+
+    /// The resource templates, in the order they are listed.
+    fn templates(&self) -> Vec<ListedTemplate>;
+
+    fn read<'a>(
+        &'a self,
+        uri: &'a str,
+    ) -> ProviderFuture<'a, Result<Vec<ReadContent>, ReadFailure>>;
+
+    /// Values for `argument` of `template` that start like `value`, with the values of
+    /// other arguments already given (`context`). At most 100 are sent.
+    fn complete<'a>(
+        &'a self,
+        _template: &'a str,
+        _argument: &'a str,
+        _value: &'a str,
+        _context: &'a BTreeMap<String, String>,
+    ) -> ProviderFuture<'a, Vec<String>> {
+        Box::pin(async { Vec::new() })
+    }
+
+    fn tools(&self) -> Vec<ToolSpec> {
+        Vec::new()
+    }
+
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        _arguments: Map<String, Value>,
+    ) -> ProviderFuture<'a, Result<ToolReply, CallFailure>> {
+        Box::pin(async move { Err(CallFailure::UnknownTool(name.to_string())) })
+    }
+
+    /// Where the provider announces changes: subscribers of a URI hear of its updates,
+    /// every listener of the lists hears when they change.
+    fn updates(&self) -> &Updates;
+}
