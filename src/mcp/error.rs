@@ -157,6 +157,14 @@ impl std::fmt::Display for McpError {
                     "the server `{server}` sent a message larger than {limit} bytes"
                 ),
             },
+            // rmcp keeps no body of a 5xx that is not a JSON-RPC error.
+            McpError::Http {
+                server,
+                status,
+                body,
+            } if body.trim().is_empty() => {
+                write!(f, "the server `{server}` answered HTTP {status}")
+            }
             McpError::Http {
                 server,
                 status,

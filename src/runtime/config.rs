@@ -35,6 +35,13 @@ pub(crate) fn needs(
         }
         for p in &node.params {
             collect(&p.source, &mut out);
+            // A dead link is re-derived by calling its producer again with the arguments
+            // it was given, secrets included, though the producer itself is done.
+            for producer in link_producers(&p.source) {
+                for q in plan.node(producer).map_or(&[][..], |n| &n.params[..]) {
+                    collect_secrets(&q.source, &mut out);
+                }
+            }
         }
         if let Body::Model { model, .. } = &node.body
             && !replaced(model)
@@ -153,6 +160,26 @@ fn collect(src: &Source, out: &mut Needs) {
         Source::Each { list, .. } => collect(list, out),
         _ => {}
     }
+}
+
+/// The producers of the links a source reads.
+fn link_producers(src: &Source) -> Vec<&str> {
+    match src {
+        Source::Link { producer, .. } => vec![producer.as_str()],
+        Source::Join { sides } | Source::List { items: sides } => {
+            sides.iter().flat_map(link_producers).collect()
+        }
+        Source::Record { fields } => fields.values().flat_map(link_producers).collect(),
+        Source::Each { list, .. } => link_producers(list),
+        _ => Vec::new(),
+    }
+}
+
+/// The secrets a source reads (its `env()` values are recorded on the thread).
+fn collect_secrets(src: &Source, out: &mut Needs) {
+    let mut all = Needs::default();
+    collect(src, &mut all);
+    out.secrets.extend(all.secrets);
 }
 
 /// Configuration values and secrets, by variable.

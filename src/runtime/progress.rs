@@ -1,5 +1,5 @@
 //! Progress reports for people (stderr lines from the CLI), separate from the
-//! machine-readable events.
+//! machine-readable events, and the attempt's secrets scrubbed from them.
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
@@ -55,6 +55,64 @@ pub enum Step<'a> {
 /// Receives progress; the CLI prints it on stderr.
 pub trait Progress: Send + Sync {
     fn step(&self, step: Step<'_>);
+}
+
+/// Progress with an attempt's secrets scrubbed from every text a step carries: a URI that
+/// was read or healed is what a server sent, and may hold a secret the call that
+/// produced it was given.
+pub(crate) struct ScrubbedProgress {
+    inner: Arc<dyn Progress>,
+    scrubber: crate::runtime::secrets::Scrubber,
+}
+
+impl ScrubbedProgress {
+    pub(crate) fn wrap(
+        inner: Arc<dyn Progress>,
+        scrubber: crate::runtime::secrets::Scrubber,
+    ) -> Arc<dyn Progress> {
+        if scrubber.is_empty() {
+            return inner;
+        }
+        Arc::new(ScrubbedProgress { inner, scrubber })
+    }
+}
+
+impl Progress for ScrubbedProgress {
+    fn step(&self, step: Step<'_>) {
+        let s = &self.scrubber;
+        match step {
+            Step::Failed { node, message } => self.inner.step(Step::Failed {
+                node,
+                message: &s.scrub(message),
+            }),
+            Step::Read {
+                node,
+                uri,
+                bytes,
+                cached,
+            } => self.inner.step(Step::Read {
+                node,
+                uri: &s.scrub(uri),
+                bytes,
+                cached,
+            }),
+            Step::Healed {
+                node,
+                kind,
+                tool,
+                uri,
+            } => self.inner.step(Step::Healed {
+                node,
+                kind,
+                tool,
+                uri: &s.scrub(uri),
+            }),
+            Step::Warning { message } => self.inner.step(Step::Warning {
+                message: &s.scrub(message),
+            }),
+            other => self.inner.step(other),
+        }
+    }
 }
 
 /// Progress on stderr. On a terminal: a spinner line naming the nodes that run, with the

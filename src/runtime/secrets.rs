@@ -93,6 +93,15 @@ impl Scrubber {
         out
     }
 
+    /// The name of a secret whose placeholder the text holds: a text that was scrubbed
+    /// before it was stored (a link's URI) and lost the secret it held.
+    pub fn placeholder_in(&self, text: &str) -> Option<&str> {
+        self.forms
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .find(|name| text.contains(&placeholder_text(name)))
+    }
+
     pub fn scrub_value(&self, v: &mut Value) {
         if self.forms.is_empty() {
             return;
@@ -225,6 +234,20 @@ pub fn placeholder(name: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scrubbed_text_names_the_secret_it_lost() {
+        let mut s = Scrubber::default();
+        s.add("CRM_TOKEN", "cnry-1234");
+        let uri = s.scrub("mcp://crm/deals/cnry-1234/activity");
+        assert_eq!(uri, "mcp://crm/deals/secret(CRM_TOKEN)/activity");
+        assert_eq!(s.placeholder_in(&uri), Some("CRM_TOKEN"));
+        assert_eq!(s.placeholder_in("mcp://crm/deals/D1/activity"), None);
+        assert_eq!(
+            s.placeholder_in("mcp://crm/deals/secret(OTHER)/activity"),
+            None
+        );
+    }
 
     #[test]
     fn secrets_are_scrubbed_in_text_and_values() {

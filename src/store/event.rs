@@ -203,6 +203,11 @@ impl Event {
             | Event::ThreadFailed { message, .. } => vec![message],
             Event::RetryScheduled { error, .. } => vec![error],
             Event::ThreadBlocked { calls } => calls.iter_mut().collect(),
+            // URIs are what servers sent: a link from a call given a secret carries it.
+            Event::ResourceRead { uri, .. } => vec![uri],
+            Event::LinkHealed {
+                from_uri, to_uri, ..
+            } => vec![from_uri, to_uri],
             _ => Vec::new(),
         }
     }

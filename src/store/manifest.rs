@@ -83,7 +83,7 @@ pub struct HealRec {
     pub replay_call: String,
     /// The node whose read failed and healed it.
     pub by_node: String,
-    /// What the failed read answered.
+    /// Why the reference was taken for dead (what the failed read answered).
     pub cause: String,
     pub at_ms: u64,
 }

@@ -17,7 +17,7 @@ use crate::runtime::resources::Resources;
 use crate::runtime::runner::EventSink;
 use crate::runtime::secrets::Scrubber;
 use crate::runtime::validate::Validators;
-use crate::store::{Event, Lease, RecordedEvent, Store, StoredError, Write};
+use crate::store::{Event, Lease, RecordedEvent, ResourceRef, Store, StoredError, Write};
 
 /// What tasks share with the scheduler.
 pub(crate) struct Shared {
@@ -232,12 +232,14 @@ fn scrub_write(s: &Scrubber, w: &mut Write) {
                 s.scrub_value(v);
             }
             scrub_err(&mut n.error);
+            n.manifest.iter_mut().for_each(|r| scrub_ref(s, r));
         }
         Write::Item(_, _, _, i) => {
             if let Some(v) = &mut i.value {
                 s.scrub_value(v);
             }
             scrub_err(&mut i.error);
+            i.manifest.iter_mut().for_each(|r| scrub_ref(s, r));
         }
         Write::Call(_, c) => {
             if let Some(a) = &mut c.args {
@@ -252,9 +254,8 @@ fn scrub_write(s: &Scrubber, w: &mut Write) {
         }
         Write::Heal(_, h) => {
             h.cause = s.scrub(&h.cause);
-            if let Some(c) = &mut h.to.producing_call {
-                s.scrub_value(&mut c.args);
-            }
+            h.from_uri = s.scrub(&h.from_uri);
+            scrub_ref(s, &mut h.to);
         }
         Write::Gate(_, g) => {
             g.message = s.scrub(&g.message);
@@ -277,6 +278,23 @@ fn scrub_write(s: &Scrubber, w: &mut Write) {
             }
         }
         Write::Attempt(_) | Write::RemoveGate(_) | Write::Rename { .. } => {}
+    }
+}
+
+/// Scrubs a reference. Its URI, name and MIME type are what a server sent, and a link
+/// whose tool was given a secret may carry it (`mcp://crm/deals/<token>/...`); the
+/// captured variables are taken from the URI.
+fn scrub_ref(s: &Scrubber, r: &mut ResourceRef) {
+    r.uri = s.scrub(&r.uri);
+    r.name = s.scrub(&r.name);
+    if let Some(m) = &mut r.mime {
+        *m = s.scrub(m);
+    }
+    for v in r.captures.values_mut() {
+        *v = s.scrub(v);
+    }
+    if let Some(c) = &mut r.producing_call {
+        s.scrub_value(&mut c.args);
     }
 }
 

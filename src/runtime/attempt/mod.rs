@@ -40,7 +40,7 @@ use super::error::RuntimeError;
 use super::eval::{self, Env};
 use super::options::RunOptions;
 use super::outcome::Outcome;
-use super::progress::Step;
+use super::progress::{ScrubbedProgress, Step};
 use super::resources::Resources;
 use super::resources::servers::WithOverrides;
 use super::runner::Runner;
@@ -159,7 +159,10 @@ impl Attempt {
             validators: runner.validators.clone(),
             scrubber: scrubber.clone(),
             events: runner.events.clone(),
-            progress: runner.progress.clone(),
+            progress: runner
+                .progress
+                .clone()
+                .map(|p| ScrubbedProgress::wrap(p, scrubber.clone())),
             permits: Arc::new(Semaphore::new(runner.concurrency)),
             concurrency: runner.concurrency,
             stream: Default::default(),

@@ -21,7 +21,7 @@ use crate::diagnostic::{self as codes, Rule};
 use crate::llm::{
     Message, ModelError, ModelReply, ModelRequest, Role, ToolCall, ToolSpec, extract_json,
 };
-use crate::mcp::RequestOptions;
+use crate::mcp::{McpError, RequestOptions};
 use crate::plan::{Body, Node, Plan, Tool, ToolKind};
 use crate::runtime::attempt::event_write;
 use crate::runtime::journal;
@@ -743,8 +743,14 @@ async fn tool_call(
                     message,
                 });
             }
-            // The server refused the call: the model is told, and may do otherwise.
-            let text = format!("The tool failed: {e}");
+            // The server refused the call: the model is told, and may do otherwise. A
+            // result read past is told like one over the limit once read: ask for less.
+            let text = match &e {
+                McpError::TooLarge { .. } => {
+                    format!("The result was over the limit of {limit} bytes; ask for less.")
+                }
+                _ => format!("The tool failed: {e}"),
+            };
             let rec = finish(CallState::ToolError, text.clone(), &[], None, Some(message));
             writes.push(Write::Call(call_key.clone(), rec.clone()));
             rows.insert((turn, n), rec);
@@ -760,10 +766,9 @@ async fn tool_call(
     ) {
         Ok(r) => r,
         Err(m) => {
-            let message = shared.scrubber.scrub(&format!(
-                "`{}` returned a `resource_link` whose uri `{}` is not a URI: {}",
-                tool.name, m.uri, m.why
-            ));
+            let message = shared
+                .scrubber
+                .scrub(&format!("`{}` returned {m}", tool.name));
             let rec = finish(
                 CallState::ToolError,
                 String::new(),

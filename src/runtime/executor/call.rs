@@ -12,8 +12,10 @@ use super::{Executor, TryContext, TryError, TryFuture, fatal};
 use crate::diagnostic::{self as codes, Rule};
 use crate::mcp::{McpError, RequestOptions};
 use crate::plan::{Body, Node, Plan, Tool};
+use crate::runtime::error::RuntimeError;
 use crate::runtime::eval;
 use crate::runtime::journal;
+use crate::runtime::progress::human_bytes;
 use crate::runtime::resources::heal::IDEMPOTENCY_META;
 use crate::runtime::resources::results::{self, ResultError};
 use crate::runtime::resources::{manifest, servers::Servers};
@@ -101,6 +103,18 @@ pub(crate) fn call_failure(
     }
 }
 
+/// A result larger than its tool allows (`R0107`), with what to change.
+fn over_max_result_bytes(cx: &TryContext<'_>, tool: &Tool, message: String) -> TryError {
+    TryError::Fatal(
+        RuntimeError::new(&codes::TOOL_RESULT_UNPARSABLE, message)
+            .help(format!(
+                "raise `max_result_bytes` on the tool `{}`, or call it for less",
+                tool.name
+            ))
+            .stored(Some(&cx.unit.node.name)),
+    )
+}
+
 async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
     let shared = cx.shared;
     let unit = cx.unit;
@@ -144,9 +158,10 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
     let limit = tool
         .max_result_bytes
         .unwrap_or(results::DEFAULT_MAX_RESULT_BYTES);
+    let message_limit = (limit as usize).saturating_mul(2).saturating_add(64 * 1024);
     let options = RequestOptions {
         timeout: tool.timeout_ms.map(Duration::from_millis),
-        limit: Some((limit as usize).saturating_mul(2).saturating_add(64 * 1024)),
+        limit: Some(message_limit),
     };
     let scrub = |s: &str| shared.scrubber.scrub(s);
     let result = shared
@@ -156,6 +171,40 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
         .await;
     let result = match result {
         Ok(r) => r,
+        Err(McpError::TooLarge {
+            server,
+            limit: cut,
+            size,
+        }) => {
+            let sent = size.map_or_else(
+                || format!("a message larger than {}", human_bytes(cut as u64)),
+                |size| format!("a message of {}", human_bytes(size)),
+            );
+            // The session's own limit is lower than the tool's: raising the tool's
+            // would not help.
+            if cut < message_limit {
+                return Err(fatal(
+                    &cx,
+                    &codes::TOOL_RESULT_UNPARSABLE,
+                    format!(
+                        "`{}` calling `{}`: the server `{server}` sent {sent}, over the {} pipec takes in one message from a server",
+                        node.name,
+                        tool.name,
+                        human_bytes(cut as u64)
+                    ),
+                ));
+            }
+            return Err(over_max_result_bytes(
+                &cx,
+                tool,
+                format!(
+                    "`{}` calling `{}`: the server `{server}` sent {sent}, more than its `max_result_bytes` of {} allows; the rest was read past",
+                    node.name,
+                    tool.name,
+                    human_bytes(limit)
+                ),
+            ));
+        }
         Err(e) => {
             let message = scrub(&format!("`{}` calling `{}`: {e}", node.name, tool.name));
             return Err(match call_failure(&e, repeatable(tool), &scrub) {
@@ -170,12 +219,13 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
     };
     let size = results::size_of(&result);
     if size > limit {
-        return Err(fatal(
+        let (size_text, limit_text) = sizes_apart(size, limit);
+        return Err(over_max_result_bytes(
             &cx,
-            &codes::TOOL_RESULT_UNPARSABLE,
+            tool,
             format!(
-                "`{}` returned {size} bytes, over its `max_result_bytes` of {limit}",
-                tool.name
+                "`{}` returned {}, over its `max_result_bytes` of {}",
+                tool.name, size_text, limit_text
             ),
         ));
     }
@@ -212,12 +262,37 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
         fatal(
             &cx,
             &codes::MALFORMED_LINK,
-            scrub(&format!(
-                "`{}` returned a `resource_link` whose uri `{}` is not a URI: {}",
-                tool.name, m.uri, m.why
-            )),
+            scrub(&format!("`{}` returned {m}", tool.name)),
         )
     })?;
     manifest::append(cx.manifest, refs, &node.name, unit.generation, unit.item);
     Ok(value)
+}
+
+/// Two sizes for people, in exact bytes when their rounded forms would read the same
+/// (`1 MB, over its 1 MB` says nothing).
+fn sizes_apart(size: u64, limit: u64) -> (String, String) {
+    let (a, b) = (human_bytes(size), human_bytes(limit));
+    if a == b {
+        (format!("{size} bytes"), format!("{limit} bytes"))
+    } else {
+        (a, b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sizes_apart;
+
+    #[test]
+    fn sizes_that_round_alike_are_given_in_bytes() {
+        assert_eq!(
+            sizes_apart(1_500_000, 1_000_000),
+            ("1.5 MB".to_string(), "1 MB".to_string())
+        );
+        assert_eq!(
+            sizes_apart(1_000_400, 1_000_000),
+            ("1000400 bytes".to_string(), "1000000 bytes".to_string())
+        );
+    }
 }

@@ -5,7 +5,8 @@
 //! the dead one. The heal is recorded in its own table, never by rewriting the
 //! producer's row; one heal at a time per reference. A producer that may not be called
 //! again is `R0103`; a replay that fails, or gives no such link, is `R0102` with both
-//! causes. Transport failures and timeouts are never taken for expiry.
+//! causes. Transport failures and timeouts are never taken for expiry. A link whose
+//! stored URI lost a secret to the scrubber is re-derived the same way, unread.
 
 use serde_json::{Map, Value};
 
@@ -18,6 +19,7 @@ use crate::runtime::error::RuntimeError;
 use crate::runtime::executor::TryError;
 use crate::runtime::journal;
 use crate::runtime::progress::Step;
+use crate::runtime::secrets::Scrubber;
 use crate::store::{CallKey, CallRec, CallState, Event, HealRec, ResourceRef, Write, ids};
 
 /// Heal replays are numbered in the journal from here, within their node's step, so
@@ -62,7 +64,19 @@ fn with_secrets(v: &Value, secrets: &std::collections::BTreeMap<String, String>)
     }
 }
 
-/// Re-derives a dead link; returns the reference to read instead.
+/// Whether a new link captured what the dead one did. A dead link read back from the
+/// store has its secrets scrubbed, so both sides are compared scrubbed.
+fn same_captures(scrubber: &Scrubber, new: &ResourceRef, dead: &ResourceRef) -> bool {
+    new.captures.len() == dead.captures.len()
+        && new
+            .captures
+            .iter()
+            .zip(&dead.captures)
+            .all(|((k, v), (dk, dv))| k == dk && scrubber.scrub(v) == scrubber.scrub(dv))
+}
+
+/// Re-derives a dead link; returns the reference to read instead. `cause` says why it
+/// is taken for dead, as a clause ("the server answered `...`").
 pub(crate) async fn heal(
     reader: &mut Reader<'_>,
     param: &str,
@@ -86,14 +100,14 @@ pub(crate) async fn heal(
     let (Some(origin), Some(call)) = (&dead.origin, &dead.producing_call) else {
         return Err(fatal(
             &codes::RESOURCE_NOT_FOUND,
-            format!("the server does not serve {} ({cause})", dead.uri),
+            format!("{} cannot be read ({cause})", dead.uri),
         ));
     };
     if !call.idempotent {
         let e = RuntimeError::new(
             &codes::NON_IDEMPOTENT_REPLAY,
             shared.scrubber.scrub(&format!(
-                "the parameter `{param}` of `{}`: the link {} is dead (the server answered `{cause}`), and it came from `{}`, which is neither read-only nor idempotent, so pipec does not call it again to re-derive it",
+                "the parameter `{param}` of `{}`: the link {} is dead ({cause}), and it came from `{}`, which is neither read-only nor idempotent, so pipec does not call it again to re-derive it",
                 node.name, dead.uri, call.tool
             )),
         )
@@ -186,7 +200,7 @@ pub(crate) async fn heal(
         fatal(
             &codes::RESOURCE_EXPIRED,
             format!(
-                "the link {} is dead (the server answered `{cause}`), and re-deriving it by calling `{}` again failed: {second}",
+                "the link {} is dead ({cause}), and re-deriving it by calling `{}` again failed: {second}",
                 dead.uri, tool.name
             ),
         )
@@ -210,13 +224,10 @@ pub(crate) async fn heal(
             "it answered with an error: {}",
             results::text_of(&result)
         )),
-        (Err(m), _) => Err(format!(
-            "it returned a malformed link `{}`: {}",
-            m.uri, m.why
-        )),
+        (Err(m), _) => Err(format!("it returned {m}")),
         (Ok(refs), _) => refs
             .iter()
-            .find(|r| r.kind == dead.kind && r.captures == dead.captures)
+            .find(|r| r.kind == dead.kind && same_captures(&shared.scrubber, r, dead))
             .cloned()
             .ok_or_else(|| {
                 format!(

@@ -131,14 +131,18 @@ impl Reader<'_> {
 
     fn error(&self, param: &str, rule: &'static Rule, message: String) -> TryError {
         TryError::Fatal(
-            RuntimeError::new(
-                rule,
-                self.shared.scrubber.scrub(&format!(
-                    "the parameter `{param}` of `{}`: {message}",
-                    self.node.name
-                )),
-            )
-            .stored(Some(&self.node.name)),
+            self.coded(param, rule, message)
+                .stored(Some(&self.node.name)),
+        )
+    }
+
+    fn coded(&self, param: &str, rule: &'static Rule, message: String) -> RuntimeError {
+        RuntimeError::new(
+            rule,
+            self.shared.scrubber.scrub(&format!(
+                "the parameter `{param}` of `{}`: {message}",
+                self.node.name
+            )),
         )
     }
 
@@ -262,7 +266,8 @@ impl Reader<'_> {
         Ok(list)
     }
 
-    /// One reference's contents and their decoded size, healing a dead link once.
+    /// One reference's contents and their decoded size, healing a dead link once (and a
+    /// link whose URI lost a secret to the scrubber, before it is read).
     async fn fetch(
         &mut self,
         param: &str,
@@ -280,10 +285,19 @@ impl Reader<'_> {
             bytes: caps.max_bytes.or(r.max_bytes).unwrap_or(DEFAULT_MAX_BYTES),
             from_reference: caps.max_bytes.is_none() && r.max_bytes.is_some(),
         };
-        let first = match self.read(param, &current, cap).await {
-            Ok(ok) => return Ok(ok),
-            Err(Failure::Fatal(e)) => return Err(e),
-            Err(Failure::Dead(cause)) => cause,
+        let first = match self.shared.scrubber.placeholder_in(&current.uri) {
+            // The store keeps a link as the scrubber left it: a URI that held a secret
+            // (a link of a call given one) holds `secret(NAME)` after a resume, and
+            // reading that would read another resource. Its producer, called again with
+            // the secret, gives the link back.
+            Some(name) => format!(
+                "its URI held the secret `{name}`, which pipec does not store, so it is read again from a new call"
+            ),
+            None => match self.read(param, &current, cap).await {
+                Ok(ok) => return Ok(ok),
+                Err(Failure::Fatal(e)) => return Err(e),
+                Err(Failure::Dead(cause)) => format!("the server answered `{cause}`"),
+            },
         };
         let healed = heal::heal(self, param, &current, &first).await?;
         self.resources().cache.forget(&current.server, &current.uri);
@@ -294,7 +308,7 @@ impl Reader<'_> {
                 param,
                 &codes::RESOURCE_EXPIRED,
                 format!(
-                    "{} is dead: the server answered `{first}`; `{}` was called again and gave {}, and reading that failed too: `{second}`",
+                    "{} is dead ({first}); `{}` was called again and gave {}, and reading that failed too: `{second}`",
                     current.uri,
                     current
                         .producing_call
@@ -352,13 +366,13 @@ impl Reader<'_> {
 
     fn too_large(&self, param: &str, uri: &str, size: Option<u64>, cap: Cap) -> TryError {
         let size = match size {
-            Some(s) => format!("is {}", human_bytes(s)),
-            None => format!("is larger than {}", human_bytes(cap.bytes)),
+            Some(s) => format!("is {}, over", human_bytes(s)),
+            None => "is larger than".to_string(),
         };
         let mut e = RuntimeError::new(
             &codes::RESOURCE_TOO_LARGE,
             format!(
-                "the parameter `{param}` of `{}`: {uri} {size}, over its `max_bytes` of {}; reading stopped at the cap",
+                "the parameter `{param}` of `{}`: {uri} {size} its `max_bytes` of {}; reading stopped at the cap",
                 self.node.name,
                 human_bytes(cap.bytes)
             ),
@@ -395,6 +409,21 @@ impl Reader<'_> {
             McpError::Http { status, .. } if *status >= 500 => {
                 Failure::Fatal(self.transient(param, format!("reading {}: {e}", r.uri)))
             }
+            McpError::Http {
+                server,
+                status: status @ (401 | 403),
+                ..
+            } => Failure::Fatal(TryError::Fatal(
+                self.coded(
+                    param,
+                    &codes::MCP_SERVER_FAILED,
+                    format!("reading {}: {e}", r.uri),
+                )
+                .help(format!(
+                    "HTTP {status} refuses the credentials pipec sent: check the `headers` of the server `{server}` and the secrets they name"
+                ))
+                .stored(Some(&self.node.name)),
+            )),
             _ => Failure::Fatal(self.error(
                 param,
                 &codes::MCP_SERVER_FAILED,

@@ -13,11 +13,26 @@ use crate::mcp::{Content, Link, ToolResult};
 use crate::plan::{Plan, Tool};
 use crate::store::{ProducingCall, RefOrigin, ResourceRef, ids};
 
-/// A link whose URI is not a URI.
+/// A link whose URI is not a URI, or a `resource_link` block that does not parse (its
+/// `uri` is then empty).
 #[derive(Debug, PartialEq)]
 pub(crate) struct MalformedLink {
     pub uri: String,
     pub why: String,
+}
+
+impl std::fmt::Display for MalformedLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.uri.is_empty() {
+            write!(f, "a `resource_link` that pipec cannot read: {}", self.why)
+        } else {
+            write!(
+                f,
+                "a `resource_link` whose uri `{}` is not a URI: {}",
+                self.uri, self.why
+            )
+        }
+    }
 }
 
 /// The kind and captures of a URI among the tool's link kinds.
