@@ -544,6 +544,30 @@ async fn a_legacy_server_is_reached_by_the_initialize_handshake() {
 }
 
 #[tokio::test]
+async fn listings_follow_every_page_and_stop_at_a_repeated_cursor() {
+    let session = connect(fault(&[], &[("FAULT_PAGES", "3")])).await;
+    let names: Vec<String> = session
+        .list_tools()
+        .await
+        .expect("tools/list")
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, ["echo", "tool2", "tool3"]);
+    session.close().await;
+
+    let session = connect(fault(&[], &[("FAULT_CURSOR_LOOP", "1")])).await;
+    let t = Instant::now();
+    let err = session.list_tools().await.expect_err("a loop");
+    assert!(
+        matches!(&err, McpError::Protocol { message, .. } if message.contains("`2` a second time")),
+        "{err:?}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(5));
+    session.close().await;
+}
+
+#[tokio::test]
 async fn a_server_that_exits_mid_call_is_closed_with_its_stderr_tail() {
     let session = connect(fault(&[], &[])).await;
     let err = call(
@@ -706,6 +730,19 @@ async fn a_line_over_the_session_limit_is_too_large_and_the_session_goes_on() {
         .await
         .expect("fits");
     assert!(matches!(&fits.content[0], Content::Text(t) if t.len() == 1000));
+    session.close().await;
+}
+
+#[tokio::test]
+async fn a_listing_over_the_session_limit_is_too_large_not_an_error_of_the_server() {
+    let mut config = fault(&[], &[("FAULT_LONG_LIST", "300000")]);
+    config.max_message_bytes = 100_000;
+    let session = connect(config).await;
+    let err = session.list_tools().await.expect_err("over the limit");
+    assert!(
+        matches!(err, McpError::TooLarge { limit: 100_000, size: Some(s), .. } if s > 300_000),
+        "{err:?}"
+    );
     session.close().await;
 }
 
@@ -975,6 +1012,8 @@ enum OnCall {
     CutOff,
     /// A JSON answer of about this many bytes.
     BigJson(usize),
+    /// An SSE answer of about this many bytes.
+    BigSse(usize),
     /// An answer with a `resource_link` that has no `uri`, as JSON or as an SSE event.
     Malformed { sse: bool },
 }
@@ -1118,6 +1157,17 @@ async fn answer_one(mut stream: tokio::net::TcpStream, on_call: OnCall, log: Ask
                     json_reply(message)
                 }
             }
+            OnCall::BigSse(bytes) => {
+                let message = json!({
+                    "jsonrpc": "2.0", "id": id,
+                    "result": {"content": [{"type": "text", "text": "s".repeat(bytes)}]}
+                });
+                let event = format!("event: message\r\ndata: {message}\r\n\r\n");
+                format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{event}",
+                    event.len()
+                )
+            }
             OnCall::BigJson(bytes) => json_reply(json!({
                 "jsonrpc": "2.0", "id": id,
                 "result": {"content": [{"type": "text", "text": "y".repeat(bytes)}]}
@@ -1225,6 +1275,37 @@ async fn an_http_json_answer_over_its_request_limit_is_too_large_and_the_next_on
         .expect("no limit");
     assert!(matches!(&fits.content[0], Content::Text(t) if t.len() == 2 << 20));
     session.close().await;
+}
+
+#[tokio::test]
+async fn http_answers_over_the_session_limit_or_the_request_limit_are_too_large() {
+    for on_call in [OnCall::BigJson(2 << 20), OnCall::BigSse(2 << 20)] {
+        let (url, _) = tiny_server(on_call).await;
+        let mut config = http_config(url);
+        config.max_message_bytes = 1 << 20;
+        let session = connect(config).await;
+        let err = call(&session, "anything", json!({}))
+            .await
+            .expect_err("over the session's limit");
+        assert!(
+            matches!(err, McpError::TooLarge { limit, .. } if limit == 1 << 20),
+            "{err:?}"
+        );
+        let err = session
+            .call_tool(
+                "anything",
+                Map::new(),
+                Map::new(),
+                options(Some(50_000), None),
+            )
+            .await
+            .expect_err("over its own limit");
+        assert!(
+            matches!(err, McpError::TooLarge { limit: 50_000, .. }),
+            "{err:?}"
+        );
+        session.close().await;
+    }
 }
 
 #[tokio::test]

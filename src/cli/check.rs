@@ -1,13 +1,15 @@
 //! `pipec check FILE|FOLDER...`: every problem of every file, in one run; a folder stands
-//! for the `.pipe` files in it and its subfolders.
+//! for the `.pipe` files in it and its subfolders. Offline unless `--online`, which also
+//! starts the servers and compares what they list (`check_online.rs`).
 
 use std::path::PathBuf;
 
 use clap::ValueEnum;
 
+use super::check_online::{Online, RUNTIME_RULES};
 use super::pipe_files::pipe_files;
 use super::{ColorChoice, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE};
-use crate::diagnostic::{self, Counts, Diagnostic, TerminalOptions};
+use crate::diagnostic::{self, Counts, Diagnostic, Rule, TerminalOptions};
 use crate::source::{FsLoader, SourceDb};
 
 #[derive(clap::Args)]
@@ -24,6 +26,10 @@ pub struct Args {
     deny: Option<Deny>,
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
     color: ColorChoice,
+    /// Also start every server the files declare and compare what each lists (tools,
+    /// their schemas and annotations, resource templates, protocol) with the declarations
+    #[arg(long)]
+    online: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -46,10 +52,23 @@ pub fn run(args: Args) -> u8 {
             return EXIT_USAGE;
         }
     };
+    let online = match args.online.then(Online::start).transpose() {
+        Ok(online) => online,
+        Err(e) => {
+            super::err(&format!("error: {e}"));
+            return EXIT_USAGE;
+        }
+    };
     let mut all: Vec<(SourceDb, Vec<Diagnostic>)> = Vec::new();
     for file in &files {
         let name = file.to_string_lossy().into_owned();
-        let analysis = crate::analyze(&FsLoader, file, &name);
+        let mut analysis = crate::analyze(&FsLoader, file, &name);
+        if let Some(online) = &online {
+            let found = online.diagnostics(&analysis, &name);
+            analysis.diagnostics.extend(found);
+            diagnostic::snap_spans(&analysis.db, &mut analysis.diagnostics);
+            diagnostic::sort_and_dedup(&mut analysis.diagnostics);
+        }
         all.push((analysis.db, analysis.diagnostics));
     }
     let deny = args.deny == Some(Deny::Warnings);
@@ -95,14 +114,15 @@ pub fn run(args: Args) -> u8 {
         }
         Format::Sarif => {
             // One SARIF run covering every file: merge the results.
+            let mut rules: Vec<&Rule> = crate::rules::ALL_RULES.to_vec();
+            if online.is_some() {
+                rules.extend(RUNTIME_RULES.iter().copied());
+            }
             let mut merged: Option<serde_json::Value> = None;
             for (db, diags) in &all {
-                let one: serde_json::Value = serde_json::from_str(&diagnostic::render_sarif(
-                    db,
-                    diags,
-                    crate::rules::ALL_RULES,
-                ))
-                .unwrap_or_default();
+                let one: serde_json::Value =
+                    serde_json::from_str(&diagnostic::render_sarif(db, diags, &rules))
+                        .unwrap_or_default();
                 match &mut merged {
                     None => merged = Some(one),
                     Some(m) => {

@@ -3,6 +3,7 @@
 mod answer;
 mod cancel;
 mod check;
+mod check_online;
 pub(crate) mod common;
 mod compile;
 mod explain;
@@ -15,6 +16,7 @@ mod run;
 mod runs;
 mod show;
 mod store;
+mod tools;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -61,6 +63,8 @@ enum Command {
     Prune(prune::Args),
     /// Store maintenance: migrate, check
     Store(store::Args),
+    /// What MCP servers offer, as .pipe declarations (`pipec tools pull SERVER`)
+    Tools(tools::Args),
 }
 
 /// When to use colour.
@@ -111,6 +115,7 @@ pub fn main() -> ExitCode {
         Command::Show(a) => show::run(a),
         Command::Prune(a) => prune::run(a),
         Command::Store(a) => store::run(a),
+        Command::Tools(a) => tools::run(a),
     };
     ExitCode::from(code)
 }

@@ -1,6 +1,7 @@
 //! `pipec show THREAD`: status, nodes with their state and timing, pending gates, the
-//! error of a failed node; `--internal` adds the journal and attempts; `--events` the
-//! stored event history.
+//! error of a failed node, the resources read (fetches and cache hits per URI) and the
+//! links healed; `--internal` adds the journal, the manifests (the links tool calls
+//! returned) and attempts; `--events` the stored event history.
 
 use std::path::PathBuf;
 
@@ -35,11 +36,17 @@ pub fn run(args: Args) -> u8 {
     };
     let loaded = rt.block_on(async {
         let state = store.load(&args.thread).await?;
-        let events = if args.events {
-            store.events(&args.thread, args.since).await?
+        // Reads are counted from the whole log.
+        let all = store.events(&args.thread, 0).await?;
+        let events: Vec<_> = if args.events {
+            all.iter()
+                .filter(|e| e.seq >= args.since)
+                .cloned()
+                .collect()
         } else {
             Vec::new()
         };
+        let reads = resource_reads(&all);
         let plan =
             match &state.thread {
                 Some(t) => store.get_plan(&t.plan_hash).await?.and_then(|j| {
@@ -57,9 +64,9 @@ pub fn run(args: Args) -> u8 {
                 }),
                 None => None,
             };
-        Ok::<_, crate::store::StoreError>((state, events, plan))
+        Ok::<_, crate::store::StoreError>((state, events, plan, reads))
     });
-    let (state, mut events, plan) = match loaded {
+    let (state, mut events, plan, reads) = match loaded {
         Ok(x) => x,
         Err(e) => {
             common::print_error(&e.into());
@@ -113,8 +120,16 @@ pub fn run(args: Args) -> u8 {
             "inputs": t.inputs, "config": t.config, "model_overrides": t.model_overrides, "outputs": outputs, "error": t.error,
             "holder": t.holder, "attempts": t.attempts, "nodes": nodes,
             "gates": state.gates.iter().map(|(n, g)| json!({ "gate": n, "state": g.state, "message": g.message, "schema": g.schema, "deadline_ms": g.deadline_ms, "answer": g.answer, "answered_by": g.answered_by })).collect::<Vec<_>>(),
+            "resources": reads.iter().map(|r| json!({ "server": r.server, "uri": r.uri, "fetches": r.fetches, "cache_hits": r.hits, "bytes": r.bytes, "by": r.nodes })).collect::<Vec<_>>(),
+            "heals": state.heals.iter().map(|(o, h)| json!({ "producer": o.node, "generation": o.generation, "item": o.item, "index": o.index, "record": h })).collect::<Vec<_>>(),
         });
         if args.internal {
+            doc["manifests"] = Value::Array(
+                manifests(&state)
+                    .into_iter()
+                    .map(|(node, item, r)| json!({ "node": node, "item": item, "link": r }))
+                    .collect(),
+            );
             doc["calls"] = Value::Array(state.calls.iter().map(|(k, c)| json!({ "call": k.display(), "generation": k.generation, "record": c })).collect());
             doc["items"] = Value::Array(state.items.iter().map(|((n, g, i), r)| json!({ "node": n, "generation": g, "item": i, "record": r })).collect());
             doc["attempt_log"] = serde_json::to_value(&state.attempts).unwrap_or(Value::Null);
@@ -242,6 +257,39 @@ pub fn run(args: Args) -> u8 {
             ));
         }
     }
+    if !reads.is_empty() {
+        s.push_str("\nresources read\n");
+        for r in &reads {
+            s.push_str(&format!(
+                "  {}  {} fetch{}, {} cache hit{}, {} (by {})\n",
+                r.uri,
+                r.fetches,
+                if r.fetches == 1 { "" } else { "es" },
+                r.hits,
+                if r.hits == 1 { "" } else { "s" },
+                crate::runtime::progress::human_bytes(r.bytes),
+                r.nodes.join(", ")
+            ));
+        }
+    }
+    if !state.heals.is_empty() {
+        s.push_str("\nlinks healed\n");
+        for (o, h) in &state.heals {
+            s.push_str(&format!(
+                "  {}[{}] {}: {} -> {} (by `{}` replaying {}, {} time{}; it had answered {})\n",
+                o.node,
+                o.index,
+                h.to.kind.as_deref().unwrap_or("link"),
+                h.from_uri,
+                h.to.uri,
+                h.by_node,
+                h.replay_call,
+                h.number,
+                if h.number == 1 { "" } else { "s" },
+                h.cause
+            ));
+        }
+    }
     if let Some(e) = &t.error {
         s.push_str(&format!("\nerror[{}]: {}\n", e.code, e.message));
         if let Some(h) = &e.help {
@@ -270,6 +318,40 @@ pub fn run(args: Args) -> u8 {
                     .unwrap_or_default()
             ));
         }
+        let links = manifests(&state);
+        if !links.is_empty() {
+            s.push_str("\nmanifests (links the tool calls returned)\n");
+            for (node, item, r) in links {
+                let at = match item {
+                    Some(i) => format!("{node}[{i}]"),
+                    None => node,
+                };
+                let made = r
+                    .producing_call
+                    .as_ref()
+                    .map(|c| {
+                        format!(
+                            " from {} {} ({}{})",
+                            c.tool,
+                            serde_json::to_string(&c.args).unwrap_or_default(),
+                            c.call,
+                            if c.read_only {
+                                ", read-only"
+                            } else if c.idempotent {
+                                ", idempotent"
+                            } else {
+                                ""
+                            }
+                        )
+                    })
+                    .unwrap_or_default();
+                s.push_str(&format!(
+                    "  {at:<16} {:<18} {}{made}\n",
+                    r.kind.as_deref().unwrap_or("(no kind)"),
+                    r.uri
+                ));
+            }
+        }
         if !state.items.is_empty() {
             s.push_str("\nitems\n");
             for ((n, g, i), r) in &state.items {
@@ -292,4 +374,81 @@ pub fn run(args: Args) -> u8 {
     }
     super::out(&s);
     super::EXIT_OK
+}
+
+/// The reads of one resource over a thread's life.
+struct Reads {
+    server: String,
+    uri: String,
+    fetches: u64,
+    hits: u64,
+    bytes: u64,
+    nodes: Vec<String>,
+}
+
+/// Fetches and cache hits per URI, from the thread's `resource_read` events, in the
+/// order the URIs were first read.
+fn resource_reads(events: &[crate::store::RecordedEvent]) -> Vec<Reads> {
+    let mut out: Vec<Reads> = Vec::new();
+    for e in events {
+        let Event::ResourceRead {
+            node,
+            server,
+            uri,
+            bytes,
+            cached,
+            ..
+        } = &e.event
+        else {
+            continue;
+        };
+        let i = match out
+            .iter()
+            .position(|r| &r.uri == uri && &r.server == server)
+        {
+            Some(i) => i,
+            None => {
+                out.push(Reads {
+                    server: server.clone(),
+                    uri: uri.clone(),
+                    fetches: 0,
+                    hits: 0,
+                    bytes: 0,
+                    nodes: Vec::new(),
+                });
+                out.len() - 1
+            }
+        };
+        let r = &mut out[i];
+        if *cached {
+            r.hits += 1;
+        } else {
+            r.fetches += 1;
+            r.bytes = *bytes;
+        }
+        if !r.nodes.contains(node) {
+            r.nodes.push(node.clone());
+        }
+    }
+    out
+}
+
+/// Every stored link: the node (and item) whose tool calls returned it, in call order.
+fn manifests(
+    state: &crate::store::ThreadState,
+) -> Vec<(String, Option<u32>, crate::store::ResourceRef)> {
+    let mut out = Vec::new();
+    for (name, n) in &state.nodes {
+        for r in &n.manifest {
+            out.push((name.clone(), None, r.clone()));
+        }
+    }
+    for ((name, g, i), r) in &state.items {
+        if state.nodes.get(name).is_some_and(|n| n.generation == *g) {
+            for link in &r.manifest {
+                out.push((name.clone(), Some(*i), link.clone()));
+            }
+        }
+    }
+    out
 }

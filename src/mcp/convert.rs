@@ -96,6 +96,7 @@ fn tool_info(index: usize, tool: &Value) -> Converted<ToolInfo> {
         destructive: hint("destructiveHint"),
         open_world: hint("openWorldHint"),
         name,
+        raw: Value::Object(tool.clone()),
     })
 }
 
@@ -119,6 +120,7 @@ pub(super) fn templates_page(result: Value) -> Page<TemplateInfo> {
             description: text(template, "description"),
             mime: text(template, "mimeType"),
             uri_template,
+            raw: Value::Object(template.clone()),
         });
     }
     Ok((out, next_cursor(&result)?))

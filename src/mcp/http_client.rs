@@ -112,10 +112,12 @@ impl StreamableHttpClient for SlotAwareClient {
         mut limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         let slotted = slotted(&message);
+        // The request's own limit, if it has one; a verdict names the limit that applied.
         let limit = slotted
             .as_ref()
             .and_then(|(_, slot)| slot.limit())
             .map(|limit| limit.min(limits.max_json_response_size));
+        let applied = limit.unwrap_or(limits.max_json_response_size);
         if let Some(limit) = limit {
             limits.max_json_response_size = limit;
             limits.max_sse_event_size = limits
@@ -139,17 +141,20 @@ impl StreamableHttpClient for SlotAwareClient {
         match response {
             Err(StreamableHttpError::ResponseBodyTooLarge { max_size }) => {
                 slot.set(Found::TooLarge {
-                    limit: limit.unwrap_or(max_size),
+                    limit: applied,
                     size: None,
                 });
                 Err(StreamableHttpError::ResponseBodyTooLarge { max_size })
             }
-            Ok(StreamableHttpPostResponse::Json(message, session)) => Ok(
+            Ok(StreamableHttpPostResponse::Json(message, session)) if slot.takes_result() => Ok(
                 StreamableHttpPostResponse::Json(take_result(message, &id, &slot), session),
             ),
-            Ok(StreamableHttpPostResponse::Sse(events, session)) => Ok(
-                StreamableHttpPostResponse::Sse(watch_events(events, id, slot, limit), session),
-            ),
+            Ok(StreamableHttpPostResponse::Sse(events, session)) => {
+                Ok(StreamableHttpPostResponse::Sse(
+                    watch_events(events, id, slot, limit, applied),
+                    session,
+                ))
+            }
             other => other,
         }
     }
@@ -225,12 +230,14 @@ fn take_result(
 }
 
 /// The events of a POST's SSE answer: the request's answer goes to its slot (or, over
-/// the limit, is replaced by an error answer); everything else passes untouched.
+/// its own limit, is replaced by an error answer); everything else passes untouched. An
+/// event cut off by rmcp for its size leaves the verdict, naming the `applied` limit.
 fn watch_events(
     events: BoxStream<'static, Result<Sse, SseError>>,
     id: RequestId,
     slot: Arc<RequestSlot>,
     limit: Option<usize>,
+    applied: usize,
 ) -> BoxStream<'static, Result<Sse, SseError>> {
     let ours = MessageId::from(&id);
     events
@@ -242,10 +249,11 @@ fn watch_events(
                 Ok(event)
             }
             Err(error) => {
-                if let Some(limit) = limit
-                    && is_event_too_large(&error)
-                {
-                    slot.set(Found::TooLarge { limit, size: None });
+                if is_event_too_large(&error) {
+                    slot.set(Found::TooLarge {
+                        limit: applied,
+                        size: None,
+                    });
                 }
                 Err(error)
             }
@@ -286,7 +294,9 @@ fn watch_data(
             ),
             Some(id.clone()),
         )
-    } else if let Some(result) = message.remove("result") {
+    } else if slot.takes_result()
+        && let Some(result) = message.remove("result")
+    {
         slot.set(Found::Result(result));
         ServerJsonRpcMessage::response(
             ServerResult::CustomResult(CustomResult(Value::Null)),

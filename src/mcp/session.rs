@@ -88,7 +88,10 @@ type Handshake = Result<RunningService<RoleClient, ClientConfig>, ClientInitiali
 
 impl Session {
     /// Starts or reaches the server and negotiates the protocol, all within the server's
-    /// `startup_timeout`.
+    /// `startup_timeout`: `server/discover` (2026-07-28) first, then the `initialize`
+    /// handshake (2025-11-25) when the server answers the probe with an error. A server
+    /// that does not answer the probe at all is tried with `initialize` after rmcp's fixed
+    /// 10 s, so such a server needs a startup timeout above that.
     pub async fn connect(config: ServerConfig) -> Result<Session, McpError> {
         let garbage = Arc::new(GarbageLines::default());
         let largest_read_buffer = Arc::new(AtomicUsize::new(0));
@@ -250,7 +253,7 @@ impl Session {
                 .request(
                     method,
                     request(cursor.clone()),
-                    None,
+                    Some(RequestSlot::verdicts_only()),
                     left,
                     self.config.request_timeout,
                 )
@@ -495,5 +498,32 @@ impl std::fmt::Debug for Session {
             .field("server", &self.config.name)
             .field("protocol_version", &self.protocol_version)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pipec_names_itself_and_declares_no_capabilities() {
+        let client = client();
+        assert_eq!(client.client_info.name, "pipec");
+        assert_eq!(client.client_info.version, env!("CARGO_PKG_VERSION"));
+        assert_eq!(
+            serde_json::to_value(&client.capabilities).expect("JSON"),
+            serde_json::json!({})
+        );
+    }
+
+    #[test]
+    fn the_newest_protocol_first_then_the_2025_11_25_handshake() {
+        assert_eq!(
+            lifecycle(),
+            ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: Some(ProtocolVersion::V_2025_11_25),
+            }
+        );
     }
 }

@@ -58,6 +58,8 @@ pub struct ToolInfo {
     pub idempotent: Option<bool>,
     pub destructive: Option<bool>,
     pub open_world: Option<bool>,
+    /// The listing's entry as the server sent it (`pipec tools pull --format json`).
+    pub raw: Value,
 }
 
 /// A resource template as the server lists it.
@@ -68,6 +70,8 @@ pub struct TemplateInfo {
     pub title: Option<String>,
     pub description: Option<String>,
     pub mime: Option<String>,
+    /// The listing's entry as the server sent it.
+    pub raw: Value,
 }
 
 /// What a tool call returned.

@@ -72,6 +72,12 @@ pub fn lower(hir: &Hir, name: &str) -> Plan {
     plan
 }
 
+/// One server of a checked program as the plan declares it, whether or not the rest of
+/// the program has errors (`pipec tools pull` reaches a server of a file being written).
+pub fn lower_server(hir: &Hir, server: &hir::ServerDef) -> Server {
+    Lower { hir }.server(server, &mut BTreeMap::new())
+}
+
 struct Lower<'a> {
     hir: &'a Hir,
 }

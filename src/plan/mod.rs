@@ -20,7 +20,7 @@ use serde_json::Value;
 
 pub use hash::{hash_plan, node_fingerprint};
 pub use load::PlanLoadError;
-pub use lower::lower;
+pub use lower::{lower, lower_server};
 pub use validate::Violation;
 
 /// The current plan format. A reader refuses plans of another version.

@@ -65,6 +65,10 @@ catalogue! {
     act_without_effects::ACT_WITHOUT_EFFECTS,
     secret_out_of_place::SECRET_OUT_OF_PLACE,
     effect_in_node::EFFECT_IN_NODE,
+    tool_annotation_contradiction::TOOL_ANNOTATION_CONTRADICTION,
+    unlisted_tool_parameter::UNLISTED_TOOL_PARAMETER,
+    unserved_resource_template::UNSERVED_RESOURCE_TEMPLATE,
+    links_need_newer_protocol::LINKS_NEED_NEWER_PROTOCOL,
     unused_suppression::UNUSED_SUPPRESSION,
 }
 
@@ -74,6 +78,15 @@ pub static UNUSED_FAMILY: &[&str] = &[
     UNUSED_NODE.code,
     UNUSED_DECLARATION.code,
     GATE_WITHOUT_CONSUMER.code,
+];
+
+/// Rules only `pipec check --online` reports, from what the servers say: an offline
+/// check never reports them, so their cases are in `tests/tools.rs`, not `tests/ui/`.
+pub static ONLINE_FAMILY: &[&str] = &[
+    TOOL_ANNOTATION_CONTRADICTION.code,
+    UNLISTED_TOOL_PARAMETER.code,
+    UNSERVED_RESOURCE_TEMPLATE.code,
+    LINKS_NEED_NEWER_PROTOCOL.code,
 ];
 
 /// A rule or run-time code by code (`P0101`) or name (`unknown-name`), case-insensitively.

@@ -34,5 +34,9 @@ pub use options::{Decision, RunOptions};
 pub use outcome::{Outcome, PendingGate};
 pub use preflight::DEFAULT_MAX_ANSWER_BYTES;
 pub use progress::{Progress, StderrProgress, Step};
-pub use resources::servers::{Fetcher, Replayer, ServerFuture, Servers};
+pub use resources::online_check::{Finding, LINKS_PROTOCOL, Subject, check_online};
+pub use resources::server_listing::{ServerListing, take_listing};
+pub use resources::servers::{
+    Fetcher, Replayer, ServerFuture, Servers, server_config_from_environment,
+};
 pub use runner::{Environment, EventSink, Runner};

@@ -105,7 +105,15 @@ pub(crate) fn check_identity(
             .find(|(old, _)| old == name)
             .map_or(name.as_str(), |(_, new)| new.as_str());
         let is_gate = plan.node(current).is_some_and(|n| n.kind == NodeKind::Gate);
-        if !is_gate {
+        // A call's approval gate belongs to its loop node, which must still ask for it.
+        let owner = renames
+            .iter()
+            .find(|(old, _)| old == &gate.node)
+            .map_or(gate.node.as_str(), |(_, new)| new.as_str());
+        let is_approval = plan.node(owner).is_some_and(
+            |n| matches!(&n.body, crate::plan::Body::Model { approve, .. } if !approve.is_empty()),
+        );
+        if !is_gate && !is_approval {
             return Err(foreign(
                 format!(
                     "the thread waits at the gate `{name}`, which this version of `{}` does not have",

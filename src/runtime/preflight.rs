@@ -97,20 +97,53 @@ impl Runner {
 
     /// An answer must name a gate, fit its type exactly (no field it does not declare,
     /// integers within 64 bits) and stay under the size cap.
-    pub(crate) fn check_answer(&self, gate: &str, answer: &Value) -> Result<(), RuntimeError> {
+    pub(crate) fn check_answer(
+        &self,
+        gate: &str,
+        answer: &Value,
+        rows: Option<&BTreeMap<String, crate::store::GateRec>>,
+    ) -> Result<(), RuntimeError> {
+        // The approval gate of a call (named after the call) is the thread's, not the
+        // plan's: its row says what it takes.
+        let approvals = || {
+            rows.into_iter().flatten().filter(|(_, g)| {
+                self.plan
+                    .node(&g.node)
+                    .is_some_and(|n| n.kind != NodeKind::Gate)
+            })
+        };
+        if let Some((_, row)) = approvals().find(|(name, _)| name.as_str() == gate) {
+            return self
+                .validators
+                .check(&row.schema, answer, Mode::Closed)
+                .map_err(|e| {
+                    RuntimeError::new(
+                        &codes::GATE_ANSWER_INVALID,
+                        format!("the answer to `{gate}` does not fit: {e}"),
+                    )
+                    .help(
+                        r#"answer with {"approved": true}, or {"approved": false, "note": "why"}"#,
+                    )
+                });
+        }
         let gates = || {
             self.plan
                 .nodes
                 .iter()
                 .filter(|n| n.kind == NodeKind::Gate)
                 .map(|n| n.name.as_str())
+                .chain(approvals().map(|(name, _)| name.as_str()))
         };
         let Some(node) = self.plan.node(gate).filter(|n| n.kind == NodeKind::Gate) else {
-            return Err(RuntimeError::new(
+            let mut e = RuntimeError::new(
                 &codes::GATE_ANSWER_INVALID,
                 format!("the pipeline has no gate `{gate}`"),
             )
-            .help(suggestion(gate, gates(), "gates")));
+            .help(suggestion(gate, gates(), "gates"));
+            if rows.is_none() && self.plan.nodes.iter().any(|n| matches!(&n.body, crate::plan::Body::Model { approve, .. } if !approve.is_empty())) {
+                e = e.help("a call's approval gate exists once the call is asked for: answer it when the run pauses there, not ahead");
+            }
+            return Err(e);
         };
         let size = serde_json::to_vec(answer).map_or(0, |b| b.len());
         if size > self.max_answer_bytes {
@@ -140,14 +173,20 @@ impl Runner {
     }
 
     /// Answers given on one command: each gate once, each valid.
-    pub(crate) fn check_answers(&self, answers: &[(String, Value)]) -> Result<(), RuntimeError> {
+    /// `rows`: the thread's gate rows (a resume, `pipec answer`), where the approval gates
+    /// of calls are; a new thread has none.
+    pub(crate) fn check_answers(
+        &self,
+        answers: &[(String, Value)],
+        rows: Option<&BTreeMap<String, crate::store::GateRec>>,
+    ) -> Result<(), RuntimeError> {
         let mut seen = BTreeSet::new();
         for (gate, answer) in answers {
             if !seen.insert(gate.as_str()) {
                 return Err(option(format!("the gate `{gate}` is answered twice"))
                     .help("give one answer per gate"));
             }
-            self.check_answer(gate, answer)?;
+            self.check_answer(gate, answer, rows)?;
         }
         Ok(())
     }
@@ -205,7 +244,7 @@ impl Runner {
                 "`--keep`, `--rerun-from`, `--rename`, `--retry-unfinished` and `--resolve` apply to a resume, not to a new thread".into(),
             ));
         }
-        self.check_answers(&opts.pre_answers)
+        self.check_answers(&opts.pre_answers, None)
     }
 
     /// The options of a resume: every node and call they name exists, no node is both

@@ -284,18 +284,19 @@ impl Progress for StderrProgress {
     }
 }
 
-/// Bytes for people: `512 B`, `200 KB`, `5.2 MB` (powers of 1024, as `200kb` means).
+/// Bytes for people, in the units `.pipe` files write caps in (`kb` is 1,000 bytes):
+/// `512 B`, `200 KB`, `5.1 MB`.
 pub fn human_bytes(n: u64) -> String {
-    const KB: f64 = 1024.0;
+    const K: f64 = 1000.0;
     let f = n as f64;
-    let (v, unit) = if f < KB {
+    let (v, unit) = if f < K {
         return format!("{n} B");
-    } else if f < KB * KB {
-        (f / KB, "KB")
-    } else if f < KB * KB * KB {
-        (f / (KB * KB), "MB")
+    } else if f < K * K {
+        (f / K, "KB")
+    } else if f < K * K * K {
+        (f / (K * K), "MB")
     } else {
-        (f / (KB * KB * KB), "GB")
+        (f / (K * K * K), "GB")
     };
     if (v - v.round()).abs() < 0.05 {
         format!("{} {unit}", v.round() as u64)

@@ -422,7 +422,7 @@ impl Runner {
         let inputs =
             plan_change::check_identity(&self.plan, &state, &opts.renames, &self.validators)?;
         self.check_resume_options(&state, &opts)?;
-        self.check_answers(&answers)?;
+        self.check_answers(&answers, Some(&state.gates))?;
         let plan_changes = plan_change::changed_nodes(&self.plan, &state, &opts, &self.validators)?;
         // Unfinished effects need a decision, once what they started is gone.
         self.wait_for_unfinished_effects(&state).await?;
@@ -587,7 +587,7 @@ impl Runner {
             ));
         }
         plan_change::check_identity(&self.plan, &state, &[], &self.validators)?;
-        self.check_answers(&answers)?;
+        self.check_answers(&answers, Some(&state.gates))?;
         let committed = self.store.answer(&rec.id, answers, "cli").await?;
         if let Some(sink) = &self.events {
             committed.iter().for_each(|e| sink(e));

@@ -153,7 +153,7 @@ fn block_entries(block: &Block) -> Vec<Entry<'_>> {
 }
 
 /// A regular string literal for `value`, escaped.
-fn escape(value: &str) -> String {
+pub fn escape(value: &str) -> String {
     let mut out = String::with_capacity(value.len() + 2);
     out.push('"');
     for c in value.chars() {

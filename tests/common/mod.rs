@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod chat_server;
 pub mod python;
 
 use std::path::{Path, PathBuf};

@@ -58,6 +58,12 @@ pub fn crm_server() -> PathBuf {
         .unwrap_or_else(|| interop("crm_server.py"))
 }
 
+/// The server whose tools have schemas to turn into types, speaking an old protocol
+/// (standard library only).
+pub fn schema_server() -> PathBuf {
+    interop("schema_server.py")
+}
+
 /// The misbehaving server (standard library only).
 pub fn fault_server() -> PathBuf {
     interop("fault_server.py")

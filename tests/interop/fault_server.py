@@ -27,6 +27,11 @@ Resources (resources/read)
   fault://text            a text content
   fault://error/CODE      a JSON-RPC error with that code
 
+Listing (tools/list)
+  one tool, `echo`; with FAULT_PAGES=N, N pages of one tool each (echo, tool2, ...);
+  with FAULT_CURSOR_LOOP=1 every page names the same next cursor; with
+  FAULT_LONG_LIST=N the tool's description is N bytes long
+
 Environment
   FAULT_LOG         a file that gets the method of every message received, one a line
   FAULT_PID_FILE    a file that gets this process's id at start
@@ -130,6 +135,20 @@ def call_tool(request_id, params: dict) -> None:
         answer(request_id, {"content": [{"type": "text", "text": f"no tool {name}"}], "isError": True})
 
 
+def list_tools(request_id, params: dict) -> None:
+    pages = int(os.environ.get("FAULT_PAGES", "1"))
+    page = int(params.get("cursor") or "1")
+    name = "echo" if page == 1 else f"tool{page}"
+    result = {"tools": [{"name": name, "inputSchema": {"type": "object"}}]}
+    if os.environ.get("FAULT_LONG_LIST"):
+        result["tools"][0]["description"] = "d" * int(os.environ["FAULT_LONG_LIST"])
+    if os.environ.get("FAULT_CURSOR_LOOP"):
+        result["nextCursor"] = "2"
+    elif page < pages:
+        result["nextCursor"] = str(page + 1)
+    answer(request_id, result)
+
+
 def read_resource(request_id, params: dict) -> None:
     uri = params.get("uri", "")
     if uri == "fault://blob":
@@ -165,7 +184,7 @@ def handle(message: dict, mode: str) -> None:
     elif method == "ping":
         answer(request_id, {})
     elif method == "tools/list":
-        answer(request_id, {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]})
+        list_tools(request_id, message.get("params") or {})
     elif method == "tools/call":
         threading.Thread(target=call_tool, args=(request_id, message.get("params") or {}), daemon=True).start()
     elif method == "resources/read":

@@ -197,7 +197,8 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
         .map(|t| ToolSpec {
             name: t.name.clone(),
             description: t.description.clone(),
-            parameters: t.input_schema.clone(),
+            // With the named types it uses: a model sees one self-contained schema.
+            parameters: shared.validators.shown_schema(&t.input_schema),
         })
         .collect();
     let closed = shared.validators.full_schema(&node.output, Mode::Strict);
@@ -259,7 +260,7 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
                     turn,
                     messages: messages.clone(),
                     schema: structured.then(|| closed.clone()),
-                    schema_name: sanitize(&node.output_type),
+                    schema_name: super::think::schema_name(&node.output_type),
                     tools: if exhausted { Vec::new() } else { specs.clone() },
                     temperature: *temperature,
                     max_tokens: *max_tokens,
@@ -528,39 +529,33 @@ async fn tool_call(
             "The call was refused: `{}` may be called at most {cap} time(s) in this step, and that is used up.",
             tool.name
         );
-        let rec = row(
+        return Ok(refused(
             cx,
-            "tool",
-            &tool.name,
-            Some(stored_args),
+            tool,
+            stored_args,
             repeatable,
             idem_key,
-            CallState::Refused,
-            Some(json!({ "for_model": text })),
-            None,
-        );
-        writes.push(Write::Call(call_key.clone(), rec.clone()));
-        rows.insert((turn, n), rec);
-        return Ok(told(text));
+            text,
+            &call_key,
+            rows,
+            writes,
+        ));
     }
     let args = match project(tool, &call.arguments) {
         Ok(a) => a,
         Err(problem) => {
             let text = format!("The call was not made: {problem}.");
-            let rec = row(
+            return Ok(refused(
                 cx,
-                "tool",
-                &tool.name,
-                Some(stored_args),
+                tool,
+                stored_args,
                 repeatable,
                 idem_key,
-                CallState::Refused,
-                Some(json!({ "for_model": text })),
-                None,
-            );
-            writes.push(Write::Call(call_key.clone(), rec.clone()));
-            rows.insert((turn, n), rec);
-            return Ok(told(text));
+                text,
+                &call_key,
+                rows,
+                writes,
+            ));
         }
     };
     // `approve`: the call waits at its own gate, which shows exactly these arguments.
@@ -576,20 +571,17 @@ async fn tool_call(
                         .map(|n| format!(": {n}"))
                         .unwrap_or_default();
                     let text = format!("A person did not approve this call{note}.");
-                    let rec = row(
+                    return Ok(refused(
                         cx,
-                        "tool",
-                        &tool.name,
-                        Some(stored_args),
+                        tool,
+                        stored_args,
                         repeatable,
                         idem_key,
-                        CallState::Refused,
-                        Some(json!({ "for_model": text })),
-                        None,
-                    );
-                    writes.push(Write::Call(call_key.clone(), rec.clone()));
-                    rows.insert((turn, n), rec);
-                    return Ok(told(text));
+                        text,
+                        &call_key,
+                        rows,
+                        writes,
+                    ));
                 }
             }
             Some(g) => {
@@ -814,6 +806,39 @@ async fn tool_call(
     Ok(Outcome { text, links: refs })
 }
 
+/// A call that is not made (over its limit, with arguments the tool does not take, or
+/// refused at its approval gate): its row says why, and so is the model told.
+#[allow(clippy::too_many_arguments)]
+fn refused(
+    cx: &TryContext<'_>,
+    tool: &Tool,
+    stored_args: Value,
+    repeatable: bool,
+    idem_key: String,
+    text: String,
+    call_key: &CallKey,
+    rows: &mut Rows<'_>,
+    writes: &mut Vec<Write>,
+) -> Outcome {
+    let rec = row(
+        cx,
+        "tool",
+        &tool.name,
+        Some(stored_args),
+        repeatable,
+        idem_key,
+        CallState::Refused,
+        Some(json!({ "for_model": text })),
+        None,
+    );
+    writes.push(Write::Call(call_key.clone(), rec.clone()));
+    rows.insert((call_key.seq, call_key.call), rec);
+    Outcome {
+        text,
+        links: Vec::new(),
+    }
+}
+
 /// The stored arguments of a call under the server's names (what a heal replays).
 fn stored_args_object(stored: &Value, tool: &Tool) -> Value {
     match project(tool, stored) {
@@ -968,19 +993,4 @@ async fn read_tool(
         text,
         links: Vec::new(),
     })
-}
-
-/// A schema name the Chat Completions API accepts (letters, digits, `_`, `-`).
-fn sanitize(name: &str) -> String {
-    let s: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if s.is_empty() { "output".into() } else { s }
 }

@@ -91,7 +91,7 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
             turn,
             messages: messages.clone(),
             schema: structured.then(|| closed.clone()),
-            schema_name: sanitize(&node.output_type),
+            schema_name: schema_name(&node.output_type),
             tools: Vec::new(),
             temperature: *temperature,
             max_tokens: *max_tokens,
@@ -164,7 +164,7 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
 }
 
 /// A schema name the Chat Completions API accepts (letters, digits, `_`, `-`).
-fn sanitize(name: &str) -> String {
+pub(super) fn schema_name(name: &str) -> String {
     let s: String = name
         .chars()
         .map(|c| {

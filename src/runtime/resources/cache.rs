@@ -13,7 +13,7 @@ use tokio::sync::OnceCell;
 use crate::mcp::{McpError, ResourceContent};
 
 /// The bytes the cache keeps at most; a read that would pass it is served but not kept.
-pub(crate) const DEFAULT_CACHE_BYTES: usize = 128 * 1024 * 1024;
+pub(crate) const DEFAULT_CACHE_BYTES: usize = 128_000_000;
 
 type Contents = Arc<Vec<ResourceContent>>;
 type Key = (String, String);

@@ -21,7 +21,7 @@ use crate::runtime::validate::Mode;
 use crate::store::{Event, ResourceRef, Write};
 
 /// The cap of a binding that declares none.
-pub(crate) const DEFAULT_MAX_BYTES: u64 = 16 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_BYTES: u64 = 16_000_000;
 
 /// What the reading node is, for messages, events and the journal of heals.
 pub(crate) struct Reader<'a> {
@@ -560,8 +560,8 @@ mod tests {
     #[test]
     fn sizes_read_as_the_caps_are_written() {
         assert_eq!(human_bytes(512), "512 B");
-        assert_eq!(human_bytes(200 * 1024), "200 KB");
-        assert_eq!(human_bytes(5 * 1024 * 1024 + 200 * 1024), "5.2 MB");
+        assert_eq!(human_bytes(200_000), "200 KB");
+        assert_eq!(human_bytes(5_140_570), "5.1 MB");
         assert_eq!(encode_base64(b"hello"), "aGVsbG8=");
         assert_eq!(encode_base64(b"hi"), "aGk=");
     }

@@ -2,7 +2,11 @@
 //! result means (`results.rs`), links lifted into manifests (`manifest.rs`), bindings
 //! resolved to references when a node enters (`resolve.rs`), and references fetched,
 //! parsed and validated when it starts (`hydrate.rs`), with dead links re-derived
-//! (`heal.rs`) and reads shared within the attempt (`cache.rs`).
+//! (`heal.rs`) and reads shared within the attempt (`cache.rs`). Before a run, the
+//! declared tools are held against `tools/list` (`tools_check.rs`); `pipec check
+//! --online` and `pipec tools pull` take a server's listings in a short session of their
+//! own (`server_listing.rs`), and the former compares them with every declaration that
+//! uses the server (`online_check.rs`).
 //!
 //! Protocol code is `crate::mcp`'s; this module decides what the protocol's answers mean
 //! to a pipeline.
@@ -11,8 +15,10 @@ mod cache;
 pub(crate) mod heal;
 pub(crate) mod hydrate;
 pub(crate) mod manifest;
+pub mod online_check;
 pub(crate) mod resolve;
 pub(crate) mod results;
+pub mod server_listing;
 pub mod servers;
 pub mod tools_check;
 

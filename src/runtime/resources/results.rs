@@ -11,7 +11,7 @@ use crate::plan::Tool;
 use crate::runtime::validate::{Mode, Validators};
 
 /// The largest tool result accepted when the tool declares no `max_result_bytes`.
-pub(crate) const DEFAULT_MAX_RESULT_BYTES: u64 = 1024 * 1024;
+pub(crate) const DEFAULT_MAX_RESULT_BYTES: u64 = 1_000_000;
 
 /// The journal keeps a result's structured part only up to this size.
 const KEPT_STRUCTURED_BYTES: usize = 16 * 1024;

@@ -22,6 +22,8 @@ use crate::mcp::{
     TransportConfig,
 };
 use crate::plan::{ConfigValue, Plan, Server};
+use crate::runtime::RuntimeError;
+use crate::runtime::config;
 use crate::runtime::secrets::Scrubber;
 
 /// A boxed future of a server operation.
@@ -201,6 +203,41 @@ impl Servers for McpServers {
             }
         })
     }
+}
+
+/// A server's connection settings with its `env()` values and secrets read through
+/// `environment` alone, as a run would read them when it starts (`pipec check
+/// --online`): every variable that is missing, and has no default, is in the error
+/// (`R0002`), and then nothing is started.
+pub fn server_config_from_environment(
+    s: &Server,
+    project_root: &Path,
+    environment: &dyn Fn(&str) -> Option<String>,
+) -> Result<ServerConfig, RuntimeError> {
+    let mut needs = config::Needs::default();
+    for v in s.env.values().chain(s.headers.values()) {
+        match v {
+            ConfigValue::Env { var, default } => {
+                needs.env.insert(var.clone(), default.clone());
+            }
+            ConfigValue::Secret { var } => {
+                needs.secrets.insert(var.clone());
+            }
+            ConfigValue::Literal { .. } => {}
+        }
+    }
+    let values = config::read(&needs, &BTreeMap::new(), environment)?;
+    let mut scrubber = Scrubber::default();
+    for (k, v) in &values.secrets {
+        scrubber.add(k, v);
+    }
+    Ok(server_config(
+        s,
+        project_root,
+        &values.config,
+        &values.secrets,
+        &scrubber,
+    ))
 }
 
 /// A server's connection settings for this attempt.
