@@ -171,4 +171,5 @@ pub mod mcp;
 pub mod process;
 pub mod prompt;
 pub mod runtime;
+pub mod serve;
 pub mod store;

@@ -437,3 +437,81 @@ fn the_declaration_wins_over_annotations_that_contradict_it_with_a_warning() {
     );
     let _ = wait_for;
 }
+
+#[test]
+fn an_openai_loop_calls_a_reader_with_its_template_schema_and_sees_its_typed_content() {
+    let server = ChatServer::start(Arc::new(|req: &Value, _seen: &[Value]| {
+        if tool_results(req) == 0 {
+            tool_calls(&[(
+                "read_emails",
+                json!({ "deal_id": "D1", "start": "2025-03-01", "end": "2025-03-02" }),
+            )])
+        } else {
+            text(FINAL)
+        }
+    }));
+    let s = setup("act-reader", &openai(&server.url), "", None);
+    let o = s.run();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        s.calls("read mcp://crm/deals/D1/emails/2025-03-01/2025-03-02")
+            .len(),
+        1,
+        "the reader read its URI once"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    // The reader is offered as a function whose parameters are the template's variables.
+    let reader = requests[0]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["function"]["name"] == "read_emails")
+        .cloned()
+        .expect("read_emails offered");
+    let params = &reader["function"]["parameters"];
+    let mut required: Vec<&str> = params["required"]
+        .as_array()
+        .expect("required")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    required.sort_unstable();
+    assert_eq!(required, ["deal_id", "end", "start"], "{params}");
+    assert_eq!(params["properties"]["start"]["type"], "string", "{params}");
+    // Its content went back parsed into the reader's type.
+    let answer = requests[1]["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .and_then(|m| m["content"].as_str())
+        .map(|c| serde_json::from_str::<Value>(c).unwrap_or(Value::Null))
+        .expect("a tool message");
+    assert_eq!(answer["deal_id"], "D1", "{answer}");
+    assert!(answer["emails"].is_array(), "{answer}");
+    assert!(answer["count"].is_u64(), "{answer}");
+}
+
+#[test]
+fn a_scripted_loop_out_of_steps_gets_its_answer_from_the_next_reply() {
+    let look_up = json!({ "tool_calls": [
+        { "name": "get_deal", "arguments": { "deal_id": "{{ deal_id }}" } }
+    ] });
+    let s = setup(
+        "act-scripted-steps",
+        SCRIPTED,
+        "  max_steps = 2",
+        Some(json!({ "research": [
+            look_up, look_up, look_up,
+            { "json": { "deal_id": "D1", "note": "forced" } }
+        ] })),
+    );
+    let o = s.run();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(s.calls("tool get_deal D1").len(), 2, "two steps, no third");
+    // The third reply asks for a tool on the turn after the last step: the call is not
+    // made, the reply is no answer, and the repair turn takes the fourth reply.
+    let out = json(&stdout(&o));
+    assert_eq!(out["summary"]["note"], "forced", "{out}");
+}

@@ -237,6 +237,23 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "mcp",
         ],
     ),
+    // The server side: a project's resources and pipelines offered over MCP.
+    (
+        "serve",
+        &[
+            "source",
+            "diagnostic",
+            "rules",
+            "names",
+            "uri",
+            "plan",
+            "prompt",
+            "store",
+            "process",
+            "mcp",
+            "runtime",
+        ],
+    ),
     // The command line drives everything, the crate root's functions included.
     (
         "cli",
@@ -258,6 +275,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "store",
             "mcp",
             "runtime",
+            "serve",
             "<crate root>",
         ],
     ),

@@ -125,7 +125,7 @@ impl Servers for Held {
                 read_only: Some(true),
                 idempotent: Some(true),
                 destructive: Some(false),
-                open_world: None,
+                ..ToolInfo::default()
             }])
         })
     }

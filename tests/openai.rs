@@ -4,96 +4,43 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use common::chat_server::{ChatServer, Response, text};
 use common::*;
 
 /// One canned HTTP response.
-#[derive(Clone)]
-struct Canned {
-    status: u16,
-    body: String,
-    headers: Vec<(String, String)>,
-}
+type Canned = Response;
 
 fn ok(content: &str) -> Canned {
-    let body = serde_json::json!({
-        "id": "x", "object": "chat.completion",
-        "choices": [{ "index": 0, "message": { "role": "assistant", "content": content }, "finish_reason": "stop" }],
-        "usage": { "prompt_tokens": 12, "completion_tokens": 7 }
-    });
-    Canned {
-        status: 200,
-        body: body.to_string(),
-        headers: vec![],
-    }
+    Response::ok(&text(content))
 }
 
 /// A server that answers each request with the next canned response of its node (the
 /// `brief` node's requests say "Brief me"; every other request is `plain`'s; the last
-/// response repeats) and records the request bodies. Routing by node keeps the replies
-/// right whichever node asks first.
+/// response repeats). Routing by node keeps the replies right whichever node asks first.
 struct Server {
     url: String,
-    requests: Arc<Mutex<Vec<serde_json::Value>>>,
+    chat: ChatServer,
 }
 
 fn serve(brief: Vec<Canned>, plain: Vec<Canned>) -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
-    let requests = Arc::new(Mutex::new(Vec::new()));
-    let seen = requests.clone();
-    std::thread::spawn(move || {
-        let (mut nb, mut np) = (0usize, 0usize);
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-            let mut len = 0usize;
-            let mut line = String::new();
-            loop {
-                line.clear();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                    break;
-                }
-                let l = line.trim_end();
-                if l.is_empty() {
-                    break;
-                }
-                if let Some(v) = l.to_ascii_lowercase().strip_prefix("content-length:") {
-                    len = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0u8; len];
-            let _ = reader.read_exact(&mut body);
-            let request: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-            let (responses, n) = if is_brief(&request) {
-                (&brief, &mut nb)
-            } else {
-                (&plain, &mut np)
-            };
-            let r = responses
-                .get(*n)
-                .or(responses.last())
-                .cloned()
-                .expect("a response");
-            *n += 1;
-            seen.lock().expect("lock").push(request);
-            let mut head = format!(
-                "HTTP/1.1 {} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
-                r.status,
-                r.body.len()
-            );
-            for (k, v) in &r.headers {
-                head.push_str(&format!("{k}: {v}\r\n"));
-            }
-            head.push_str("\r\n");
-            let _ = stream.write_all(head.as_bytes());
-            let _ = stream.write_all(r.body.as_bytes());
-        }
-    });
-    Server { url, requests }
+    let chat = ChatServer::answering(Arc::new(move |request, seen| {
+        let (responses, n) = if is_brief(request) {
+            (&brief, seen.iter().filter(|r| is_brief(r)).count())
+        } else {
+            (&plain, seen.iter().filter(|r| !is_brief(r)).count())
+        };
+        responses
+            .get(n)
+            .or(responses.last())
+            .cloned()
+            .expect("a response")
+    }));
+    Server {
+        url: chat.url.clone(),
+        chat,
+    }
 }
 
 fn is_brief(request: &serde_json::Value) -> bool {
@@ -107,10 +54,14 @@ fn is_brief(request: &serde_json::Value) -> bool {
 }
 
 impl Server {
+    /// Every request so far, in order.
+    fn requests(&self) -> Vec<serde_json::Value> {
+        self.chat.requests()
+    }
+
     /// The requests of the `brief` node, in order.
     fn brief_requests(&self) -> Vec<serde_json::Value> {
-        let all = self.requests.lock().expect("lock").clone();
-        all.into_iter().filter(is_brief).collect()
+        self.requests().into_iter().filter(is_brief).collect()
     }
 }
 
@@ -180,7 +131,7 @@ fn structured_output_with_a_json_schema_and_a_plain_completion() {
     let v = json(&stdout(&out));
     assert_eq!(v["brief"]["headline"], "Renewal at risk");
     assert_eq!(v["plain"], "Hello!");
-    let reqs = server.requests.lock().expect("lock").clone();
+    let reqs = server.requests();
     let structured = reqs
         .iter()
         .find(|r| r.get("response_format").is_some())
@@ -252,7 +203,7 @@ fn rate_limits_and_server_errors_are_retried_with_backoff() {
     let p = project(&server.url);
     let out = run(&p);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert_eq!(server.requests.lock().expect("lock").len(), 4);
+    assert_eq!(server.requests().len(), 4);
 }
 
 #[test]
@@ -306,8 +257,5 @@ fn a_missing_key_is_refused_before_any_request() {
         "{}",
         stderr(&out)
     );
-    assert!(
-        server.requests.lock().expect("lock").is_empty(),
-        "nothing was sent"
-    );
+    assert!(server.requests().is_empty(), "nothing was sent");
 }

@@ -505,3 +505,222 @@ fn kill_9_when_the_effect_is_made_by_a_grandchild() {
     let out = p.run(&["store", "check"]);
     assert_eq!(code(&out), 0, "integrity check: {}", stderr(&out));
 }
+
+/// The variant whose effects are MCP tool calls: a chain of `act` nodes calling the
+/// demo CRM server's `arm_expiry` (an effect, not idempotent, journaled) between `node`s
+/// calling its read-only `get_deal`. The server is a child of each pipec attempt; a kill
+/// takes it down too, and the server's call log (with the idempotency key of each call,
+/// sent in `_meta`) counts the effects.
+const MCP_STEPS: usize = 9;
+
+fn mcp_pipeline(log: &std::path::Path) -> String {
+    let mut s = format!(
+        r#"server crm {{
+  command = "pipec-demo-crm"
+  env = {{ CRM_CALL_LOG: "{}" }}
+}}
+
+type Armed {{
+  armed: int
+}}
+
+type Deal {{
+  deal_id: string
+}}
+
+tool arm_expiry(count: int) -> Armed from crm {{
+  destructive = false
+}}
+
+tool get_deal(deal_id: string) -> Deal from crm {{
+  read_only = true
+}}
+
+input seed: int
+
+act s0(seed: int = input.seed) -> Armed {{
+  call = arm_expiry(count: seed)
+}}
+
+"#,
+        log.display()
+    );
+    // Odd steps look the deal up (read-only, not journaled); even steps arm the expiry
+    // again with the count the last even step armed, after the look-up between them.
+    for i in 1..MCP_STEPS {
+        if i % 2 == 1 {
+            s.push_str(&format!(
+                "node s{i}(prev: Armed = s{}) -> Deal {{\n  call = get_deal(deal_id: \"D1\")\n}}\n\n",
+                i - 1
+            ));
+        } else {
+            s.push_str(&format!(
+                "act s{i}(prev: Armed = s{}, deal: Deal = s{}) -> Armed {{\n  call = arm_expiry(count: prev.armed)\n}}\n\n",
+                i - 2,
+                i - 1
+            ));
+        }
+    }
+    s.push_str(&format!("output last = s{}\n", MCP_STEPS - 1));
+    s
+}
+
+/// The live processes whose environment holds `needle` (a path only this test uses).
+fn processes_with_env(needle: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        if environ
+            .split(|b| *b == 0)
+            .any(|var| String::from_utf8_lossy(var).contains(needle))
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn kill_9_while_mcp_tool_calls_make_effects() {
+    let p = Project::new("torturemcp");
+    let log = p.dir.join("crm-calls.log");
+    p.write("tort.pipe", &mcp_pipeline(&log));
+    let out = p.run(&["check", "tort.pipe"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let mut rng = Rng(seed());
+    let want = (kills_wanted() / 2).max(10);
+    let mut kills = 0;
+    let mut threads = Vec::new();
+    while kills < want || threads.len() < 2 {
+        let thread = format!("01M{:023}", threads.len());
+        let mut rounds = 0;
+        loop {
+            rounds += 1;
+            assert!(rounds < 500, "thread {thread} does not finish");
+            let delay = (kills < want).then(|| Duration::from_millis(5 + rng.below(150)));
+            match drive(&p, &thread, delay) {
+                Drive::Completed => break,
+                Drive::Killed => kills += 1,
+                Drive::Ended => {}
+            }
+        }
+        threads.push(thread);
+    }
+    // The servers died with the pipec processes that started them.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let needle = log.display().to_string();
+    while !processes_with_env(&needle).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "demo servers outlived their pipec: {:?}",
+            processes_with_env(&needle)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // The server saw each effect under the idempotency key of its call.
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    let mut per_key: HashMap<String, usize> = HashMap::new();
+    for line in calls.lines().filter(|l| l.starts_with("tool arm_expiry ")) {
+        let key = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("key="))
+            .unwrap_or_else(|| panic!("an effect without its idempotency key: {line}"));
+        *per_key.entry(key.to_string()).or_default() += 1;
+    }
+    let mut effects = 0;
+    for thread in &threads {
+        let st = status(&p, thread).unwrap_or_else(|| panic!("thread {thread} is readable"));
+        assert_eq!(st["status"], "completed", "thread {thread}: {st}");
+        assert_eq!(
+            st["outputs"]["last"]["armed"], 100,
+            "thread {thread} has the outputs of an uninterrupted run"
+        );
+        // Each effect call ran under its key at least once and at most once more per
+        // explicit retry of it.
+        let mut keys: HashMap<String, (String, usize)> = HashMap::new();
+        for c in st["calls"].as_array().into_iter().flatten() {
+            let shown = c["call"].as_str().unwrap_or("");
+            let node = shown.split(':').next().unwrap_or("");
+            let odd = node
+                .trim_start_matches('s')
+                .parse::<usize>()
+                .is_ok_and(|i| i % 2 == 1);
+            if odd {
+                continue;
+            }
+            let key = c["record"]["idem_key"].as_str().unwrap_or("").to_string();
+            let entry = keys.entry(node.to_string()).or_insert((key.clone(), 0));
+            assert_eq!(
+                entry.0, key,
+                "thread {thread}: every try of {node} has one idempotency key"
+            );
+            if c["record"]["decision"] == "retry requested" {
+                entry.1 += 1;
+            }
+        }
+        assert_eq!(
+            keys.len(),
+            MCP_STEPS.div_ceil(2),
+            "thread {thread}: {keys:?}"
+        );
+        for (node, (key, retries)) in &keys {
+            let n = per_key.get(key).copied().unwrap_or(0);
+            assert!(
+                (1..=1 + retries).contains(&n),
+                "thread {thread}, {node}: the effect reached the server {n} times with {retries} explicit retries"
+            );
+            effects += 1;
+        }
+    }
+    assert_eq!(effects, threads.len() * MCP_STEPS.div_ceil(2));
+    let out = p.run(&["store", "check"]);
+    assert_eq!(code(&out), 0, "integrity check: {}", stderr(&out));
+}
+
+#[test]
+fn kill_9_while_the_store_file_is_created_leaves_a_store_the_next_run_uses() {
+    // The kill lands the moment the store's name appears: before, that was the moment
+    // redb had begun the file, and a kill there left a file every later command refused.
+    for round in 0..30 {
+        let p = Project::new("torturecreate");
+        p.write(
+            "tiny.pipe",
+            "input n: int\n\nnode a(n: int = input.n) -> int {\n  return = n\n}\n\noutput a = a\n",
+        );
+        let mut child = p
+            .cmd(&["run", "tiny.pipe", "--input", "n=1", "-q"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn");
+        let store = p.store();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !store.exists() && Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                break;
+            }
+            std::hint::spin_loop();
+        }
+        kill(child);
+        let out = p.run(&["run", "tiny.pipe", "--input", "n=2"]);
+        assert_eq!(
+            code(&out),
+            0,
+            "round {round}: the run after the kill: {}",
+            stderr(&out)
+        );
+        let out = p.run(&["store", "check"]);
+        assert_eq!(code(&out), 0, "round {round}: {}", stderr(&out));
+        let leftovers: Vec<String> = std::fs::read_dir(p.dir.join(".pipec"))
+            .expect("the store's folder")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("creating"))
+            .collect();
+        assert!(leftovers.is_empty(), "round {round}: {leftovers:?}");
+    }
+}

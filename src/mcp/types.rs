@@ -46,7 +46,7 @@ pub enum TransportConfig {
 }
 
 /// A tool as the server lists it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ToolInfo {
     pub name: String,
     pub title: Option<String>,

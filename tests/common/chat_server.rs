@@ -11,14 +11,41 @@ use serde_json::{Value, json};
 /// Decides a reply from the request body (and the requests seen before it).
 pub type Reply = Arc<dyn Fn(&Value, &[Value]) -> Value + Send + Sync>;
 
+/// One HTTP answer: a status, extra headers and a body.
+#[derive(Clone)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Response {
+    /// A 200 answer with `body` as JSON.
+    pub fn ok(body: &Value) -> Response {
+        Response {
+            status: 200,
+            headers: vec![],
+            body: body.to_string(),
+        }
+    }
+}
+
+/// Decides a whole HTTP answer from the request body and the requests seen before it.
+pub type Answer = Arc<dyn Fn(&Value, &[Value]) -> Response + Send + Sync>;
+
 pub struct ChatServer {
     pub url: String,
     requests: Arc<Mutex<Vec<Value>>>,
 }
 
 impl ChatServer {
-    /// Serves replies made by `reply` until the test ends.
+    /// Serves completions made by `reply` until the test ends.
     pub fn start(reply: Reply) -> ChatServer {
+        ChatServer::answering(Arc::new(move |req, seen| Response::ok(&reply(req, seen))))
+    }
+
+    /// Serves the HTTP answers made by `answer` (statuses and headers included).
+    pub fn answering(answer: Answer) -> ChatServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -46,14 +73,19 @@ impl ChatServer {
                 let _ = reader.read_exact(&mut body);
                 let request: Value = serde_json::from_slice(&body).unwrap_or_default();
                 let before = seen.lock().expect("lock").clone();
-                let answer = reply(&request, &before).to_string();
+                let r = answer(&request, &before);
                 seen.lock().expect("lock").push(request);
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                    answer.len()
+                let mut head = format!(
+                    "HTTP/1.1 {} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+                    r.status,
+                    r.body.len()
                 );
+                for (k, v) in &r.headers {
+                    head.push_str(&format!("{k}: {v}\r\n"));
+                }
+                head.push_str("\r\n");
                 let _ = stream.write_all(head.as_bytes());
-                let _ = stream.write_all(answer.as_bytes());
+                let _ = stream.write_all(r.body.as_bytes());
             }
         });
         ChatServer { url, requests }

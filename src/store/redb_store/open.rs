@@ -132,10 +132,13 @@ impl RedbStore {
             std::fs::create_dir_all(dir)
                 .map_err(|e| StoreError::Io(format!("cannot create {}: {e}", dir.display())))?;
         }
+        remove_abandoned_creations(&path);
         if path.exists() {
             require_store_file(&path)?;
+        } else {
+            create_in_place(&path)?;
         }
-        open_writable(path, true)
+        open_writable(path)
     }
 
     /// Opens an existing store to read and write. A path with no store is refused
@@ -143,7 +146,7 @@ impl RedbStore {
     pub fn open_existing(path: impl AsRef<Path>) -> Result<RedbStore, StoreError> {
         let path = path.as_ref().to_path_buf();
         require_store_file(&path)?;
-        open_writable(path, false)
+        open_writable(path)
     }
 
     /// Opens an existing store to read only: the file does not change (its bytes and
@@ -172,7 +175,7 @@ impl RedbStore {
                 };
                 // Any writing open makes the change (a repair, the tables of this format).
                 drop(
-                    open_writable(path.clone(), false).map_err(|e| StoreError::Corrupt {
+                    open_writable(path.clone()).map_err(|e| StoreError::Corrupt {
                         what: format!(
                             "{} {why}; reading it needs a change that needs write access ({e})",
                             path.display()
@@ -217,17 +220,98 @@ impl RedbStore {
     }
 }
 
-/// Opens the file to write, with its store thread; records the format in a new file.
-fn open_writable(path: PathBuf, create: bool) -> Result<RedbStore, StoreError> {
+/// Makes a new, empty store at `path` in one step: it is written whole under a name of
+/// its own beside `path`, and only then linked to `path`, so a process killed while
+/// creating it leaves no half-made file where the store belongs (the next `run` would
+/// refuse it as damaged). When another process linked its store first, that one is kept.
+fn create_in_place(path: &Path) -> Result<(), StoreError> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "store".to_string());
+    let fresh = dir.join(format!(".{name}.creating-{}", std::process::id()));
+    let _ = std::fs::remove_file(&fresh);
+    let made = (|| {
+        let health = Health::new(&fresh);
+        let db = health.run("creating", || {
+            multi_writer()
+                .create(&fresh)
+                .map_err(|e| db_error(&fresh, e))
+        })?;
+        health.run("creating", || init(&db))?;
+        drop(db);
+        std::fs::File::open(&fresh)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| StoreError::Io(format!("cannot write {}: {e}", fresh.display())))?;
+        match std::fs::hard_link(&fresh, path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => {
+                return Err(StoreError::Io(format!(
+                    "cannot create {}: {e}",
+                    path.display()
+                )));
+            }
+        }
+        // The link is durable once the folder is.
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    })();
+    let _ = std::fs::remove_file(&fresh);
+    made
+}
+
+/// Removes the names left by processes that died while creating the store at `path`
+/// (a half-made file, or a second name of the finished one).
+fn remove_abandoned_creations(path: &Path) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return;
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let prefix = format!(".{}.creating-", name.to_string_lossy());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let Some(pid) = file
+            .to_str()
+            .and_then(|f| f.strip_prefix(&prefix))
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() as i32 && !process_exists(pid) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+fn process_exists(pid: i32) -> bool {
+    // Signal 0 checks that the process exists without sending anything.
+    #[allow(unsafe_code)]
+    // SAFETY: kill with signal 0 has no effect on the target; it only reports whether
+    // the pid names a process this one could signal.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Opens an existing file to write, with its store thread; brings an older format's
+/// tables up to date.
+fn open_writable(path: PathBuf) -> Result<RedbStore, StoreError> {
     let health = Arc::new(Health::new(&path));
     let db = health.run("opening", || {
-        let builder = multi_writer();
-        let opened = if create {
-            builder.create(&path)
-        } else {
-            builder.open(&path)
-        };
-        opened.map_err(|e| db_error(&path, e))
+        multi_writer().open(&path).map_err(|e| db_error(&path, e))
     })?;
     let db = Arc::new(db);
     if let Err(e) = health.run("opening", || init(&db)) {
