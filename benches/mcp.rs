@@ -10,6 +10,12 @@
 //! work again). Every row has the median and the nearest-rank p95, as the peer computes
 //! them, and is printed as one JSON line.
 //!
+//! A round trip against the Python server is mostly that server's own work, which every
+//! client pays alike. So the same three requests are also timed through a bare exchange
+//! (the `floor_*` rows): one JSON line written to the server's stdin, one line read back
+//! from its stdout, nothing parsed. What a client adds to a call is its round trip less
+//! that floor.
+//!
 //! `cargo bench --bench mcp` runs both servers; `-- --server python|demo` one of them;
 //! `-- --quick` repeats less; `-- --json FILE` also writes `{"meta", "results"}` (what
 //! `bench/mcp_compare.sh` reads).
@@ -20,7 +26,9 @@
 //! default `../shared/peers` beside this checkout); `CRM_SERVER` (the server script,
 //! default `$PEER_DIR/crm_server.py` when it exists, else `tests/interop/crm_server.py`).
 
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -172,6 +180,114 @@ fn email_link(result: &ToolResult) -> (String, Option<u64>) {
             _ => None,
         })
         .unwrap_or_else(|| panic!("get_deal returned no email-history link: {result:?}"))
+}
+
+/// The server's own cost of each request, with no client to speak of: the handshake of
+/// 2025-11-25 written by hand, then each request written as one line and its answer read
+/// as one line, unparsed (only checked to be a result). The same counts as the client's.
+fn measure_floor(target: &Target, counts: &Counts, out: &mut Results) {
+    let TransportConfig::Stdio {
+        program,
+        args,
+        cwd,
+        env,
+    } = &target.transport
+    else {
+        return;
+    };
+    let mut child = Command::new(program)
+        .args(args)
+        .current_dir(cwd)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {}: {e}", target.name));
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let mut stdout = BufReader::with_capacity(1 << 20, child.stdout.take().expect("piped stdout"));
+    let mut line = Vec::new();
+    // A notification (`answered` false) is written and nothing is read back.
+    let mut exchange = |request: &Value, answered: bool| -> Duration {
+        let mut bytes = request.to_string().into_bytes();
+        bytes.push(b'\n');
+        line.clear();
+        let t0 = Instant::now();
+        stdin.write_all(&bytes).expect("writing to the server");
+        stdin.flush().expect("flushing to the server");
+        if !answered {
+            return t0.elapsed();
+        }
+        stdout
+            .read_until(b'\n', &mut line)
+            .expect("reading the server");
+        let took = t0.elapsed();
+        // Both servers put `result` among the first keys of the answer.
+        let head = String::from_utf8_lossy(&line[..line.len().min(200)]);
+        assert!(head.contains("\"result\""), "not a result: {head}");
+        took
+    };
+    exchange(
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "pipec-bench-floor", "version": "0"}}}),
+        true,
+    );
+    exchange(
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        false,
+    );
+    let small = format!(
+        "mcp://crm/deals/{DEAL_ID}/emails/{}/{}",
+        SMALL_RANGE.0, SMALL_RANGE.1
+    );
+    let corpus = format!("mcp://crm/deals/{DEAL_ID}/emails/2025-01-01/2025-12-31");
+    let tool = json!({"name": "get_deal", "arguments": {"deal_id": DEAL_ID}});
+    let rows = [
+        (
+            "floor_call_tool_get_deal_ms",
+            "tools/call",
+            tool,
+            counts.calls,
+        ),
+        (
+            "floor_read_resource_small_ms",
+            "resources/read",
+            json!({"uri": small}),
+            counts.calls,
+        ),
+        (
+            "floor_read_resource_corpus_ms",
+            "resources/read",
+            json!({"uri": corpus}),
+            counts.corpus,
+        ),
+    ];
+    let mut id = 1;
+    for (name, method, params, n) in rows {
+        let mut times = Vec::with_capacity(n);
+        for i in 0..10 + n {
+            id += 1;
+            let took = exchange(
+                &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+                true,
+            );
+            if i >= 10 {
+                times.push(ms(took));
+            }
+        }
+        out.emit(
+            &target.id(name),
+            "ms",
+            &times,
+            &format!(
+                "{method} as one line written and one read back, unparsed (the server's floor)"
+            ),
+            json!({}),
+        );
+    }
+    drop(stdin);
+    let _ = child.wait();
 }
 
 fn measure(rt: &tokio::runtime::Runtime, target: &Target, counts: &Counts, out: &mut Results) {
@@ -409,6 +525,7 @@ fn main() {
     let mut results = Results { rows: Vec::new() };
     for target in &targets {
         measure(&rt, target, &counts, &mut results);
+        measure_floor(target, &counts, &mut results);
     }
     if let Some(path) = json_out {
         let meta = json!({
