@@ -7,7 +7,7 @@
 # For reference, both clients also run against pipec-demo-crm, whose answers cost the
 # server almost nothing, so there a round trip is mostly the client's.
 #
-#   bench/mcp_compare.sh              # 3 rounds of each (~4 min on 2 cores)
+#   bench/mcp_compare.sh              # 3 rounds of each (~5 min on 2 cores)
 #   bench/mcp_compare.sh --quick      # 1 round, few repetitions (a smoke run)
 #
 # Environment:
