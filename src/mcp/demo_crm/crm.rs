@@ -12,10 +12,13 @@ use super::calls::Call;
 use super::data::Corpus;
 use super::expiry::Expiry;
 use super::faults::Fault;
+use super::mailboxes::Mailboxes;
 use super::{resources, tools};
 
 pub(crate) struct Crm {
     pub(crate) corpus: Corpus,
+    /// The email histories made so far, kept (`mailboxes.rs`).
+    pub(crate) mailboxes: Mailboxes,
     pub(crate) expiry: Expiry,
     pub(crate) fault_file: Option<PathBuf>,
     pub(crate) call_log: Option<PathBuf>,

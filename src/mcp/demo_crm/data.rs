@@ -127,13 +127,14 @@ pub(crate) struct Email {
     pub(crate) body: String,
 }
 
+/// A date range of a deal's emails, borrowed from its whole history.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub(crate) struct EmailPage {
-    pub(crate) deal_id: String,
-    pub(crate) start: String,
-    pub(crate) end: String,
+pub(crate) struct EmailPage<'a> {
+    pub(crate) deal_id: &'a str,
+    pub(crate) start: &'a str,
+    pub(crate) end: &'a str,
     pub(crate) count: usize,
-    pub(crate) emails: Vec<Email>,
+    pub(crate) emails: &'a [Email],
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -305,16 +306,23 @@ pub(crate) fn emails(deal_id: &str, corpus: Corpus) -> Vec<Email> {
 }
 
 /// The emails of a deal dated from `start` to `end`, both included (dates as
-/// `YYYY-MM-DD`, which sort as text the way they sort as days).
-pub(crate) fn email_page(deal_id: &str, start: &str, end: &str, corpus: Corpus) -> EmailPage {
-    let emails: Vec<Email> = emails(deal_id, corpus)
-        .into_iter()
-        .filter(|e| e.date.as_str() >= start && e.date.as_str() <= end)
-        .collect();
+/// `YYYY-MM-DD`, which sort as text the way they sort as days), out of `emails`, its
+/// whole history oldest first: the range is one run of it.
+pub(crate) fn email_page<'a>(
+    deal_id: &'a str,
+    start: &'a str,
+    end: &'a str,
+    emails: &'a [Email],
+) -> EmailPage<'a> {
+    let first = emails.partition_point(|e| e.date.as_str() < start);
+    let past = emails
+        .partition_point(|e| e.date.as_str() <= end)
+        .max(first);
+    let emails = &emails[first..past];
     EmailPage {
-        deal_id: deal_id.to_string(),
-        start: start.to_string(),
-        end: end.to_string(),
+        deal_id,
+        start,
+        end,
         count: emails.len(),
         emails,
     }
@@ -382,13 +390,18 @@ mod tests {
 
     #[test]
     fn a_page_holds_exactly_the_emails_of_its_dates() {
-        let page = email_page("D1", "2025-03-01", "2025-03-31", CORPUS);
+        let all = emails("D1", CORPUS);
+        let page = email_page("D1", "2025-03-01", "2025-03-31", &all);
         assert!(page.count > 0 && page.count == page.emails.len());
         assert!(page.emails.iter().all(|e| e.date.starts_with("2025-03")));
-        let whole = email_page("D1", HISTORY_START, HISTORY_END, CORPUS);
+        let march = all.iter().filter(|e| e.date.starts_with("2025-03")).count();
+        assert_eq!(page.count, march, "every email of March, none other");
+        let whole = email_page("D1", HISTORY_START, HISTORY_END, &all);
         assert_eq!(whole.count, 100);
-        let none = email_page("D1", "2026-01-01", "2026-12-31", CORPUS);
+        let none = email_page("D1", "2026-01-01", "2026-12-31", &all);
         assert_eq!(none.count, 0);
+        let backwards = email_page("D1", "2025-06-01", "2025-03-01", &all);
+        assert_eq!(backwards.count, 0);
     }
 
     #[test]

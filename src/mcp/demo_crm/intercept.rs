@@ -161,11 +161,13 @@ mod tests {
     use crate::mcp::demo_crm::expiry::Expiry;
 
     fn crm(fault_file: Option<std::path::PathBuf>) -> Crm {
+        let corpus = Corpus {
+            emails: 3,
+            activities: 2,
+        };
         Crm {
-            corpus: Corpus {
-                emails: 3,
-                activities: 2,
-            },
+            corpus,
+            mailboxes: crate::mcp::demo_crm::mailboxes::Mailboxes::new(corpus),
             expiry: Expiry::new(0, None),
             fault_file,
             call_log: None,

@@ -5,7 +5,7 @@
 //! tested against a real server. The binary `src/bin/pipec_demo_crm.rs` calls [`main`].
 //!
 //! A request goes: transport (`stdio.rs`, `http.rs`) → `intercept.rs` (call log, faults)
-//! → the rmcp handler (`server.rs`) → `tools.rs` / `resources.rs` → `data.rs`.
+//! → the rmcp handler (`server.rs`) → `tools.rs` / `resources.rs` → `mailboxes.rs` (histories made once) → `data.rs`.
 
 mod calls;
 mod crm;
@@ -16,6 +16,7 @@ mod faults;
 mod http;
 mod intercept;
 mod locked_file;
+mod mailboxes;
 mod options;
 mod resources;
 mod server;
@@ -66,6 +67,7 @@ pub fn main() -> ExitCode {
     };
     let crm = Arc::new(Crm {
         corpus: settings.corpus,
+        mailboxes: mailboxes::Mailboxes::new(settings.corpus),
         expiry: Expiry::new(settings.expire_emails, settings.expire_file),
         fault_file: settings.fault_file,
         call_log: settings.call_log,

@@ -32,12 +32,6 @@ pub(crate) fn templates() -> Vec<ResourceTemplate> {
     ]
 }
 
-/// The text of an email read, the same bytes a `resource_link`'s `size` counts.
-pub(crate) fn emails_text(deal_id: &str, start: &str, end: &str, corpus: Corpus) -> String {
-    let page = data::email_page(deal_id, start, end, corpus);
-    serde_json::to_string(&page).unwrap_or_default()
-}
-
 fn activity_text(deal_id: &str, corpus: Corpus) -> String {
     serde_json::to_string(&data::activity_log(deal_id, corpus)).unwrap_or_default()
 }
@@ -68,7 +62,7 @@ pub(crate) fn read(crm: &Crm, uri: &str) -> Result<ReadResourceResult, ErrorData
                     uri,
                 ));
             }
-            emails_text(&deal_id, &start, &end, crm.corpus)
+            crm.mailboxes.of(&deal_id).page_text(&start, &end)
         }
         None => {
             return Err(not_found(

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::crm::Crm;
 use super::data::{self, HISTORY_END, HISTORY_START};
-use super::{resources, uris};
+use super::uris;
 
 const TOOL_NAMES: &[&str] = &["get_deal", "arm_expiry"];
 
@@ -145,7 +145,7 @@ fn get_deal(crm: &Crm, deal_id: &str) -> CallToolResult {
     let activity = Resource::new(uris::activity_uri(deal_id), format!("{deal_id}-activity"))
         .with_description("activity-history")
         .with_mime_type("application/json");
-    let size = resources::emails_text(deal_id, HISTORY_START, HISTORY_END, crm.corpus).len();
+    let size = crm.mailboxes.of(deal_id).whole_history_bytes();
     let emails = Resource::new(
         uris::emails_uri(deal_id, HISTORY_START, HISTORY_END),
         format!("{deal_id}-emails-{HISTORY_START}-{HISTORY_END}"),
