@@ -118,12 +118,12 @@ mod tests {
         let mut r = req("0.0.0.0:0");
         r.no_auth = true;
         r.allowed_hosts = vec!["h".into()];
-        assert!(decide(&r).unwrap_err().contains("--no-auth"));
+        assert!(decide(&r).expect_err("refused").contains("--no-auth"));
     }
 
     #[test]
     fn other_machines_need_allowed_hosts_and_keep_the_token() {
-        let e = decide(&req("0.0.0.0:0")).unwrap_err();
+        let e = decide(&req("0.0.0.0:0")).expect_err("refused");
         assert!(e.contains("--allowed-host"), "{e}");
         let mut r = req("0.0.0.0:0");
         r.allowed_hosts = vec!["mcp.example.com".into()];
@@ -135,6 +135,6 @@ mod tests {
 
     #[test]
     fn an_address_that_is_not_one_is_refused() {
-        assert!(decide(&req("nonsense")).unwrap_err().contains("HOST:PORT"));
+        assert!(decide(&req("nonsense")).expect_err("refused").contains("HOST:PORT"));
     }
 }
