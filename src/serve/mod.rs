@@ -6,6 +6,10 @@
 //! `crate::mcp`; this module uses it, the plan and the public runner and store APIs.
 
 pub mod catalogue;
+pub mod lookup;
+pub mod matcher;
+pub mod template_path;
+pub mod value_check;
 
 pub use catalogue::{
     Annotations, Catalogue, Content, Icon, ResourceMeta, Service, StaticResource, TemplateDef,
