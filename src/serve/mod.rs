@@ -6,8 +6,16 @@
 //! `crate::mcp`; this module uses it, the plan and the public runner and store APIs.
 
 pub mod catalogue;
+#[cfg(unix)]
+pub mod files;
 pub mod lookup;
 pub mod matcher;
+pub mod mime_type;
+// Opening beneath a folder needs `openat`/`openat2` and reading folders by descriptor;
+// each block says why it is sound.
+#[cfg(unix)]
+#[allow(unsafe_code)]
+mod open_beneath;
 pub mod template_path;
 pub mod value_check;
 
