@@ -2,9 +2,10 @@
 //! resources and resource templates, gathered from `.pipe` `serve` blocks and from
 //! reShapr Resources specifications (`spec`); templates are matched against the URIs
 //! clients read (`matcher`), and their content comes from files beneath a root
-//! (`files`), an HTTP backend, or a rendered text. The protocol itself is spoken by
+//! (`files`), an HTTP backend (`uri_build`, `backend_fetch`), or a rendered text. The protocol itself is spoken by
 //! `crate::mcp`; this module uses it, the plan and the public runner and store APIs.
 
+pub mod backend_fetch;
 pub mod catalogue;
 #[cfg(unix)]
 pub mod files;
@@ -17,6 +18,7 @@ pub mod mime_type;
 #[allow(unsafe_code)]
 mod open_beneath;
 pub mod template_path;
+pub mod uri_build;
 pub mod value_check;
 
 pub use catalogue::{
