@@ -103,7 +103,16 @@ fn walk(
             Some(fd) => fd_borrow(fd),
             None => root,
         };
-        let next = openat(dir, &name, flags)?;
+        let next = match openat(dir, &name, flags) {
+            // `O_DIRECTORY | O_NOFOLLOW` on a link says "not a folder"; say "link", as
+            // `openat2` does. The look is for the message only: nothing is opened.
+            Err(OpenFailure::NotFound)
+                if mode_of(dir, &name).is_some_and(|m| m & libc::S_IFMT == libc::S_IFLNK) =>
+            {
+                return Err(OpenFailure::Symlink);
+            }
+            other => other?,
+        };
         current = Some(next);
     }
     current.ok_or(OpenFailure::NotFound)
@@ -235,6 +244,15 @@ pub(crate) fn list_directory(
 }
 
 fn entry_kind(dir: BorrowedFd<'_>, name: &std::ffi::CStr) -> EntryKind {
+    match mode_of(dir, name).map(|m| m & libc::S_IFMT) {
+        Some(libc::S_IFREG) => EntryKind::File,
+        Some(libc::S_IFDIR) => EntryKind::Folder,
+        _ => EntryKind::Other,
+    }
+}
+
+/// The mode of `name` in `dir`, a link's own rather than its target's.
+fn mode_of(dir: BorrowedFd<'_>, name: &std::ffi::CStr) -> Option<libc::mode_t> {
     // SAFETY: all zeroes is a valid `stat` (plain integers), overwritten by `fstatat`.
     let mut stat: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: `name` is NUL-terminated, `stat` is a live, writable `stat`, `dir` is open.
@@ -246,14 +264,7 @@ fn entry_kind(dir: BorrowedFd<'_>, name: &std::ffi::CStr) -> EntryKind {
             libc::AT_SYMLINK_NOFOLLOW,
         )
     };
-    if rc != 0 {
-        return EntryKind::Other;
-    }
-    match stat.st_mode & libc::S_IFMT {
-        libc::S_IFREG => EntryKind::File,
-        libc::S_IFDIR => EntryKind::Folder,
-        _ => EntryKind::Other,
-    }
+    (rc == 0).then_some(stat.st_mode)
 }
 
 #[cfg(test)]
