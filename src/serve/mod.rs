@@ -6,6 +6,7 @@
 //! `crate::mcp`; this module uses it, the plan and the public runner and store APIs.
 
 pub mod catalogue;
+pub mod spec;
 
 pub use catalogue::{
     Annotations, Catalogue, Content, Icon, ResourceMeta, Service, StaticResource, TemplateDef,
