@@ -496,23 +496,23 @@ impl Reader<'_> {
         if let Some(node) = entries.get("blob")
             && let Some(encoded) = self.report.text(node, "`blob`")
         {
-        match base64::decode(&encoded) {
-            Ok(bytes) => content = content.or(Some(Content::Blob(bytes))),
-            Err(why) => {
-                let file = self.report.file;
-                self.report.push(
-                    Diagnostic::new(
-                        &r::INVALID_BASE64,
-                        file,
-                        node.span,
-                        format!("the `blob` of `{uri}` is not base64: {why}"),
-                    )
-                    .label("not base64")
-                    .help(
-                        "encode the bytes with the standard alphabet, e.g. `base64 -w0 file`",
-                    ),
-                );
-                valid = false;
+            match base64::decode(&encoded) {
+                Ok(bytes) => content = content.or(Some(Content::Blob(bytes))),
+                Err(why) => {
+                    let file = self.report.file;
+                    self.report.push(
+                        Diagnostic::new(
+                            &r::INVALID_BASE64,
+                            file,
+                            node.span,
+                            format!("the `blob` of `{uri}` is not base64: {why}"),
+                        )
+                        .label("not base64")
+                        .help(
+                            "encode the bytes with the standard alphabet, e.g. `base64 -w0 file`",
+                        ),
+                    );
+                    valid = false;
                 }
             }
         }
