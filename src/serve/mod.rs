@@ -2,9 +2,9 @@
 //! resources and resource templates, gathered from the `serve` entries of compiled plans
 //! (`from_plan`) and from reShapr Resources specifications (`spec`); templates are
 //! matched against the URIs clients read (`matcher`), and their content comes from files
-//! beneath a root
-//! (`files`), an HTTP backend, or a rendered text. The protocol itself is spoken by
-//! `crate::mcp`; this module uses it, the plan and the public runner and store APIs.
+//! beneath a root (`files`), an HTTP backend, or a rendered text. The protocol itself is
+//! spoken by `crate::mcp`; this module uses it, the plan and the public runner and store
+//! APIs.
 
 pub mod catalogue;
 pub mod from_plan;
