@@ -99,6 +99,9 @@ pub fn load_spec_text(db: &mut SourceDb, path: &Path, display_name: &str, text: 
         if let Some(help) = &problem.help {
             d = d.help(help.clone());
         }
+        if let Some((span, label)) = &problem.related {
+            d = d.secondary(file, *span, label.clone());
+        }
         reader.report.push(d);
     }
     let readable = parsed.root.is_some() || parsed.problems.is_empty();

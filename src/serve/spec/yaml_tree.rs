@@ -79,6 +79,8 @@ pub(crate) struct YamlProblem {
     pub span: Span,
     pub label: String,
     pub help: Option<String>,
+    /// Another place the problem involves, and its label.
+    pub related: Option<(Span, String)>,
 }
 
 /// The document (`None` when the text could not be read as YAML, or holds none) and
@@ -149,6 +151,7 @@ pub(crate) fn parse_document(text: &str) -> YamlDocument {
                 span: Span::new(0, 0),
                 label: "here".into(),
                 help: Some("simplify the file's YAML (plain mappings, lists and scalars)".into()),
+                related: None,
             }],
         },
     }
@@ -190,6 +193,7 @@ impl<'t> Builder<'t> {
                         span: self.point(at),
                         label: "the YAML parser stopped here".into(),
                         help: None,
+                        related: None,
                     });
                     self.root = None;
                     break;
@@ -207,6 +211,7 @@ impl<'t> Builder<'t> {
                             help: Some(
                                 "put each Resources specification in a file of its own".into(),
                             ),
+                            related: None,
                         });
                         break;
                     }
@@ -239,6 +244,7 @@ impl<'t> Builder<'t> {
                             span: at,
                             label: "refers to nothing".into(),
                             help: Some("define the anchor (`&name`) before its alias".into()),
+                            related: None,
                         });
                         self.root = None;
                         break;
@@ -255,6 +261,7 @@ impl<'t> Builder<'t> {
                             span: at,
                             label: "too deep".into(),
                             help: Some("a Resources file needs only a few levels".into()),
+                            related: None,
                         });
                         self.root = None;
                         break;
@@ -370,6 +377,7 @@ impl<'t> Builder<'t> {
                 span: node.span,
                 label: "the limit is passed here".into(),
                 help: Some("write the values out instead of aliasing large parts".into()),
+                related: None,
             });
             self.root = None;
             return false;
@@ -407,10 +415,8 @@ impl<'t> Builder<'t> {
                                 message: format!("the key `{key}` appears twice in one mapping"),
                                 span: node.span,
                                 label: "repeated here".into(),
-                                help: Some(format!(
-                                    "keep one `{key}` (the first is at byte {}); YAML keys are unique",
-                                    first.start
-                                )),
+                                help: Some(format!("keep one `{key}`: YAML keys are unique")),
+                                related: Some((first, "first here".into())),
                             });
                         }
                         *pending_key = Some(node);
