@@ -118,3 +118,71 @@ pub fn load_spec_text(db: &mut SourceDb, path: &Path, display_name: &str, text: 
         diagnostics,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str =
+        "apiVersion: reshapr.io/v1alpha1\nkind: Resources\nservice: {name: S, version: '1'}\n";
+
+    fn problems(text: &str) -> Vec<(&'static str, String)> {
+        let mut db = SourceDb::default();
+        let loaded = load_spec_text(&mut db, Path::new("s.yaml"), "s.yaml", text);
+        loaded
+            .diagnostics
+            .iter()
+            .map(|d| {
+                let span = d.primary.as_ref().map(|l| l.span).unwrap_or_default();
+                let file = db.get(
+                    d.primary
+                        .as_ref()
+                        .map_or(crate::source::FileId(0), |l| l.file),
+                );
+                (d.rule.code, file.slice(span).to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_template_problem_points_into_its_key_plain_or_quoted() {
+        let plain = format!("{HEADER}resourceTemplates:\n  file:///a/{{#x}}: {{name: a}}\n");
+        assert_eq!(problems(&plain), [("P0812", "{#x}".to_string())]);
+        let quoted = format!("{HEADER}resourceTemplates:\n  'file:///a/{{#x}}': {{name: a}}\n");
+        assert_eq!(problems(&quoted), [("P0812", "{#x}".to_string())]);
+        // With an escape, the key's text is not the file's, so the whole key is shown.
+        let escaped =
+            format!("{HEADER}resourceTemplates:\n  \"file:///\\x61/{{#x}}\": {{name: a}}\n");
+        assert_eq!(
+            problems(&escaped),
+            [("P0812", "\"file:///\\x61/{#x}\"".to_string())]
+        );
+    }
+
+    #[test]
+    fn files_that_cannot_be_read_say_why_without_a_place() {
+        let dir = std::env::temp_dir().join(format!("pipec-spec-unit-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let latin1 = dir.join("latin1.yaml");
+        let _ = std::fs::write(&latin1, b"name: caf\xe9\n");
+        let mut db = SourceDb::default();
+        let loaded = load_spec_file(&mut db, &latin1, "latin1.yaml");
+        assert_eq!(loaded.diagnostics.len(), 1);
+        assert_eq!(loaded.diagnostics[0].rule.code, "P0004");
+        assert!(loaded.diagnostics[0].primary.is_none());
+        let loaded = load_spec_file(&mut db, &dir.join("missing.yaml"), "missing.yaml");
+        assert_eq!(loaded.diagnostics[0].rule.code, "P0105");
+        assert!(loaded.has_errors());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn spec_paths_are_yaml_and_yml_in_any_case() {
+        for yes in ["a.yaml", "b/c.yml", "D.YAML", "e.Yml"] {
+            assert!(is_spec_path(Path::new(yes)), "{yes}");
+        }
+        for no in ["a.pipe", "yaml", "a.yaml.bak", "a.json"] {
+            assert!(!is_spec_path(Path::new(no)), "{no}");
+        }
+    }
+}
