@@ -78,7 +78,7 @@ catalogue! {
     content_on_template::CONTENT_ON_TEMPLATE,
     uri_without_scheme::URI_WITHOUT_SCHEME,
     priority_out_of_range::PRIORITY_OUT_OF_RANGE,
-    invalid_base64::INVALID_BASE64,
+    invalid_blob::INVALID_BLOB,
     wrong_spec_value_type::WRONG_SPEC_VALUE_TYPE,
     unsupported_template_expression::UNSUPPORTED_TEMPLATE_EXPRESSION,
     unknown_spec_key::UNKNOWN_SPEC_KEY,

@@ -502,7 +502,7 @@ impl Reader<'_> {
                     let file = self.report.file;
                     self.report.push(
                         Diagnostic::new(
-                            &r::INVALID_BASE64,
+                            &r::INVALID_BLOB,
                             file,
                             node.span,
                             format!("the `blob` of `{uri}` is not base64: {why}"),

@@ -1,4 +1,4 @@
-//! P0810 invalid-base64.
+//! P0810 invalid-blob.
 
 crate::declare_rule! {
     /// ## What it catches
@@ -16,9 +16,9 @@ crate::declare_rule! {
     /// ```
     /// `_` belongs to the URL-safe alphabet; write `/` instead (`base64 -w0 logo.png` gives
     /// the standard alphabet).
-    pub static INVALID_BASE64 = {
+    pub static INVALID_BLOB = {
         code: "P0810",
-        name: "invalid-base64",
+        name: "invalid-blob",
         severity: Error,
         summary: "a resource blob that is not base64",
     };
