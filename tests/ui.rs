@@ -1,6 +1,7 @@
 //! UI tests: every `fail*.pipe` and `pass*.pipe` under `tests/ui/<rule-name>/` is checked
 //! and its rendered diagnostics compared with the snapshot beside it (`<case>.snap`, the
-//! source and the diagnostics, no colour, fixed width).
+//! source and the diagnostics, no colour, fixed width). A `fail*.yaml` or `pass*.yaml` case
+//! is a reShapr Resources specification, loaded as `pipec check` loads one.
 //!
 //! - a `fail` case must report its folder's rule; a `pass` case must report nothing;
 //! - every rule has at least one of each (but those of `pipec check --online`, whose
@@ -13,7 +14,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use pipec::diagnostic::{Severity, TerminalOptions, render_terminal};
-use pipec::source::FsLoader;
+use pipec::source::{FsLoader, SourceDb};
 
 fn cases(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -24,7 +25,10 @@ fn cases(dir: &Path, out: &mut Vec<PathBuf>) {
     for p in entries {
         if p.is_dir() {
             cases(&p, out);
-        } else if p.extension().is_some_and(|e| e == "pipe" || e == "snap") {
+        } else if p
+            .extension()
+            .is_some_and(|e| e == "pipe" || e == "yaml" || e == "snap")
+        {
             out.push(p);
         }
     }
@@ -35,29 +39,39 @@ fn is_case(p: &Path) -> bool {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    p.extension().is_some_and(|e| e == "pipe")
+    p.extension().is_some_and(|e| e == "pipe" || e == "yaml")
         && (stem.starts_with("fail") || stem.starts_with("pass"))
 }
 
 fn render_case(path: &Path) -> (String, Vec<(String, Severity)>) {
     let name = path.to_string_lossy().replace('\\', "/");
-    let analysis = pipec::analyze(&FsLoader, path, &name);
+    let (db, diagnostics) = if pipec::serve::is_spec_path(path) {
+        let mut db = SourceDb::default();
+        let loaded = pipec::serve::load_spec_file(&mut db, path, &name);
+        (db, loaded.diagnostics)
+    } else {
+        let analysis = pipec::analyze(&FsLoader, path, &name);
+        (analysis.db, analysis.diagnostics)
+    };
     let rendered = render_terminal(
-        &analysis.db,
-        &analysis.diagnostics,
+        &db,
+        &diagnostics,
         TerminalOptions {
             color: false,
             width: 100,
         },
     );
-    let codes = analysis
-        .diagnostics
+    let codes = diagnostics
         .iter()
         .map(|d| (d.rule.code.to_string(), d.severity))
         .collect();
     // Lossy, so that a case that is not UTF-8 (P0004) still shows its text.
     let source = String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned();
-    let exit = if analysis.has_errors() { 1 } else { 0 };
+    let exit = if diagnostics.iter().any(|d| d.is_error()) {
+        1
+    } else {
+        0
+    };
     let snap = format!("--- source\n{source}--- diagnostics (exit {exit})\n{rendered}");
     (snap, codes)
 }
@@ -76,8 +90,10 @@ fn ui_cases() {
         .iter()
         .filter(|p| p.extension().is_some_and(|e| e == "snap"))
     {
-        let case = snap.with_extension("pipe");
-        if !case.exists() {
+        let has_case = ["pipe", "yaml"]
+            .iter()
+            .any(|ext| snap.with_extension(ext).exists());
+        if !has_case {
             if bless {
                 let _ = std::fs::remove_file(snap);
             } else {

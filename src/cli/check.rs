@@ -1,6 +1,8 @@
 //! `pipec check FILE|FOLDER...`: every problem of every file, in one run; a folder stands
-//! for the `.pipe` files in it and its subfolders. Offline unless `--online`, which also
-//! starts the servers and compares what they list (`check_online.rs`).
+//! for the `.pipe` files in it and its subfolders. A `.yaml` or `.yml` file named on the
+//! command line is a reShapr Resources specification, loaded as `pipec serve` loads it.
+//! Offline unless `--online`, which also starts the servers of the `.pipe` files and
+//! compares what they list (`check_online.rs`).
 
 use std::path::PathBuf;
 
@@ -15,7 +17,7 @@ use crate::source::{FsLoader, SourceDb};
 #[derive(clap::Args)]
 pub struct Args {
     /// The .pipe files to check (folders are searched for .pipe files, hidden folders
-    /// skipped)
+    /// skipped), and reShapr Resources specifications (.yaml, .yml)
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// Output format
@@ -62,6 +64,12 @@ pub fn run(args: Args) -> u8 {
     let mut all: Vec<(SourceDb, Vec<Diagnostic>)> = Vec::new();
     for file in &files {
         let name = file.to_string_lossy().into_owned();
+        if crate::serve::spec::is_spec_path(file) {
+            let mut db = SourceDb::default();
+            let loaded = crate::serve::spec::load_spec_file(&mut db, file, &name);
+            all.push((db, loaded.diagnostics));
+            continue;
+        }
         let mut analysis = crate::analyze(&FsLoader, file, &name);
         if let Some(online) = &online {
             let found = online.diagnostics(&analysis, &name);

@@ -135,6 +135,10 @@ mod tests {
 
     #[test]
     fn an_address_that_is_not_one_is_refused() {
-        assert!(decide(&req("nonsense")).expect_err("refused").contains("HOST:PORT"));
+        assert!(
+            decide(&req("nonsense"))
+                .expect_err("refused")
+                .contains("HOST:PORT")
+        );
     }
 }
