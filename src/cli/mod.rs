@@ -14,6 +14,7 @@ mod prune;
 mod resume;
 mod run;
 mod runs;
+mod serve;
 mod show;
 mod store;
 mod tools;
@@ -65,6 +66,8 @@ enum Command {
     Store(store::Args),
     /// What MCP servers offer, as .pipe declarations (`pipec tools pull SERVER`)
     Tools(tools::Args),
+    /// Serve resources (`serve` blocks, reShapr specifications) as an MCP server
+    Serve(serve::Args),
 }
 
 /// When to use colour.
@@ -116,6 +119,7 @@ pub fn main() -> ExitCode {
         Command::Prune(a) => prune::run(a),
         Command::Store(a) => store::run(a),
         Command::Tools(a) => tools::run(a),
+        Command::Serve(a) => serve::run(a),
     };
     ExitCode::from(code)
 }

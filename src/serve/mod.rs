@@ -8,6 +8,7 @@
 
 pub mod access;
 pub mod backend_fetch;
+pub mod build;
 pub mod catalogue;
 #[cfg(unix)]
 pub mod files;

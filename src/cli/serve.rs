@@ -1,0 +1,201 @@
+//! `pipec serve [DIR|FILE ...] [--resources SPEC ...]`: the `serve` blocks of `.pipe`
+//! files and reShapr Resources specifications, served as one MCP server over stdio (the
+//! default: nothing but protocol on stdout, logs on stderr) or over streamable HTTP
+//! (`--http ADDR`: loopback and a bearer token by default).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::pipe_files::pipe_files;
+use super::{ColorChoice, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE};
+use crate::diagnostic::{self, Diagnostic, TerminalOptions};
+use crate::mcp::server::{Provider, ServerIdentity, bind_http, serve_stdio};
+use crate::serve::access::{AccessRequest, decide};
+use crate::serve::build::{BuildOptions, registry};
+use crate::serve::catalogue::Catalogue;
+use crate::serve::from_plan::catalogue_from_plan;
+use crate::serve::spec::load_spec_file;
+use crate::source::{FsLoader, SourceDb};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// `.pipe` files, or folders of them, whose `serve` blocks are served
+    paths: Vec<PathBuf>,
+    /// A reShapr Resources specification (YAML) to serve; may be repeated
+    #[arg(long = "resources", value_name = "SPEC")]
+    resources: Vec<PathBuf>,
+    /// The HTTP base URL that reShapr templates (which name no backend) read from
+    #[arg(long, value_name = "URL")]
+    backend: Option<String>,
+    /// Serve over streamable HTTP at ADDR (such as 127.0.0.1:8080) instead of stdio
+    #[arg(long, value_name = "ADDR")]
+    http: Option<String>,
+    /// With --http on a loopback address: accept requests without the bearer token
+    #[arg(long)]
+    no_auth: bool,
+    /// With --http: a host name clients use to reach this server (needed beyond loopback)
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    allowed_hosts: Vec<String>,
+    /// With --http: a browser origin allowed to call (scheme://host[:port])
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    allowed_origins: Vec<String>,
+    /// Fetch the `remoteContent` URLs of specifications (refused otherwise)
+    #[arg(long)]
+    allow_remote_content: bool,
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    color: ColorChoice,
+}
+
+pub fn run(args: Args) -> u8 {
+    if args.paths.is_empty() && args.resources.is_empty() {
+        super::err(
+            "error: nothing to serve: name .pipe files or folders with `serve` blocks, or specifications with --resources SPEC",
+        );
+        return EXIT_USAGE;
+    }
+    if args.http.is_none()
+        && (args.no_auth || !args.allowed_hosts.is_empty() || !args.allowed_origins.is_empty())
+    {
+        super::err(
+            "error: --no-auth, --allowed-host and --allowed-origin apply to --http ADDR only",
+        );
+        return EXIT_USAGE;
+    }
+    let opts = TerminalOptions {
+        color: args.color.enabled(),
+        width: 100,
+    };
+    let mut catalogues: Vec<Catalogue> = Vec::new();
+    let mut failed = false;
+    let files = match pipe_files(&args.paths) {
+        Ok(files) => files,
+        Err(problem) => {
+            super::err(&problem.message());
+            return EXIT_USAGE;
+        }
+    };
+    for file in &files {
+        let name = file.to_string_lossy().into_owned();
+        let analysis = crate::analyze(&FsLoader, file, &name);
+        report(&analysis.db, &analysis.diagnostics, opts);
+        let root = analysis.hir.project_root.clone();
+        match crate::lower_analysis(analysis, file) {
+            Ok(plan) => match catalogue_from_plan(&plan, &root) {
+                Ok(c) => catalogues.push(c),
+                Err(e) => {
+                    super::err(&format!("error[{}]: {e}", e.rule().code));
+                    failed = true;
+                }
+            },
+            Err(_) => failed = true,
+        }
+    }
+    for spec in &args.resources {
+        let mut db = SourceDb::default();
+        let name = spec.to_string_lossy().into_owned();
+        let load = load_spec_file(&mut db, spec, &name);
+        report(&db, &load.diagnostics, opts);
+        if load.has_errors() {
+            failed = true;
+        } else {
+            catalogues.push(load.catalogue);
+        }
+    }
+    if failed {
+        super::err(
+            "error: nothing was served: fix the errors above (`pipec check` shows them too)",
+        );
+        return EXIT_FINDINGS;
+    }
+    let identity = identity(&catalogues);
+    let options = BuildOptions {
+        backend: args.backend.clone(),
+        allow_remote_content: args.allow_remote_content,
+    };
+    let registry = match registry(identity, &catalogues, &options) {
+        Ok(r) => Arc::new(r),
+        Err(e) => {
+            super::err(&format!("error: {e}"));
+            return EXIT_FINDINGS;
+        }
+    };
+    let runtime = match super::common::runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            super::err(&format!("error: {e}"));
+            return EXIT_USAGE;
+        }
+    };
+    let provider: Arc<dyn Provider> = registry;
+    match &args.http {
+        None => match runtime.block_on(serve_stdio(provider)) {
+            Ok(()) => EXIT_OK,
+            Err(e) => {
+                super::err(&format!("error: {e}"));
+                EXIT_FINDINGS
+            }
+        },
+        Some(addr) => {
+            let request = AccessRequest {
+                addr: addr.clone(),
+                no_auth: args.no_auth,
+                allowed_hosts: args.allowed_hosts.clone(),
+                allowed_origins: args.allowed_origins.clone(),
+                token: std::env::var("PIPEC_SERVE_TOKEN").ok(),
+            };
+            let access = match decide(&request) {
+                Ok(a) => a,
+                Err(e) => {
+                    super::err(&format!("error: {e}"));
+                    return EXIT_USAGE;
+                }
+            };
+            runtime.block_on(async move {
+                let token = access.http.token.clone();
+                let server = match bind_http(provider, addr, access.http).await {
+                    Ok(s) => s,
+                    Err(e) => {
+                        super::err(&format!("error: {e}"));
+                        return EXIT_USAGE;
+                    }
+                };
+                super::err(&format!("pipec serve: MCP at http://{}/mcp", server.addr));
+                match (&token, access.made_token) {
+                    (Some(t), true) => super::err(&format!("pipec serve: send `Authorization: Bearer {t}` (set PIPEC_SERVE_TOKEN to choose the token)")),
+                    (Some(_), false) => super::err("pipec serve: the bearer token is PIPEC_SERVE_TOKEN's"),
+                    (None, _) => super::err("pipec serve: no token needed (--no-auth, loopback only)"),
+                }
+                server.run().await;
+                EXIT_OK
+            })
+        }
+    }
+}
+
+fn report(db: &SourceDb, diags: &[Diagnostic], opts: TerminalOptions) {
+    if !diags.is_empty() {
+        super::err(diagnostic::render_terminal(db, diags, opts).trim_end());
+    }
+}
+
+/// A lone specification's service names the server; otherwise it is pipec.
+fn identity(catalogues: &[Catalogue]) -> ServerIdentity {
+    let services: Vec<_> = catalogues
+        .iter()
+        .filter_map(|c| c.service.as_ref())
+        .collect();
+    match services.as_slice() {
+        [one] if catalogues.len() == 1 => ServerIdentity {
+            name: one.name.clone(),
+            version: one.version.clone(),
+            title: None,
+            instructions: None,
+        },
+        _ => ServerIdentity {
+            name: "pipec".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            title: Some("pipec serve".into()),
+            instructions: None,
+        },
+    }
+}
