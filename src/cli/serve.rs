@@ -112,13 +112,14 @@ pub fn run(args: Args) -> u8 {
         backend: args.backend.clone(),
         allow_remote_content: args.allow_remote_content,
     };
-    let registry = match registry(identity, &catalogues, &options) {
-        Ok(r) => Arc::new(r),
+    let built = match registry(identity, &catalogues, &options) {
+        Ok(b) => b,
         Err(e) => {
             super::err(&format!("error: {e}"));
             return EXIT_FINDINGS;
         }
     };
+    let registry = Arc::new(built.registry);
     let runtime = match super::common::runtime() {
         Ok(rt) => rt,
         Err(e) => {
@@ -126,6 +127,9 @@ pub fn run(args: Args) -> u8 {
             return EXIT_USAGE;
         }
     };
+    let _watcher = runtime.block_on(async {
+        crate::serve::watch::Watcher::start(registry.clone(), built.file_templates)
+    });
     let provider: Arc<dyn Provider> = registry;
     match &args.http {
         None => match runtime.block_on(serve_stdio(provider)) {

@@ -25,14 +25,28 @@ pub struct BuildOptions {
     pub allow_remote_content: bool,
 }
 
+/// A template served from files, which a watcher may follow.
+#[derive(Clone)]
+pub struct FileTemplate {
+    pub template: Arc<Template>,
+    pub root: std::path::PathBuf,
+}
+
+/// What a catalogue became: the registry, and the templates whose content is files.
+pub struct Built {
+    pub registry: Registry,
+    pub file_templates: Vec<FileTemplate>,
+}
+
 /// Every entry of `catalogues`, in their order, as one registry; or why one cannot be
 /// served (a template that does not parse, a backend URL that is not one).
 pub fn registry(
     identity: ServerIdentity,
     catalogues: &[Catalogue],
     options: &BuildOptions,
-) -> Result<Registry, String> {
+) -> Result<Built, String> {
     let registry = Registry::new(identity);
+    let mut file_templates = Vec::new();
     let client = Arc::new(
         BackendClient::new(FetchOptions::default())
             .map_err(|e| format!("cannot make the HTTP client for backends: {e}"))?,
@@ -76,7 +90,13 @@ pub fn registry(
             let listed = listed_template(&t.uri_template, &t.meta);
             let matcher = matcher(template.clone());
             let (read, complete) = match &t.source {
-                TemplateSource::Root(dir) => files(template.clone(), dir, t.meta.mime_type.clone()),
+                TemplateSource::Root(dir) => {
+                    file_templates.push(FileTemplate {
+                        template: template.clone(),
+                        root: dir.clone(),
+                    });
+                    files(template.clone(), dir, t.meta.mime_type.clone())
+                }
                 TemplateSource::Backend(url) => {
                     match url.clone().or_else(|| options.backend.clone()) {
                         Some(url) => (
@@ -104,7 +124,10 @@ pub fn registry(
             registry.add_template(listed, matcher, read, complete);
         }
     }
-    Ok(registry)
+    Ok(Built {
+        registry,
+        file_templates,
+    })
 }
 
 fn hints(meta: &ResourceMeta) -> Option<Hints> {
@@ -430,7 +453,9 @@ mod tests {
                 },
             ],
         };
-        let r = registry(identity(), &[catalogue], &BuildOptions::default()).expect("builds");
+        let r = registry(identity(), &[catalogue], &BuildOptions::default())
+            .expect("builds")
+            .registry;
         let read = |uri: &str| block_on(r.read(uri));
         match read("file:///readme").as_deref() {
             Ok([c]) => {

@@ -26,6 +26,8 @@ mod open_beneath;
 pub mod template_path;
 pub mod uri_build;
 pub mod value_check;
+#[cfg(unix)]
+pub mod watch;
 
 pub use catalogue::{
     Annotations, Catalogue, Content, Icon, ResourceMeta, Service, StaticResource, TemplateDef,

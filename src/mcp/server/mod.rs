@@ -15,4 +15,4 @@ pub use provider::{
     ProviderFuture, ReadContent, ReadFailure, ServerIdentity, ToolReply, ToolSpec,
 };
 pub use stdio::serve_stdio;
-pub use updates::{Updates, normal_form};
+pub use updates::{Updates, WatchHook, normal_form};

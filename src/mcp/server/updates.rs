@@ -17,20 +17,36 @@ pub(crate) enum Change {
     ListChanged,
 }
 
+/// Called with the normal form of each URI as a subscription comes to cover it, before
+/// the client is told it is subscribed: a provider that watches what is subscribed to
+/// takes its starting point then, so a change right after the answer is not missed.
+pub type WatchHook = Arc<dyn Fn(&str) + Send + Sync>;
+
+type HookSlot = Arc<Mutex<Option<WatchHook>>>;
+
 /// One subscription: the URIs it covers (as the client wrote them, with their normal
 /// forms), whether it hears of list changes, and its queue.
 pub(crate) struct Listener {
     uris: Mutex<Vec<(String, String)>>,
     lists: bool,
     queue: mpsc::UnboundedSender<Change>,
+    hook: HookSlot,
 }
 
 impl Listener {
     /// Adds a URI (a legacy `resources/subscribe`); a URI already held is not doubled.
     pub(crate) fn add(&self, uri: &str) {
-        let mut uris = self.uris.lock().unwrap_or_else(|p| p.into_inner());
-        if !uris.iter().any(|(own, _)| own == uri) {
-            uris.push((uri.to_string(), normal_form(uri)));
+        let normal = normal_form(uri);
+        {
+            let mut uris = self.uris.lock().unwrap_or_else(|p| p.into_inner());
+            if uris.iter().any(|(own, _)| own == uri) {
+                return;
+            }
+            uris.push((uri.to_string(), normal.clone()));
+        }
+        let hook = self.hook.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some(hook) = hook {
+            hook(&normal);
         }
     }
 
@@ -52,11 +68,17 @@ impl Listener {
 #[derive(Default)]
 pub struct Updates {
     listeners: Mutex<Vec<Weak<Listener>>>,
+    hook: HookSlot,
 }
 
 impl Updates {
     pub fn new() -> Updates {
         Updates::default()
+    }
+
+    /// Sets the hook told of each URI a subscription comes to cover.
+    pub fn on_watch(&self, hook: WatchHook) {
+        *self.hook.lock().unwrap_or_else(|p| p.into_inner()) = Some(hook);
     }
 
     /// Tells every subscriber of `uri` that it changed. URIs are compared in a normal
@@ -124,6 +146,7 @@ impl Updates {
             uris: Mutex::new(Vec::new()),
             lists,
             queue,
+            hook: self.hook.clone(),
         });
         for uri in uris {
             listener.add(uri);

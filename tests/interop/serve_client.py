@@ -1,0 +1,143 @@
+"""An MCP client of the official Python SDK that drives `pipec serve` for the serve
+interop tests and prints what it saw as one JSON object.
+
+    serve_client.py --era legacy|modern (--stdio PROGRAM ARG... | --url URL [--token T]) PLAN
+
+PLAN is JSON: {"read": [URI, ...], "subscribe": {"uri": URI, "file": PATH, "changes": N}}.
+The output has "resources" and "templates" (as listed), "reads" (each URI's contents, or
+its error's code and message) and, for a subscription, "updates" (how many notices each
+change of the file brought) and "after_unsubscribe" (notices after the subscription
+ended, while the file changed again).
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import warnings
+
+warnings.simplefilter("ignore")
+
+import httpx2  # noqa: E402
+from mcp import Client, StdioServerParameters  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+NOTICE_WAIT = 5.0
+SETTLE = 0.25
+
+
+def dump(model):
+    return model.model_dump(mode="json", exclude_none=True, by_alias=True)
+
+
+def touch(path, n):
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(f"change {n}\n")
+
+
+async def subscribe_legacy(client, counts, plan, out):
+    uri, path, changes = plan["uri"], plan["file"], plan["changes"]
+    await client.subscribe_resource(uri)
+    per_change = []
+    for n in range(changes):
+        before = counts.get(uri, 0)
+        touch(path, n)
+        deadline = asyncio.get_running_loop().time() + NOTICE_WAIT
+        while counts.get(uri, 0) == before and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.005)
+        await asyncio.sleep(SETTLE)
+        per_change.append(counts.get(uri, 0) - before)
+    out["updates"] = per_change
+    await client.unsubscribe_resource(uri)
+    before = counts.get(uri, 0)
+    touch(path, "after")
+    await asyncio.sleep(SETTLE * 2)
+    out["after_unsubscribe"] = counts.get(uri, 0) - before
+
+
+async def subscribe_modern(client, plan, out):
+    uri, path, changes = plan["uri"], plan["file"], plan["changes"]
+    per_change = []
+    async with client.listen(resource_subscriptions=[uri]) as sub:
+        out["honored"] = list(sub.honored.resource_subscriptions or []) if sub.honored else []
+        events = sub.__aiter__()
+        for n in range(changes):
+            touch(path, n)
+            got = 0
+            try:
+                event = await asyncio.wait_for(events.__anext__(), NOTICE_WAIT)
+                if getattr(event, "uri", None) == uri:
+                    got += 1
+            except asyncio.TimeoutError:
+                pass
+            # Anything more for this change arrives within the settle time.
+            try:
+                while True:
+                    event = await asyncio.wait_for(events.__anext__(), SETTLE)
+                    if getattr(event, "uri", None) == uri:
+                        got += 1
+            except asyncio.TimeoutError:
+                pass
+            per_change.append(got)
+    out["updates"] = per_change
+    # The subscription is closed: a change now reaches nobody (nothing to count on this
+    # side but that the connection stays quiet and usable).
+    touch(path, "after")
+    await asyncio.sleep(SETTLE * 2)
+    out["after_unsubscribe"] = 0
+
+
+async def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--era", choices=["legacy", "modern"], required=True)
+    parser.add_argument("--url")
+    parser.add_argument("--token")
+    parser.add_argument("--stdio", nargs=argparse.REMAINDER)
+    parser.add_argument("plan", nargs="?")
+    args = parser.parse_args()
+    if args.stdio:
+        plan = json.loads(args.stdio[-1])
+        server = StdioServerParameters(command=args.stdio[0], args=args.stdio[1:-1], env=dict(os.environ))
+    else:
+        plan = json.loads(args.plan)
+        headers = {"Authorization": f"Bearer {args.token}"} if args.token else {}
+        server = streamable_http_client(args.url, http_client=httpx2.AsyncClient(headers=headers))
+    counts = {}
+
+    async def on_message(message):
+        root = getattr(message, "root", message)
+        method = getattr(root, "method", None)
+        if method == "notifications/resources/updated":
+            uri = root.params.uri
+            counts[uri] = counts.get(uri, 0) + 1
+
+    mode = "legacy" if args.era == "legacy" else "2026-07-28"
+    out = {}
+    async with Client(server, mode=mode, message_handler=on_message, cache=None) as client:
+        out["protocol"] = client.session.protocol_version
+        out["resources"] = [dump(r) for r in (await client.list_resources()).resources]
+        out["templates"] = [dump(t) for t in (await client.list_resource_templates()).resource_templates]
+        reads = {}
+        for uri in plan.get("read", []):
+            try:
+                result = await client.read_resource(uri)
+                reads[uri] = {"contents": [dump(c) for c in result.contents]}
+            except Exception as e:  # the error the server answered
+                error = getattr(e, "error", None)
+                reads[uri] = {
+                    "error": {
+                        "code": getattr(error, "code", None),
+                        "message": getattr(error, "message", str(e)),
+                    }
+                }
+        out["reads"] = reads
+        if "subscribe" in plan:
+            if args.era == "legacy":
+                await subscribe_legacy(client, counts, plan["subscribe"], out)
+            else:
+                await subscribe_modern(client, plan["subscribe"], out)
+    print(json.dumps(out))
+
+
+asyncio.run(main())
