@@ -43,9 +43,8 @@ fn main() -> Result<(), String> {
     );
 
     // The template's matcher comes from pipec's: values are decoded once and checked.
-    let template = Arc::new(
-        Template::parse("weather://notes/{city}").map_err(|e| e.message.clone())?,
-    );
+    let template =
+        Arc::new(Template::parse("weather://notes/{city}").map_err(|e| e.message.clone())?);
     let matcher_template = template.clone();
     let matcher = Arc::new(move |uri: &str| match match_uri(&matcher_template, uri) {
         Ok(Some(c)) => MatchOutcome::Matched(c.pairs().into_iter().collect::<BTreeMap<_, _>>()),
@@ -79,8 +78,8 @@ fn main() -> Result<(), String> {
     );
 
     // A URI for the template, encoded as RFC 6570 says ("São Paulo" → "S%C3%A3o%20Paulo").
-    let uri = build_uri("weather://notes/{city}", &[("city", "São Paulo")])
-        .map_err(|e| e.to_string())?;
+    let uri =
+        build_uri("weather://notes/{city}", &[("city", "São Paulo")]).map_err(|e| e.to_string())?;
     eprintln!("provider: try reading {uri}");
 
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 
-use common::{Project, pipec_bin};
 use common::python::python_with_mcp;
+use common::{Project, pipec_bin};
 use serde_json::{Value, json};
 
 const CHANGES: usize = 50;
@@ -522,4 +522,46 @@ fn serve_with_nothing_to_serve_or_a_broken_spec_refuses_to_start() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("P0802"), "{err}");
+}
+
+fn spec_text(name: &str) -> String {
+    format!(
+        "apiVersion: reshapr.io/v1alpha1\nkind: Resources\nservice:\n  name: notes\n  version: '1'\nresources:\n  'notes://{name}':\n    name: {name}\n    text: the {name} note\n"
+    )
+}
+
+fn edit_a_spec(era: Era, tag: &str) {
+    let p = Project::new(tag);
+    p.write("notes.yaml", &spec_text("first"));
+    let out = drive(
+        &p.dir,
+        era,
+        Via::Stdio(&["--resources", "notes.yaml"]),
+        &json!({ "read": ["notes://first"], "edit": {
+            "file": p.dir.join("notes.yaml"), "text": spec_text("second")
+        } }),
+    );
+    let text = out.to_string();
+    assert_eq!(
+        out["reads"]["notes://first"]["contents"][0]["text"], "the first note",
+        "{text}"
+    );
+    assert_eq!(out["list_changed"], 1, "one edit, one notice: {text}");
+    let after: Vec<&str> = out["resources_after"]
+        .as_array()
+        .expect("listed")
+        .iter()
+        .filter_map(|r| r["uri"].as_str())
+        .collect();
+    assert_eq!(after, ["notes://second"], "{text}");
+}
+
+#[test]
+fn editing_a_specification_sends_list_changed_once_legacy() {
+    edit_a_spec(Era::Legacy, "serve-edit-legacy");
+}
+
+#[test]
+fn editing_a_specification_sends_list_changed_once_modern() {
+    edit_a_spec(Era::Modern, "serve-edit-modern");
 }

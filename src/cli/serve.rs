@@ -11,7 +11,7 @@ use super::{ColorChoice, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE};
 use crate::diagnostic::{self, Diagnostic, TerminalOptions};
 use crate::mcp::server::{Provider, ServerIdentity, bind_http, serve_stdio};
 use crate::serve::access::{AccessRequest, decide};
-use crate::serve::build::{BuildOptions, registry};
+use crate::serve::build::{BuildOptions, registry as registry_of};
 use crate::serve::catalogue::Catalogue;
 use crate::serve::from_plan::catalogue_from_plan;
 use crate::serve::spec::load_spec_file;
@@ -65,8 +65,6 @@ pub fn run(args: Args) -> u8 {
         color: args.color.enabled(),
         width: 100,
     };
-    let mut catalogues: Vec<Catalogue> = Vec::new();
-    let mut failed = false;
     let files = match pipe_files(&args.paths) {
         Ok(files) => files,
         Err(problem) => {
@@ -74,45 +72,18 @@ pub fn run(args: Args) -> u8 {
             return EXIT_USAGE;
         }
     };
-    for file in &files {
-        let name = file.to_string_lossy().into_owned();
-        let analysis = crate::analyze(&FsLoader, file, &name);
-        report(&analysis.db, &analysis.diagnostics, opts);
-        let root = analysis.hir.project_root.clone();
-        match crate::lower_analysis(analysis, file) {
-            Ok(plan) => match catalogue_from_plan(&plan, &root) {
-                Ok(c) => catalogues.push(c),
-                Err(e) => {
-                    super::err(&format!("error[{}]: {e}", e.rule().code));
-                    failed = true;
-                }
-            },
-            Err(_) => failed = true,
-        }
-    }
-    for spec in &args.resources {
-        let mut db = SourceDb::default();
-        let name = spec.to_string_lossy().into_owned();
-        let load = load_spec_file(&mut db, spec, &name);
-        report(&db, &load.diagnostics, opts);
-        if load.has_errors() {
-            failed = true;
-        } else {
-            catalogues.push(load.catalogue);
-        }
-    }
-    if failed {
+    let Some(catalogues) = load(&files, &args.resources, opts) else {
         super::err(
             "error: nothing was served: fix the errors above (`pipec check` shows them too)",
         );
         return EXIT_FINDINGS;
-    }
+    };
     let identity = identity(&catalogues);
     let options = BuildOptions {
         backend: args.backend.clone(),
         allow_remote_content: args.allow_remote_content,
     };
-    let built = match registry(identity, &catalogues, &options) {
+    let built = match registry_of(identity.clone(), &catalogues, &options) {
         Ok(b) => b,
         Err(e) => {
             super::err(&format!("error: {e}"));
@@ -127,8 +98,30 @@ pub fn run(args: Args) -> u8 {
             return EXIT_USAGE;
         }
     };
+    let mut watched: Vec<PathBuf> = files.clone();
+    watched.extend(args.resources.iter().cloned());
+    let rebuild = {
+        let (files, specs, options, identity) = (
+            files.clone(),
+            args.resources.clone(),
+            options.clone(),
+            identity.clone(),
+        );
+        Box::new(move || {
+            let catalogues =
+                load(&files, &specs, opts).ok_or_else(|| "the errors above".to_string())?;
+            registry_of(identity.clone(), &catalogues, &options)
+        }) as crate::serve::watch::Rebuild
+    };
     let _watcher = runtime.block_on(async {
-        crate::serve::watch::Watcher::start(registry.clone(), built.file_templates)
+        crate::serve::watch::Watcher::start(
+            registry.clone(),
+            built.file_templates,
+            Some(crate::serve::watch::Specs {
+                paths: watched,
+                rebuild,
+            }),
+        )
     });
     let provider: Arc<dyn Provider> = registry;
     match &args.http {
@@ -174,6 +167,41 @@ pub fn run(args: Args) -> u8 {
             })
         }
     }
+}
+
+/// The catalogues of the `.pipe` files and specifications, their diagnostics printed;
+/// `None` when one has errors.
+fn load(files: &[PathBuf], specs: &[PathBuf], opts: TerminalOptions) -> Option<Vec<Catalogue>> {
+    let mut catalogues = Vec::new();
+    let mut failed = false;
+    for file in files {
+        let name = file.to_string_lossy().into_owned();
+        let analysis = crate::analyze(&FsLoader, file, &name);
+        report(&analysis.db, &analysis.diagnostics, opts);
+        let root = analysis.hir.project_root.clone();
+        match crate::lower_analysis(analysis, file) {
+            Ok(plan) => match catalogue_from_plan(&plan, &root) {
+                Ok(c) => catalogues.push(c),
+                Err(e) => {
+                    super::err(&format!("error[{}]: {e}", e.rule().code));
+                    failed = true;
+                }
+            },
+            Err(_) => failed = true,
+        }
+    }
+    for spec in specs {
+        let mut db = SourceDb::default();
+        let name = spec.to_string_lossy().into_owned();
+        let load = load_spec_file(&mut db, spec, &name);
+        report(&db, &load.diagnostics, opts);
+        if load.has_errors() {
+            failed = true;
+        } else {
+            catalogues.push(load.catalogue);
+        }
+    }
+    (!failed).then_some(catalogues)
 }
 
 fn report(db: &SourceDb, diags: &[Diagnostic], opts: TerminalOptions) {

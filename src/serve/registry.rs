@@ -172,9 +172,16 @@ impl Registry {
         found
     }
 
-    /// Empties the registry (before registering a reloaded specification again).
+    /// Empties the registry.
     pub fn clear(&self) {
         self.change(|e| *e = Entries::default());
+    }
+
+    /// Takes every definition of `other` in place of its own, as one change (one new
+    /// generation, one list-changed notice); subscriptions stay.
+    pub fn replace_with(&self, other: Registry) {
+        let entries = other.entries();
+        self.change(|e| *e = entries);
     }
 
     /// Tells the subscribers of `uri` that its content changed.

@@ -5,6 +5,11 @@
 //! subscribed; looking at intervals coalesces a burst of writes into one notice. The
 //! starting point of a URI is taken when the subscription is accepted, before the client
 //! hears it is subscribed, so a change right after is seen.
+//!
+//! The specification files served are looked at too: an edit rebuilds what is served
+//! (one list-changed notice to every listener of the lists, and an update to the
+//! subscribers of each fixed resource); a rebuild that fails keeps what was served and
+//! says why on stderr.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -58,21 +63,42 @@ fn stamp(path: &std::path::Path) -> Option<Stamp> {
     }
 }
 
-/// The watcher of one registry's file templates.
+/// Makes what is served again, from the files as they are now.
+pub type Rebuild = Box<dyn Fn() -> Result<super::build::Built, String> + Send + Sync>;
+
+/// The specification files whose edits rebuild what is served.
+pub struct Specs {
+    pub paths: Vec<PathBuf>,
+    pub rebuild: Rebuild,
+}
+
+/// The watcher of one registry's file templates and specifications.
 pub struct Watcher {
     registry: Arc<Registry>,
-    templates: Vec<FileTemplate>,
+    templates: Mutex<Vec<FileTemplate>>,
     seen: Mutex<HashMap<String, Option<Stamp>>>,
+    specs: Option<Specs>,
+    spec_stamps: Mutex<Vec<Option<Stamp>>>,
 }
 
 impl Watcher {
     /// Starts following `registry`'s subscriptions to the files of `templates`; the
     /// returned handle keeps it going.
-    pub fn start(registry: Arc<Registry>, templates: Vec<FileTemplate>) -> Arc<Watcher> {
+    pub fn start(
+        registry: Arc<Registry>,
+        templates: Vec<FileTemplate>,
+        specs: Option<Specs>,
+    ) -> Arc<Watcher> {
+        let spec_stamps = specs
+            .as_ref()
+            .map(|s| s.paths.iter().map(|p| stamp(p)).collect())
+            .unwrap_or_default();
         let watcher = Arc::new(Watcher {
             registry: registry.clone(),
-            templates,
+            templates: Mutex::new(templates),
             seen: Mutex::new(HashMap::new()),
+            specs,
+            spec_stamps: Mutex::new(spec_stamps),
         });
         let hook_target = Arc::downgrade(&watcher);
         registry.updates().on_watch(Arc::new(move |uri: &str| {
@@ -96,7 +122,8 @@ impl Watcher {
 
     /// The file a URI names, if a file template serves it and its values are allowed.
     fn path_of(&self, uri: &str) -> Option<PathBuf> {
-        for t in &self.templates {
+        let templates = self.templates.lock().unwrap_or_else(|p| p.into_inner());
+        for t in templates.iter() {
             match match_uri(&t.template, uri) {
                 Ok(Some(captures)) => {
                     let segments = file_segments(&t.template, &captures, false).ok()?;
@@ -125,8 +152,43 @@ impl Watcher {
             .or_insert(now);
     }
 
+    /// Rebuilds what is served when a specification file changed.
+    fn poll_specs(&self) {
+        let Some(specs) = &self.specs else { return };
+        let now: Vec<Option<Stamp>> = specs.paths.iter().map(|p| stamp(p)).collect();
+        {
+            let mut before = self.spec_stamps.lock().unwrap_or_else(|p| p.into_inner());
+            if *before == now {
+                return;
+            }
+            *before = now;
+        }
+        match (specs.rebuild)() {
+            Ok(built) => {
+                let fixed: Vec<String> = built
+                    .registry
+                    .resources()
+                    .into_iter()
+                    .map(|r| r.uri)
+                    .collect();
+                *self.templates.lock().unwrap_or_else(|p| p.into_inner()) = built.file_templates;
+                self.registry.replace_with(built.registry);
+                for uri in fixed {
+                    if self.registry.updates().is_watched(&uri) {
+                        self.registry.notify_updated(&uri);
+                    }
+                }
+                eprintln!("pipec serve: a specification changed; serving it as it is now");
+            }
+            Err(e) => eprintln!(
+                "pipec serve: a specification changed but cannot be served ({e}); serving it as it was"
+            ),
+        }
+    }
+
     /// One look at every subscribed file; a change is announced once.
     fn poll(&self) {
+        self.poll_specs();
         let watched = self.registry.updates().watched();
         let mut changed = Vec::new();
         {

@@ -3,11 +3,13 @@ interop tests and prints what it saw as one JSON object.
 
     serve_client.py --era legacy|modern (--stdio PROGRAM ARG... | --url URL [--token T]) PLAN
 
-PLAN is JSON: {"read": [URI, ...], "subscribe": {"uri": URI, "file": PATH, "changes": N}}.
+PLAN is JSON: {"read": [URI, ...], "subscribe": {"uri": URI, "file": PATH, "changes": N},
+"edit": {"file": PATH, "text": TEXT}}.
 The output has "resources" and "templates" (as listed), "reads" (each URI's contents, or
 its error's code and message) and, for a subscription, "updates" (how many notices each
 change of the file brought) and "after_unsubscribe" (notices after the subscription
-ended, while the file changed again).
+ended, while the file changed again); for an edit, "list_changed" (the list-changed
+notices the edit brought) and "resources_after" (the resources listed after it).
 """
 
 import argparse
@@ -88,6 +90,38 @@ async def subscribe_modern(client, plan, out):
     out["after_unsubscribe"] = 0
 
 
+def write(path, text):
+    aside = path + ".new"
+    with open(aside, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(aside, path)
+
+
+async def edit(client, counts, plan, era, out):
+    if era == "legacy":
+        write(plan["file"], plan["text"])
+        deadline = asyncio.get_running_loop().time() + NOTICE_WAIT
+        while counts.get("<lists>", 0) == 0 and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.005)
+        await asyncio.sleep(SETTLE)
+        out["list_changed"] = counts.get("<lists>", 0)
+    else:
+        got = 0
+        async with client.listen(resources_list_changed=True) as sub:
+            events = sub.__aiter__()
+            write(plan["file"], plan["text"])
+            try:
+                await asyncio.wait_for(events.__anext__(), NOTICE_WAIT)
+                got += 1
+                while True:
+                    await asyncio.wait_for(events.__anext__(), SETTLE)
+                    got += 1
+            except asyncio.TimeoutError:
+                pass
+        out["list_changed"] = got
+    out["resources_after"] = [dump(r) for r in (await client.list_resources()).resources]
+
+
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--era", choices=["legacy", "modern"], required=True)
@@ -111,6 +145,8 @@ async def main():
         if method == "notifications/resources/updated":
             uri = root.params.uri
             counts[uri] = counts.get(uri, 0) + 1
+        elif method == "notifications/resources/list_changed":
+            counts["<lists>"] = counts.get("<lists>", 0) + 1
 
     mode = "legacy" if args.era == "legacy" else "2026-07-28"
     out = {}
@@ -137,6 +173,8 @@ async def main():
                 await subscribe_legacy(client, counts, plan["subscribe"], out)
             else:
                 await subscribe_modern(client, plan["subscribe"], out)
+        if "edit" in plan:
+            await edit(client, counts, plan["edit"], args.era, out)
     print(json.dumps(out))
 
 
