@@ -565,3 +565,105 @@ fn editing_a_specification_sends_list_changed_once_legacy() {
 fn editing_a_specification_sends_list_changed_once_modern() {
     edit_a_spec(Era::Modern, "serve-edit-modern");
 }
+
+const GREET: &str = r#"input name: string
+
+type Approval {
+  approved: bool
+}
+
+node hello(name: string = input.name) -> { text: string } {
+  return = { text: name }
+}
+
+gate ok(h: { text: string } = hello) -> Approval {
+  message = "Greet {{ h.text }}?"
+}
+
+node done(h: { text: string } = hello, a: Approval = ok) -> { text: string, approved: bool } {
+  return = { text: h.text, approved: a.approved }
+}
+
+output greeting = done
+"#;
+
+fn served_pipeline(era: Era, tag: &str) {
+    let p = Project::new(tag);
+    p.write("greet.pipe", GREET);
+    let out = drive(
+        &p.dir,
+        era,
+        Via::Stdio(&["greet.pipe"]),
+        &json!({ "pipeline": {
+            "tool": "greet", "arguments": { "name": "Ada" },
+            "gate": "ok", "answer": { "approved": true }
+        } }),
+    );
+    let text = out.to_string();
+    let tool = out["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "greet"))
+        .expect("the pipeline is a tool");
+    assert_eq!(tool["inputSchema"]["required"], json!(["name"]), "{text}");
+    assert_eq!(tool["inputSchema"]["properties"]["name"]["type"], "string");
+    assert_eq!(
+        tool["annotations"]["readOnlyHint"], false,
+        "a run writes a thread"
+    );
+    assert_eq!(tool["annotations"]["idempotentHint"], false);
+    assert!(
+        out["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["name"] == "resume_run")),
+        "{text}"
+    );
+    // Paused: a link to the run and the gate's message, no outputs yet.
+    let call = &out["call"];
+    assert_eq!(call["isError"], false, "{text}");
+    let link = call["links"][0].as_str().expect("a run link");
+    assert!(link.starts_with("pipec://runs/"), "{link}");
+    assert!(
+        call["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Greet Ada?")),
+        "{text}"
+    );
+    assert_eq!(out["run_paused"]["status"], "paused", "{text}");
+    assert_eq!(out["run_paused"]["gates"][0]["gate"], "ok");
+    assert_eq!(
+        out["run_paused"]["gates"][0]["schema"]["$ref"], "#/$defs/Approval",
+        "the gate's schema is shown: {text}"
+    );
+    assert!(
+        out["templates"].as_array().is_some_and(Vec::is_empty),
+        "runs are never listed"
+    );
+    // resume_run continues it to completion; the subscribed run heard of it.
+    assert_eq!(
+        out["resume"]["structured"]["greeting"],
+        json!({ "text": "Ada", "approved": true }),
+        "{text}"
+    );
+    assert!(
+        out["run_updates"].as_u64().is_some_and(|n| n >= 1),
+        "{text}"
+    );
+    assert_eq!(out["run_done"]["status"], "completed", "{text}");
+    assert_eq!(
+        out["run_done"]["outputs"]["greeting"]["approved"], true,
+        "{text}"
+    );
+    // The run is a thread of the project's store, as `pipec run` would make it.
+    let runs = p.run(&["runs"]);
+    assert!(String::from_utf8_lossy(&runs.stdout).contains("completed"));
+}
+
+#[test]
+fn a_served_pipeline_pauses_links_its_run_and_resume_run_completes_it_legacy() {
+    served_pipeline(Era::Legacy, "serve-pipeline-legacy");
+}
+
+#[test]
+fn a_served_pipeline_pauses_links_its_run_and_resume_run_completes_it_modern() {
+    served_pipeline(Era::Modern, "serve-pipeline-modern");
+}

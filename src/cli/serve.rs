@@ -14,6 +14,7 @@ use crate::serve::access::{AccessRequest, decide};
 use crate::serve::build::{BuildOptions, registry as registry_of};
 use crate::serve::catalogue::Catalogue;
 use crate::serve::from_plan::catalogue_from_plan;
+use crate::serve::pipelines::{PipelineTools, ServedPipeline};
 use crate::serve::spec::load_spec_file;
 use crate::source::{FsLoader, SourceDb};
 
@@ -42,6 +43,13 @@ pub struct Args {
     /// Fetch the `remoteContent` URLs of specifications (refused otherwise)
     #[arg(long)]
     allow_remote_content: bool,
+    /// The store the served pipelines' runs are kept in (default: the project's
+    /// `.pipec/runs.redb`, or `PIPEC_STORE`)
+    #[arg(long, value_name = "PATH")]
+    store: Option<PathBuf>,
+    /// How long a tool call waits for its run before answering with the run's link
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    wait: u64,
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
     color: ColorChoice,
 }
@@ -72,7 +80,7 @@ pub fn run(args: Args) -> u8 {
             return EXIT_USAGE;
         }
     };
-    let Some(catalogues) = load(&files, &args.resources, opts) else {
+    let Some((catalogues, pipelines)) = load_all(&files, &args.resources, opts) else {
         super::err(
             "error: nothing was served: fix the errors above (`pipec check` shows them too)",
         );
@@ -98,6 +106,29 @@ pub fn run(args: Args) -> u8 {
             return EXIT_USAGE;
         }
     };
+    if !pipelines.is_empty() {
+        let root = pipelines
+            .first()
+            .map(|p| p.root.clone())
+            .unwrap_or_else(super::common::default_root);
+        let store_path = super::common::store_path(&args.store, &root);
+        let store: Arc<dyn crate::store::Store> = match crate::store::RedbStore::open(&store_path) {
+            Ok(s) => Arc::new(s),
+            Err(e) => {
+                super::common::print_store_error(e, &store_path);
+                return EXIT_USAGE;
+            }
+        };
+        let tools = PipelineTools {
+            store,
+            pipelines,
+            wait: std::time::Duration::from_secs(args.wait),
+        };
+        if let Err(e) = runtime.block_on(async { tools.install(&registry) }) {
+            super::err(&format!("error: {e}"));
+            return EXIT_USAGE;
+        }
+    }
     let mut watched: Vec<PathBuf> = files.clone();
     watched.extend(args.resources.iter().cloned());
     let rebuild = {
@@ -172,7 +203,18 @@ pub fn run(args: Args) -> u8 {
 /// The catalogues of the `.pipe` files and specifications, their diagnostics printed;
 /// `None` when one has errors.
 fn load(files: &[PathBuf], specs: &[PathBuf], opts: TerminalOptions) -> Option<Vec<Catalogue>> {
+    load_all(files, specs, opts).map(|(c, _)| c)
+}
+
+/// [`load`], with the pipelines among the files (those with nodes), which are served as
+/// tools.
+fn load_all(
+    files: &[PathBuf],
+    specs: &[PathBuf],
+    opts: TerminalOptions,
+) -> Option<(Vec<Catalogue>, Vec<ServedPipeline>)> {
     let mut catalogues = Vec::new();
+    let mut pipelines = Vec::new();
     let mut failed = false;
     for file in files {
         let name = file.to_string_lossy().into_owned();
@@ -181,7 +223,20 @@ fn load(files: &[PathBuf], specs: &[PathBuf], opts: TerminalOptions) -> Option<V
         let root = analysis.hir.project_root.clone();
         match crate::lower_analysis(analysis, file) {
             Ok(plan) => match catalogue_from_plan(&plan, &root) {
-                Ok(c) => catalogues.push(c),
+                Ok(c) => {
+                    catalogues.push(c);
+                    if !plan.nodes.is_empty() {
+                        let source = std::path::absolute(file)
+                            .unwrap_or_else(|_| file.clone())
+                            .display()
+                            .to_string();
+                        pipelines.push(ServedPipeline {
+                            plan: Arc::new(plan),
+                            root: root.clone(),
+                            source,
+                        });
+                    }
+                }
                 Err(e) => {
                     super::err(&format!("error[{}]: {e}", e.rule().code));
                     failed = true;
@@ -201,7 +256,7 @@ fn load(files: &[PathBuf], specs: &[PathBuf], opts: TerminalOptions) -> Option<V
             catalogues.push(load.catalogue);
         }
     }
-    (!failed).then_some(catalogues)
+    (!failed).then_some((catalogues, pipelines))
 }
 
 fn report(db: &SourceDb, diags: &[Diagnostic], opts: TerminalOptions) {

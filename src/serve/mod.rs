@@ -16,6 +16,7 @@ pub mod from_plan;
 pub mod lookup;
 pub mod matcher;
 pub mod mime_type;
+pub mod pipelines;
 pub mod registry;
 pub mod spec;
 // Opening beneath a folder needs `openat`/`openat2` and reading folders by descriptor;

@@ -67,6 +67,8 @@ struct StaticEntry {
 #[derive(Clone)]
 struct TemplateEntry {
     listed: ListedTemplate,
+    /// Shown by `resources/templates/list` (a hidden one is read by links it gave out).
+    shown: bool,
     matcher: Matcher,
     read: ReadHandler,
     complete: Option<CompleteHandler>,
@@ -140,11 +142,28 @@ impl Registry {
         read: ReadHandler,
         complete: Option<CompleteHandler>,
     ) {
+        self.put_template(listed, matcher, read, complete, true);
+    }
+
+    /// Adds a template that is read but never listed (the runs a tool links to).
+    pub fn add_hidden_template(&self, listed: ListedTemplate, matcher: Matcher, read: ReadHandler) {
+        self.put_template(listed, matcher, read, None, false);
+    }
+
+    fn put_template(
+        &self,
+        listed: ListedTemplate,
+        matcher: Matcher,
+        read: ReadHandler,
+        complete: Option<CompleteHandler>,
+        shown: bool,
+    ) {
         self.change(|e| {
             e.templates
                 .retain(|t| t.listed.uri_template != listed.uri_template);
             e.templates.push(TemplateEntry {
                 listed,
+                shown,
                 matcher,
                 read,
                 complete,
@@ -177,11 +196,18 @@ impl Registry {
         self.change(|e| *e = Entries::default());
     }
 
-    /// Takes every definition of `other` in place of its own, as one change (one new
-    /// generation, one list-changed notice); subscriptions stay.
+    /// Takes the resources and listed templates of `other` in place of its own, as one
+    /// change (one new generation, one list-changed notice). Tools and hidden templates
+    /// (a served pipeline's, which no specification declares) and subscriptions stay.
     pub fn replace_with(&self, other: Registry) {
         let entries = other.entries();
-        self.change(|e| *e = entries);
+        self.change(|e| {
+            e.resources = entries.resources;
+            e.templates.retain(|t| !t.shown);
+            let kept = std::mem::take(&mut e.templates);
+            e.templates = entries.templates.into_iter().filter(|t| t.shown).collect();
+            e.templates.extend(kept);
+        });
     }
 
     /// Tells the subscribers of `uri` that its content changed.
@@ -211,6 +237,7 @@ impl Provider for Registry {
         self.entries()
             .templates
             .into_iter()
+            .filter(|t| t.shown)
             .map(|t| t.listed)
             .collect()
     }

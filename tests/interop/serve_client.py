@@ -4,12 +4,17 @@ interop tests and prints what it saw as one JSON object.
     serve_client.py --era legacy|modern (--stdio PROGRAM ARG... | --url URL [--token T]) PLAN
 
 PLAN is JSON: {"read": [URI, ...], "subscribe": {"uri": URI, "file": PATH, "changes": N},
-"edit": {"file": PATH, "text": TEXT}}.
+"edit": {"file": PATH, "text": TEXT}, "pipeline": {"tool": NAME, "arguments": {...},
+"gate": GATE, "answer": VALUE}}.
 The output has "resources" and "templates" (as listed), "reads" (each URI's contents, or
 its error's code and message) and, for a subscription, "updates" (how many notices each
 change of the file brought) and "after_unsubscribe" (notices after the subscription
 ended, while the file changed again); for an edit, "list_changed" (the list-changed
-notices the edit brought) and "resources_after" (the resources listed after it).
+notices the edit brought) and "resources_after" (the resources listed after it); for a
+pipeline, "tools" (as listed), "call" (the tool's result), "run_paused" (the run read
+through the link the call returned), "resume" (resume_run's result), "run_updates" (the
+notices the subscribed run sent while it was resumed) and "run_done" (the run read
+after them).
 """
 
 import argparse
@@ -122,6 +127,52 @@ async def edit(client, counts, plan, era, out):
     out["resources_after"] = [dump(r) for r in (await client.list_resources()).resources]
 
 
+def result(r):
+    return {
+        "isError": bool(r.is_error),
+        "structured": r.structured_content,
+        "links": [b.uri for b in r.content if getattr(b, "type", "") == "resource_link"],
+        "text": " ".join(b.text for b in r.content if getattr(b, "type", "") == "text"),
+    }
+
+
+async def read_json(client, uri):
+    r = await client.read_resource(uri)
+    return json.loads(r.contents[0].text)
+
+
+async def pipeline(client, counts, plan, era, out):
+    out["tools"] = [dump(t) for t in (await client.list_tools()).tools]
+    call = result(await client.call_tool(plan["tool"], plan["arguments"]))
+    out["call"] = call
+    if not call["links"]:
+        return
+    link = call["links"][0]
+    out["run_paused"] = await read_json(client, link)
+    thread = out["run_paused"]["thread"]
+    arguments = {"thread": thread, "gate": plan["gate"], "answer": plan["answer"]}
+    if era == "legacy":
+        await client.subscribe_resource(link)
+        before = counts.get(link, 0)
+        out["resume"] = result(await client.call_tool("resume_run", arguments))
+        deadline = asyncio.get_running_loop().time() + NOTICE_WAIT
+        while counts.get(link, 0) == before and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.005)
+        out["run_updates"] = counts.get(link, 0) - before
+    else:
+        got = 0
+        async with client.listen(resource_subscriptions=[link]) as sub:
+            events = sub.__aiter__()
+            out["resume"] = result(await client.call_tool("resume_run", arguments))
+            try:
+                await asyncio.wait_for(events.__anext__(), NOTICE_WAIT)
+                got += 1
+            except asyncio.TimeoutError:
+                pass
+        out["run_updates"] = got
+    out["run_done"] = await read_json(client, link)
+
+
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--era", choices=["legacy", "modern"], required=True)
@@ -173,6 +224,8 @@ async def main():
                 await subscribe_legacy(client, counts, plan["subscribe"], out)
             else:
                 await subscribe_modern(client, plan["subscribe"], out)
+        if "pipeline" in plan:
+            await pipeline(client, counts, plan["pipeline"], args.era, out)
         if "edit" in plan:
             await edit(client, counts, plan["edit"], args.era, out)
     print(json.dumps(out))
