@@ -667,3 +667,79 @@ fn a_served_pipeline_pauses_links_its_run_and_resume_run_completes_it_legacy() {
 fn a_served_pipeline_pauses_links_its_run_and_resume_run_completes_it_modern() {
     served_pipeline(Era::Modern, "serve-pipeline-modern");
 }
+
+#[test]
+fn pipec_consumes_pipec_an_act_calls_a_served_pipeline_and_hydrates_its_run_link() {
+    let p = Project::new("serve-consumes");
+    p.write("greet.pipe", GREET);
+    p.write(
+        "consumer.pipe",
+        r#"server inner {
+  command = "pipec"
+  args = ["serve", "greet.pipe", "--store", "inner.redb"]
+}
+
+type Gate {
+  gate: string
+  message: string
+}
+
+type Started {
+  thread: string
+  status: string
+}
+
+type Run {
+  thread: string
+  status: string
+  gates: Gate[]
+}
+
+link "run": Run = "pipec://runs/{thread}"
+
+/// Starts a greeting run of the served pipeline.
+tool greet(name: string) -> Started from inner {
+  destructive = false
+  links = ["run"]
+}
+
+input name: string
+
+act start(name: string = input.name) -> Started {
+  call = greet(name: name)
+}
+
+node look(run: Run = resource(ref: "run", max_bytes: 64kb)) -> Run {
+  after = [start]
+  return = run
+}
+
+output started = start
+output run = look
+"#,
+    );
+    let out = p.run(&["run", "consumer.pipe", "--input", "name=Ada"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let outputs: Value = serde_json::from_str(&stdout).expect("the outputs");
+    let thread = outputs["started"]["thread"].as_str().expect("a thread");
+    // The link the served pipeline returned was read: the run, paused at its gate.
+    assert_eq!(outputs["run"]["thread"], thread, "{stdout}");
+    assert_eq!(outputs["run"]["status"], "paused", "{stdout}");
+    assert_eq!(
+        outputs["run"]["gates"][0]["message"], "Greet Ada?",
+        "{stdout}"
+    );
+    // The inner run is a thread of the served project's own store.
+    let inner = p.run(&["runs", "--store", "inner.redb"]);
+    let listing = String::from_utf8_lossy(&inner.stdout);
+    assert!(
+        listing.contains(thread) && listing.contains("paused"),
+        "{listing}"
+    );
+}
