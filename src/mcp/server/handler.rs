@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    Annotations, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
+    Annotations, CallToolRequestParams, GetPromptRequestParams, GetPromptResponse, CallToolResponse, CallToolResult, CompleteRequestParams,
     CompleteResult, CompletionInfo, ContentBlock, Icon, Implementation, JsonObject,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference, Resource,
@@ -207,16 +207,17 @@ fn page<T: Clone>(items: &[T], offset: usize, generation: u64) -> (Vec<T>, Optio
 impl ServerHandler for Served {
     fn get_info(&self) -> ServerConfig {
         let id = self.provider.identity();
+        // Tools are listed even when there are none (the capability says the methods
+        // answer), and prompts are an empty list: pipec serves none, and a client that
+        // lists them gets a list rather than an error.
         let caps = ServerCapabilities::builder()
+            .enable_prompts()
+            .enable_tools()
             .enable_resources()
             .enable_resources_subscribe()
             .enable_resources_list_changed()
             .enable_completions();
-        let caps = if self.provider.tools().is_empty() {
-            caps.build()
-        } else {
-            caps.enable_tools().build()
-        };
+        let caps = caps.build();
         let mut implementation = Implementation::new(id.name, id.version);
         if let Some(title) = id.title {
             implementation = implementation.with_title(title);
@@ -333,6 +334,17 @@ impl ServerHandler for Served {
     ) -> Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(
             self.provider.tools().iter().map(tool).collect(),
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        Err(ErrorData::invalid_params(
+            format!("no prompt is named `{}`: this server serves none", request.name),
+            None,
         ))
     }
 
