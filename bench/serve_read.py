@@ -1,0 +1,50 @@
+"""Times `resources/read` against one MCP server over stdio with the official Python SDK's
+client, and prints one JSON line: reads per second and the median and p95 in ms, for the
+small resource and for the 1 MB file.
+
+    python3 bench/serve_read.py LABEL PROGRAM ARG...
+"""
+
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+import warnings
+
+warnings.simplefilter("ignore")
+
+from mcp import Client, StdioServerParameters  # noqa: E402
+
+SMALL, LARGE = 500, 40
+
+
+async def timed(client, uri, n):
+    for _ in range(5):  # warm-up
+        await client.read_resource(uri)
+    times = []
+    start = time.perf_counter()
+    for _ in range(n):
+        t = time.perf_counter()
+        await client.read_resource(uri)
+        times.append((time.perf_counter() - t) * 1000)
+    total = time.perf_counter() - start
+    times.sort()
+    return {
+        "reads_per_s": n / total,
+        "median_ms": statistics.median(times),
+        "p95_ms": times[int(len(times) * 0.95) - 1],
+    }
+
+
+async def main():
+    label, program, *args = sys.argv[1:]
+    params = StdioServerParameters(command=program, args=args, env=dict(os.environ))
+    async with Client(params, mode="legacy", cache=None) as client:
+        small = await timed(client, "file:///bench/readme", SMALL)
+        large = await timed(client, "file:///bench/files/large.txt", LARGE)
+    print(json.dumps({"server": label, "small": small, "large_1mb": large}))
+
+
+asyncio.run(main())
