@@ -301,17 +301,28 @@ fn backend(
             let captures = captures_of(&template, &request.uri)?;
             let target = backend_url(&backend, &template, &captures)
                 .map_err(|e| ReadFailure::Refused(e.to_string()))?;
-            let got = client
-                .fetch(&target)
-                .await
-                .map_err(|e| fetch_failure(&request.uri, e))?;
-            let mime = got
-                .mime_type
-                .or(declared)
-                .unwrap_or_else(|| "application/octet-stream".into());
-            Ok(vec![fetched(request.uri, got.bytes, mime)])
+            fetch(&client, &target, request.uri, declared).await
         })
     }))
+}
+
+/// The content at `target` as the content of `uri`: its MIME type the one the server
+/// sent, else the declared one.
+async fn fetch(
+    client: &BackendClient,
+    target: &url::Url,
+    uri: String,
+    declared: Option<String>,
+) -> Result<Vec<ReadContent>, ReadFailure> {
+    let got = client
+        .fetch(target)
+        .await
+        .map_err(|e| fetch_failure(&uri, e))?;
+    let mime = got
+        .mime_type
+        .or(declared)
+        .unwrap_or_else(|| "application/octet-stream".into());
+    Ok(vec![fetched(uri, got.bytes, mime)])
 }
 
 fn remote(
@@ -323,17 +334,7 @@ fn remote(
         .map_err(|e| format!("the remote content URL {url} is not one: {e}"))?;
     Ok(Arc::new(move |request| {
         let (target, client, declared) = (target.clone(), client.clone(), declared_mime.clone());
-        Box::pin(async move {
-            let got = client
-                .fetch(&target)
-                .await
-                .map_err(|e| fetch_failure(&request.uri, e))?;
-            let mime = got
-                .mime_type
-                .or(declared)
-                .unwrap_or_else(|| "application/octet-stream".into());
-            Ok(vec![fetched(request.uri, got.bytes, mime)])
-        })
+        Box::pin(async move { fetch(&client, &target, request.uri, declared).await })
     }))
 }
 
