@@ -743,3 +743,75 @@ output run = look
         "{listing}"
     );
 }
+
+#[test]
+fn a_root_templates_path_is_completed_from_its_folder_without_dotfiles() {
+    let p = project("serve-complete");
+    p.write("docs/alpha.md", "a");
+    p.write("docs/also.txt", "b");
+    p.write("docs/.hidden", "c");
+    let out = drive(
+        &p.dir,
+        Era::Legacy,
+        Via::Stdio(&["site.pipe"]),
+        &json!({ "complete": { "template": "file:///site/docs/{+path}", "argument": "path", "value": "a" } }),
+    );
+    let mut values: Vec<String> = out["completion"]
+        .as_array()
+        .expect("values")
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect();
+    values.sort();
+    assert_eq!(
+        values,
+        ["a.txt", "algo", "alpha.md", "also.txt"]
+            .iter()
+            .filter(|v| p.dir.join("docs").join(v).exists())
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>(),
+        "{out}"
+    );
+    assert!(!values.iter().any(|v| v.starts_with('.')), "{out}");
+}
+
+#[test]
+fn a_run_still_going_after_the_wait_answers_its_link_and_completes_behind_it() {
+    let p = Project::new("serve-background");
+    p.script(
+        "slow.sh",
+        "#!/bin/sh\ncat >/dev/null\nsleep 1\necho '{\"v\": 1}'\n",
+    );
+    p.write(
+        "slow.pipe",
+        "input n: int\n\nnode wait(n: int = input.n) -> { v: int } {\n  exec = [\"./slow.sh\"]\n  idempotent = true\n}\n\noutput v = wait\n",
+    );
+    let out = drive(
+        &p.dir,
+        Era::Legacy,
+        Via::Stdio(&["slow.pipe", "--wait", "0"]),
+        &json!({ "background": { "tool": "slow", "arguments": { "n": 1 } } }),
+    );
+    let text = out.to_string();
+    assert_eq!(
+        out["background"]["structured"]["status"], "running",
+        "{text}"
+    );
+    assert!(
+        out["background"]["links"][0]
+            .as_str()
+            .is_some_and(|l| l.starts_with("pipec://runs/")),
+        "{text}"
+    );
+    let statuses: Vec<&str> = out["statuses"]
+        .as_array()
+        .expect("statuses")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        statuses.last(),
+        Some(&"completed"),
+        "the run went on behind the answer: {text}"
+    );
+}

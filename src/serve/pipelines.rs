@@ -271,27 +271,50 @@ impl PipelineTools {
             description: Some("the run: status, outputs, pending gates".into()),
             mime_type: Some("application/json".into()),
         };
-        match tokio::time::timeout(self.wait, run).await {
-            Err(_) => Ok(ToolReply {
-                structured: Some(json!({ "thread": thread, "status": "running" })),
-                text: Some(format!(
-                    "The run {thread} is still going; read or subscribe to {} for its progress.",
-                    link.uri
-                )),
-                links: vec![link],
-                is_error: false,
-            }),
-            Ok(Err(e)) => Err(CallFailure::Failed(format!(
-                "the run {thread} stopped: {e}"
-            ))),
-            Ok(Ok(Err(e))) => Ok(ToolReply {
-                structured: None,
-                text: Some(format!("error[{}]: {}", e.code, e.message)),
-                links: Vec::new(),
-                is_error: true,
-            }),
-            Ok(Ok(Ok(outcome))) => Ok(reply(outcome, link)),
+        let mut run = run;
+        let waited = tokio::time::sleep(self.wait);
+        tokio::pin!(waited);
+        tokio::select! {
+            done = &mut run => return finished(&thread, done, link),
+            () = &mut waited => {}
         }
+        // Still running: answer its link once the thread is in the store, so the link
+        // reads at once.
+        loop {
+            if self.store.load(&thread).await.is_ok() {
+                return Ok(ToolReply {
+                    structured: Some(json!({ "thread": thread, "status": "running" })),
+                    text: Some(format!(
+                        "The run {thread} is still going; read or subscribe to {} for its progress.",
+                        link.uri
+                    )),
+                    links: vec![link],
+                    is_error: false,
+                });
+            }
+            tokio::select! {
+                done = &mut run => return finished(&thread, done, link),
+                () = tokio::time::sleep(Duration::from_millis(10)) => {}
+            }
+        }
+    }
+}
+
+/// The answer of a run that ended (or could not start).
+fn finished(
+    thread: &str,
+    done: Result<Result<Outcome, crate::runtime::RuntimeError>, tokio::task::JoinError>,
+    link: LinkOut,
+) -> Result<ToolReply, CallFailure> {
+    match done {
+        Err(e) => Err(CallFailure::Failed(format!("the run {thread} stopped: {e}"))),
+        Ok(Err(e)) => Ok(ToolReply {
+            structured: None,
+            text: Some(format!("error[{}]: {}", e.code, e.message)),
+            links: Vec::new(),
+            is_error: true,
+        }),
+        Ok(Ok(outcome)) => Ok(reply(outcome, link)),
     }
 }
 

@@ -5,7 +5,8 @@ interop tests and prints what it saw as one JSON object.
 
 PLAN is JSON: {"read": [URI, ...], "subscribe": {"uri": URI, "file": PATH, "changes": N},
 "edit": {"file": PATH, "text": TEXT}, "pipeline": {"tool": NAME, "arguments": {...},
-"gate": GATE, "answer": VALUE}}.
+"gate": GATE, "answer": VALUE}, "complete": {"template": T, "argument": NAME, "value": V},
+"background": {"tool": NAME, "arguments": {...}}}.
 The output has "resources" and "templates" (as listed), "reads" (each URI's contents, or
 its error's code and message) and, for a subscription, "updates" (how many notices each
 change of the file brought) and "after_unsubscribe" (notices after the subscription
@@ -14,7 +15,9 @@ notices the edit brought) and "resources_after" (the resources listed after it);
 pipeline, "tools" (as listed), "call" (the tool's result), "run_paused" (the run read
 through the link the call returned), "resume" (resume_run's result), "run_updates" (the
 notices the subscribed run sent while it was resumed) and "run_done" (the run read
-after them).
+after them); for a completion, "completion" (the values); for a background run,
+"background" (the call's result) and "statuses" (the run's status, read until it
+completed).
 """
 
 import argparse
@@ -27,6 +30,7 @@ import warnings
 warnings.simplefilter("ignore")
 
 import httpx2  # noqa: E402
+import mcp_types as types  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
@@ -127,7 +131,7 @@ async def edit(client, counts, plan, era, out):
     out["resources_after"] = [dump(r) for r in (await client.list_resources()).resources]
 
 
-def result(r):
+def tool_result(r):
     return {
         "isError": bool(r.is_error),
         "structured": r.structured_content,
@@ -143,7 +147,7 @@ async def read_json(client, uri):
 
 async def pipeline(client, counts, plan, era, out):
     out["tools"] = [dump(t) for t in (await client.list_tools()).tools]
-    call = result(await client.call_tool(plan["tool"], plan["arguments"]))
+    call = tool_result(await client.call_tool(plan["tool"], plan["arguments"]))
     out["call"] = call
     if not call["links"]:
         return
@@ -154,7 +158,7 @@ async def pipeline(client, counts, plan, era, out):
     if era == "legacy":
         await client.subscribe_resource(link)
         before = counts.get(link, 0)
-        out["resume"] = result(await client.call_tool("resume_run", arguments))
+        out["resume"] = tool_result(await client.call_tool("resume_run", arguments))
         deadline = asyncio.get_running_loop().time() + NOTICE_WAIT
         while counts.get(link, 0) == before and asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.005)
@@ -163,7 +167,7 @@ async def pipeline(client, counts, plan, era, out):
         got = 0
         async with client.listen(resource_subscriptions=[link]) as sub:
             events = sub.__aiter__()
-            out["resume"] = result(await client.call_tool("resume_run", arguments))
+            out["resume"] = tool_result(await client.call_tool("resume_run", arguments))
             try:
                 await asyncio.wait_for(events.__anext__(), NOTICE_WAIT)
                 got += 1
@@ -224,6 +228,26 @@ async def main():
                 await subscribe_legacy(client, counts, plan["subscribe"], out)
             else:
                 await subscribe_modern(client, plan["subscribe"], out)
+        if "complete" in plan:
+            c = plan["complete"]
+            ref = types.ResourceTemplateReference(type="ref/resource", uri=c["template"])
+            done = await client.complete(ref=ref, argument={"name": c["argument"], "value": c["value"]})
+            out["completion"] = list(done.completion.values)
+        if "background" in plan:
+            b = plan["background"]
+            call = tool_result(await client.call_tool(b["tool"], b["arguments"]))
+            out["background"] = call
+            statuses = []
+            for _ in range(200):
+                if not call["links"]:
+                    break
+                status = (await read_json(client, call["links"][0]))["status"]
+                if not statuses or statuses[-1] != status:
+                    statuses.append(status)
+                if status == "completed":
+                    break
+                await asyncio.sleep(0.05)
+            out["statuses"] = statuses
         if "pipeline" in plan:
             await pipeline(client, counts, plan["pipeline"], args.era, out)
         if "edit" in plan:
