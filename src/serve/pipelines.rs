@@ -307,7 +307,9 @@ fn finished(
     link: LinkOut,
 ) -> Result<ToolReply, CallFailure> {
     match done {
-        Err(e) => Err(CallFailure::Failed(format!("the run {thread} stopped: {e}"))),
+        Err(e) => Err(CallFailure::Failed(format!(
+            "the run {thread} stopped: {e}"
+        ))),
         Ok(Err(e)) => Ok(ToolReply {
             structured: None,
             text: Some(format!("error[{}]: {}", e.code, e.message)),
