@@ -47,6 +47,7 @@ pub struct HttpServer {
 struct Front {
     mcp: StreamableHttpService<Served, LocalSessionManager>,
     token: Option<String>,
+    origins: Vec<String>,
 }
 
 /// Binds `addr` and prepares to serve `provider` there.
@@ -69,10 +70,7 @@ pub async fn bind_http(
         bound.ip().to_string(),
     ];
     hosts.extend(access.allowed_hosts.iter().cloned());
-    let mut config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts);
-    if !access.allowed_origins.is_empty() {
-        config = config.with_allowed_origins(access.allowed_origins.clone());
-    }
+    let config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts);
     let mcp = StreamableHttpService::new(
         move || Ok(Served::new(provider.clone())),
         Arc::new(LocalSessionManager::default()),
@@ -83,6 +81,11 @@ pub async fn bind_http(
         front: Arc::new(Front {
             mcp,
             token: access.token,
+            origins: access
+                .allowed_origins
+                .iter()
+                .map(|o| o.trim_end_matches('/').to_ascii_lowercase())
+                .collect(),
         }),
         addr: bound,
     })
@@ -122,6 +125,19 @@ impl Front {
                 format!("nothing at {}: MCP is served at /mcp", request.uri().path()),
             );
         }
+        if let Some(origin) = request
+            .headers()
+            .get(hyper::header::ORIGIN)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+            && !origin_allowed(&origin, &self.origins)
+        {
+            return text(
+                StatusCode::FORBIDDEN,
+                format!(
+                    "the origin {origin} may not call this server: start pipec serve with --allowed-origin {origin} to allow it"
+                ),
+            );
+        }
         if let Some(token) = &self.token {
             let given = request
                 .headers()
@@ -144,6 +160,27 @@ impl Front {
     }
 }
 
+/// Whether a browser page of `origin` may call: one given with `--allowed-origin`, or a
+/// page of this machine (a loopback host).
+fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
+    let origin = origin.trim_end_matches('/').to_ascii_lowercase();
+    if allowed.iter().any(|a| *a == origin) {
+        return true;
+    }
+    let Some((scheme, rest)) = origin.split_once("://") else {
+        return false;
+    };
+    if scheme != "http" && scheme != "https" {
+        return false;
+    }
+    let host = if let Some(v6) = rest.strip_prefix('[') {
+        v6.split(']').next().map(|h| format!("[{h}]"))
+    } else {
+        rest.split(':').next().map(str::to_string)
+    };
+    matches!(host.as_deref(), Some("localhost" | "127.0.0.1" | "[::1]"))
+}
+
 /// Compares in time that does not depend on where the two differ.
 fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
@@ -162,6 +199,18 @@ fn text(status: StatusCode, body: String) -> Response<Body> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_loopback_pages_and_allowed_origins_may_call() {
+        let allowed = vec!["https://app.example.com".to_string()];
+        assert!(origin_allowed("http://localhost:3000", &allowed));
+        assert!(origin_allowed("http://127.0.0.1", &allowed));
+        assert!(origin_allowed("http://[::1]:8080", &allowed));
+        assert!(origin_allowed("https://APP.example.com/", &allowed));
+        assert!(!origin_allowed("https://evil.example.com", &allowed));
+        assert!(!origin_allowed("http://localhost.evil.com", &allowed));
+        assert!(!origin_allowed("null", &allowed));
+    }
 
     #[test]
     fn tokens_compare_whole() {
