@@ -164,7 +164,7 @@ impl Front {
 /// page of this machine (a loopback host).
 fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
     let origin = origin.trim_end_matches('/').to_ascii_lowercase();
-    if allowed.iter().any(|a| *a == origin) {
+    if allowed.contains(&origin) {
         return true;
     }
     let Some((scheme, rest)) = origin.split_once("://") else {
