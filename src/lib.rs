@@ -29,6 +29,7 @@
 //! println!("{}", err.render(pipec::diagnostic::TerminalOptions::default()));
 //! ```
 
+pub mod base64;
 pub mod check;
 pub mod diagnostic;
 pub mod graph;

@@ -189,6 +189,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("source", &[]),
     ("names", &[]),
     ("uri", &[]),
+    ("base64", &[]),
     ("process", &[]),
     ("diagnostic", &["source"]),
     ("rules", &["diagnostic"]),
@@ -196,7 +197,15 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("syntax", &["source", "diagnostic", "rules", "names"]),
     (
         "check",
-        &["source", "diagnostic", "rules", "names", "uri", "syntax"],
+        &[
+            "source",
+            "diagnostic",
+            "rules",
+            "names",
+            "uri",
+            "base64",
+            "syntax",
+        ],
     ),
     (
         "lint",
@@ -220,7 +229,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("llm", &["diagnostic", "names"]),
     ("prompt", &["diagnostic", "names", "plan", "llm"]),
     ("store", &["diagnostic"]),
-    ("mcp", &["diagnostic", "names", "uri", "process"]),
+    ("mcp", &["diagnostic", "names", "uri", "base64", "process"]),
     (
         "runtime",
         &[
@@ -246,6 +255,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "rules",
             "names",
             "uri",
+            "base64",
             "plan",
             "prompt",
             "store",

@@ -42,6 +42,15 @@ fn project(tag: &str) -> Project {
       priority = 0.5
     }
   }
+  resource "file:///site/logo" {
+    name = "logo"
+    mime_type = "image/png"
+    blob = "iVBORw0KGgoAAWJpbmFyeQ=="
+    icons = [{ src: "https://example.com/logo.png", mime_type: "image/png", sizes: ["48x48"] }]
+    annotations {
+      last_modified = "2026-12-01T10:00:00Z"
+    }
+  }
   template "file:///site/docs/{+path}" {
     name = "docs"
     root = "docs"
@@ -156,6 +165,7 @@ fn plan(p: &Project) -> Value {
     json!({
         "read": [
             "file:///site/readme",
+            "file:///site/logo",
             "file:///site/docs/a.txt",
             "file:///site/docs/b.png",
             "file:///site/docs/../secret.txt",

@@ -955,6 +955,7 @@ impl Checker<'_> {
                 "backend",
                 "render",
                 "annotations",
+                "icons",
             ]
         } else {
             &[
@@ -963,7 +964,9 @@ impl Checker<'_> {
                 "description",
                 "mime_type",
                 "text",
+                "blob",
                 "annotations",
+                "icons",
             ]
         };
         let what = if template {
@@ -1017,15 +1020,49 @@ impl Checker<'_> {
                 let vars: Vec<String> = t.variables().map(|v| v.name.clone()).collect();
                 self.check_render_template(file, &entry.body, r, &vars);
             }
-        } else if text.is_none() && !s.has("text") {
+        } else if s.has("text") && s.has("blob") {
+            self.diags.push(
+                Diagnostic::new(
+                    &r::MISSING_SETTING,
+                    file,
+                    entry.uri.span,
+                    "a served resource needs one of `text` and `blob`, not both",
+                )
+                .label("has two contents")
+                .help("keep `text` for text, `blob` (base64) for bytes"),
+            );
+        } else if text.is_none() && !s.has("text") && !s.has("blob") {
             self.missing_setting(
                 file,
                 entry.uri.span,
                 what,
                 "text",
-                "give its content: `text = \"...\"`",
+                "give its content: `text = \"...\"`, or `blob = \"...\"` (base64) for bytes",
             );
         }
+        let blob =
+            self.string_setting(&s, "blob")
+                .and_then(|(b, span)| match crate::base64::decode(&b) {
+                    Ok(_) => Some(b),
+                    Err(why) => {
+                        self.diags.push(
+                            Diagnostic::new(
+                                &r::INVALID_LITERAL_TYPE,
+                                file,
+                                span,
+                                format!("a `blob` is base64: {why}"),
+                            )
+                            .label("not base64")
+                            .help("encode the bytes with `base64 -w0 FILE`"),
+                        );
+                        None
+                    }
+                });
+        let icons = match s.get("icons") {
+            Some(setting) => self.serve_icons(file, setting),
+            None => Vec::new(),
+        };
+        let mut last_modified = None;
         let mut audience = Vec::new();
         let mut priority = None;
         if let Some(setting) = s.get("annotations") {
@@ -1069,6 +1106,18 @@ impl Checker<'_> {
                     {
                         priority = v.as_f64()
                     }
+                    ("last_modified", Some(serde_json::Value::String(t))) => {
+                        last_modified = Some(t)
+                    }
+                    ("last_modified", _) => self.diags.push(
+                        Diagnostic::new(
+                            &r::INVALID_LITERAL_TYPE,
+                            file,
+                            value.span,
+                            "`last_modified` takes an ISO 8601 time as a string, such as \"2026-12-01T10:00:00Z\"",
+                        )
+                        .label("not a string"),
+                    ),
                     ("audience" | "priority", _) => self.diags.push(
                         Diagnostic::new(
                             &r::INVALID_LITERAL_TYPE,
@@ -1093,7 +1142,7 @@ impl Checker<'_> {
                             format!("annotations have no `{key}`"),
                         )
                         .label("unknown annotation")
-                        .help("annotations take `audience` and `priority`"),
+                        .help("annotations take `audience`, `priority` and `last_modified`"),
                     ),
                 }
             }
@@ -1112,8 +1161,70 @@ impl Checker<'_> {
             render,
             audience,
             priority,
+            last_modified,
+            blob,
+            icons,
         };
         self.hir.serve.push(def);
+    }
+
+    /// The `icons` of a serve entry: a list of `{ src, mime_type, sizes }` records.
+    fn serve_icons(&mut self, file: FileId, setting: &ast::Setting) -> Vec<ServeIcon> {
+        let SettingValue::Expr(e) = &setting.value else {
+            return Vec::new();
+        };
+        let bad = |checker: &mut Self, why: &str| {
+            checker.diags.push(
+                Diagnostic::new(&r::INVALID_LITERAL_TYPE, file, e.span, format!("`icons` {why}"))
+                    .label("not an icon list")
+                    .help("write `icons = [{ src: \"https://.../icon.png\", mime_type: \"image/png\", sizes: [\"48x48\"] }]`"),
+            );
+        };
+        let Some(serde_json::Value::Array(items)) = literal_json(e) else {
+            bad(self, "is a list of records");
+            return Vec::new();
+        };
+        let mut icons = Vec::new();
+        for item in items {
+            let Some(obj) = item.as_object() else {
+                bad(self, "holds records");
+                continue;
+            };
+            if let Some(k) = obj
+                .keys()
+                .find(|k| !["src", "mime_type", "sizes"].contains(&k.as_str()))
+            {
+                bad(
+                    self,
+                    &format!("records take `src`, `mime_type` and `sizes`, not `{k}`"),
+                );
+                continue;
+            }
+            let Some(src) = obj.get("src").and_then(|v| v.as_str()) else {
+                bad(self, "records need `src`, the icon's URI");
+                continue;
+            };
+            let sizes: Option<Vec<String>> = match obj.get("sizes") {
+                None => Some(Vec::new()),
+                Some(serde_json::Value::Array(v)) => {
+                    v.iter().map(|x| x.as_str().map(str::to_string)).collect()
+                }
+                Some(_) => None,
+            };
+            let Some(sizes) = sizes else {
+                bad(self, "`sizes` is a list of strings such as \"48x48\"");
+                continue;
+            };
+            icons.push(ServeIcon {
+                src: src.to_string(),
+                mime_type: obj
+                    .get("mime_type")
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string),
+                sizes,
+            });
+        }
+        icons
     }
 }
 

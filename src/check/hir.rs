@@ -402,6 +402,18 @@ pub struct ServeEntryDef {
     pub render: Option<String>,
     pub audience: Vec<String>,
     pub priority: Option<f64>,
+    pub last_modified: Option<String>,
+    /// The content as written: base64, checked to decode.
+    pub blob: Option<String>,
+    pub icons: Vec<ServeIcon>,
+}
+
+/// An icon of a serve entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServeIcon {
+    pub src: String,
+    pub mime_type: Option<String>,
+    pub sizes: Vec<String>,
 }
 
 /// Per file of the program.

@@ -5,8 +5,8 @@
 
 use serde_json::{Map, Value};
 
-use super::base64;
 use super::{Body, Content, Link, ResourceContent, TemplateInfo, ToolInfo, ToolResult};
+use crate::base64;
 
 /// Why an answer could not be used.
 #[derive(Debug, PartialEq)]

@@ -15,7 +15,6 @@
 //! - `convert.rs` the server's JSON as pipec's values (`base64.rs` for blobs);
 //!   `failure.rs` rmcp's errors as pipec's.
 
-mod base64;
 mod convert;
 pub mod demo_crm;
 mod error;

@@ -531,5 +531,16 @@ fn serve_entry(e: &hir::ServeEntryDef) -> ServeEntry {
         render: e.render.clone(),
         audience: e.audience.clone(),
         priority: e.priority,
+        last_modified: e.last_modified.clone(),
+        blob: e.blob.clone(),
+        icons: e
+            .icons
+            .iter()
+            .map(|i| crate::plan::ServeIcon {
+                src: i.src.clone(),
+                mime_type: i.mime_type.clone(),
+                sizes: i.sizes.clone(),
+            })
+            .collect(),
     }
 }

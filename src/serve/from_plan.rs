@@ -9,7 +9,8 @@ use std::path::Path;
 use crate::diagnostic::{PLAN_INVALID, Rule};
 use crate::plan::{Plan, ServeEntry};
 use crate::serve::catalogue::{
-    Annotations, Catalogue, Content, ResourceMeta, StaticResource, TemplateDef, TemplateSource,
+    Annotations, Catalogue, Content, Icon, ResourceMeta, StaticResource, TemplateDef,
+    TemplateSource,
 };
 use crate::source::normalize_path;
 
@@ -45,7 +46,7 @@ pub fn catalogue_from_plan(plan: &Plan, project_root: &Path) -> Result<Catalogue
             "resource" => catalogue.resources.push(StaticResource {
                 uri: entry.uri.clone(),
                 meta: meta(entry),
-                content: entry.text.clone().map(Content::Text),
+                content: content(entry)?,
                 at: None,
             }),
             "template" => catalogue.templates.push(TemplateDef {
@@ -69,19 +70,43 @@ pub fn catalogue_from_plan(plan: &Plan, project_root: &Path) -> Result<Catalogue
 
 fn meta(entry: &ServeEntry) -> ResourceMeta {
     let annotations =
-        (!entry.audience.is_empty() || entry.priority.is_some()).then(|| Annotations {
-            audience: entry.audience.clone(),
-            priority: entry.priority,
-            last_modified: None,
-        });
+        (!entry.audience.is_empty() || entry.priority.is_some() || entry.last_modified.is_some())
+            .then(|| Annotations {
+                audience: entry.audience.clone(),
+                priority: entry.priority,
+                last_modified: entry.last_modified.clone(),
+            });
     ResourceMeta {
         name: entry.name.clone().unwrap_or_default(),
         title: entry.title.clone(),
         description: entry.description.clone(),
         mime_type: entry.mime_type.clone(),
-        icons: Vec::new(),
+        icons: entry
+            .icons
+            .iter()
+            .map(|i| Icon {
+                src: i.src.clone(),
+                mime_type: i.mime_type.clone(),
+                sizes: i.sizes.clone(),
+            })
+            .collect(),
         annotations,
         size: None,
+    }
+}
+
+/// A fixed resource's content: its text, or its blob decoded (a plan edited by hand may
+/// hold one that is not base64: R0004).
+fn content(entry: &ServeEntry) -> Result<Option<Content>, ServeEntryError> {
+    match (&entry.text, &entry.blob) {
+        (Some(t), _) => Ok(Some(Content::Text(t.clone()))),
+        (None, Some(b)) => crate::base64::decode(b)
+            .map(|bytes| Some(Content::Blob(bytes)))
+            .map_err(|why| ServeEntryError {
+                uri: entry.uri.clone(),
+                message: format!("has a blob that is not base64: {why}"),
+            }),
+        (None, None) => Ok(None),
     }
 }
 

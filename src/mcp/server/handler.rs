@@ -167,7 +167,7 @@ fn tool(t: &ToolSpec) -> Tool {
 
 /// A page cursor: the listing's generation and the offset of the page's first item.
 fn cursor(generation: u64, offset: usize) -> String {
-    super::super::base64::encode(format!("{generation}:{offset}").as_bytes())
+    crate::base64::encode(format!("{generation}:{offset}").as_bytes())
 }
 
 /// The offset a cursor names; a cursor of another generation, or not one of ours, is
@@ -185,7 +185,7 @@ fn offset_of(
             Some(json!({ "cursor": c })),
         )
     };
-    let text = super::super::base64::decode(c)
+    let text = crate::base64::decode(c)
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
         .ok_or_else(invalid)?;
@@ -277,7 +277,7 @@ impl ServerHandler for Served {
                         let content = match c.body {
                             Body::Text(t) => ResourceContents::text(t, c.uri),
                             Body::Blob(b) => {
-                                ResourceContents::blob(super::super::base64::encode(&b), c.uri)
+                                ResourceContents::blob(crate::base64::encode(&b), c.uri)
                             }
                         };
                         match c.mime_type {

@@ -12,11 +12,11 @@ use crate::serve::catalogue::{
 use crate::source::Span;
 use crate::uri::UriTemplate;
 
-use super::base64;
 use super::overlap;
 use super::uri_shape::{self, UriProblem};
 use super::values::{Entries, Report};
 use super::yaml_tree::YamlNode;
+use crate::base64;
 
 pub const API_VERSION: &str = "reshapr.io/v1alpha1";
 pub const KIND: &str = "Resources";

@@ -10,7 +10,6 @@
 //! held to what can be served in `uri_shape.rs`, and `overlap.rs` finds entries that answer
 //! the same URI.
 
-mod base64;
 mod document;
 mod overlap;
 mod uri_shape;

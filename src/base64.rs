@@ -1,9 +1,10 @@
-//! Decoding a resource's `blob` (RFC 4648 base64, standard alphabet), once, at load:
-//! white space and line breaks are skipped (YAML block scalars wrap long blobs), and the
-//! `=` padding may be left out. What is wrong is said with its position in the text.
+//! Base64 (RFC 4648, standard alphabet), the encoding of MCP's `blob`s and of binary
+//! content written in `.pipe` files and specifications. Decoding skips white space and
+//! line breaks (YAML block scalars and servers wrap long blobs) and lets the `=` padding
+//! be left out, and says what is wrong with its position in the text; encoding pads.
 
 /// The bytes, or what is wrong and at which character of the text.
-pub(crate) fn decode(text: &str) -> Result<Vec<u8>, String> {
+pub fn decode(text: &str) -> Result<Vec<u8>, String> {
     let mut out = Vec::with_capacity(text.len() / 4 * 3 + 3);
     let mut buffer: u32 = 0;
     let mut bits = 0u32;
@@ -63,9 +64,54 @@ pub(crate) fn decode(text: &str) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// `bytes` as padded base64.
+pub fn encode(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use super::decode;
+    use super::{decode, encode};
+
+    #[test]
+    fn the_rfc_vectors_both_ways() {
+        for (plain, encoded) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(encode(plain.as_bytes()), encoded);
+            assert_eq!(
+                decode(encoded).as_deref(),
+                Ok(plain.as_bytes()),
+                "{encoded}"
+            );
+            let bare = encoded.trim_end_matches('=');
+            assert_eq!(decode(bare).as_deref(), Ok(plain.as_bytes()), "{bare}");
+        }
+    }
 
     #[test]
     fn standard_base64_with_and_without_padding_and_wrapped() {
