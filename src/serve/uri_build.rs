@@ -100,6 +100,14 @@ pub fn backend_url(
                 reason: Refusal::DotSegment,
             }));
         }
+        // Encoded, an `@` stays inside its segment here; it is refused anyway, so a
+        // backend (or a proxy before it) that joins URLs as text never sees a host trick.
+        if segment.contains('@') {
+            return Err(BackendUrlError::Path(PathError::Refused {
+                variable: None,
+                reason: Refusal::AtSign,
+            }));
+        }
     }
     let prefix = backend.prefix();
     let mut url = backend.base.clone();
@@ -325,10 +333,14 @@ mod tests {
     }
 
     #[test]
-    fn host_tricks_stay_inside_one_segment() {
-        let got = built("http://h/api", "t://x/{id}", "t://x/@evil.com").unwrap();
-        assert_eq!(got, "http://h/api/x/@evil.com");
-        assert_eq!(Url::parse(&got).unwrap().host_str(), Some("h"));
+    fn host_tricks_are_refused_or_stay_inside_one_segment() {
+        for at in [
+            "t://x/@evil.com",
+            "t://x/user:pw@evil.com",
+            "t://x/%40evil.com",
+        ] {
+            assert!(built("http://h/api", "t://x/{id}", at).is_err(), "{at}");
+        }
         let got = built("http://h/api", "t://{id}", "t://.evil.com%3A80").unwrap();
         assert_eq!(Url::parse(&got).unwrap().host_str(), Some("h"));
     }

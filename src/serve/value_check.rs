@@ -31,6 +31,9 @@ pub enum Refusal {
     SlashInSegment,
     /// A name that starts with `.` where dotfiles are not served.
     Hidden,
+    /// An `@` in a path segment sent to a backend: it reads as credentials before a host
+    /// to anything that joins URLs as text.
+    AtSign,
 }
 
 impl fmt::Display for Refusal {
@@ -47,6 +50,7 @@ impl fmt::Display for Refusal {
             Refusal::DriveLetter => "it names a drive (`C:`)",
             Refusal::SlashInSegment => "it holds a `/` where the template takes one segment",
             Refusal::Hidden => "it names a dotfile, and dotfiles are not served",
+            Refusal::AtSign => "it holds an `@`, which a URL reads as credentials before a host",
         })
     }
 }
