@@ -825,3 +825,17 @@ fn a_run_still_going_after_the_wait_answers_its_link_and_completes_behind_it() {
         "the run went on behind the answer: {text}"
     );
 }
+
+#[test]
+fn two_served_pipelines_of_one_name_are_refused() {
+    let p = Project::new("serve-two-names");
+    p.write("a/greet.pipe", GREET);
+    p.write("b/greet.pipe", GREET);
+    let out = p.run(&["serve", "a", "b"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("two served pipelines are named `greet`"),
+        "{err}"
+    );
+}

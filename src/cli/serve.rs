@@ -256,6 +256,16 @@ fn load_all(
             catalogues.push(load.catalogue);
         }
     }
+    // Each pipeline is a tool named after it: two of one name would hide one.
+    let mut names: Vec<&str> = pipelines.iter().map(|p| p.plan.name.as_str()).collect();
+    names.sort_unstable();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        super::err(&format!(
+            "error: two served pipelines are named `{}`, and each is a tool of its name: rename one of the files",
+            w[0]
+        ));
+        failed = true;
+    }
     (!failed).then_some((catalogues, pipelines))
 }
 
