@@ -337,8 +337,23 @@ fn four_processes_claim_and_resume_concurrently_under_kill_9() {
             std::thread::spawn(move || {
                 let mut rng = Rng(seed() ^ (w as u64 + 1).wrapping_mul(0x9E37_79B9));
                 loop {
-                    assert!(Instant::now() < deadline, "the threads do not finish");
                     let all: Vec<String> = threads.lock().expect("lock").clone();
+                    if Instant::now() >= deadline {
+                        // Say where each open thread is, so a failure can be understood.
+                        let states: Vec<String> = all
+                            .iter()
+                            .map(|t| {
+                                let out = p.run(&["show", t]);
+                                format!(
+                                    "{t}: exit {:?}\n{}{}",
+                                    out.status.code(),
+                                    stdout(&out),
+                                    stderr(&out)
+                                )
+                            })
+                            .collect();
+                        panic!("the threads do not finish:\n{}", states.join("\n"));
+                    }
                     let open: Vec<&String> = all
                         .iter()
                         .filter(|t| status(&p, t).is_none_or(|s| s["status"] != "completed"))
