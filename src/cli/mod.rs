@@ -6,9 +6,11 @@ mod check;
 mod check_online;
 pub(crate) mod common;
 mod compile;
+mod completions;
 mod explain;
 mod fmt;
 mod graph;
+mod init;
 mod pipe_files;
 mod prune;
 mod resume;
@@ -31,7 +33,7 @@ pub const EXIT_USAGE: u8 = 2;
 
 #[derive(Parser)]
 #[command(name = "pipec", version, about = "Check, compile and run typed LLM and agent pipelines", long_about = None)]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -68,6 +70,10 @@ enum Command {
     Tools(tools::Args),
     /// Serve resources (`serve` blocks, reShapr specifications) as an MCP server
     Serve(serve::Args),
+    /// Make a new project that checks clean and runs offline
+    Init(init::Args),
+    /// Print the shell completion script (bash, zsh, fish, powershell, elvish)
+    Completions(completions::Args),
 }
 
 /// When to use colour.
@@ -120,6 +126,8 @@ pub fn main() -> ExitCode {
         Command::Store(a) => store::run(a),
         Command::Tools(a) => tools::run(a),
         Command::Serve(a) => serve::run(a),
+        Command::Init(a) => init::run(a),
+        Command::Completions(a) => completions::run(a),
     };
     ExitCode::from(code)
 }
