@@ -8,7 +8,6 @@
 //! npx @modelcontextprotocol/inspector target/debug/examples/provider
 //! ```
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,8 +15,8 @@ use pipec::mcp::server::{
     Body, ListedResource, ListedTemplate, Provider, ReadContent, ReadFailure, ServerIdentity,
     serve_stdio,
 };
-use pipec::serve::matcher::{Template, match_uri};
-use pipec::serve::registry::{MatchOutcome, ReadHandler, Registry, fixed};
+use pipec::serve::matcher::Template;
+use pipec::serve::registry::{ReadHandler, Registry, fixed, template_matcher};
 use pipec::serve::uri_build::build_uri;
 
 fn main() -> Result<(), String> {
@@ -45,12 +44,7 @@ fn main() -> Result<(), String> {
     // The template's matcher comes from pipec's: values are decoded once and checked.
     let template =
         Arc::new(Template::parse("weather://notes/{city}").map_err(|e| e.message.clone())?);
-    let matcher_template = template.clone();
-    let matcher = Arc::new(move |uri: &str| match match_uri(&matcher_template, uri) {
-        Ok(Some(c)) => MatchOutcome::Matched(c.pairs().into_iter().collect::<BTreeMap<_, _>>()),
-        Ok(None) => MatchOutcome::NoMatch,
-        Err(e) => MatchOutcome::Refused(e.to_string()),
-    });
+    let matcher = template_matcher(template.clone());
     let notes: ReadHandler = Arc::new(|request| {
         Box::pin(async move {
             let city = request.vars.get("city").cloned().unwrap_or_default();

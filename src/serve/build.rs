@@ -12,8 +12,8 @@ use crate::mcp::server::{
 
 use super::backend_fetch::{BackendClient, FetchError, FetchOptions};
 use super::catalogue::{Catalogue, Content, ResourceMeta, TemplateSource};
-use super::matcher::{MatchError, Template, match_uri};
-use super::registry::{CompleteHandler, MatchOutcome, Matcher, ReadHandler, Registry, fixed};
+use super::matcher::{Template, match_uri};
+use super::registry::{CompleteHandler, ReadHandler, Registry, fixed, template_matcher};
 use super::uri_build::{Backend, backend_url};
 
 /// Choices of the command line that shape what is served.
@@ -88,7 +88,7 @@ pub fn registry(
                 )
             })?);
             let listed = listed_template(&t.uri_template, &t.meta);
-            let matcher = matcher(template.clone());
+            let matcher = template_matcher(template.clone());
             let (read, complete) = match &t.source {
                 TemplateSource::Root(dir) => {
                     file_templates.push(FileTemplate {
@@ -172,18 +172,6 @@ fn listed_template(uri_template: &str, meta: &ResourceMeta) -> ListedTemplate {
         icons: icons(meta),
         hints: hints(meta),
     }
-}
-
-fn matcher(template: Arc<Template>) -> Matcher {
-    Arc::new(move |uri: &str| match match_uri(&template, uri) {
-        Ok(Some(captures)) => MatchOutcome::Matched(captures.pairs().into_iter().collect()),
-        Ok(None) => MatchOutcome::NoMatch,
-        Err(e) => MatchOutcome::Refused(refusal(&e)),
-    })
-}
-
-fn refusal(e: &MatchError) -> String {
-    e.to_string()
 }
 
 /// A handler that fails every read with `message`.

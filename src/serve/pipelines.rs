@@ -20,8 +20,8 @@ use crate::plan::{NodeKind, Plan};
 use crate::runtime::{Outcome, RunOptions, Runner};
 use crate::store::{GateState, Store};
 
-use super::matcher::{Template, match_uri};
-use super::registry::{MatchOutcome, ReadHandler, Registry, ToolHandler};
+use super::matcher::Template;
+use super::registry::{ReadHandler, Registry, ToolHandler, template_matcher};
 
 /// The URI template of a run.
 pub const RUN_TEMPLATE: &str = "pipec://runs/{thread}";
@@ -159,12 +159,7 @@ impl PipelineTools {
         });
         registry.add_tool(resume_spec(), resume);
         let template = Arc::new(Template::parse(RUN_TEMPLATE).map_err(|e| e.message.clone())?);
-        let m = template.clone();
-        let matcher = Arc::new(move |uri: &str| match match_uri(&m, uri) {
-            Ok(Some(c)) => MatchOutcome::Matched(c.pairs().into_iter().collect()),
-            Ok(None) => MatchOutcome::NoMatch,
-            Err(e) => MatchOutcome::Refused(e.to_string()),
-        });
+        let matcher = template_matcher(template);
         let viewer = shared.clone();
         let read: ReadHandler = Arc::new(move |request| {
             let viewer = viewer.clone();

@@ -48,6 +48,18 @@ pub enum MatchOutcome {
 /// Decides whether a URI matches a template.
 pub type Matcher = Arc<dyn Fn(&str) -> MatchOutcome + Send + Sync>;
 
+/// The matcher of a parsed template: its variables decoded once and checked, a refused
+/// value an outcome of its own.
+pub fn template_matcher(template: Arc<super::matcher::Template>) -> Matcher {
+    Arc::new(
+        move |uri: &str| match super::matcher::match_uri(&template, uri) {
+            Ok(Some(captures)) => MatchOutcome::Matched(captures.pairs().into_iter().collect()),
+            Ok(None) => MatchOutcome::NoMatch,
+            Err(e) => MatchOutcome::Refused(e.to_string()),
+        },
+    )
+}
+
 /// Runs a tool call.
 pub type ToolHandler = Arc<
     dyn Fn(
