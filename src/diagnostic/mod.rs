@@ -34,6 +34,37 @@ pub struct Diagnostic {
     pub secondary: Vec<Label>,
     pub help: Option<String>,
     pub notes: Vec<String>,
+    /// Edits that would fix what the diagnostic reports, where the fix is certain
+    /// enough to offer (`pipec check --fix`, an editor's code actions).
+    pub fixes: Vec<Fix>,
+}
+
+/// A machine-applicable fix: a title and the edits that make it, all in one file or
+/// several, applied together or not at all.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fix {
+    /// What the fix does, as an imperative ("rename `x` to `y`").
+    pub title: String,
+    pub applicability: Applicability,
+    pub edits: Vec<Edit>,
+}
+
+/// Whether a fix may be applied without a person looking at it (ruff's distinction).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Applicability {
+    /// Keeps the meaning the author evidently intended: `pipec check --fix` applies it.
+    Safe,
+    /// Changes what the program means (a type, a limit): only `--unsafe-fixes` applies it.
+    Unsafe,
+}
+
+/// Replace the bytes of `span` in `file` with `replacement` (an empty span inserts).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Edit {
+    pub file: FileId,
+    pub span: Span,
+    pub replacement: String,
 }
 
 impl Diagnostic {
@@ -50,6 +81,7 @@ impl Diagnostic {
             secondary: Vec::new(),
             help: None,
             notes: Vec::new(),
+            fixes: Vec::new(),
         }
     }
 
@@ -62,6 +94,7 @@ impl Diagnostic {
             secondary: Vec::new(),
             help: None,
             notes: Vec::new(),
+            fixes: Vec::new(),
         }
     }
 
@@ -91,6 +124,12 @@ impl Diagnostic {
         if text.is_some() {
             self.help = text;
         }
+        self
+    }
+
+    /// Offers a fix for what the diagnostic reports.
+    pub fn fix(mut self, fix: Fix) -> Self {
+        self.fixes.push(fix);
         self
     }
 
