@@ -465,6 +465,12 @@ pub fn report(
             super::err(&text);
             super::EXIT_FINDINGS
         }
+        Outcome::Released { thread } => {
+            super::err(&format!(
+                "released: thread {thread} waits for a worker (`pipec worker{store_flag}`)\n"
+            ));
+            super::EXIT_OK
+        }
         Outcome::Blocked { thread, reasons } => {
             let mut text = format!("blocked: thread {thread} needs a decision\n");
             for r in reasons {

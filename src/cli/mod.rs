@@ -20,6 +20,7 @@ mod serve;
 mod show;
 mod store;
 mod tools;
+mod worker;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -58,6 +59,8 @@ enum Command {
     Answer(answer::Args),
     /// Cancel a thread
     Cancel(cancel::Args),
+    /// Take queued and runnable threads from a store and run them
+    Worker(worker::Args),
     /// List threads, newest first
     Runs(runs::Args),
     /// Show a thread: status, nodes, gates, errors
@@ -120,6 +123,7 @@ pub fn main() -> ExitCode {
         Command::Resume(a) => resume::run(a),
         Command::Answer(a) => answer::run(a),
         Command::Cancel(a) => cancel::run(a),
+        Command::Worker(a) => worker::run(a),
         Command::Runs(a) => runs::run(a),
         Command::Show(a) => show::run(a),
         Command::Prune(a) => prune::run(a),

@@ -1,5 +1,5 @@
 //! `pipec run FILE|PLAN.json`: start a thread and run it until it completes, pauses or
-//! fails.
+//! fails; with `--submit`, create it for the workers (`pipec worker`) and print its id.
 
 use std::path::PathBuf;
 
@@ -45,6 +45,9 @@ pub struct Args {
     /// The largest gate answer accepted, in bytes of JSON
     #[arg(long, default_value_t = crate::runtime::DEFAULT_MAX_ANSWER_BYTES)]
     max_answer_bytes: usize,
+    /// Queue the thread for `pipec worker` instead of running it; prints its id
+    #[arg(long)]
+    submit: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -120,6 +123,23 @@ pub fn run(args: Args) -> u8 {
         concurrency: Some(args.concurrency),
         ..Default::default()
     };
+    if args.submit {
+        return match rt.block_on(runner.submit_with(inputs, opts)) {
+            Ok(id) => {
+                if !events {
+                    super::out(&format!("{id}\n"));
+                }
+                if !args.quiet {
+                    super::err(&format!("queued: thread {id} waits for a worker"));
+                }
+                super::EXIT_OK
+            }
+            Err(e) => {
+                common::print_error(&e);
+                super::EXIT_FINDINGS
+            }
+        };
+    }
     match rt.block_on(runner.start_with(inputs, opts)) {
         Ok(outcome) => common::report(
             &outcome,

@@ -9,7 +9,7 @@ use crate::store::{ListQuery, Status, Store};
 pub struct Args {
     #[arg(long)]
     store: Option<PathBuf>,
-    /// Only threads with this status (running, paused, completed, failed, blocked, cancelled)
+    /// Only threads with this status (running, paused, completed, failed, blocked, cancelled, queued)
     #[arg(long)]
     status: Option<String>,
     /// Only threads of this pipeline
@@ -52,8 +52,13 @@ pub fn run(args: Args) -> u8 {
         Some(s) => match Status::parse(s) {
             Some(s) => Some(s),
             None => {
+                let names: Vec<&str> = Status::ALL.iter().map(|s| s.as_str()).collect();
+                let hint = crate::names::suggest(s, names.iter().copied())
+                    .map(|n| format!("did you mean `{n}`? "))
+                    .unwrap_or_default();
                 super::err(&format!(
-                    "error: `{s}` is not a status; use running, paused, completed, failed, blocked or cancelled"
+                    "error: `{s}` is not a status; {hint}use one of {}",
+                    Status::names()
                 ));
                 return super::EXIT_USAGE;
             }
@@ -98,19 +103,28 @@ pub fn run(args: Args) -> u8 {
         return super::EXIT_OK;
     }
     let mut text = format!(
-        "{:<26}  {:<9}  {:<20}  {:<19}  {}\n",
-        "THREAD", "STATUS", "PIPELINE", "CREATED (UTC)", "UPDATED (UTC)"
+        "{:<26}  {:<9}  {:<20}  {:<19}  {:<19}  {}\n",
+        "THREAD", "STATUS", "PIPELINE", "CREATED (UTC)", "UPDATED (UTC)", "HOLDER"
     );
     for t in &page {
         let status = if t.stale { "stale" } else { t.status.as_str() };
-        text.push_str(&format!(
-            "{:<26}  {:<9}  {:<20}  {:<19}  {}\n",
-            t.id,
-            status,
-            t.pipeline,
-            fmt_time(t.created_ms),
-            fmt_time(t.updated_ms)
-        ));
+        // Who runs it: process@host and the attempt's run id (a stale holder is gone).
+        let holder = match &t.holder {
+            Some(h) if !t.stale => format!("{}@{} (run {})", h.pid, h.host, h.run_id),
+            _ => String::new(),
+        };
+        text.push_str(
+            format!(
+                "{:<26}  {:<9}  {:<20}  {:<19}  {:<19}  {holder}",
+                t.id,
+                status,
+                t.pipeline,
+                fmt_time(t.created_ms),
+                fmt_time(t.updated_ms)
+            )
+            .trim_end(),
+        );
+        text.push('\n');
     }
     if page.len() == args.limit
         && let Some(last) = page.last()

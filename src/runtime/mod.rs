@@ -5,7 +5,8 @@
 //! through their kind's executor (`executor/`) with retries and timeouts (`tries.rs`),
 //! journaled as `journal.rs` says. `bind.rs` is how every node enters; `eval.rs` the
 //! expressions and sources; `exec.rs` the subprocess of an `exec` node (started through
-//! `crate::process`).
+//! `crate::process`). `worker.rs` is `pipec worker`: runnable threads taken from the
+//! store and run through the resume path, a few at once.
 
 mod attempt;
 mod bind;
@@ -26,11 +27,12 @@ mod resources;
 mod runner;
 pub mod secrets;
 mod tries;
+mod worker;
 pub mod validate;
 
 pub use error::RuntimeError;
 pub use hosts::HostFn;
-pub use options::{Decision, RunOptions};
+pub use options::{Decision, RunOptions, StopSignal};
 pub use outcome::{Outcome, PendingGate};
 pub use preflight::DEFAULT_MAX_ANSWER_BYTES;
 pub use progress::{Progress, StderrProgress, Step};
@@ -40,3 +42,4 @@ pub use resources::servers::{
     Fetcher, Replayer, ServerFuture, Servers, server_config_from_environment,
 };
 pub use runner::{Environment, EventSink, Runner};
+pub use worker::{Worker, WorkerLog, WorkerOptions, WorkerReport};

@@ -2,7 +2,47 @@
 //! calls, and how a changed plan applies to finished nodes. `preflight.rs` checks every
 //! name in them against the plan and the thread before anything is written.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use serde_json::Value;
+use tokio::sync::Notify;
+
+/// Asks running attempts to stop: nothing new starts, the steps in flight finish and
+/// commit, and the thread goes back to the queue (`Outcome::Released`). Clones share
+/// one signal.
+#[derive(Clone, Default)]
+pub struct StopSignal(Arc<StopInner>);
+
+#[derive(Default)]
+struct StopInner {
+    stopped: AtomicBool,
+    notify: Notify,
+}
+
+impl StopSignal {
+    pub fn stop(&self) {
+        self.0.stopped.store(true, Ordering::SeqCst);
+        self.0.notify.notify_waiters();
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        self.0.stopped.load(Ordering::SeqCst)
+    }
+
+    /// Returns once `stop` was called.
+    pub async fn stopped(&self) {
+        loop {
+            let notified = self.0.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.is_stopped() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
 
 /// A person's decision on an unfinished call (`pipec resume --retry-unfinished`/`--resolve`).
 #[derive(Clone, Debug, PartialEq)]
@@ -29,6 +69,8 @@ pub struct RunOptions {
     pub rerun_from: Vec<String>,
     /// Nodes renamed by a plan change, old name to new (`--rename`).
     pub renames: Vec<(String, String)>,
+    /// A worker's stop: once given, the attempt releases the thread at its next step.
+    pub stop: Option<StopSignal>,
 }
 
 impl RunOptions {

@@ -1,5 +1,5 @@
-//! How a run ended (for now): completed with its outputs, paused at gates, failed, or
-//! blocked on a person's decision.
+//! How a run ended (for now): completed with its outputs, paused at gates, failed,
+//! blocked on a person's decision, or released to the queue by a worker that stopped.
 
 use serde_json::Value;
 
@@ -26,6 +26,11 @@ pub enum Outcome {
         thread: String,
         reasons: Vec<StoredError>,
     },
+    /// Given back to the queue, with nothing in flight, because the attempt was asked to
+    /// stop (`RunOptions::stop`): another worker goes on from here.
+    Released {
+        thread: String,
+    },
 }
 
 impl Outcome {
@@ -34,7 +39,8 @@ impl Outcome {
             Outcome::Completed { thread, .. }
             | Outcome::Paused { thread, .. }
             | Outcome::Failed { thread, .. }
-            | Outcome::Blocked { thread, .. } => thread,
+            | Outcome::Blocked { thread, .. }
+            | Outcome::Released { thread } => thread,
         }
     }
 }

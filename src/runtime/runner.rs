@@ -41,6 +41,12 @@ pub type Environment = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 /// A sink for `--events`: every event, after it is committed, as the store numbered it.
 pub type EventSink = Arc<dyn Fn(&RecordedEvent) + Send + Sync>;
 
+/// A new thread's record and the secrets its start read.
+struct NewThread {
+    rec: ThreadRec,
+    secrets: BTreeMap<String, String>,
+}
+
 /// Runs plans on a store.
 pub struct Runner {
     pub(crate) plan: Arc<Plan>,
@@ -239,8 +245,81 @@ impl Runner {
         inputs: Value,
         opts: RunOptions,
     ) -> Result<Outcome, RuntimeError> {
+        let new = self.new_thread(inputs, &opts).await?;
+        let secrets = new.secrets;
+        let models = models::build(
+            &self.plan,
+            None,
+            &self.models,
+            &self.model_overrides,
+            &secrets,
+            &new.rec.config,
+            &self.project_root,
+        )?;
+        let servers = self.servers_for(&new.rec.config, &secrets);
+        self.check_servers(&servers, None).await?;
+        let plan_json = serde_json::to_string(&*self.plan).unwrap_or_default();
+        self.store.put_plan(&self.plan.hash, &plan_json).await?;
+        let attempt = self.attempt_rec(1);
+        let mut thread = new.rec;
+        thread.holder = Some(Holder {
+            run_id: attempt.run_id.clone(),
+            pid: std::process::id(),
+            host: host_name(),
+            since_ms: thread.created_ms,
+        });
+        let (lease, created) = self
+            .store
+            .create_thread(thread.clone(), attempt.clone())
+            .await?;
+        let pre = thread.pre_answers.clone();
+        let state = ThreadState {
+            thread: Some(thread),
+            attempts: vec![attempt],
+            ..Default::default()
+        };
+        let attempt = Attempt::new(self, lease, state, models, secrets, servers, Start::Fresh)?;
+        attempt.stream(&created);
+        let mut opts = opts;
+        opts.pre_answers = pre.into_iter().collect();
+        attempt.run(opts).await
+    }
+
+    /// Creates a thread for the workers (`pipec run --submit`) and runs nothing: its plan
+    /// and inputs are stored and it waits, `queued`, for a worker to take it. It is
+    /// checked as a start is (options, inputs, configuration, models) before anything is
+    /// written; the tools of its servers are checked by the worker that takes it.
+    /// Returns the new thread's id.
+    pub async fn submit_with(&self, inputs: Value, opts: RunOptions) -> Result<String, RuntimeError> {
+        let new = self.new_thread(inputs, &opts).await?;
+        models::build(
+            &self.plan,
+            None,
+            &self.models,
+            &self.model_overrides,
+            &new.secrets,
+            &new.rec.config,
+            &self.project_root,
+        )?;
+        let plan_json = serde_json::to_string(&*self.plan).unwrap_or_default();
+        self.store.put_plan(&self.plan.hash, &plan_json).await?;
+        let mut rec = new.rec;
+        rec.status = Status::Queued;
+        rec.epoch = 0;
+        rec.attempts = 0;
+        let id = rec.id.clone();
+        let committed = self.store.submit(rec).await?;
+        if let Some(sink) = &self.events {
+            committed.iter().for_each(|e| sink(e));
+        }
+        Ok(id)
+    }
+
+    /// What a start and a submit check before anything is written, and the new thread's
+    /// record (running, epoch 1, no holder yet).
+    async fn new_thread(&self, inputs: Value, opts: &RunOptions) -> Result<NewThread, RuntimeError> {
         // Everything up to `create_thread` only reads: a refused start writes nothing.
-        self.check_start_options(&opts)?;
+        self.check_start_options(opts)?;
         let id = match &opts.thread_id {
             Some(id) => {
                 let id = normalize_thread_id(id)?;
@@ -269,23 +348,9 @@ impl Runner {
         });
         let config::Values { config, secrets } =
             config::read(&needs, &BTreeMap::new(), &*self.environment)?;
-        let models = models::build(
-            &self.plan,
-            None,
-            &self.models,
-            &self.model_overrides,
-            &secrets,
-            &config,
-            &self.project_root,
-        )?;
-        let servers = self.servers_for(&config, &secrets);
-        self.check_servers(&servers, None).await?;
         let pre: BTreeMap<String, Value> = opts.pre_answers.iter().cloned().collect();
         let now = ids::now_ms();
-        let plan_json = serde_json::to_string(&*self.plan).unwrap_or_default();
-        self.store.put_plan(&self.plan.hash, &plan_json).await?;
-        let attempt = self.attempt_rec(1);
-        let thread = ThreadRec {
+        let rec = ThreadRec {
             id: id.clone(),
             pipeline: self.plan.name.clone(),
             plan_hash: self.plan.hash.clone(),
@@ -294,12 +359,7 @@ impl Runner {
             status: Status::Running,
             cancel_requested: false,
             epoch: 1,
-            holder: Some(Holder {
-                run_id: attempt.run_id.clone(),
-                pid: std::process::id(),
-                host: host_name(),
-                since_ms: now,
-            }),
+            holder: None,
             created_ms: now,
             updated_ms: now,
             inputs,
@@ -307,27 +367,14 @@ impl Runner {
             model_overrides: self.model_overrides.clone(),
             // With the thread from its first commit: a crash before the first step does
             // not lose them.
-            pre_answers: pre.clone(),
+            pre_answers: pre,
             outputs: None,
             error: None,
             next_seq: 0,
             attempts: 1,
             due_ms: None,
         };
-        let (lease, created) = self
-            .store
-            .create_thread(thread.clone(), attempt.clone())
-            .await?;
-        let state = ThreadState {
-            thread: Some(thread),
-            attempts: vec![attempt],
-            ..Default::default()
-        };
-        let attempt = Attempt::new(self, lease, state, models, secrets, servers, Start::Fresh)?;
-        attempt.stream(&created);
-        let mut opts = opts;
-        opts.pre_answers = pre.into_iter().collect();
-        attempt.run(opts).await
+        Ok(NewThread { rec, secrets })
     }
 
     pub async fn resume(

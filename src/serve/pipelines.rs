@@ -351,6 +351,12 @@ fn reply(outcome: Outcome, link: LinkOut) -> ToolReply {
             links: vec![link],
             is_error: true,
         },
+        Outcome::Released { thread } => ToolReply {
+            structured: Some(json!({ "thread": thread, "status": "queued" })),
+            text: Some(format!("The run {thread} waits for a worker.")),
+            links: vec![link],
+            is_error: false,
+        },
         Outcome::Blocked { thread, reasons } => ToolReply {
             structured: None,
             text: Some(format!(

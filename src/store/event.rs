@@ -157,6 +157,11 @@ pub enum Event {
     },
     CancelRequested {},
     ThreadCancelled {},
+    /// Created for the workers (`pipec run --submit`): no process holds it yet.
+    ThreadQueued {},
+    /// A worker that was stopping gave the thread back to the queue, with no step in
+    /// flight.
+    ThreadReleased {},
 }
 
 impl Event {
@@ -189,6 +194,8 @@ impl Event {
             Event::ThreadFailed { .. } => "thread_failed",
             Event::CancelRequested {} => "cancel_requested",
             Event::ThreadCancelled {} => "thread_cancelled",
+            Event::ThreadQueued {} => "thread_queued",
+            Event::ThreadReleased {} => "thread_released",
         }
     }
 

@@ -24,6 +24,23 @@ use super::*;
 pub struct MemoryStore {
     name: String,
     shared: Arc<Mutex<Tables>>,
+    wake: Arc<Wake>,
+}
+
+/// Tells waiting workers of new work: a generation bumped by every such write.
+#[derive(Default)]
+struct Wake {
+    generation: AtomicU64,
+    /// The generation when the store was last asked for runnable threads.
+    seen: AtomicU64,
+    notify: tokio::sync::Notify,
+}
+
+impl Wake {
+    fn wake(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
 }
 
 #[derive(Default)]
@@ -92,6 +109,7 @@ impl MemoryStore {
         MemoryStore {
             name: format!("memory:{}", STORES.fetch_add(1, Ordering::Relaxed) + 1),
             shared: Arc::default(),
+            wake: Arc::default(),
         }
     }
 
@@ -149,6 +167,23 @@ impl MemoryStore {
         tables.threads.insert(id, rows);
         tables.held.insert(id);
         Ok((lease, events))
+    }
+
+    fn queue(&self, rec: ThreadRec) -> Result<Vec<RecordedEvent>, StoreError> {
+        let id = ids::decode(&rec.id)
+            .ok_or_else(|| StoreError::Io(format!("`{}` is not a thread id", rec.id)))?;
+        let mut tables = self.tables();
+        if tables.threads.contains_key(&id) {
+            return Err(StoreError::Io(format!("thread {} already exists", rec.id)));
+        }
+        let mut rec = stored(&rec, &|| format!("thread {}", rec.id))?;
+        rec.status = Status::Queued;
+        rec.holder = None;
+        rec.attempts = 0;
+        let mut rows = Rows::new(rec);
+        let events = rows.apply(&prepare(&[Write::Event(Event::ThreadQueued {})])?, true);
+        tables.threads.insert(id, rows);
+        Ok(events)
     }
 
     fn take(&self, thread: &str, attempt: AttemptRec) -> Result<Claimed, StoreError> {
@@ -294,6 +329,7 @@ impl MemoryStore {
                 pipeline: rec.pipeline.clone(),
                 status: rec.status,
                 stale: rec.status == Status::Running && !tables.held.contains(id),
+                holder: rec.holder.clone().filter(|_| rec.status == Status::Running),
                 created_ms: rec.created_ms,
                 updated_ms: rec.updated_ms,
             });
@@ -558,7 +594,15 @@ impl Store for MemoryStore {
         lease: &'a Lease,
         writes: Vec<Write>,
     ) -> StoreFuture<'a, Vec<RecordedEvent>> {
-        ready(self.apply_commit(lease, &writes))
+        let result = self.apply_commit(lease, &writes);
+        if result.is_ok()
+            && writes
+                .iter()
+                .any(|w| matches!(w, Write::Thread(t) if t.status == Status::Queued))
+        {
+            self.wake.wake();
+        }
+        ready(result)
     }
 
     fn answer(
@@ -567,7 +611,11 @@ impl Store for MemoryStore {
         answers: Vec<(String, Value)>,
         by: &str,
     ) -> StoreFuture<'_, Vec<RecordedEvent>> {
-        ready(self.apply_answers(thread, answers, by))
+        let result = self.apply_answers(thread, answers, by);
+        if result.as_ref().is_ok_and(|e| !e.is_empty()) {
+            self.wake.wake();
+        }
+        ready(result)
     }
 
     fn request_cancel(&self, thread: &str) -> StoreFuture<'_, (CancelOutcome, Vec<RecordedEvent>)> {
@@ -640,5 +688,56 @@ impl Store for MemoryStore {
             tables.threads.remove(id);
         }
         ready(Ok(victims.len()))
+    }
+
+    fn submit(&self, rec: ThreadRec) -> StoreFuture<'_, Vec<RecordedEvent>> {
+        let result = self.queue(rec);
+        if result.is_ok() {
+            self.wake.wake();
+        }
+        ready(result)
+    }
+
+    fn runnable(&self, query: RunnableQuery) -> StoreFuture<'_, Vec<RunnableThread>> {
+        self.wake
+            .seen
+            .store(self.wake.generation.load(Ordering::SeqCst), Ordering::SeqCst);
+        let tables = self.tables();
+        let mut out = Vec::new();
+        for status in queue::CANDIDATE_STATUSES {
+            for (id, rows) in &tables.threads {
+                if out.len() >= query.max() {
+                    break;
+                }
+                let rec = &rows.rec;
+                if rec.status != status || !query.wants(&rec.pipeline) {
+                    continue;
+                }
+                let gates = rows.gates.values().map(|g| (g, rows.nodes.get(&g.node)));
+                let held = tables.held.contains(id);
+                if let Some(why) = queue::why_runnable(rec, gates, query.now_ms, held) {
+                    out.push(RunnableThread {
+                        id: rec.id.clone(),
+                        pipeline: rec.pipeline.clone(),
+                        why,
+                    });
+                }
+            }
+        }
+        ready(Ok(out))
+    }
+
+    fn wait_for_work(&self, timeout: std::time::Duration) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            let notified = self.wake.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.wake.generation.load(Ordering::SeqCst) != self.wake.seen.load(Ordering::SeqCst)
+            {
+                return Ok(());
+            }
+            let _ = tokio::time::timeout(timeout, notified).await;
+            Ok(())
+        })
     }
 }

@@ -14,6 +14,7 @@ pub mod ids;
 pub mod lock;
 mod manifest;
 mod memory;
+mod queue;
 mod records;
 mod redb_store;
 
@@ -23,6 +24,7 @@ use std::pin::Pin;
 pub use event::*;
 pub use manifest::*;
 pub use memory::MemoryStore;
+pub use queue::{DEFAULT_POLL, RunnableQuery, RunnableThread, Why, why_runnable};
 pub use records::*;
 pub use redb_store::{CheckReport, RedbStore, STORE_FORMAT, quiet_contained_panics};
 
@@ -305,6 +307,116 @@ pub trait Store: Send + Sync {
 
     /// Deletes terminal threads last updated before `before_ms`; returns how many.
     fn prune(&self, before_ms: u64, statuses: Vec<Status>) -> StoreFuture<'_, usize>;
+
+    // ------------------------------------------------------------ workers
+    //
+    // What `pipec worker` needs: threads created for workers, the threads one could take,
+    // and a wait for more. Each has a default built on the operations above, so a store
+    // works with workers before it implements them natively (the defaults poll).
+
+    /// Creates a thread for the workers: status `queued`, no lease taken (its epoch is
+    /// the one the first claim bumps). Returns the events written (`thread_queued`).
+    ///
+    /// The default creates the thread with a lease (an attempt row numbered 0, ended
+    /// `queued`), rewrites its record as queued and drops the lease.
+    fn submit(&self, rec: ThreadRec) -> StoreFuture<'_, Vec<RecordedEvent>> {
+        Box::pin(async move {
+            let mut rec = rec;
+            rec.status = Status::Queued;
+            rec.holder = None;
+            rec.attempts = 0;
+            let attempt = AttemptRec {
+                number: 0,
+                run_id: String::new(),
+                pid: std::process::id(),
+                host: String::new(),
+                started_ms: rec.created_ms,
+                ended_ms: rec.created_ms,
+                end: Some("queued".into()),
+                plan_hash: rec.plan_hash.clone(),
+                pipec: env!("CARGO_PKG_VERSION").into(),
+            };
+            let (lease, mut events) = self.create_thread(rec.clone(), attempt).await?;
+            events.extend(
+                self.commit(
+                    &lease,
+                    vec![Write::Thread(rec), Write::Event(Event::ThreadQueued {})],
+                )
+                .await?,
+            );
+            Ok(events)
+        })
+    }
+
+    /// Threads a worker could take now (see `queue.rs` for what makes one runnable),
+    /// queued ones first, oldest first within each kind.
+    ///
+    /// The default pages through `list` and loads each paused thread.
+    fn runnable(&self, query: RunnableQuery) -> StoreFuture<'_, Vec<RunnableThread>> {
+        Box::pin(async move {
+            let mut out = Vec::new();
+            for status in queue::CANDIDATE_STATUSES {
+                let mut found = Vec::new();
+                let mut before = None;
+                loop {
+                    let page = self
+                        .list(ListQuery {
+                            status: Some(status),
+                            before: before.clone(),
+                            limit: 200,
+                            pipeline: None,
+                        })
+                        .await?;
+                    let Some(last) = page.last() else { break };
+                    before = Some(last.id.clone());
+                    for t in page {
+                        if !query.wants(&t.pipeline) || self.is_held(&t.id) {
+                            continue;
+                        }
+                        let why = if status == Status::Paused {
+                            let st = self.load(&t.id).await?;
+                            let Some(rec) = &st.thread else { continue };
+                            let gates = st.gates.values().map(|g| (g, st.nodes.get(&g.node)));
+                            queue::why_runnable(rec, gates, query.now_ms, false)
+                        } else {
+                            Some(if status == Status::Queued {
+                                Why::Queued
+                            } else {
+                                Why::Orphaned
+                            })
+                        };
+                        if let Some(why) = why {
+                            found.push(RunnableThread {
+                                id: t.id,
+                                pipeline: t.pipeline,
+                                why,
+                            });
+                        }
+                    }
+                }
+                // `list` pages newest first; work is offered oldest first.
+                found.reverse();
+                out.extend(found);
+                if out.len() >= query.max() {
+                    break;
+                }
+            }
+            out.truncate(query.max());
+            Ok(out)
+        })
+    }
+
+    /// Waits until the store may have new work (a thread queued or released, a gate
+    /// answered), or `timeout` passes, whichever is first. It may return early without
+    /// news: a worker then looks at `runnable` again.
+    ///
+    /// The default sleeps for `timeout`.
+    fn wait_for_work(&self, timeout: std::time::Duration) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            tokio::time::sleep(timeout).await;
+            Ok(())
+        })
+    }
 }
 
 /// Sizes of a store file (`pipec store stats`).

@@ -19,6 +19,9 @@ pub enum Status {
     Failed,
     Blocked,
     Cancelled,
+    /// Waits for a worker to take it: queued by `run --submit`, or released by a worker
+    /// that stopped. (Last, so that the status index keeps the others' codes.)
+    Queued,
 }
 
 impl Status {
@@ -30,6 +33,7 @@ impl Status {
             Status::Failed => "failed",
             Status::Blocked => "blocked",
             Status::Cancelled => "cancelled",
+            Status::Queued => "queued",
         }
     }
 
@@ -41,6 +45,7 @@ impl Status {
             "failed" => Status::Failed,
             "blocked" => Status::Blocked,
             "cancelled" => Status::Cancelled,
+            "queued" => Status::Queued,
             _ => return None,
         })
     }
@@ -54,14 +59,21 @@ impl Status {
         matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
     }
 
-    pub const ALL: [Status; 6] = [
+    pub const ALL: [Status; 7] = [
         Status::Running,
         Status::Paused,
         Status::Completed,
         Status::Failed,
         Status::Blocked,
         Status::Cancelled,
+        Status::Queued,
     ];
+
+    /// The statuses, as a command line names them (for messages).
+    pub fn names() -> String {
+        let names: Vec<&str> = Status::ALL.iter().map(|s| s.as_str()).collect();
+        names.join(", ")
+    }
 }
 
 /// Who holds a thread's lease, for messages (liveness is the lock file's business).
@@ -430,6 +442,9 @@ pub struct ThreadSummary {
     pub status: Status,
     /// `running` with a free lock shows as stale.
     pub stale: bool,
+    /// Who holds it while it runs (the process, its host and the attempt's run id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<Holder>,
     pub created_ms: u64,
     pub updated_ms: u64,
 }

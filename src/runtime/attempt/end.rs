@@ -1,6 +1,6 @@
 //! How an attempt ends, once nothing runs and nothing can start: completed (every node
-//! done or skipped, and no gate pending), paused (gates wait), failed, or blocked (an
-//! effect's outcome is unknown). The final commit writes the thread's status, the
+//! done or skipped, and no gate pending), paused (gates wait), failed, blocked (an
+//! effect's outcome is unknown), or released to the queue (a worker's stop). The final commit writes the thread's status, the
 //! thread event and the attempt's end together.
 
 use super::Attempt;
@@ -146,6 +146,21 @@ impl Attempt {
         Ok(Outcome::Failed {
             thread: self.shared.thread_id.clone(),
             error,
+        })
+    }
+
+    /// A worker's stop with nothing in flight: the thread goes back to the queue as it
+    /// stands (every finished step committed, nothing started), for another worker.
+    pub(super) async fn release(&mut self) -> Result<Outcome, RuntimeError> {
+        self.flush().await?;
+        self.thread.status = Status::Queued;
+        self.thread.holder = None;
+        self.buffer.push(Write::Thread(self.thread.clone()));
+        self.buffer.push(event_write(Event::ThreadReleased {}));
+        self.end_attempt("released");
+        self.flush().await?;
+        Ok(Outcome::Released {
+            thread: self.shared.thread_id.clone(),
         })
     }
 

@@ -38,7 +38,7 @@ use tasks::TaskDone;
 use super::bind::{self, Entry};
 use super::error::RuntimeError;
 use super::eval::{self, Env};
-use super::options::RunOptions;
+use super::options::{RunOptions, StopSignal};
 use super::outcome::Outcome;
 use super::progress::{ScrubbedProgress, Step};
 use super::resources::Resources;
@@ -87,6 +87,8 @@ pub(crate) struct Attempt {
     /// Writes waiting for the next commit.
     buffer: Vec<Write>,
     start: Start,
+    /// A worker's stop (`RunOptions::stop`).
+    stop: Option<StopSignal>,
 }
 
 /// What sources read during an attempt: the thread's inputs and configuration, the
@@ -182,6 +184,7 @@ impl Attempt {
             secrets,
             buffer: Vec::new(),
             start,
+            stop: None,
         })
     }
 
@@ -206,6 +209,7 @@ impl Attempt {
 
     /// The whole attempt.
     pub(crate) async fn run(mut self, opts: RunOptions) -> Result<Outcome, RuntimeError> {
+        self.stop = opts.stop.clone();
         let fresh_failures = self.recover(&opts);
         self.restore(&fresh_failures);
         if self.nodes.first_failure().is_none() {
@@ -270,6 +274,11 @@ impl Attempt {
         self.state.nodes.clear();
     }
 
+    /// Whether a worker's stop was given: nothing new starts.
+    fn stop_requested(&self) -> bool {
+        self.stop.as_ref().is_some_and(StopSignal::is_stopped)
+    }
+
     async fn drive(&mut self) -> Result<Outcome, RuntimeError> {
         let mut tasks: JoinSet<TaskDone> = JoinSet::new();
         let mut running = 0usize;
@@ -307,9 +316,9 @@ impl Attempt {
             let mut deferred = false;
             let now = crate::store::ids::now_ms();
             for i in to_start {
-                // A node that failed or blocked this round stops the attempt: nothing
-                // else starts.
-                if self.nodes.stopping() {
+                // A node that failed or blocked this round stops the attempt, and so does
+                // a worker's stop: nothing else starts.
+                if self.nodes.stopping() || self.stop_requested() {
                     break;
                 }
                 // A node still in a retry's backoff (a resume during the wait) takes its
@@ -363,6 +372,10 @@ impl Attempt {
                 }
             }
             if running == 0 {
+                // Stopped with work left to start: the thread goes back to the queue.
+                if wanted > 0 && self.stop_requested() && !self.nodes.stopping() {
+                    return self.release().await;
+                }
                 // A node skipped (or failed) while preparing may unblock others.
                 if wanted > 0 && !self.nodes.stopping() {
                     continue;
@@ -374,11 +387,16 @@ impl Attempt {
                 // node waiting for a permit is started as soon as one frees up (a task
                 // may release its permit while it waits out a retry's backoff).
                 let permits = self.shared.permits.clone();
+                let stop = self.stop.clone().filter(|s| !s.is_stopped());
                 let first = loop {
                     tokio::select! {
                         r = tasks.join_next() => break Some(r),
                         p = permits.clone().acquire_owned(), if deferred => {
                             drop(p);
+                            break None;
+                        }
+                        // A worker's stop: schedule again, which starts nothing new.
+                        _ = async { if let Some(s) = &stop { s.stopped().await } }, if stop.is_some() => {
                             break None;
                         }
                         _ = cancel_check.tick() => {

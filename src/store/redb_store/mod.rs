@@ -11,6 +11,7 @@
 mod contain;
 mod maintenance;
 mod open;
+mod queue;
 mod reads;
 mod store_thread;
 mod tables;
@@ -36,6 +37,8 @@ use store_thread::Job;
 struct Inner {
     path: PathBuf,
     health: Arc<Health>,
+    /// The wake file's content when this process last looked for work (`queue.rs`).
+    wake_seen: Mutex<Option<Vec<u8>>>,
     /// Always `Some` until the store is dropped (see `Drop for Inner`).
     handle: Option<Handle>,
 }
@@ -213,5 +216,17 @@ impl Store for RedbStore {
 
     fn prune(&self, before_ms: u64, statuses: Vec<Status>) -> StoreFuture<'_, usize> {
         maintenance::prune(self, before_ms, statuses)
+    }
+
+    fn submit(&self, rec: ThreadRec) -> StoreFuture<'_, Vec<RecordedEvent>> {
+        queue::submit(self, rec)
+    }
+
+    fn runnable(&self, query: RunnableQuery) -> StoreFuture<'_, Vec<RunnableThread>> {
+        queue::runnable(self, query)
+    }
+
+    fn wait_for_work(&self, timeout: std::time::Duration) -> StoreFuture<'_, ()> {
+        queue::wait_for_work(self, timeout)
     }
 }

@@ -199,6 +199,7 @@ impl RedbStore {
             inner: Arc::new(Inner {
                 path,
                 health,
+                wake_seen: Mutex::default(),
                 handle: Some(Handle::ReadOnly { db: Arc::new(db) }),
             }),
         })
@@ -331,6 +332,7 @@ fn open_writable(path: PathBuf) -> Result<RedbStore, StoreError> {
         inner: Arc::new(Inner {
             path,
             health,
+            wake_seen: Mutex::default(),
             handle: Some(Handle::Writable {
                 db,
                 jobs: Mutex::new(tx),

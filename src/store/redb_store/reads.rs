@@ -248,6 +248,7 @@ pub(super) fn list<'a>(
                     pipeline: rec.pipeline,
                     status: rec.status,
                     stale,
+                    holder: rec.holder.filter(|_| rec.status == Status::Running),
                     created_ms: rec.created_ms,
                     updated_ms: rec.updated_ms,
                 });

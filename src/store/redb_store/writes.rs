@@ -194,6 +194,10 @@ pub(super) fn commit<'a>(
                 lease.thread
             )));
         };
+        // A thread given back to the queue is news to waiting workers.
+        let releases = writes
+            .iter()
+            .any(|w| matches!(w, Write::Thread(t) if t.status == Status::Queued));
         let (reply, rx) = oneshot::channel();
         store.send(Job::Commit {
             thread,
@@ -201,8 +205,13 @@ pub(super) fn commit<'a>(
             writes,
             reply,
         })?;
-        rx.await
-            .map_err(|_| StoreError::Io("the store thread stopped".into()))?
+        let events = rx
+            .await
+            .map_err(|_| StoreError::Io("the store thread stopped".into()))??;
+        if releases {
+            super::queue::wake(&store.inner.path);
+        }
+        Ok(events)
     })
 }
 
@@ -217,8 +226,9 @@ pub(super) fn answer<'a>(
     Box::pin(async move {
         store.writable("answer")?;
         let p2 = path.clone();
+        let p3 = path.clone();
         let id = store.read(move |txn| resolve_id(txn, &thread, &p2)).await?;
-        store
+        let events = store
             .on_store_thread(move |db| {
                 let txn = db.begin_write().map_err(io)?;
                 let Some(mut rec) = get_thread(&txn, id)? else {
@@ -247,7 +257,11 @@ pub(super) fn answer<'a>(
                 txn.commit().map_err(io)?;
                 Ok(events)
             })
-            .await
+            .await?;
+        if !events.is_empty() {
+            super::queue::wake(&p3);
+        }
+        Ok(events)
     })
 }
 

@@ -1,0 +1,164 @@
+//! `pipec worker`: take runnable threads from a store and run them, up to
+//! `--concurrency` at once, until SIGTERM or SIGINT. The first signal stops claiming and
+//! lets the steps in flight finish, each thread going back to the queue, then exits 0;
+//! a second one exits at once (the kernel frees the thread locks, and the reaper ends
+//! the commands in flight).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::common;
+use crate::runtime::{Worker, WorkerOptions};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The store (default: .pipec/runs.redb in the project; or PIPEC_STORE)
+    #[arg(long)]
+    store: Option<PathBuf>,
+    /// How many threads run at once
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    concurrency: u32,
+    /// How many nodes of one thread run at once
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    node_concurrency: u32,
+    /// Serve only the pipelines of the .pipe files in this folder, run in its project
+    #[arg(long, value_name = "DIR")]
+    pipelines: Option<PathBuf>,
+    /// The longest wait between two looks at the store (e.g. `1s`, `500ms`)
+    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    poll: String,
+    /// A line on stderr for every thread taken and every attempt that ends
+    #[arg(long, short)]
+    verbose: bool,
+}
+
+pub fn run(args: Args) -> u8 {
+    let poll = match crate::syntax::literal::decode_number(&args.poll) {
+        Ok(crate::syntax::literal::Number::Duration(ms)) if ms > 0 => Duration::from_millis(ms),
+        _ => {
+            super::err(&format!(
+                "error: `--poll {}` is not a duration such as 1s or 500ms",
+                args.poll
+            ));
+            return super::EXIT_USAGE;
+        }
+    };
+    let (pipelines, project_root) = match &args.pipelines {
+        Some(dir) => match served_pipelines(dir) {
+            Ok((names, root)) => (Some(names), Some(root)),
+            Err(code) => return code,
+        },
+        None => (None, None),
+    };
+    let root = project_root.clone().unwrap_or_else(common::default_root);
+    let store_path = common::store_path(&args.store, &root);
+    let (rt, store) = match common::runtime_and_existing_store(&store_path) {
+        Ok(pair) => pair,
+        Err(code) => return code,
+    };
+    let log: crate::runtime::WorkerLog = Arc::new(|line: &str| super::err(&format!("worker: {line}")));
+    let opts = WorkerOptions {
+        concurrency: args.concurrency as usize,
+        node_concurrency: args.node_concurrency as usize,
+        pipelines: pipelines.clone(),
+        project_root,
+        poll,
+        log: args.verbose.then(|| log.clone()),
+        errors: Some(log),
+        ..Default::default()
+    };
+    let worker = Worker::new(store, opts);
+    let stop = worker.stop_signal();
+    let served = match &pipelines {
+        Some(p) => p.join(", "),
+        None => "every pipeline".into(),
+    };
+    super::err(&format!(
+        "worker {} on {}: {served}, {} at once",
+        std::process::id(),
+        store_path.display(),
+        args.concurrency
+    ));
+    let report = rt.block_on(async {
+        let signals = tokio::spawn(async move {
+            use tokio::signal::unix::{SignalKind, signal};
+            let (Ok(mut term), Ok(mut int)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::interrupt()),
+            ) else {
+                return;
+            };
+            let first = tokio::select! {
+                _ = term.recv() => 15,
+                _ = int.recv() => 2,
+            };
+            super::err(&format!(
+                "worker: stopping (signal {first}): no new threads; the steps in flight finish, then each thread goes back to the queue (a second signal stops at once)"
+            ));
+            stop.stop();
+            let second = tokio::select! {
+                _ = term.recv() => 15,
+                _ = int.recv() => 2,
+            };
+            super::err(&format!("worker: stopped at once (signal {second})"));
+            std::process::exit(128 + second);
+        });
+        let report = worker.run().await;
+        signals.abort();
+        report
+    });
+    let ended: Vec<String> = report
+        .ended
+        .iter()
+        .map(|(how, n)| format!("{n} {how}"))
+        .collect();
+    super::err(&format!(
+        "worker {} stopped{}",
+        std::process::id(),
+        if ended.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", ended.join(", "))
+        }
+    ));
+    super::EXIT_OK
+}
+
+/// The pipelines of a folder's `.pipe` files (each compiled; one with errors refuses
+/// the worker) and the project they belong to.
+fn served_pipelines(dir: &std::path::Path) -> Result<(Vec<String>, PathBuf), u8> {
+    if !dir.is_dir() {
+        super::err(&format!(
+            "error: `--pipelines {}`: no such folder",
+            dir.display()
+        ));
+        return Err(super::EXIT_USAGE);
+    }
+    let files = super::pipe_files::pipe_files(&[dir.to_path_buf()]).map_err(|p| {
+        super::err(&p.message());
+        super::EXIT_USAGE
+    })?;
+    let mut names = Vec::new();
+    let mut root = None;
+    for f in files {
+        let loaded = common::load_plan(&f)?;
+        // Libraries (no nodes) are not pipelines of their own.
+        if loaded.plan.nodes.is_empty() {
+            continue;
+        }
+        root.get_or_insert(loaded.root);
+        if !names.contains(&loaded.plan.name) {
+            names.push(loaded.plan.name);
+        }
+    }
+    let Some(root) = root else {
+        super::err(&format!(
+            "error: `--pipelines {}`: its .pipe files define no pipeline",
+            dir.display()
+        ));
+        return Err(super::EXIT_USAGE);
+    };
+    let root = std::path::absolute(&root).unwrap_or(root);
+    Ok((names, root))
+}

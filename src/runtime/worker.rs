@@ -1,0 +1,307 @@
+//! Workers: a process that takes runnable threads from a store (queued ones, answered
+//! or due gates, threads whose holder died) and runs each to its next pause or end, a
+//! few at once, then waits for more.
+//!
+//! A thread runs exactly as `pipec resume` runs it: the plan it was started with (kept
+//! in the store by hash), its recorded inputs, configuration and model overrides, in
+//! its project root (or the worker's, when the worker serves a folder of pipelines),
+//! through `Runner::resume_with`. So a worker is the resume path in a loop, and claims
+//! are the store's: two workers offered the same thread cannot both hold it.
+//!
+//! Stopping: [`Worker::stop_signal`] stops claiming and gives every attempt the stop
+//! (`RunOptions::stop`): the steps in flight finish and commit, and each thread goes
+//! back to the queue with nothing started (`thread_released`), so no lease is left held
+//! and nothing is repeated by the worker that takes it next.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::task::JoinSet;
+
+use super::error::RuntimeError;
+use super::options::{RunOptions, StopSignal};
+use super::outcome::Outcome;
+use super::runner::Runner;
+use crate::diagnostic as codes;
+use crate::plan::Plan;
+use crate::store::{RunnableQuery, RunnableThread, Store, Why, ids};
+
+/// Where a worker's lines go (one per claim and per finish).
+pub type WorkerLog = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// How a worker works.
+#[derive(Clone)]
+pub struct WorkerOptions {
+    /// How many threads run at once.
+    pub concurrency: usize,
+    /// How many nodes of one thread run at once.
+    pub node_concurrency: usize,
+    /// Only threads of these pipelines (every pipeline when `None`).
+    pub pipelines: Option<Vec<String>>,
+    /// The project root threads run in, instead of the one each recorded.
+    pub project_root: Option<PathBuf>,
+    /// The longest wait between two looks at the store (the fallback when nothing tells
+    /// the worker of new work).
+    pub poll: Duration,
+    /// How long a thread that could not be run (its plan unreadable, a configuration
+    /// value missing here) is left alone before it is tried again.
+    pub retry_after: Duration,
+    /// Lines about claims and finishes (none when `None`).
+    pub log: Option<WorkerLog>,
+    /// Errors (a thread that could not be run, the store failing).
+    pub errors: Option<WorkerLog>,
+}
+
+impl Default for WorkerOptions {
+    fn default() -> Self {
+        WorkerOptions {
+            concurrency: 1,
+            node_concurrency: 8,
+            pipelines: None,
+            project_root: None,
+            poll: crate::store::DEFAULT_POLL,
+            retry_after: Duration::from_secs(30),
+            log: None,
+            errors: None,
+        }
+    }
+}
+
+/// What a worker did, when it stops.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WorkerReport {
+    /// Attempts it ran, by how they ended (`completed`, `paused`, `failed`, `blocked`,
+    /// `released`, `error`).
+    pub ended: std::collections::BTreeMap<String, u64>,
+}
+
+/// A worker on a store.
+pub struct Worker {
+    store: Arc<dyn Store>,
+    opts: WorkerOptions,
+    stop: StopSignal,
+}
+
+impl Worker {
+    pub fn new(store: Arc<dyn Store>, opts: WorkerOptions) -> Worker {
+        Worker {
+            store,
+            opts,
+            stop: StopSignal::default(),
+        }
+    }
+
+    /// The worker's stop: no thread is claimed after it, and running attempts release
+    /// their threads at their next step; `run` then returns.
+    pub fn stop_signal(&self) -> StopSignal {
+        self.stop.clone()
+    }
+
+    fn log(&self, line: &str) {
+        if let Some(log) = &self.opts.log {
+            log(line);
+        }
+    }
+
+    fn error(&self, line: &str) {
+        if let Some(log) = &self.opts.errors {
+            log(line);
+        }
+    }
+
+    /// Takes and runs threads until the stop signal; then waits for the attempts in
+    /// flight to finish or release their threads.
+    pub async fn run(&self) -> WorkerReport {
+        let mut report = WorkerReport::default();
+        let mut running: JoinSet<(String, Result<Outcome, RuntimeError>, Duration)> =
+            JoinSet::new();
+        let mut busy: HashSet<String> = HashSet::new();
+        let mut left_alone: HashMap<String, Instant> = HashMap::new();
+        let concurrency = self.opts.concurrency.max(1);
+        loop {
+            if self.stop.is_stopped() {
+                break;
+            }
+            let room = concurrency.saturating_sub(running.len());
+            if room > 0 {
+                let now = Instant::now();
+                left_alone.retain(|_, until| *until > now);
+                let query = RunnableQuery {
+                    now_ms: ids::now_ms(),
+                    pipelines: self.opts.pipelines.clone(),
+                    limit: room + busy.len() + left_alone.len(),
+                };
+                match self.store.runnable(query).await {
+                    Ok(found) => {
+                        let fresh: Vec<RunnableThread> = found
+                            .into_iter()
+                            .filter(|t| {
+                                !busy.contains(&t.id) && !left_alone.contains_key(&t.id)
+                            })
+                            .take(room)
+                            .collect();
+                        for t in fresh {
+                            busy.insert(t.id.clone());
+                            self.spawn(&mut running, t);
+                        }
+                    }
+                    Err(e) => self.error(&format!("error: cannot read the queue: {e}")),
+                }
+            }
+            let room = concurrency.saturating_sub(running.len());
+            tokio::select! {
+                Some(joined) = running.join_next(), if !running.is_empty() => {
+                    self.finished(joined, &mut busy, &mut left_alone, &mut report);
+                }
+                _ = self.store.wait_for_work(self.opts.poll), if room > 0 => {}
+                _ = self.stop.stopped() => {}
+            }
+        }
+        while let Some(joined) = running.join_next().await {
+            self.finished(joined, &mut busy, &mut left_alone, &mut report);
+        }
+        report
+    }
+
+    fn spawn(
+        &self,
+        running: &mut JoinSet<(String, Result<Outcome, RuntimeError>, Duration)>,
+        t: RunnableThread,
+    ) {
+        let store = self.store.clone();
+        let opts = self.opts.clone();
+        let stop = self.stop.clone();
+        running.spawn(async move {
+            let start = Instant::now();
+            let result = run_thread(store, &opts, stop, &t).await;
+            (t.id, result, start.elapsed())
+        });
+    }
+
+    fn finished(
+        &self,
+        joined: Result<(String, Result<Outcome, RuntimeError>, Duration), tokio::task::JoinError>,
+        busy: &mut HashSet<String>,
+        left_alone: &mut HashMap<String, Instant>,
+        report: &mut WorkerReport,
+    ) {
+        let (thread, result, took) = match joined {
+            Ok(j) => j,
+            Err(e) => {
+                self.error(&format!("error: a thread's task stopped unexpectedly: {e}"));
+                *report.ended.entry("error".into()).or_default() += 1;
+                return;
+            }
+        };
+        busy.remove(&thread);
+        let ms = took.as_millis();
+        match result {
+            Ok(outcome) => {
+                let how = match &outcome {
+                    Outcome::Completed { .. } => "completed",
+                    Outcome::Paused { .. } => "paused",
+                    Outcome::Failed { .. } => "failed",
+                    Outcome::Blocked { .. } => "blocked",
+                    Outcome::Released { .. } => "released",
+                };
+                self.log(&format!("{how} {thread} ({ms} ms)"));
+                *report.ended.entry(how.into()).or_default() += 1;
+            }
+            Err(e) if e.is(&codes::THREAD_LOCKED) => {
+                // Another worker took it first.
+                self.log(&format!("skipped {thread}: {}", e.message));
+            }
+            Err(e) => {
+                self.error(&format!(
+                    "error[{}]: thread {thread}: {}{}",
+                    e.code,
+                    e.message,
+                    e.help
+                        .as_ref()
+                        .map(|h| format!("\n  help: {h}"))
+                        .unwrap_or_default()
+                ));
+                *report.ended.entry("error".into()).or_default() += 1;
+                left_alone.insert(thread, Instant::now() + self.opts.retry_after);
+            }
+        }
+    }
+}
+
+/// Runs one thread to its next pause or end, as `pipec resume` would, with the plan the
+/// store keeps for it.
+async fn run_thread(
+    store: Arc<dyn Store>,
+    opts: &WorkerOptions,
+    stop: StopSignal,
+    t: &RunnableThread,
+) -> Result<Outcome, RuntimeError> {
+    let state = store.load(&t.id).await?;
+    let Some(rec) = state.thread.clone() else {
+        return Err(RuntimeError::new(
+            &codes::THREAD_NOT_FOUND,
+            format!("no thread `{}`", t.id),
+        ));
+    };
+    // Offered a moment ago; another worker may have moved it on since.
+    let held = store.is_held(&rec.id);
+    let gates = state.gates.values().map(|g| (g, state.nodes.get(&g.node)));
+    let Some(why) = crate::store::why_runnable(&rec, gates, ids::now_ms(), held) else {
+        // Another worker took it, or moved it on, since it was offered.
+        return Err(crate::store::StoreError::Locked {
+            thread: rec.id.clone(),
+            holder: rec.holder.clone(),
+        }
+        .into());
+    };
+    if let Some(log) = &opts.log {
+        log(&format!(
+            "took {} ({}, {}, attempt {})",
+            rec.id,
+            rec.pipeline,
+            why_text(why),
+            rec.attempts + 1
+        ));
+    }
+    let json = store.get_plan(&rec.plan_hash).await?.ok_or_else(|| {
+        RuntimeError::new(
+            &codes::STORE_UNREADABLE,
+            format!(
+                "the store has no copy of the plan {} of thread {}",
+                rec.plan_hash, rec.id
+            ),
+        )
+    })?;
+    let plan = Plan::from_json(&json).map_err(|e| {
+        RuntimeError::new(
+            e.rule(),
+            format!("the stored plan of thread {} cannot be used: {e}", rec.id),
+        )
+        .help(e.help())
+    })?;
+    let root = opts
+        .project_root
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(&rec.project_root));
+    let runner = Runner::with_store(plan, store)
+        .project_root(root)
+        .source(&rec.source)
+        .concurrency(opts.node_concurrency);
+    let run = RunOptions {
+        concurrency: Some(opts.node_concurrency),
+        stop: Some(stop),
+        ..Default::default()
+    };
+    runner.resume_with(&rec.id, Vec::new(), run).await
+}
+
+fn why_text(why: Why) -> &'static str {
+    match why {
+        Why::Queued => "queued",
+        Why::Answered => "a gate was answered",
+        Why::Due => "a gate's deadline passed",
+        Why::Orphaned => "its holder is gone",
+    }
+}

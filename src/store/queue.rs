@@ -1,0 +1,110 @@
+//! What workers ask of a store: which threads one could take now, and a way to wait for
+//! more. A thread is *runnable* when a worker can move it on without a person:
+//!
+//! - it is `queued` (`pipec run --submit`, or released by a worker that stopped);
+//! - it is `paused` and a gate of it was answered since (its node has not consumed the
+//!   answer yet), or a gate's deadline has passed (its `on_timeout` applies);
+//! - it is `running` and no live process holds it (its holder died, or its lease
+//!   expired).
+//!
+//! `blocked` and `failed` threads wait for a person's decision (`pipec resume`), and
+//! never appear.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::{GateRec, GateState, NodeRec, NodeState, Status, ThreadId, ThreadRec};
+
+/// Why a thread is runnable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Why {
+    /// Queued for a worker.
+    Queued,
+    /// Paused, and a gate was answered since.
+    Answered,
+    /// Paused, and a gate's deadline has passed.
+    Due,
+    /// Running, with no live holder.
+    Orphaned,
+}
+
+impl Why {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Why::Queued => "queued",
+            Why::Answered => "answered",
+            Why::Due => "due",
+            Why::Orphaned => "orphaned",
+        }
+    }
+}
+
+/// A thread a worker could take.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunnableThread {
+    pub id: ThreadId,
+    pub pipeline: String,
+    pub why: Why,
+}
+
+/// Which runnable threads to list (`Store::runnable`).
+#[derive(Clone, Debug, Default)]
+pub struct RunnableQuery {
+    /// The time deadlines are compared with.
+    pub now_ms: u64,
+    /// Only threads of these pipelines (all when `None`).
+    pub pipelines: Option<Vec<String>>,
+    /// At most this many (0: 50).
+    pub limit: usize,
+}
+
+impl RunnableQuery {
+    pub(crate) fn wants(&self, pipeline: &str) -> bool {
+        self.pipelines
+            .as_ref()
+            .is_none_or(|p| p.iter().any(|x| x == pipeline))
+    }
+
+    pub(crate) fn max(&self) -> usize {
+        if self.limit == 0 { 50 } else { self.limit }
+    }
+}
+
+/// The statuses a runnable thread may have, in the order they are offered: queued work
+/// first, then answered and due gates, then threads whose holder died.
+pub(crate) const CANDIDATE_STATUSES: [Status; 3] = [Status::Queued, Status::Paused, Status::Running];
+
+/// Why a thread is runnable, from its record, its gates and the node rows of those gates;
+/// `held` says whether a live process holds it.
+pub fn why_runnable<'a>(
+    rec: &ThreadRec,
+    gates: impl IntoIterator<Item = (&'a GateRec, Option<&'a NodeRec>)>,
+    now_ms: u64,
+    held: bool,
+) -> Option<Why> {
+    if rec.cancel_requested {
+        return None;
+    }
+    match rec.status {
+        Status::Queued if !held => Some(Why::Queued),
+        Status::Running if !held => Some(Why::Orphaned),
+        Status::Paused if !held => {
+            let answered = gates.into_iter().any(|(g, node)| {
+                g.state == GateState::Answered && node.is_none_or(|n| n.state != NodeState::Done)
+            });
+            if answered {
+                Some(Why::Answered)
+            } else if rec.due_ms.is_some_and(|d| d <= now_ms) {
+                Some(Why::Due)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
+/// How long a worker waits between looks at the store when nothing tells it of work.
+pub const DEFAULT_POLL: Duration = Duration::from_secs(1);

@@ -1,0 +1,394 @@
+//! `pipec worker` and `pipec run --submit` with real processes on a real store: a queued
+//! thread run by a worker to the outputs `pipec run` gives, a gate answered from another
+//! process while the worker waits, threads run at once, a graceful stop that releases the
+//! thread with nothing repeated, a worker killed with `kill -9` and taken over, and the
+//! command line's refusals.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// Three effects in a chain; `b` is idempotent (it may run again after a crash).
+const CHAIN: &str = r#"type V {
+  v: int
+}
+
+input seed: int
+
+node a(seed: int = input.seed) -> V {
+  exec = ["./step.sh", "a"]
+}
+
+node b(prev: V = a) -> V {
+  exec = ["./step.sh", "b"]
+  idempotent = true
+}
+
+node c(prev: V = b) -> V {
+  exec = ["./step.sh", "c"]
+}
+
+output last = c
+"#;
+
+/// Marks that it started (`started.THREAD.STEP`); while `hold.STEP` exists it waits for
+/// `release.STEP`; then records the effect (`effects.log`) and adds one.
+const STEP: &str = r#"#!/bin/sh
+input=$(cat)
+touch "started.$PIPEC_THREAD.$1"
+if [ -e "hold.$1" ]; then
+  while [ ! -e "release.$1" ]; do sleep 0.02; done
+fi
+v=$(printf '%s' "$input" | sed -n 's/.*"prev":{"v":\([0-9]*\)}.*/\1/p')
+[ -n "$v" ] || v=$(printf '%s' "$input" | sed -n 's/.*"seed":\([0-9]*\).*/\1/p')
+echo "$PIPEC_THREAD $1" >> effects.log
+printf '{"v":%d}\n' $((v + 1))
+"#;
+
+const WITHIN: Duration = Duration::from_secs(30);
+
+fn chain_project(tag: &str) -> Project {
+    let p = Project::new(tag);
+    p.write("chain.pipe", CHAIN);
+    p.script("step.sh", STEP);
+    p
+}
+
+/// A worker on the project's store, its stderr in `worker-N.log`.
+fn worker(p: &Project, n: u32, extra: &[&str]) -> Child {
+    let log = std::fs::File::create(p.dir.join(format!("worker-{n}.log"))).expect("log");
+    let mut args = vec!["worker", "--verbose", "--poll", "200ms"];
+    args.extend_from_slice(extra);
+    p.cmd(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log))
+        .spawn()
+        .expect("pipec worker starts")
+}
+
+fn signal(child: &Child, sig: &str) {
+    let status = std::process::Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+}
+
+/// Waits for the child to exit; its exit code.
+fn wait_exit(child: &mut Child, within: Duration) -> i32 {
+    let start = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            return s.code().unwrap_or(-1);
+        }
+        if start.elapsed() > within {
+            let _ = child.kill();
+            panic!("the worker did not exit within {within:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn submit(p: &Project, file: &str, inputs: &[&str]) -> String {
+    let mut args = vec!["run", file, "--submit"];
+    for i in inputs {
+        args.extend_from_slice(&["--input", i]);
+    }
+    let out = p.run(&args);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let id = stdout(&out).trim().to_string();
+    assert_eq!(id.len(), 26, "the id alone on stdout: {id:?}");
+    id
+}
+
+fn show(p: &Project, thread: &str) -> serde_json::Value {
+    let out = p.run(&["show", thread, "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    json(&stdout(&out))
+}
+
+fn status(p: &Project, thread: &str) -> String {
+    show(p, thread)["status"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn wait_status(p: &Project, thread: &str, want: &str) {
+    let start = Instant::now();
+    loop {
+        let s = status(p, thread);
+        if s == want {
+            return;
+        }
+        assert!(
+            start.elapsed() < WITHIN,
+            "thread {thread} is {s}, not {want}\n{}",
+            worker_logs(p)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn worker_logs(p: &Project) -> String {
+    (1..=4)
+        .map(|n| p.read(&format!("worker-{n}.log")))
+        .collect::<Vec<_>>()
+        .join("\n---\n")
+}
+
+/// The outputs of a thread as a resume of a completed thread prints them.
+fn outputs(p: &Project, thread: &str) -> serde_json::Value {
+    let out = p.run(&["resume", thread]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    json(&stdout(&out))
+}
+
+/// How often each step's effect ran for the thread.
+fn effects(p: &Project, thread: &str, step: &str) -> usize {
+    p.read("effects.log")
+        .lines()
+        .filter(|l| *l == format!("{thread} {step}"))
+        .count()
+}
+
+fn uninterrupted(p: &Project, seed: &str) -> serde_json::Value {
+    let out = p.run(&["run", "chain.pipe", "--input", seed]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    json(&stdout(&out))
+}
+
+#[test]
+fn a_submitted_thread_is_run_by_a_worker_to_the_outputs_of_run() {
+    let p = chain_project("submit");
+    let expected = uninterrupted(&p, "seed=5");
+    assert_eq!(expected, serde_json::json!({ "last": { "v": 8 } }));
+    let thread = submit(&p, "chain.pipe", &["seed=5"]);
+    // Queued: stored with its plan and inputs, nothing run, no holder.
+    assert_eq!(status(&p, &thread), "queued");
+    let runs = stdout(&p.run(&["runs", "--status", "queued"]));
+    assert!(runs.contains(&thread) && runs.contains("queued"), "{runs}");
+    assert_eq!(effects(&p, &thread, "a"), 0, "a submit runs nothing");
+    let mut w = worker(&p, 1, &[]);
+    wait_status(&p, &thread, "completed");
+    assert_eq!(outputs(&p, &thread), expected);
+    for step in ["a", "b", "c"] {
+        assert_eq!(effects(&p, &thread, step), 1, "{step} ran once");
+    }
+    signal(&w, "-TERM");
+    assert_eq!(wait_exit(&mut w, WITHIN), 0);
+    let log = p.read("worker-1.log");
+    assert!(log.contains(&format!("took {thread}")), "{log}");
+    assert!(log.contains(&format!("completed {thread}")), "{log}");
+}
+
+#[test]
+fn a_gate_answered_from_another_process_is_picked_up_by_a_waiting_worker() {
+    let p = Project::new("gate");
+    p.write("gated.pipe", GATED);
+    p.script("scripts/fetch.sh", FETCH);
+    p.script(
+        "scripts/effect.sh",
+        "#!/bin/sh\ncat >/dev/null\necho \"$PIPEC_THREAD $PIPEC_NODE\" >> effects.log\nprintf '{\"done\":true,\"id\":\"x\"}'\n",
+    );
+    let thread = submit(&p, "gated.pipe", &["id=A7"]);
+    let mut w = worker(&p, 1, &[]);
+    wait_status(&p, &thread, "paused");
+    // While the worker waits, another process answers; no one holds the thread.
+    let out = p.run(&["answer", &thread, r#"review={"approved":true}"#]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    wait_status(&p, &thread, "completed");
+    assert_eq!(
+        outputs(&p, &thread),
+        serde_json::json!({ "summary": { "done": true, "id": "A7" } })
+    );
+    assert_eq!(p.read("effects.log"), format!("{thread} apply\n"));
+    signal(&w, "-INT");
+    assert_eq!(wait_exit(&mut w, WITHIN), 0);
+    let log = p.read("worker-1.log");
+    assert!(log.contains(&format!("paused {thread}")), "{log}");
+    assert!(log.contains("a gate was answered"), "{log}");
+}
+
+#[test]
+fn concurrency_runs_threads_at_once() {
+    let p = chain_project("conc");
+    p.write("hold.a", "");
+    let t1 = submit(&p, "chain.pipe", &["seed=1"]);
+    let t2 = submit(&p, "chain.pipe", &["seed=2"]);
+    let mut w = worker(&p, 1, &["--concurrency", "2"]);
+    // Both threads are inside `a` at once: neither can leave it before `release.a`.
+    wait_for(&p.dir.join(format!("started.{t1}.a")), WITHIN);
+    wait_for(&p.dir.join(format!("started.{t2}.a")), WITHIN);
+    assert_eq!(status(&p, &t1), "running");
+    assert_eq!(status(&p, &t2), "running");
+    // `runs` names the holder of each: this worker.
+    let runs = stdout(&p.run(&["runs"]));
+    let pid = format!("{}@", w.id());
+    assert_eq!(
+        runs.lines().filter(|l| l.contains(&pid)).count(),
+        2,
+        "{runs}"
+    );
+    p.write("release.a", "");
+    wait_status(&p, &t1, "completed");
+    wait_status(&p, &t2, "completed");
+    assert_eq!(outputs(&p, &t1)["last"]["v"], 4);
+    assert_eq!(outputs(&p, &t2)["last"]["v"], 5);
+    signal(&w, "-TERM");
+    assert_eq!(wait_exit(&mut w, WITHIN), 0);
+}
+
+#[test]
+fn sigterm_finishes_the_step_releases_the_thread_and_another_worker_goes_on() {
+    let p = chain_project("term");
+    let expected = uninterrupted(&p, "seed=3");
+    p.write("hold.b", "");
+    let thread = submit(&p, "chain.pipe", &["seed=3"]);
+    let mut w1 = worker(&p, 1, &[]);
+    wait_for(&p.dir.join(format!("started.{thread}.b")), WITHIN);
+    signal(&w1, "-TERM");
+    // The step in flight is finished, not abandoned: the worker waits for it.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        w1.try_wait().expect("wait").is_none(),
+        "the worker stays until its step ends"
+    );
+    p.write("release.b", "");
+    assert_eq!(wait_exit(&mut w1, WITHIN), 0, "{}", worker_logs(&p));
+    // Released: queued again, no holder, nothing after `b` started.
+    let shown = show(&p, &thread);
+    assert_eq!(shown["status"], "queued", "{shown}");
+    let runs = stdout(&p.run(&["runs"]));
+    assert!(!runs.contains(&format!("{}@", w1.id())), "{runs}");
+    assert_eq!(effects(&p, &thread, "b"), 1);
+    assert_eq!(effects(&p, &thread, "c"), 0);
+    let log = p.read("worker-1.log");
+    assert!(log.contains(&format!("released {thread}")), "{log}");
+    // Another worker takes it over and repeats nothing.
+    let mut w2 = worker(&p, 2, &[]);
+    wait_status(&p, &thread, "completed");
+    assert_eq!(outputs(&p, &thread), expected);
+    for step in ["a", "b", "c"] {
+        assert_eq!(effects(&p, &thread, step), 1, "{step} ran once");
+    }
+    signal(&w2, "-TERM");
+    assert_eq!(wait_exit(&mut w2, WITHIN), 0);
+}
+
+#[test]
+fn a_second_signal_stops_at_once_and_the_thread_is_taken_over() {
+    let p = chain_project("twice");
+    p.write("hold.b", "");
+    let thread = submit(&p, "chain.pipe", &["seed=3"]);
+    let mut w1 = worker(&p, 1, &[]);
+    wait_for(&p.dir.join(format!("started.{thread}.b")), WITHIN);
+    signal(&w1, "-TERM");
+    std::thread::sleep(Duration::from_millis(100));
+    signal(&w1, "-TERM");
+    assert_eq!(wait_exit(&mut w1, WITHIN), 128 + 15);
+    // The lock went with the process; `b` is idempotent and runs again elsewhere.
+    p.write("release.b", "");
+    let mut w2 = worker(&p, 2, &[]);
+    wait_status(&p, &thread, "completed");
+    assert_eq!(effects(&p, &thread, "a"), 1);
+    assert_eq!(effects(&p, &thread, "b"), 1);
+    signal(&w2, "-TERM");
+    assert_eq!(wait_exit(&mut w2, WITHIN), 0);
+}
+
+#[test]
+fn a_worker_killed_with_sigkill_is_taken_over_without_repeating_a_finished_effect() {
+    let p = chain_project("kill");
+    let expected = uninterrupted(&p, "seed=7");
+    p.write("hold.b", "");
+    let thread = submit(&p, "chain.pipe", &["seed=7"]);
+    let mut w1 = worker(&p, 1, &[]);
+    wait_for(&p.dir.join(format!("started.{thread}.b")), WITHIN);
+    w1.kill().expect("kill -9");
+    let _ = w1.wait();
+    // Running, with its holder gone.
+    let runs = stdout(&p.run(&["runs"]));
+    assert!(runs.contains("stale"), "{runs}");
+    let mut w2 = worker(&p, 2, &[]);
+    // `b` starts again under the new worker (it is idempotent).
+    let log2 = p.dir.join("worker-2.log");
+    let start = Instant::now();
+    while !std::fs::read_to_string(&log2)
+        .unwrap_or_default()
+        .contains("its holder is gone")
+    {
+        assert!(start.elapsed() < WITHIN, "{}", worker_logs(&p));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    p.write("release.b", "");
+    wait_status(&p, &thread, "completed");
+    assert_eq!(outputs(&p, &thread), expected);
+    assert_eq!(effects(&p, &thread, "a"), 1, "a finished effect is not repeated");
+    assert_eq!(effects(&p, &thread, "b"), 1);
+    assert_eq!(effects(&p, &thread, "c"), 1);
+    signal(&w2, "-TERM");
+    assert_eq!(wait_exit(&mut w2, WITHIN), 0);
+}
+
+#[test]
+fn unknown_flags_and_bad_values_are_refused() {
+    let p = chain_project("flags");
+    let out = p.run(&["worker", "--concurency", "2"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("a similar argument exists: '--concurrency'"),
+        "{}",
+        stderr(&out)
+    );
+    let out = p.run(&["worker", "--concurrency", "0"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let out = p.run(&["worker", "--poll", "soon"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("not a duration"), "{}", stderr(&out));
+    let out = p.run(&["worker", "--pipelines", "nowhere"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("no such folder"), "{}", stderr(&out));
+    // No store yet: a worker creates none.
+    let out = p.run(&["worker"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(!p.store().exists());
+    uninterrupted(&p, "seed=1");
+    let out = p.run(&["worker", "--store", ".pipec/run.redb"]);
+    assert_eq!(code(&out), 1);
+    assert!(
+        stderr(&out).contains("did you mean `--store .pipec/runs.redb`?"),
+        "{}",
+        stderr(&out)
+    );
+    let out = p.run(&["runs", "--status", "queud"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("did you mean `queued`?"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn pipelines_limits_a_worker_to_a_folders_pipelines() {
+    let p = chain_project("only");
+    p.write(
+        "other/other.pipe",
+        "input seed: int\n\nnode one(seed: int = input.seed) -> { v: int } {\n  return = { v: seed }\n}\n\noutput one = one\n",
+    );
+    let other = submit(&p, "other/other.pipe", &["seed=1"]);
+    let chain = submit(&p, "chain.pipe", &["seed=1"]);
+    let mut w = worker(&p, 1, &["--pipelines", "other"]);
+    wait_status(&p, &other, "completed");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(status(&p, &chain), "queued", "not a pipeline of `other/`");
+    signal(&w, "-TERM");
+    assert_eq!(wait_exit(&mut w, WITHIN), 0);
+}
