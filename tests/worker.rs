@@ -330,7 +330,11 @@ fn a_worker_killed_with_sigkill_is_taken_over_without_repeating_a_finished_effec
     p.write("release.b", "");
     wait_status(&p, &thread, "completed");
     assert_eq!(outputs(&p, &thread), expected);
-    assert_eq!(effects(&p, &thread, "a"), 1, "a finished effect is not repeated");
+    assert_eq!(
+        effects(&p, &thread, "a"),
+        1,
+        "a finished effect is not repeated"
+    );
     assert_eq!(effects(&p, &thread, "b"), 1);
     assert_eq!(effects(&p, &thread, "c"), 1);
     signal(&w2, "-TERM");

@@ -57,7 +57,8 @@ pub fn run(args: Args) -> u8 {
         Ok(pair) => pair,
         Err(code) => return code,
     };
-    let log: crate::runtime::WorkerLog = Arc::new(|line: &str| super::err(&format!("worker: {line}")));
+    let log: crate::runtime::WorkerLog =
+        Arc::new(|line: &str| super::err(&format!("worker: {line}")));
     let opts = WorkerOptions {
         concurrency: args.concurrency as usize,
         node_concurrency: args.node_concurrency as usize,

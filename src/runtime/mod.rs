@@ -27,8 +27,8 @@ mod resources;
 mod runner;
 pub mod secrets;
 mod tries;
-mod worker;
 pub mod validate;
+mod worker;
 
 pub use error::RuntimeError;
 pub use hosts::HostFn;

@@ -290,7 +290,11 @@ impl Runner {
     /// checked as a start is (options, inputs, configuration, models) before anything is
     /// written; the tools of its servers are checked by the worker that takes it.
     /// Returns the new thread's id.
-    pub async fn submit_with(&self, inputs: Value, opts: RunOptions) -> Result<String, RuntimeError> {
+    pub async fn submit_with(
+        &self,
+        inputs: Value,
+        opts: RunOptions,
+    ) -> Result<String, RuntimeError> {
         let new = self.new_thread(inputs, &opts).await?;
         models::build(
             &self.plan,
@@ -317,7 +321,11 @@ impl Runner {
 
     /// What a start and a submit check before anything is written, and the new thread's
     /// record (running, epoch 1, no holder yet).
-    async fn new_thread(&self, inputs: Value, opts: &RunOptions) -> Result<NewThread, RuntimeError> {
+    async fn new_thread(
+        &self,
+        inputs: Value,
+        opts: &RunOptions,
+    ) -> Result<NewThread, RuntimeError> {
         // Everything up to `create_thread` only reads: a refused start writes nothing.
         self.check_start_options(opts)?;
         let id = match &opts.thread_id {

@@ -137,9 +137,7 @@ impl Worker {
                     Ok(found) => {
                         let fresh: Vec<RunnableThread> = found
                             .into_iter()
-                            .filter(|t| {
-                                !busy.contains(&t.id) && !left_alone.contains_key(&t.id)
-                            })
+                            .filter(|t| !busy.contains(&t.id) && !left_alone.contains_key(&t.id))
                             .take(room)
                             .collect();
                         for t in fresh {

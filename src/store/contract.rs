@@ -1055,6 +1055,129 @@ fn plans_are_stored_once_by_hash(store: &dyn Store) {
     assert_eq!(rt.block_on(store.get_plan("sha256:2")), Ok(None));
 }
 
+// ---------------------------------------------------------------- workers
+
+fn queued_rec() -> ThreadRec {
+    let mut rec = thread_rec();
+    rec.status = Status::Queued;
+    rec.epoch = 0;
+    rec.attempts = 0;
+    rec
+}
+
+fn runnable_now(store: &dyn Store, rt: &tokio::runtime::Runtime) -> Vec<(String, Why)> {
+    rt.block_on(store.runnable(RunnableQuery {
+        now_ms: ids::now_ms(),
+        pipelines: None,
+        limit: 0,
+    }))
+    .expect("runnable")
+    .into_iter()
+    .map(|t| (t.id, t.why))
+    .collect()
+}
+
+fn a_submitted_thread_is_queued_until_a_claim_and_orphaned_when_its_lease_drops(store: &dyn Store) {
+    let rt = rt();
+    let rec = queued_rec();
+    let id = rec.id.clone();
+    let events = rt.block_on(store.submit(rec)).expect("submit");
+    assert_eq!(types_of(&values(events)), ["thread_queued"]);
+    let st = rt.block_on(store.load(&id)).expect("load");
+    let t = st.thread.expect("thread");
+    assert_eq!(
+        (t.status, t.epoch, t.holder.is_none()),
+        (Status::Queued, 0, true)
+    );
+    assert!(!store.is_held(&id), "a submit takes no lease");
+    assert_eq!(runnable_now(store, &rt), [(id.clone(), Why::Queued)]);
+    // A second submit of the same id is refused.
+    let mut again = queued_rec();
+    again.id = id.clone();
+    assert!(rt.block_on(store.submit(again)).is_err());
+    let (lease, state, _) = rt.block_on(store.claim(&id, attempt())).expect("claim");
+    assert_eq!(lease.epoch, 1);
+    assert_eq!(state.thread.expect("thread").status, Status::Running);
+    assert!(
+        runnable_now(store, &rt).is_empty(),
+        "a held thread is not offered"
+    );
+    drop(lease);
+    assert_eq!(runnable_now(store, &rt), [(id, Why::Orphaned)]);
+}
+
+fn paused_threads_are_runnable_once_a_gate_is_answered_or_due(store: &dyn Store) {
+    let rt = rt();
+    let (lease, _) = rt
+        .block_on(store.create_thread(thread_rec(), attempt()))
+        .expect("create");
+    let id = lease.thread.clone();
+    let paused = with_status(store, &rt, &id, Status::Paused);
+    rt.block_on(store.commit(&lease, vec![paused, Write::Gate("g".into(), gate("g"))]))
+        .expect("pause");
+    drop(lease);
+    assert!(runnable_now(store, &rt).is_empty(), "a pending gate waits");
+    // A pipeline filter that leaves it out, then the answer.
+    rt.block_on(store.answer(&id, vec![("g".into(), json!(true))], "cli"))
+        .expect("answer");
+    assert_eq!(runnable_now(store, &rt), [(id.clone(), Why::Answered)]);
+    let other = rt
+        .block_on(store.runnable(RunnableQuery {
+            now_ms: ids::now_ms(),
+            pipelines: Some(vec!["other".into()]),
+            limit: 0,
+        }))
+        .expect("runnable");
+    assert!(other.is_empty(), "only the pipelines asked for");
+    // Once the gate's node has consumed the answer, it is not offered again.
+    let (lease, _, _) = rt.block_on(store.claim(&id, attempt())).expect("claim");
+    let mut rec = rt
+        .block_on(store.load(&id))
+        .expect("load")
+        .thread
+        .expect("t");
+    rec.status = Status::Paused;
+    rec.due_ms = Some(ids::now_ms() + 3_600_000);
+    rt.block_on(store.commit(
+        &lease,
+        vec![
+            Write::Node("g".into(), NodeRec::done(json!(true))),
+            Write::Thread(rec.clone()),
+        ],
+    ))
+    .expect("consume");
+    drop(lease);
+    assert!(
+        runnable_now(store, &rt).is_empty(),
+        "consumed, and not yet due"
+    );
+    let (lease, _, _) = rt.block_on(store.claim(&id, attempt())).expect("claim");
+    rec.due_ms = Some(1);
+    rt.block_on(store.commit(&lease, vec![Write::Thread(rec)]))
+        .expect("due");
+    drop(lease);
+    assert_eq!(runnable_now(store, &rt), [(id, Why::Due)]);
+}
+
+fn a_wait_for_work_ends_when_a_thread_is_queued(store: &dyn Store) {
+    let rt = rt();
+    assert!(runnable_now(store, &rt).is_empty());
+    let start = std::time::Instant::now();
+    rt.block_on(store.wait_for_work(std::time::Duration::from_millis(150)))
+        .expect("wait");
+    assert!(
+        start.elapsed() >= std::time::Duration::from_millis(140),
+        "no news: the whole wait"
+    );
+    assert!(runnable_now(store, &rt).is_empty());
+    // News after the look: the next wait ends at once.
+    rt.block_on(store.submit(queued_rec())).expect("submit");
+    let start = std::time::Instant::now();
+    rt.block_on(store.wait_for_work(std::time::Duration::from_secs(20)))
+        .expect("wait");
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+}
+
 macro_rules! contract {
     ($($case:ident),* $(,)?) => {
         mod redb {
@@ -1093,4 +1216,7 @@ contract!(
     plans_are_stored_once_by_hash,
     a_rename_moves_every_row_of_a_node_and_a_gate_row_can_be_removed,
     a_heal_is_kept_per_link_and_replaced_by_the_next,
+    a_submitted_thread_is_queued_until_a_claim_and_orphaned_when_its_lease_drops,
+    paused_threads_are_runnable_once_a_gate_is_answered_or_due,
+    a_wait_for_work_ends_when_a_thread_is_queued,
 );

@@ -699,9 +699,10 @@ impl Store for MemoryStore {
     }
 
     fn runnable(&self, query: RunnableQuery) -> StoreFuture<'_, Vec<RunnableThread>> {
-        self.wake
-            .seen
-            .store(self.wake.generation.load(Ordering::SeqCst), Ordering::SeqCst);
+        self.wake.seen.store(
+            self.wake.generation.load(Ordering::SeqCst),
+            Ordering::SeqCst,
+        );
         let tables = self.tables();
         let mut out = Vec::new();
         for status in queue::CANDIDATE_STATUSES {

@@ -74,7 +74,8 @@ impl RunnableQuery {
 
 /// The statuses a runnable thread may have, in the order they are offered: queued work
 /// first, then answered and due gates, then threads whose holder died.
-pub(crate) const CANDIDATE_STATUSES: [Status; 3] = [Status::Queued, Status::Paused, Status::Running];
+pub(crate) const CANDIDATE_STATUSES: [Status; 3] =
+    [Status::Queued, Status::Paused, Status::Running];
 
 /// Why a thread is runnable, from its record, its gates and the node rows of those gates;
 /// `held` says whether a live process holds it.

@@ -47,7 +47,10 @@ pub(super) fn wake(store: &Path) {
     let _ = std::fs::write(wake_path(store), mark);
 }
 
-pub(super) fn submit<'a>(store: &'a RedbStore, rec: ThreadRec) -> StoreFuture<'a, Vec<RecordedEvent>> {
+pub(super) fn submit<'a>(
+    store: &'a RedbStore,
+    rec: ThreadRec,
+) -> StoreFuture<'a, Vec<RecordedEvent>> {
     let path = store.inner.path.clone();
     Box::pin(async move {
         store.writable("submit")?;
@@ -80,7 +83,10 @@ pub(super) fn submit<'a>(store: &'a RedbStore, rec: ThreadRec) -> StoreFuture<'a
 }
 
 /// The gates of a thread with the node rows of their nodes.
-fn gates_of(txn: &ReadTransaction, id: u128) -> Result<Vec<(GateRec, Option<NodeRec>)>, StoreError> {
+fn gates_of(
+    txn: &ReadTransaction,
+    id: u128,
+) -> Result<Vec<(GateRec, Option<NodeRec>)>, StoreError> {
     let name = ids::encode(id);
     let gates = txn.open_table(GATES).map_err(io)?;
     let nodes = txn.open_table(NODES).map_err(io)?;
