@@ -1,0 +1,295 @@
+//! Workers under `kill -9`: four `pipec worker` processes on one store run many threads
+//! of a 20-node pipeline of effects while a killer ends a random worker with `kill -9`
+//! and starts it again. Every thread must complete with the outputs of an uninterrupted
+//! run; an effect that is not idempotent may run again only as often as a person
+//! explicitly retried it (a thread whose effect was in flight when its worker died is
+//! blocked until then, and the test acts as that person); no thread is left held.
+//!
+//! `PIPEC_WORKER_TORTURE_THREADS` (default 40) and `PIPEC_WORKER_TORTURE_KILLS`
+//! (default 12) set the size.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const STEPS: usize = 20;
+
+fn pipeline() -> String {
+    let mut s = String::from("type Step {\n  v: int\n}\n\ninput seed: int\n\n");
+    s.push_str("node s0(seed: int = input.seed) -> Step {\n  exec = [\"./step.sh\"]\n}\n\n");
+    for i in 1..STEPS {
+        let prev = format!("s{}", i - 1);
+        match i % 4 {
+            1 => s.push_str(&format!(
+                "node s{i}(prev: Step = {prev}) -> Step {{\n  return = {{ v: prev.v }}\n}}\n\n"
+            )),
+            2 => s.push_str(&format!("node s{i}(prev: Step = {prev}) -> Step {{\n  exec = [\"./step.sh\"]\n  idempotent = true\n}}\n\n")),
+            3 if i >= 3 => s.push_str(&format!(
+                "node s{i}(prev: Step = {prev}, other: Step = s{}) -> Step {{\n  exec = [\"./step.sh\"]\n}}\n\n",
+                i - 3
+            )),
+            _ => s.push_str(&format!(
+                "node s{i}(prev: Step = {prev}) -> Step {{\n  exec = [\"./step.sh\"]\n}}\n\n"
+            )),
+        }
+    }
+    s.push_str(&format!("output last = s{}\n", STEPS - 1));
+    s
+}
+
+/// Adds one to `prev.v` (or the seed) after a short random sleep, and logs the effect.
+const STEP: &str = r#"#!/bin/sh
+input=$(cat)
+v=$(printf '%s' "$input" | sed -n 's/.*"prev":{"v":\([0-9]*\)}.*/\1/p')
+[ -n "$v" ] || v=$(printf '%s' "$input" | sed -n 's/.*"seed":\([0-9]*\).*/\1/p')
+ms=$(awk -v s="$$" 'BEGIN { srand(s); printf "%.3f", rand() * 0.02 }')
+sleep "$ms"
+echo "$PIPEC_THREAD $PIPEC_NODE $PIPEC_CALL_KEY" >> effects.log
+printf '{"v":%d}\n' $((v + 1))
+"#;
+
+fn expected(seed: i64) -> i64 {
+    seed + (0..STEPS).filter(|i| *i == 0 || i % 4 != 1).count() as i64
+}
+
+fn is_idempotent(node: &str) -> bool {
+    node.trim_start_matches('s')
+        .parse::<usize>()
+        .is_ok_and(|i| i % 4 == 2)
+}
+
+fn env_count(var: &str, default: usize) -> usize {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+struct Rng(u64);
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+}
+
+/// What the test runs against: a store path or URL, given to every command.
+pub struct Target<'a> {
+    pub p: &'a Project,
+    pub store: String,
+}
+
+impl Target<'_> {
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend_from_slice(&["--store", &self.store]);
+        self.p.run(&all)
+    }
+
+    fn worker(&self, n: usize, extra: &[&str]) -> Child {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.p.dir.join(format!("worker-{n}.log")))
+            .expect("log");
+        let mut args = vec![
+            "worker",
+            "--store",
+            &self.store,
+            "--verbose",
+            "--poll",
+            "300ms",
+            "--concurrency",
+            "4",
+        ];
+        args.extend_from_slice(extra);
+        self.p
+            .cmd(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("pipec worker starts")
+    }
+
+    fn status(&self, thread: &str) -> serde_json::Value {
+        let out = self.run(&["show", thread, "--json", "--internal"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        json(&stdout(&out))
+    }
+
+    /// How many threads are in each status.
+    fn counts(&self) -> BTreeMap<String, usize> {
+        let out = self.run(&["runs", "--json", "--limit", "100000"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let mut counts = BTreeMap::new();
+        for t in json(&stdout(&out)).as_array().into_iter().flatten() {
+            let s = if t["stale"] == true {
+                "stale".to_string()
+            } else {
+                t["status"].as_str().unwrap_or("").to_string()
+            };
+            *counts.entry(s).or_default() += 1;
+        }
+        counts
+    }
+
+    fn list(&self, status: &str) -> Vec<serde_json::Value> {
+        let out = self.run(&["runs", "--json", "--limit", "100000", "--status", status]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        json(&stdout(&out)).as_array().cloned().unwrap_or_default()
+    }
+}
+
+fn signal(pid: u32, sig: &str) {
+    let _ = std::process::Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status();
+}
+
+/// Runs the torture against `t`; `stop_one` also stops one worker with SIGSTOP for
+/// `stop_for` and continues it (a store whose leases expire fences its late writes).
+pub fn torture(t: &Target, stop_for: Option<Duration>) {
+    let threads_wanted = env_count("PIPEC_WORKER_TORTURE_THREADS", 40);
+    let kills_wanted = env_count("PIPEC_WORKER_TORTURE_KILLS", 12);
+    let out = t.p.run(&["check", "tort.pipe"]);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    // The first submit creates the store.
+    let mut threads = Vec::new();
+    for i in 0..threads_wanted {
+        let seed = format!("seed={}", 100 + i);
+        let out = t.run(&["run", "tort.pipe", "--submit", "-q", "--input", &seed]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        threads.push((stdout(&out).trim().to_string(), 100 + i as i64));
+    }
+    let mut rng = Rng(std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(7, |d| d.as_nanos() as u64)
+        | 1);
+    let mut workers: Vec<Child> = (0..4).map(|n| t.worker(n, &[])).collect();
+    let mut kills = 0;
+    let mut stopped = stop_for.is_none();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let counts = t.counts();
+        let done = counts.get("completed").copied().unwrap_or(0);
+        if done == threads.len() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the threads do not finish: {counts:?}"
+        );
+        // A thread whose non-idempotent effect was in flight waits for a person: retry it.
+        if counts.get("blocked").is_some() {
+            for b in t.list("blocked") {
+                let id = b["id"].as_str().unwrap_or("");
+                let _ = t.run(&["resume", id, "--retry-unfinished", "all", "-q"]);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50 + rng.below(250)));
+        if kills < kills_wanted && done < threads.len() {
+            let w = rng.below(workers.len() as u64) as usize;
+            let _ = workers[w].kill();
+            let _ = workers[w].wait();
+            kills += 1;
+            workers[w] = t.worker(w, &[]);
+        } else if !stopped && done < threads.len() {
+            // One worker stopped past its leases' expiry, then continued.
+            let w = rng.below(workers.len() as u64) as usize;
+            signal(workers[w].id(), "-STOP");
+            std::thread::sleep(stop_for.unwrap_or_default());
+            signal(workers[w].id(), "-CONT");
+            stopped = true;
+        }
+    }
+    assert!(kills > 0, "the workers were killed while they worked");
+    for w in &workers {
+        signal(w.id(), "-TERM");
+    }
+    for mut w in workers {
+        let code = w.wait().expect("wait").code();
+        assert_eq!(code, Some(0), "a worker stops cleanly on SIGTERM");
+    }
+    verify(t, &threads);
+    // No lease is left: nothing is running or held.
+    let counts = t.counts();
+    assert_eq!(
+        counts.get("completed").copied().unwrap_or(0),
+        threads.len(),
+        "{counts:?}"
+    );
+    let runs = stdout(&t.run(&["runs", "--limit", "100000"]));
+    assert!(
+        !runs.contains("running") && !runs.contains("@"),
+        "no holder left:\n{runs}"
+    );
+    eprintln!(
+        "{} threads of {STEPS} nodes, {kills} kills, 4 workers: every thread completed",
+        threads.len()
+    );
+}
+
+fn verify(t: &Target, threads: &[(String, i64)]) {
+    let log = t.p.read("effects.log");
+    let mut per_node: HashMap<(String, String), usize> = HashMap::new();
+    for line in log.lines() {
+        if let [thread, node, _key] = line.split_whitespace().collect::<Vec<_>>().as_slice() {
+            *per_node
+                .entry(((*thread).to_string(), (*node).to_string()))
+                .or_default() += 1;
+        }
+    }
+    for (thread, seed) in threads {
+        let st = t.status(thread);
+        assert_eq!(st["status"], "completed", "thread {thread}: {st}");
+        assert_eq!(
+            st["outputs"]["last"]["v"],
+            expected(*seed),
+            "thread {thread} has the outputs of an uninterrupted run"
+        );
+        let calls = st["calls"].as_array().cloned().unwrap_or_default();
+        for i in 0..STEPS {
+            let node = format!("s{i}");
+            if i % 4 == 1 && i != 0 {
+                continue;
+            }
+            let n = per_node
+                .get(&(thread.clone(), node.clone()))
+                .copied()
+                .unwrap_or(0);
+            assert!(n >= 1, "thread {thread}: the effect of {node} ran");
+            if is_idempotent(&node) {
+                continue;
+            }
+            let retries = calls
+                .iter()
+                .filter(|c| {
+                    c["record"]["decision"] == "retry requested"
+                        && c["call"].as_str().unwrap_or("").split(':').next() == Some(node.as_str())
+                })
+                .count();
+            assert!(
+                n <= 1 + retries,
+                "thread {thread}, node {node}: the effect ran {n} times with {retries} explicit retries"
+            );
+        }
+    }
+}
+
+#[test]
+fn four_workers_under_kill_9_complete_every_thread_without_repeating_an_effect() {
+    let p = Project::new("wtorture");
+    p.write("tort.pipe", &pipeline());
+    p.script("step.sh", STEP);
+    let store = p.store().display().to_string();
+    torture(&Target { p: &p, store }, None);
+}
