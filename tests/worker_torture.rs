@@ -189,7 +189,7 @@ pub fn torture(t: &Target, stop_for: Option<Duration>) {
             "the threads do not finish: {counts:?}"
         );
         // A thread whose non-idempotent effect was in flight waits for a person: retry it.
-        if counts.get("blocked").is_some() {
+        if counts.contains_key("blocked") {
             for b in t.list("blocked") {
                 let id = b["id"].as_str().unwrap_or("");
                 let _ = t.run(&["resume", id, "--retry-unfinished", "all", "-q"]);
