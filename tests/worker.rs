@@ -52,6 +52,60 @@ printf '{"v":%d}\n' $((v + 1))
 
 const WITHIN: Duration = Duration::from_secs(30);
 
+/// A project and the store its commands name (`--store`): a redb file, or a schema of
+/// the PostgreSQL server the tests are given.
+struct Ctx {
+    p: Project,
+    store: String,
+}
+
+impl std::ops::Deref for Ctx {
+    type Target = Project;
+    fn deref(&self) -> &Project {
+        &self.p
+    }
+}
+
+impl Ctx {
+    fn with_store<'a>(&'a self, args: &[&'a str]) -> Vec<&'a str> {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&["--store", &self.store]);
+        all
+    }
+
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        self.cmd(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("pipec runs")
+    }
+
+    /// A command on the store; on PostgreSQL leases last 1.5 s, so a killed worker's
+    /// threads are taken over soon.
+    fn cmd(&self, args: &[&str]) -> std::process::Command {
+        let mut c = self.p.cmd(&self.with_store(args));
+        c.env("PIPEC_LEASE_TTL_MS", "1500");
+        c
+    }
+}
+
+/// A project with the chain pipeline on a redb store.
+fn redb(tag: &str) -> Ctx {
+    let p = chain_project(tag);
+    let store = p.store().display().to_string();
+    Ctx { p, store }
+}
+
+/// A project with the chain pipeline on a fresh schema of `PIPEC_TEST_POSTGRES`; `None`
+/// (the test says it is skipped) without one.
+fn postgres(tag: &str) -> Option<Ctx> {
+    let store = common::postgres_store(tag)?;
+    Some(Ctx {
+        p: chain_project(tag),
+        store,
+    })
+}
+
 fn chain_project(tag: &str) -> Project {
     let p = Project::new(tag);
     p.write("chain.pipe", CHAIN);
@@ -60,7 +114,7 @@ fn chain_project(tag: &str) -> Project {
 }
 
 /// A worker on the project's store, its stderr in `worker-N.log`.
-fn worker(p: &Project, n: u32, extra: &[&str]) -> Child {
+fn worker(p: &Ctx, n: u32, extra: &[&str]) -> Child {
     let log = std::fs::File::create(p.dir.join(format!("worker-{n}.log"))).expect("log");
     let mut args = vec!["worker", "--verbose", "--poll", "200ms"];
     args.extend_from_slice(extra);
@@ -95,7 +149,7 @@ fn wait_exit(child: &mut Child, within: Duration) -> i32 {
     }
 }
 
-fn submit(p: &Project, file: &str, inputs: &[&str]) -> String {
+fn submit(p: &Ctx, file: &str, inputs: &[&str]) -> String {
     let mut args = vec!["run", file, "--submit"];
     for i in inputs {
         args.extend_from_slice(&["--input", i]);
@@ -107,20 +161,20 @@ fn submit(p: &Project, file: &str, inputs: &[&str]) -> String {
     id
 }
 
-fn show(p: &Project, thread: &str) -> serde_json::Value {
+fn show(p: &Ctx, thread: &str) -> serde_json::Value {
     let out = p.run(&["show", thread, "--json"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     json(&stdout(&out))
 }
 
-fn status(p: &Project, thread: &str) -> String {
+fn status(p: &Ctx, thread: &str) -> String {
     show(p, thread)["status"]
         .as_str()
         .unwrap_or_default()
         .to_string()
 }
 
-fn wait_status(p: &Project, thread: &str, want: &str) {
+fn wait_status(p: &Ctx, thread: &str, want: &str) {
     let start = Instant::now();
     loop {
         let s = status(p, thread);
@@ -136,7 +190,7 @@ fn wait_status(p: &Project, thread: &str, want: &str) {
     }
 }
 
-fn worker_logs(p: &Project) -> String {
+fn worker_logs(p: &Ctx) -> String {
     (1..=4)
         .map(|n| p.read(&format!("worker-{n}.log")))
         .collect::<Vec<_>>()
@@ -144,29 +198,27 @@ fn worker_logs(p: &Project) -> String {
 }
 
 /// The outputs of a thread as a resume of a completed thread prints them.
-fn outputs(p: &Project, thread: &str) -> serde_json::Value {
+fn outputs(p: &Ctx, thread: &str) -> serde_json::Value {
     let out = p.run(&["resume", thread]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     json(&stdout(&out))
 }
 
 /// How often each step's effect ran for the thread.
-fn effects(p: &Project, thread: &str, step: &str) -> usize {
+fn effects(p: &Ctx, thread: &str, step: &str) -> usize {
     p.read("effects.log")
         .lines()
         .filter(|l| *l == format!("{thread} {step}"))
         .count()
 }
 
-fn uninterrupted(p: &Project, seed: &str) -> serde_json::Value {
+fn uninterrupted(p: &Ctx, seed: &str) -> serde_json::Value {
     let out = p.run(&["run", "chain.pipe", "--input", seed]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     json(&stdout(&out))
 }
 
-#[test]
-fn a_submitted_thread_is_run_by_a_worker_to_the_outputs_of_run() {
-    let p = chain_project("submit");
+fn a_submitted_thread_is_run_by_a_worker_to_the_outputs_of_run(p: &Ctx) {
     let expected = uninterrupted(&p, "seed=5");
     assert_eq!(expected, serde_json::json!({ "last": { "v": 8 } }));
     let thread = submit(&p, "chain.pipe", &["seed=5"]);
@@ -188,9 +240,7 @@ fn a_submitted_thread_is_run_by_a_worker_to_the_outputs_of_run() {
     assert!(log.contains(&format!("completed {thread}")), "{log}");
 }
 
-#[test]
-fn a_gate_answered_from_another_process_is_picked_up_by_a_waiting_worker() {
-    let p = Project::new("gate");
+fn a_gate_answered_from_another_process_is_picked_up_by_a_waiting_worker(p: &Ctx) {
     p.write("gated.pipe", GATED);
     p.script("scripts/fetch.sh", FETCH);
     p.script(
@@ -216,9 +266,7 @@ fn a_gate_answered_from_another_process_is_picked_up_by_a_waiting_worker() {
     assert!(log.contains("a gate was answered"), "{log}");
 }
 
-#[test]
-fn concurrency_runs_threads_at_once() {
-    let p = chain_project("conc");
+fn concurrency_runs_threads_at_once(p: &Ctx) {
     p.write("hold.a", "");
     let t1 = submit(&p, "chain.pipe", &["seed=1"]);
     let t2 = submit(&p, "chain.pipe", &["seed=2"]);
@@ -245,9 +293,7 @@ fn concurrency_runs_threads_at_once() {
     assert_eq!(wait_exit(&mut w, WITHIN), 0);
 }
 
-#[test]
-fn sigterm_finishes_the_step_releases_the_thread_and_another_worker_goes_on() {
-    let p = chain_project("term");
+fn sigterm_finishes_the_step_releases_the_thread_and_another_worker_goes_on(p: &Ctx) {
     let expected = uninterrupted(&p, "seed=3");
     p.write("hold.b", "");
     let thread = submit(&p, "chain.pipe", &["seed=3"]);
@@ -282,9 +328,7 @@ fn sigterm_finishes_the_step_releases_the_thread_and_another_worker_goes_on() {
     assert_eq!(wait_exit(&mut w2, WITHIN), 0);
 }
 
-#[test]
-fn a_second_signal_stops_at_once_and_the_thread_is_taken_over() {
-    let p = chain_project("twice");
+fn a_second_signal_stops_at_once_and_the_thread_is_taken_over(p: &Ctx) {
     p.write("hold.b", "");
     let thread = submit(&p, "chain.pipe", &["seed=3"]);
     let mut w1 = worker(&p, 1, &[]);
@@ -303,9 +347,7 @@ fn a_second_signal_stops_at_once_and_the_thread_is_taken_over() {
     assert_eq!(wait_exit(&mut w2, WITHIN), 0);
 }
 
-#[test]
-fn a_worker_killed_with_sigkill_is_taken_over_without_repeating_a_finished_effect() {
-    let p = chain_project("kill");
+fn a_worker_killed_with_sigkill_is_taken_over_without_repeating_a_finished_effect(p: &Ctx) {
     let expected = uninterrupted(&p, "seed=7");
     p.write("hold.b", "");
     let thread = submit(&p, "chain.pipe", &["seed=7"]);
@@ -313,9 +355,16 @@ fn a_worker_killed_with_sigkill_is_taken_over_without_repeating_a_finished_effec
     wait_for(&p.dir.join(format!("started.{thread}.b")), WITHIN);
     w1.kill().expect("kill -9");
     let _ = w1.wait();
-    // Running, with its holder gone.
-    let runs = stdout(&p.run(&["runs"]));
-    assert!(runs.contains("stale"), "{runs}");
+    // Running, with its holder gone (on PostgreSQL once its lease expired).
+    let start = Instant::now();
+    loop {
+        let runs = stdout(&p.run(&["runs"]));
+        if runs.contains("stale") {
+            break;
+        }
+        assert!(start.elapsed() < WITHIN, "{runs}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let mut w2 = worker(&p, 2, &[]);
     // `b` starts again under the new worker (it is idempotent).
     let log2 = p.dir.join("worker-2.log");
@@ -363,7 +412,7 @@ fn unknown_flags_and_bad_values_are_refused() {
     let out = p.run(&["worker"]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     assert!(!p.store().exists());
-    uninterrupted(&p, "seed=1");
+    assert_eq!(code(&p.run(&["run", "chain.pipe", "--input", "seed=1"])), 0);
     let out = p.run(&["worker", "--store", ".pipec/run.redb"]);
     assert_eq!(code(&out), 1);
     assert!(
@@ -380,9 +429,7 @@ fn unknown_flags_and_bad_values_are_refused() {
     );
 }
 
-#[test]
-fn pipelines_limits_a_worker_to_a_folders_pipelines() {
-    let p = chain_project("only");
+fn pipelines_limits_a_worker_to_a_folders_pipelines(p: &Ctx) {
     p.write(
         "other/other.pipe",
         "input seed: int\n\nnode one(seed: int = input.seed) -> { v: int } {\n  return = { v: seed }\n}\n\noutput one = one\n",
@@ -396,3 +443,36 @@ fn pipelines_limits_a_worker_to_a_folders_pipelines() {
     signal(&w, "-TERM");
     assert_eq!(wait_exit(&mut w, WITHIN), 0);
 }
+
+macro_rules! on_every_store {
+    ($($case:ident),* $(,)?) => {
+        mod on_redb {
+            $(
+                #[test]
+                fn $case() {
+                    super::$case(&super::redb(stringify!($case)));
+                }
+            )*
+        }
+        mod on_postgres {
+            $(
+                #[test]
+                fn $case() {
+                    if let Some(ctx) = super::postgres(stringify!($case)) {
+                        super::$case(&ctx);
+                    }
+                }
+            )*
+        }
+    };
+}
+
+on_every_store!(
+    a_submitted_thread_is_run_by_a_worker_to_the_outputs_of_run,
+    a_gate_answered_from_another_process_is_picked_up_by_a_waiting_worker,
+    concurrency_runs_threads_at_once,
+    sigterm_finishes_the_step_releases_the_thread_and_another_worker_goes_on,
+    a_second_signal_stops_at_once_and_the_thread_is_taken_over,
+    a_worker_killed_with_sigkill_is_taken_over_without_repeating_a_finished_effect,
+    pipelines_limits_a_worker_to_a_folders_pipelines,
+);
