@@ -99,7 +99,7 @@ fn redb(tag: &str) -> Ctx {
 /// A project with the chain pipeline on a fresh schema of `PIPEC_TEST_POSTGRES`; `None`
 /// (the test says it is skipped) without one.
 fn postgres(tag: &str) -> Option<Ctx> {
-    let store = common::postgres_store(tag)?;
+    let store = common::pg_schema::postgres_store(tag)?;
     Some(Ctx {
         p: chain_project(tag),
         store,

@@ -3,10 +3,8 @@
 #![allow(dead_code)]
 
 pub mod chat_server;
-mod pg_schema;
+pub mod pg_schema;
 pub mod python;
-
-pub use pg_schema::postgres_store;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
