@@ -219,19 +219,19 @@ fn uninterrupted(p: &Ctx, seed: &str) -> serde_json::Value {
 }
 
 fn a_submitted_thread_is_run_by_a_worker_to_the_outputs_of_run(p: &Ctx) {
-    let expected = uninterrupted(&p, "seed=5");
+    let expected = uninterrupted(p, "seed=5");
     assert_eq!(expected, serde_json::json!({ "last": { "v": 8 } }));
-    let thread = submit(&p, "chain.pipe", &["seed=5"]);
+    let thread = submit(p, "chain.pipe", &["seed=5"]);
     // Queued: stored with its plan and inputs, nothing run, no holder.
-    assert_eq!(status(&p, &thread), "queued");
+    assert_eq!(status(p, &thread), "queued");
     let runs = stdout(&p.run(&["runs", "--status", "queued"]));
     assert!(runs.contains(&thread) && runs.contains("queued"), "{runs}");
-    assert_eq!(effects(&p, &thread, "a"), 0, "a submit runs nothing");
-    let mut w = worker(&p, 1, &[]);
-    wait_status(&p, &thread, "completed");
-    assert_eq!(outputs(&p, &thread), expected);
+    assert_eq!(effects(p, &thread, "a"), 0, "a submit runs nothing");
+    let mut w = worker(p, 1, &[]);
+    wait_status(p, &thread, "completed");
+    assert_eq!(outputs(p, &thread), expected);
     for step in ["a", "b", "c"] {
-        assert_eq!(effects(&p, &thread, step), 1, "{step} ran once");
+        assert_eq!(effects(p, &thread, step), 1, "{step} ran once");
     }
     signal(&w, "-TERM");
     assert_eq!(wait_exit(&mut w, WITHIN), 0);
@@ -247,15 +247,15 @@ fn a_gate_answered_from_another_process_is_picked_up_by_a_waiting_worker(p: &Ctx
         "scripts/effect.sh",
         "#!/bin/sh\ncat >/dev/null\necho \"$PIPEC_THREAD $PIPEC_NODE\" >> effects.log\nprintf '{\"done\":true,\"id\":\"x\"}'\n",
     );
-    let thread = submit(&p, "gated.pipe", &["id=A7"]);
-    let mut w = worker(&p, 1, &[]);
-    wait_status(&p, &thread, "paused");
+    let thread = submit(p, "gated.pipe", &["id=A7"]);
+    let mut w = worker(p, 1, &[]);
+    wait_status(p, &thread, "paused");
     // While the worker waits, another process answers; no one holds the thread.
     let out = p.run(&["answer", &thread, r#"review={"approved":true}"#]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    wait_status(&p, &thread, "completed");
+    wait_status(p, &thread, "completed");
     assert_eq!(
-        outputs(&p, &thread),
+        outputs(p, &thread),
         serde_json::json!({ "summary": { "done": true, "id": "A7" } })
     );
     assert_eq!(p.read("effects.log"), format!("{thread} apply\n"));
@@ -268,14 +268,14 @@ fn a_gate_answered_from_another_process_is_picked_up_by_a_waiting_worker(p: &Ctx
 
 fn concurrency_runs_threads_at_once(p: &Ctx) {
     p.write("hold.a", "");
-    let t1 = submit(&p, "chain.pipe", &["seed=1"]);
-    let t2 = submit(&p, "chain.pipe", &["seed=2"]);
-    let mut w = worker(&p, 1, &["--concurrency", "2"]);
+    let t1 = submit(p, "chain.pipe", &["seed=1"]);
+    let t2 = submit(p, "chain.pipe", &["seed=2"]);
+    let mut w = worker(p, 1, &["--concurrency", "2"]);
     // Both threads are inside `a` at once: neither can leave it before `release.a`.
     wait_for(&p.dir.join(format!("started.{t1}.a")), WITHIN);
     wait_for(&p.dir.join(format!("started.{t2}.a")), WITHIN);
-    assert_eq!(status(&p, &t1), "running");
-    assert_eq!(status(&p, &t2), "running");
+    assert_eq!(status(p, &t1), "running");
+    assert_eq!(status(p, &t2), "running");
     // `runs` names the holder of each: this worker.
     let runs = stdout(&p.run(&["runs"]));
     let pid = format!("{}@", w.id());
@@ -285,19 +285,19 @@ fn concurrency_runs_threads_at_once(p: &Ctx) {
         "{runs}"
     );
     p.write("release.a", "");
-    wait_status(&p, &t1, "completed");
-    wait_status(&p, &t2, "completed");
-    assert_eq!(outputs(&p, &t1)["last"]["v"], 4);
-    assert_eq!(outputs(&p, &t2)["last"]["v"], 5);
+    wait_status(p, &t1, "completed");
+    wait_status(p, &t2, "completed");
+    assert_eq!(outputs(p, &t1)["last"]["v"], 4);
+    assert_eq!(outputs(p, &t2)["last"]["v"], 5);
     signal(&w, "-TERM");
     assert_eq!(wait_exit(&mut w, WITHIN), 0);
 }
 
 fn sigterm_finishes_the_step_releases_the_thread_and_another_worker_goes_on(p: &Ctx) {
-    let expected = uninterrupted(&p, "seed=3");
+    let expected = uninterrupted(p, "seed=3");
     p.write("hold.b", "");
-    let thread = submit(&p, "chain.pipe", &["seed=3"]);
-    let mut w1 = worker(&p, 1, &[]);
+    let thread = submit(p, "chain.pipe", &["seed=3"]);
+    let mut w1 = worker(p, 1, &[]);
     wait_for(&p.dir.join(format!("started.{thread}.b")), WITHIN);
     signal(&w1, "-TERM");
     // The step in flight is finished, not abandoned: the worker waits for it.
@@ -307,22 +307,22 @@ fn sigterm_finishes_the_step_releases_the_thread_and_another_worker_goes_on(p: &
         "the worker stays until its step ends"
     );
     p.write("release.b", "");
-    assert_eq!(wait_exit(&mut w1, WITHIN), 0, "{}", worker_logs(&p));
+    assert_eq!(wait_exit(&mut w1, WITHIN), 0, "{}", worker_logs(p));
     // Released: queued again, no holder, nothing after `b` started.
-    let shown = show(&p, &thread);
+    let shown = show(p, &thread);
     assert_eq!(shown["status"], "queued", "{shown}");
     let runs = stdout(&p.run(&["runs"]));
     assert!(!runs.contains(&format!("{}@", w1.id())), "{runs}");
-    assert_eq!(effects(&p, &thread, "b"), 1);
-    assert_eq!(effects(&p, &thread, "c"), 0);
+    assert_eq!(effects(p, &thread, "b"), 1);
+    assert_eq!(effects(p, &thread, "c"), 0);
     let log = p.read("worker-1.log");
     assert!(log.contains(&format!("released {thread}")), "{log}");
     // Another worker takes it over and repeats nothing.
-    let mut w2 = worker(&p, 2, &[]);
-    wait_status(&p, &thread, "completed");
-    assert_eq!(outputs(&p, &thread), expected);
+    let mut w2 = worker(p, 2, &[]);
+    wait_status(p, &thread, "completed");
+    assert_eq!(outputs(p, &thread), expected);
     for step in ["a", "b", "c"] {
-        assert_eq!(effects(&p, &thread, step), 1, "{step} ran once");
+        assert_eq!(effects(p, &thread, step), 1, "{step} ran once");
     }
     signal(&w2, "-TERM");
     assert_eq!(wait_exit(&mut w2, WITHIN), 0);
@@ -330,8 +330,8 @@ fn sigterm_finishes_the_step_releases_the_thread_and_another_worker_goes_on(p: &
 
 fn a_second_signal_stops_at_once_and_the_thread_is_taken_over(p: &Ctx) {
     p.write("hold.b", "");
-    let thread = submit(&p, "chain.pipe", &["seed=3"]);
-    let mut w1 = worker(&p, 1, &[]);
+    let thread = submit(p, "chain.pipe", &["seed=3"]);
+    let mut w1 = worker(p, 1, &[]);
     wait_for(&p.dir.join(format!("started.{thread}.b")), WITHIN);
     signal(&w1, "-TERM");
     std::thread::sleep(Duration::from_millis(100));
@@ -339,19 +339,19 @@ fn a_second_signal_stops_at_once_and_the_thread_is_taken_over(p: &Ctx) {
     assert_eq!(wait_exit(&mut w1, WITHIN), 128 + 15);
     // The lock went with the process; `b` is idempotent and runs again elsewhere.
     p.write("release.b", "");
-    let mut w2 = worker(&p, 2, &[]);
-    wait_status(&p, &thread, "completed");
-    assert_eq!(effects(&p, &thread, "a"), 1);
-    assert_eq!(effects(&p, &thread, "b"), 1);
+    let mut w2 = worker(p, 2, &[]);
+    wait_status(p, &thread, "completed");
+    assert_eq!(effects(p, &thread, "a"), 1);
+    assert_eq!(effects(p, &thread, "b"), 1);
     signal(&w2, "-TERM");
     assert_eq!(wait_exit(&mut w2, WITHIN), 0);
 }
 
 fn a_worker_killed_with_sigkill_is_taken_over_without_repeating_a_finished_effect(p: &Ctx) {
-    let expected = uninterrupted(&p, "seed=7");
+    let expected = uninterrupted(p, "seed=7");
     p.write("hold.b", "");
-    let thread = submit(&p, "chain.pipe", &["seed=7"]);
-    let mut w1 = worker(&p, 1, &[]);
+    let thread = submit(p, "chain.pipe", &["seed=7"]);
+    let mut w1 = worker(p, 1, &[]);
     wait_for(&p.dir.join(format!("started.{thread}.b")), WITHIN);
     w1.kill().expect("kill -9");
     let _ = w1.wait();
@@ -365,7 +365,7 @@ fn a_worker_killed_with_sigkill_is_taken_over_without_repeating_a_finished_effec
         assert!(start.elapsed() < WITHIN, "{runs}");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let mut w2 = worker(&p, 2, &[]);
+    let mut w2 = worker(p, 2, &[]);
     // `b` starts again under the new worker (it is idempotent).
     let log2 = p.dir.join("worker-2.log");
     let start = Instant::now();
@@ -373,19 +373,19 @@ fn a_worker_killed_with_sigkill_is_taken_over_without_repeating_a_finished_effec
         .unwrap_or_default()
         .contains("its holder is gone")
     {
-        assert!(start.elapsed() < WITHIN, "{}", worker_logs(&p));
+        assert!(start.elapsed() < WITHIN, "{}", worker_logs(p));
         std::thread::sleep(Duration::from_millis(20));
     }
     p.write("release.b", "");
-    wait_status(&p, &thread, "completed");
-    assert_eq!(outputs(&p, &thread), expected);
+    wait_status(p, &thread, "completed");
+    assert_eq!(outputs(p, &thread), expected);
     assert_eq!(
-        effects(&p, &thread, "a"),
+        effects(p, &thread, "a"),
         1,
         "a finished effect is not repeated"
     );
-    assert_eq!(effects(&p, &thread, "b"), 1);
-    assert_eq!(effects(&p, &thread, "c"), 1);
+    assert_eq!(effects(p, &thread, "b"), 1);
+    assert_eq!(effects(p, &thread, "c"), 1);
     signal(&w2, "-TERM");
     assert_eq!(wait_exit(&mut w2, WITHIN), 0);
 }
@@ -434,12 +434,12 @@ fn pipelines_limits_a_worker_to_a_folders_pipelines(p: &Ctx) {
         "other/other.pipe",
         "input seed: int\n\nnode one(seed: int = input.seed) -> { v: int } {\n  return = { v: seed }\n}\n\noutput one = one\n",
     );
-    let other = submit(&p, "other/other.pipe", &["seed=1"]);
-    let chain = submit(&p, "chain.pipe", &["seed=1"]);
-    let mut w = worker(&p, 1, &["--pipelines", "other"]);
-    wait_status(&p, &other, "completed");
+    let other = submit(p, "other/other.pipe", &["seed=1"]);
+    let chain = submit(p, "chain.pipe", &["seed=1"]);
+    let mut w = worker(p, 1, &["--pipelines", "other"]);
+    wait_status(p, &other, "completed");
     std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(status(&p, &chain), "queued", "not a pipeline of `other/`");
+    assert_eq!(status(p, &chain), "queued", "not a pipeline of `other/`");
     signal(&w, "-TERM");
     assert_eq!(wait_exit(&mut w, WITHIN), 0);
 }
