@@ -293,3 +293,48 @@ output flaky = flaky
         .count();
     assert_eq!(retries, 2);
 }
+
+#[test]
+fn a_stop_lets_the_step_in_flight_commit_and_releases_the_thread_to_the_queue() {
+    // a is slow; the stop comes while it runs: a finishes and commits, b never starts.
+    let src = r#"
+node a(n: string = "a", ms: int = 200) -> { v: int } { host = "step" }
+node b(n: string = "b", ms: int = 0, x: { v: int } = a) -> { v: int } { host = "step" }
+output b = b
+"#;
+    let plan = pipec::compile_str("stop.pipe", src).expect("compiles");
+    let log: Log = Arc::default();
+    let store = MemoryStore::new();
+    let runner = with_step(Runner::new(plan, store.clone()), &log);
+    let rt = rt();
+    let stop = pipec::runtime::StopSignal::default();
+    let opts = RunOptions {
+        stop: Some(stop.clone()),
+        ..Default::default()
+    };
+    let out = rt.block_on(async {
+        let run = runner.start_with(json!({}), opts);
+        let signal = async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            stop.stop();
+        };
+        tokio::join!(run, signal).0
+    });
+    let Ok(Outcome::Released { thread }) = out else {
+        panic!("released: {out:?}");
+    };
+    assert_eq!(log_of(&log), ["start:a", "end:a"]);
+    let state = rt.block_on(store.load(&thread)).expect("load");
+    let rec = state.thread.expect("thread");
+    assert_eq!(rec.status, pipec::store::Status::Queued);
+    assert!(rec.holder.is_none());
+    assert!(!store.is_held(&thread), "no lease is left held");
+    assert_eq!(state.nodes["a"].state, NodeState::Done);
+    assert!(!state.nodes.contains_key("b"));
+    // The next attempt goes on from there: a is not run again.
+    let out = rt
+        .block_on(runner.resume(&thread, Vec::new()))
+        .expect("resumes");
+    assert!(matches!(out, Outcome::Completed { .. }), "{out:?}");
+    assert_eq!(log_of(&log), ["start:a", "end:a", "start:b", "end:b"]);
+}
