@@ -324,6 +324,12 @@ fn sarif_output_names_rules_and_locations() {
     assert_eq!(result["level"], "error");
     let region = &result["locations"][0]["physicalLocation"]["region"];
     assert!(region["startLine"].as_i64().is_some_and(|l| l > 1));
+    // `aproved` has one close field: the rename is a SARIF fix at the same place.
+    let fix = &result["fixes"][0];
+    assert_eq!(fix["description"]["text"], "rename `aproved` to `approved`");
+    let replacement = &fix["artifactChanges"][0]["replacements"][0];
+    assert_eq!(replacement["insertedContent"]["text"], "approved");
+    assert_eq!(replacement["deletedRegion"]["startLine"], region["startLine"]);
 }
 
 #[test]
