@@ -329,7 +329,10 @@ fn sarif_output_names_rules_and_locations() {
     assert_eq!(fix["description"]["text"], "rename `aproved` to `approved`");
     let replacement = &fix["artifactChanges"][0]["replacements"][0];
     assert_eq!(replacement["insertedContent"]["text"], "approved");
-    assert_eq!(replacement["deletedRegion"]["startLine"], region["startLine"]);
+    assert_eq!(
+        replacement["deletedRegion"]["startLine"],
+        region["startLine"]
+    );
 }
 
 #[test]

@@ -132,28 +132,11 @@ fn one_pass(
     if chosen.is_empty() {
         return false;
     }
-    let mut accepted: Vec<(&Diagnostic, &Fix)> = Vec::new();
-    let mut refused_now = false;
-    for (d, fix) in chosen {
-        let with_accepted = |fix: &Fix, others: &[(&Diagnostic, &Fix)]| {
-            touched(fix).into_iter().all(|file| {
-                let mut edits: Vec<&crate::diagnostic::Edit> = others
-                    .iter()
-                    .flat_map(|(_, f)| f.edits.iter())
-                    .filter(|e| e.file == file)
-                    .collect();
-                edits.extend(fix.edits.iter().filter(|e| e.file == file));
-                fixed_text(db, file, &edits).is_some_and(|t| parses(&db.get(file).path, &t))
-            })
-        };
-        if with_accepted(fix, &accepted) {
-            accepted.push((d, fix));
-        } else if !with_accepted(fix, &[]) {
-            refused.insert(fix_key(db, fix));
-            run.refused.push(report(db, d, fix));
-            refused_now = true;
-        }
-        // Otherwise it parses alone but not with the others: it waits for the next pass.
+    let (accepted, refusals) = sort_out(db, chosen);
+    let refused_now = !refusals.is_empty();
+    for (d, fix) in refusals {
+        refused.insert(fix_key(db, fix));
+        run.refused.push(report(db, d, fix));
     }
     if accepted.is_empty() {
         return refused_now;
@@ -178,6 +161,35 @@ fn one_pass(
     run.applied
         .extend(accepted.iter().map(|(d, f)| report(db, d, f)));
     true
+}
+
+/// The fixes of one pass that can be made together, and those that cannot be made at all
+/// because a file they change would not parse afterwards. A fix that parses alone but not
+/// with the others is in neither: it waits for the next pass.
+type Chosen<'a> = Vec<(&'a Diagnostic, &'a Fix)>;
+
+fn sort_out<'a>(db: &SourceDb, chosen: Chosen<'a>) -> (Chosen<'a>, Chosen<'a>) {
+    let mut accepted: Chosen<'a> = Vec::new();
+    let mut refused: Chosen<'a> = Vec::new();
+    let parses_with = |fix: &Fix, others: &[(&Diagnostic, &Fix)]| {
+        touched(fix).into_iter().all(|file| {
+            let mut edits: Vec<&crate::diagnostic::Edit> = others
+                .iter()
+                .flat_map(|(_, f)| f.edits.iter())
+                .filter(|e| e.file == file)
+                .collect();
+            edits.extend(fix.edits.iter().filter(|e| e.file == file));
+            fixed_text(db, file, &edits).is_some_and(|t| parses(&db.get(file).path, &t))
+        })
+    };
+    for (d, fix) in chosen {
+        if parses_with(fix, &accepted) {
+            accepted.push((d, fix));
+        } else if !parses_with(fix, &[]) {
+            refused.push((d, fix));
+        }
+    }
+    (accepted, refused)
 }
 
 fn touched(fix: &Fix) -> BTreeSet<FileId> {
@@ -238,5 +250,48 @@ fn report(db: &SourceDb, d: &Diagnostic, fix: &Fix) -> FixReport {
         file,
         line,
         column,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostic::{Applicability, Edit};
+    use crate::source::Span;
+
+    fn rename(file: FileId, start: u32, end: u32, to: &str) -> Fix {
+        Fix {
+            title: format!("rename to {to}"),
+            applicability: Applicability::Safe,
+            edits: vec![Edit {
+                file,
+                span: Span::new(start, end),
+                replacement: to.to_string(),
+            }],
+        }
+    }
+
+    #[test]
+    fn a_fix_that_breaks_the_syntax_is_refused_and_the_others_are_made() {
+        let mut db = SourceDb::default();
+        let text = "input deal_idd: string\n";
+        let file = db.add("a.pipe".into(), "a.pipe".into(), text.into());
+        let d = Diagnostic::new(&crate::rules::UNKNOWN_NAME, file, Span::new(6, 14), "x");
+        let good = rename(file, 6, 14, "deal_id");
+        // A name that is not an identifier leaves a file that does not parse.
+        let bad = rename(file, 16, 22, "str ing {");
+        let (accepted, refused) = sort_out(&db, vec![(&d, &bad), (&d, &good)]);
+        assert_eq!(accepted.len(), 1);
+        assert_eq!(accepted[0].1, &good);
+        assert_eq!(refused.len(), 1);
+        assert_eq!(refused[0].1, &bad);
+    }
+
+    #[test]
+    fn a_template_must_parse_after_its_fix() {
+        assert!(parses(Path::new("p.jinja"), "{{ topic }}"));
+        assert!(!parses(Path::new("p.jinja"), "{{ topic "));
+        assert!(parses(Path::new("a.pipe"), "input x: string\n"));
+        assert!(!parses(Path::new("a.pipe"), "input x: string {\n"));
     }
 }
