@@ -32,6 +32,7 @@
 pub mod base64;
 pub mod check;
 pub mod diagnostic;
+pub mod fix;
 pub mod graph;
 pub mod lint;
 pub mod names;

@@ -324,6 +324,15 @@ fn sarif_output_names_rules_and_locations() {
     assert_eq!(result["level"], "error");
     let region = &result["locations"][0]["physicalLocation"]["region"];
     assert!(region["startLine"].as_i64().is_some_and(|l| l > 1));
+    // `aproved` has one close field: the rename is a SARIF fix at the same place.
+    let fix = &result["fixes"][0];
+    assert_eq!(fix["description"]["text"], "rename `aproved` to `approved`");
+    let replacement = &fix["artifactChanges"][0]["replacements"][0];
+    assert_eq!(replacement["insertedContent"]["text"], "approved");
+    assert_eq!(
+        replacement["deletedRegion"]["startLine"],
+        region["startLine"]
+    );
 }
 
 #[test]
@@ -715,4 +724,206 @@ fn defect_15_a_compiled_plan_with_a_null_default_runs() {
     let (status, err) = run_for(&["run", "brief.json", "-q"], &dir, 30);
     assert_eq!(status, Some(0), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Three misspellings in three files: the pipeline, a prompt template it uses and a file it
+/// imports (through `triage.pipe`). Each has one close name, so each fix is safe.
+fn misspell_three_files(p: &Project) {
+    p.edit(
+        "pipelines/deal_research.pipe",
+        "digest: Digest = digest,",
+        "digest: Digest = digset,",
+    );
+    p.edit(
+        "prompts/consume/brief.jinja",
+        "{{ history.count }}",
+        "{{ history.cont }}",
+    );
+    p.edit(
+        "pipelines/shared/tracker.pipe",
+        "priority: Priority",
+        "priority: Priorty",
+    );
+}
+
+fn read(p: &Project, rel: &str) -> String {
+    std::fs::read_to_string(p.dir.join(rel)).expect("file exists")
+}
+
+#[test]
+fn check_diff_shows_every_fix_and_writes_nothing() {
+    let p = Project::new("fix-diff");
+    misspell_three_files(&p);
+    let before: Vec<String> = [
+        "pipelines/deal_research.pipe",
+        "prompts/consume/brief.jinja",
+        "pipelines/shared/tracker.pipe",
+    ]
+    .iter()
+    .map(|f| read(&p, f))
+    .collect();
+    let out = run(
+        &[
+            "check",
+            "--diff",
+            "pipelines/deal_research.pipe",
+            "pipelines/triage.pipe",
+        ],
+        &p.dir,
+    );
+    assert_eq!(out.status.code(), Some(1), "changes to make: exit 1");
+    let diff = stdout(&out);
+    assert!(
+        diff.contains("--- a/pipelines/deal_research.pipe\n+++ b/pipelines/deal_research.pipe\n"),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("-  digest: Digest = digset,\n+  digest: Digest = digest,\n"),
+        "{diff}"
+    );
+    assert!(diff.contains("-Its emails from {{ history.start }} to {{ history.end }} ({{ history.cont }} in all):\n+Its emails from {{ history.start }} to {{ history.end }} ({{ history.count }} in all):\n"), "{diff}");
+    assert!(diff.contains("+  priority: Priority"), "{diff}");
+    assert!(
+        stderr(&out).contains("would fix 3 problems in 3 files"),
+        "{}",
+        stderr(&out)
+    );
+    let after: Vec<String> = [
+        "pipelines/deal_research.pipe",
+        "prompts/consume/brief.jinja",
+        "pipelines/shared/tracker.pipe",
+    ]
+    .iter()
+    .map(|f| read(&p, f))
+    .collect();
+    assert_eq!(before, after, "--diff writes nothing");
+    // Nothing to fix: no diff, exit 0.
+    let clean = run(
+        &["check", "--diff", "pipelines/deal_research.pipe"],
+        &crate_root(),
+    );
+    assert_eq!(clean.status.code(), Some(0), "{}", stderr(&clean));
+    assert_eq!(stdout(&clean), "");
+}
+
+#[test]
+fn check_fix_writes_every_file_keeps_comments_and_checks_again() {
+    let p = Project::new("fix-write");
+    misspell_three_files(&p);
+    let out = run(
+        &[
+            "check",
+            "--fix",
+            "pipelines/deal_research.pipe",
+            "pipelines/triage.pipe",
+        ],
+        &p.dir,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let err = stderr(&out);
+    assert!(err.contains("3 problems fixed in 3 files"), "{err}");
+    assert!(
+        err.contains("P0101 unknown-name: rename `digset` to `digest`"),
+        "{err}"
+    );
+    assert_eq!(stdout(&out), "", "the files check clean afterwards");
+    // Each fix restores the text exactly, comments and layout included.
+    for rel in [
+        "pipelines/deal_research.pipe",
+        "prompts/consume/brief.jinja",
+        "pipelines/shared/tracker.pipe",
+    ] {
+        let original = std::fs::read_to_string(crate_root().join(rel)).expect("original");
+        assert_eq!(read(&p, rel), original, "{rel}");
+    }
+    assert!(read(&p, "pipelines/deal_research.pipe").contains("// prompts/research/scan.jinja"));
+    // No temporary file is left beside them.
+    let left: Vec<String> = std::fs::read_dir(p.dir.join("pipelines"))
+        .expect("dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("pipec-fix"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    // A second run has nothing to do.
+    let again = run(&["check", "--fix", "pipelines/deal_research.pipe"], &p.dir);
+    assert_eq!(again.status.code(), Some(0));
+    assert_eq!(stderr(&again), "");
+}
+
+#[test]
+fn check_fix_leaves_unsafe_fixes_and_unfixable_errors() {
+    let p = Project::new("fix-unsafe");
+    p.edit(
+        "pipelines/deal_research.pipe",
+        "history: EmailPage = resource(ref: \"email-history\", max_bytes: 200kb),",
+        "history: EmailPage = resource(ref: \"email-history\"),",
+    );
+    // A warning with an unsafe fix: --fix changes nothing and says how to apply it.
+    let out = run(&["check", "--fix", "pipelines/deal_research.pipe"], &p.dir);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("1 fixable with `pipec check --unsafe-fixes`"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(read(&p, "pipelines/deal_research.pipe").contains("resource(ref: \"email-history\"),"));
+    let out = run(
+        &["check", "--unsafe-fixes", "pipelines/deal_research.pipe"],
+        &p.dir,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        read(&p, "pipelines/deal_research.pipe")
+            .contains("resource(ref: \"email-history\", max_bytes: 100kb),")
+    );
+    assert!(stderr(&out).contains("P0306 unbounded-prompt-resource: add `max_bytes: 100kb`"));
+    // An error with no fix stays, and fails the check after the others are fixed.
+    p.edit(
+        "pipelines/deal_research.pipe",
+        "digest: Digest = digest,",
+        "digest: Digest = zzzzzz,",
+    );
+    let out = run(&["check", "--fix", "pipelines/deal_research.pipe"], &p.dir);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains("unknown node `zzzzzz`"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn json_fixes_name_their_edits() {
+    let p = Project::new("fix-json");
+    p.edit(
+        "pipelines/deal_research.pipe",
+        "digest: Digest = digest,",
+        "digest: Digest = digset,",
+    );
+    let (code, json) = p.check_json("pipelines/deal_research.pipe");
+    assert_eq!(code, 1);
+    assert_eq!(json["version"], 1);
+    let d = &diags(&json)[0];
+    let fix = &d["fixes"][0];
+    assert_eq!(fix["title"], "rename `digset` to `digest`");
+    assert_eq!(fix["applicability"], "safe");
+    let edit = &fix["edits"][0];
+    assert_eq!(edit["file"], "pipelines/deal_research.pipe");
+    assert_eq!(edit["replacement"], "digest");
+    assert_eq!(edit["line"], d["line"]);
+    assert_eq!(edit["column"], d["column"]);
+    assert_eq!(edit["end"], d["end"]);
+    let text = read(&p, "pipelines/deal_research.pipe");
+    let (start, end) = (
+        edit["byte_start"].as_u64().expect("byte_start") as usize,
+        edit["byte_end"].as_u64().expect("byte_end") as usize,
+    );
+    assert_eq!(&text[start..end], "digset");
 }

@@ -236,6 +236,34 @@ fn exercise(text: &str) -> Result<(), String> {
             }
         }
     }
+    for d in &analysis.diagnostics {
+        for e in d.fixes.iter().flat_map(|f| f.edits.iter()) {
+            let file = analysis.db.get(e.file);
+            let (s, end) = (e.span.start as usize, e.span.end as usize);
+            if end > file.text.len()
+                || !file.text.is_char_boundary(s)
+                || !file.text.is_char_boundary(end)
+            {
+                return Err(format!(
+                    "{} has a fix edit at {s}..{end} outside {}",
+                    d.rule.code, file.name
+                ));
+            }
+        }
+    }
+    // Fixing never panics, ends, and never leaves a file that does not parse.
+    if analysis.diagnostics.iter().any(|d| !d.fixes.is_empty()) {
+        let roots = [(
+            std::path::PathBuf::from("proj/p.pipe"),
+            "p.pipe".to_string(),
+        )];
+        let run = pipec::fix::fix_files(&loader, &roots, pipec::fix::Mode::Unsafe);
+        for c in &run.changed {
+            if !pipec::fix::parses(&c.path, &c.after) {
+                return Err(format!("a fix left {} unparsable", c.name));
+            }
+        }
+    }
     let rendered =
         pipec::diagnostic::render_terminal(&analysis.db, &analysis.diagnostics, Default::default());
     std::hint::black_box(rendered);

@@ -6,14 +6,22 @@
 //! - a `fail` case must report its folder's rule; a `pass` case must report nothing;
 //! - every rule has at least one of each (but those of `pipec check --online`, whose
 //!   cases are in `tests/tools.rs`);
-//! - a snapshot without its case, or a case without its snapshot, fails.
+//! - a snapshot without its case, or a case without its snapshot, fails;
+//! - a `.pipe` case whose diagnostics offer fixes has the text `pipec check --fix` makes
+//!   of it beside it, byte for byte, as `<case>.fixed.pipe`, and the text
+//!   `--unsafe-fixes` makes as `<case>.unsafe-fixed.pipe` when that is another text; a
+//!   fixed text must parse, offer no fix its mode would make (fixing is done), and no
+//!   longer report the case's rule where every report of it had such a fix. Fixes are made
+//!   in memory; what they change in other files of the case's folder (an import, a prompt
+//!   template) is compared with `<case>.fixed.files/<path>` (`unsafe-fixed.files`).
 //!
 //! `PIPEC_BLESS=1 cargo test --test ui` rewrites the snapshots.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use pipec::diagnostic::{Severity, TerminalOptions, render_terminal};
+use pipec::diagnostic::{Applicability, Severity, TerminalOptions, render_terminal};
+use pipec::fix::Mode;
 use pipec::source::{FsLoader, SourceDb};
 
 fn cases(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -41,6 +49,8 @@ fn is_case(p: &Path) -> bool {
         .unwrap_or_default();
     p.extension().is_some_and(|e| e == "pipe" || e == "yaml")
         && (stem.starts_with("fail") || stem.starts_with("pass"))
+        && !stem.ends_with(".fixed")
+        && !stem.ends_with(".unsafe-fixed")
 }
 
 fn render_case(path: &Path) -> (String, Vec<(String, Severity)>) {
@@ -72,7 +82,23 @@ fn render_case(path: &Path) -> (String, Vec<(String, Severity)>) {
     } else {
         0
     };
-    let snap = format!("--- source\n{source}--- diagnostics (exit {exit})\n{rendered}");
+    let mut snap = format!("--- source\n{source}--- diagnostics (exit {exit})\n{rendered}");
+    let fixes: Vec<String> = diagnostics
+        .iter()
+        .flat_map(|d| {
+            d.fixes.iter().map(move |f| {
+                let kind = match f.applicability {
+                    Applicability::Safe => "safe",
+                    Applicability::Unsafe => "unsafe",
+                };
+                format!("{} {kind}: {}\n", d.rule.code, f.title)
+            })
+        })
+        .collect();
+    if !fixes.is_empty() {
+        snap.push_str("--- fixes\n");
+        snap.extend(fixes);
+    }
     (snap, codes)
 }
 
@@ -145,6 +171,11 @@ fn ui_cases() {
                 ));
             }
         }
+        if case.extension().is_some_and(|e| e == "pipe") {
+            for (mode, suffix) in [(Mode::Safe, "fixed"), (Mode::Unsafe, "unsafe-fixed")] {
+                check_fixed(case, rule, mode, suffix, bless, &mut failures);
+            }
+        }
         let snap_path = case.with_extension("snap");
         let existing = std::fs::read_to_string(&snap_path).ok();
         if existing.as_deref() != Some(snap_text.as_str()) {
@@ -158,6 +189,25 @@ fn ui_cases() {
                     snap_text
                 ));
             }
+        }
+    }
+
+    // A fixed text without its case is stale.
+    for fixed in files.iter().filter(|p| {
+        p.file_stem().is_some_and(|s| {
+            let s = s.to_string_lossy();
+            s.ends_with(".fixed") || s.ends_with(".unsafe-fixed")
+        })
+    }) {
+        let stem = fixed.file_stem().unwrap_or_default().to_string_lossy();
+        let case_stem = stem
+            .trim_end_matches(".unsafe-fixed")
+            .trim_end_matches(".fixed");
+        if !fixed.with_file_name(format!("{case_stem}.pipe")).exists() {
+            failures.push(format!(
+                "{}: a fixed text without its case",
+                fixed.display()
+            ));
         }
     }
 
@@ -182,4 +232,153 @@ fn ui_cases() {
         failures.len(),
         failures.join("\n\n")
     );
+}
+
+/// The name of the text `mode`'s fixes make of `case`: `fail.fixed.pipe`,
+/// `fail.unsafe-fixed.pipe`.
+fn fixed_path(case: &Path, suffix: &str) -> PathBuf {
+    let stem = case
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    case.with_file_name(format!("{stem}.{suffix}.pipe"))
+}
+
+/// Fixes `case` in memory with `mode` and compares the result with its fixed text.
+fn check_fixed(
+    case: &Path,
+    rule: &pipec::diagnostic::Rule,
+    mode: Mode,
+    suffix: &str,
+    bless: bool,
+    failures: &mut Vec<String>,
+) {
+    let name = case.to_string_lossy().replace('\\', "/");
+    let roots = [(case.to_path_buf(), name.clone())];
+    let mut run = pipec::fix::fix_files(&FsLoader, &roots, mode);
+    // The unsafe texts are kept only where they differ from the safe ones.
+    if mode == Mode::Unsafe {
+        let safe = pipec::fix::fix_files(&FsLoader, &roots, Mode::Safe);
+        let texts = |r: &pipec::fix::FixRun| -> Vec<(PathBuf, String)> {
+            r.changed
+                .iter()
+                .map(|c| (c.path.clone(), c.after.clone()))
+                .collect()
+        };
+        if texts(&safe) == texts(&run) {
+            run.changed.clear();
+        }
+    }
+    let path = fixed_path(case, suffix);
+    let abs = std::path::absolute(case).unwrap_or_else(|_| case.to_path_buf());
+    let abs = pipec::source::normalize_path(&abs);
+    let folder = abs.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut others: Vec<(PathBuf, String)> = Vec::new();
+    for c in &run.changed {
+        if c.path == abs {
+            continue;
+        }
+        match c.path.strip_prefix(&folder) {
+            Ok(rel) => others.push((rel.to_path_buf(), c.after.clone())),
+            Err(_) => failures.push(format!(
+                "{name}: a fix changed {}, outside the case's folder",
+                c.name
+            )),
+        }
+    }
+    let stem = case
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let files_dir = case.with_file_name(format!("{stem}.{suffix}.files"));
+    for (rel, text) in &others {
+        let snap = files_dir.join(rel);
+        let existing = std::fs::read_to_string(&snap).ok();
+        if existing.as_deref() != Some(text.as_str()) {
+            if bless {
+                if let Some(dir) = snap.parent() {
+                    let _ = std::fs::create_dir_all(dir);
+                }
+                let _ = std::fs::write(&snap, text);
+            } else {
+                failures.push(format!(
+                    "{}: the {suffix} text differs (run with PIPEC_BLESS=1 to accept)\n--- expected\n{}\n--- actual\n{}",
+                    snap.display(),
+                    existing.as_deref().unwrap_or("(none)"),
+                    text
+                ));
+            }
+        }
+    }
+    if others.is_empty() && files_dir.exists() {
+        if bless {
+            let _ = std::fs::remove_dir_all(&files_dir);
+        } else {
+            failures.push(format!(
+                "{}: no fix changes other files any more",
+                files_dir.display()
+            ));
+        }
+    }
+    let after = run
+        .changed
+        .iter()
+        .find(|c| c.path == abs)
+        .map(|c| c.after.clone());
+    let existing = std::fs::read_to_string(&path).ok();
+    let Some(after) = after else {
+        if existing.is_some() {
+            if bless {
+                let _ = std::fs::remove_file(&path);
+            } else {
+                failures.push(format!(
+                    "{}: no fix makes this text any more (delete it, or run with PIPEC_BLESS=1)",
+                    path.display()
+                ));
+            }
+        }
+        return;
+    };
+    if !pipec::fix::parses(case, &after) {
+        failures.push(format!("{name}: the {suffix} text does not parse"));
+    }
+    if let Some(analysis) = run.analyses.first() {
+        let left: Vec<&str> = analysis
+            .diagnostics
+            .iter()
+            .filter(|d| d.fixes.iter().any(|f| mode.allows(f.applicability)))
+            .map(|d| d.rule.code)
+            .collect();
+        if !left.is_empty() || !run.unfinished.is_empty() {
+            failures.push(format!("{name}: still fixable after fixing: {left:?}"));
+        }
+    }
+    let original = pipec::analyze(&FsLoader, case, &name);
+    let all_fixable = original
+        .diagnostics
+        .iter()
+        .filter(|d| d.rule.code == rule.code)
+        .all(|d| d.fixes.iter().any(|f| mode.allows(f.applicability)));
+    let still = run
+        .analyses
+        .first()
+        .is_some_and(|a| a.diagnostics.iter().any(|d| d.rule.code == rule.code));
+    if all_fixable && still {
+        failures.push(format!(
+            "{name}: {} {} is still reported after its fixes",
+            rule.code, rule.name
+        ));
+    }
+    if existing.as_deref() != Some(after.as_str()) {
+        if bless {
+            let _ = std::fs::write(&path, &after);
+        } else {
+            failures.push(format!(
+                "{}: the {suffix} text differs (run with PIPEC_BLESS=1 to accept)\n--- expected\n{}\n--- actual\n{}",
+                path.display(),
+                existing.as_deref().unwrap_or("(none)"),
+                after
+            ));
+        }
+    }
 }

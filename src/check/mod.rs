@@ -19,6 +19,8 @@ mod outputs;
 mod prompt;
 mod settings;
 
+pub use prompt::template_parses;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

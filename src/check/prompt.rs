@@ -68,6 +68,12 @@ struct Walk<'p> {
     diags: Vec<Diagnostic>,
 }
 
+/// Whether a prompt template parses (what a fix must keep true of a template it edits).
+pub fn template_parses(text: &str) -> bool {
+    minijinja::machinery::parse(text, "template", minijinja::syntax::SyntaxConfig::default())
+        .is_ok()
+}
+
 impl Checker<'_> {
     /// Checks a `prompt` (when `prompt`) or gate `message` template and returns what the
     /// plan needs to render it.

@@ -8,10 +8,12 @@ use std::path::PathBuf;
 
 use clap::ValueEnum;
 
+use super::check_fix::{FixRequest, Fixed};
 use super::check_online::{Online, RUNTIME_RULES};
 use super::pipe_files::pipe_files;
 use super::{ColorChoice, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE};
-use crate::diagnostic::{self, Counts, Diagnostic, Rule, TerminalOptions};
+use crate::diagnostic::{self, Applicability, Counts, Diagnostic, Rule, TerminalOptions};
+use crate::fix::Mode;
 use crate::source::{FsLoader, SourceDb};
 
 #[derive(clap::Args)]
@@ -32,6 +34,17 @@ pub struct Args {
     /// their schemas and annotations, resource templates, protocol) with the declarations
     #[arg(long)]
     online: bool,
+    /// Apply the safe fixes and write the files, then report what remains
+    #[arg(long, conflicts_with = "online")]
+    fix: bool,
+    /// Apply the unsafe fixes too (they change what the program means: read the diff);
+    /// implies --fix
+    #[arg(long, conflicts_with = "online")]
+    unsafe_fixes: bool,
+    /// Print a unified diff of what --fix (or --unsafe-fixes) would change, and write
+    /// nothing; exits 1 when there would be changes
+    #[arg(long, conflicts_with = "online")]
+    diff: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -54,6 +67,26 @@ pub fn run(args: Args) -> u8 {
             return EXIT_USAGE;
         }
     };
+    if args.fix || args.unsafe_fixes || args.diff {
+        let roots: Vec<(PathBuf, String)> = files
+            .iter()
+            .filter(|f| !crate::serve::spec::is_spec_path(f))
+            .map(|f| (f.clone(), f.to_string_lossy().into_owned()))
+            .collect();
+        let request = FixRequest {
+            mode: if args.unsafe_fixes {
+                Mode::Unsafe
+            } else {
+                Mode::Safe
+            },
+            diff: args.diff,
+        };
+        match super::check_fix::run(&roots, request) {
+            Fixed::Done(code) => return code,
+            // The files as written are checked again below, from disk.
+            Fixed::Written => {}
+        }
+    }
     let online = match args.online.then(Online::start).transpose() {
         Ok(online) => online,
         Err(e) => {
@@ -98,6 +131,7 @@ pub fn run(args: Args) -> u8 {
             }
             if counts.errors + counts.warnings > 0 {
                 text.push_str(&summary(counts));
+                text.push_str(&fixable(&all));
             }
             super::out(&text);
         }
@@ -169,6 +203,25 @@ pub(crate) fn summary(c: Counts) -> String {
         (0, w) => format!("{}\n", plural(w, "warning")),
         (e, 0) => format!("{}\n", plural(e, "error")),
         (e, w) => format!("{}, {}\n", plural(e, "error"), plural(w, "warning")),
+    }
+}
+
+/// How many diagnostics `--fix` and `--unsafe-fixes` would fix, as a line under the
+/// summary (empty when none would).
+fn fixable(all: &[(SourceDb, Vec<Diagnostic>)]) -> String {
+    let has = |d: &Diagnostic, a: Applicability| d.fixes.iter().any(|f| f.applicability == a);
+    let diags = || all.iter().flat_map(|(_, d)| d.iter());
+    let safe = diags().filter(|d| has(d, Applicability::Safe)).count();
+    let unsafe_only = diags()
+        .filter(|d| !has(d, Applicability::Safe) && has(d, Applicability::Unsafe))
+        .count();
+    match (safe, unsafe_only) {
+        (0, 0) => String::new(),
+        (s, 0) => format!("{s} fixable with `pipec check --fix`\n"),
+        (0, u) => format!("{u} fixable with `pipec check --unsafe-fixes`\n"),
+        (s, u) => {
+            format!("{s} fixable with `pipec check --fix` ({u} more with `--unsafe-fixes`)\n")
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 mod answer;
 mod cancel;
 mod check;
+mod check_fix;
 mod check_online;
 pub(crate) mod common;
 mod compile;

@@ -417,8 +417,40 @@ pub fn render_sarif(db: &SourceDb, diags: &[Diagnostic], rules: &[&Rule]) -> Str
                 text.push_str("\nhelp: ");
                 text.push_str(h);
             }
+            let fixes: Vec<serde_json::Value> = d
+                .fixes
+                .iter()
+                .map(|f| {
+                    let changes: Vec<serde_json::Value> = f
+                        .edits
+                        .iter()
+                        .map(|e| {
+                            let file = db.get(e.file);
+                            let (start, end) =
+                                (file.line_col(e.span.start), file.line_col(e.span.end));
+                            json!({
+                                "artifactLocation": { "uri": file.name.replace('\\', "/") },
+                                "replacements": [{
+                                    "deletedRegion": {
+                                        "startLine": start.0,
+                                        "startColumn": start.1,
+                                        "endLine": end.0,
+                                        "endColumn": end.1
+                                    },
+                                    "insertedContent": { "text": e.replacement }
+                                }]
+                            })
+                        })
+                        .collect();
+                    json!({
+                        "description": { "text": f.title },
+                        "artifactChanges": changes
+                    })
+                })
+                .collect();
             json!({
                 "ruleId": d.rule.code,
+                "fixes": fixes,
                 "ruleIndex": rules.iter().position(|r| r.code == d.rule.code),
                 "level": level(d.severity),
                 "message": { "text": text },

@@ -4,6 +4,7 @@
 //! [`LintContext`]; their check is in `passes/<rule>.rs`. Every rule, pass or not, is
 //! declared in the catalogue (`crate::rules`), which the checker reports from too.
 
+mod edit;
 mod passes;
 mod registry;
 mod suppress;

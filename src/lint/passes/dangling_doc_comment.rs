@@ -1,7 +1,7 @@
 //! The pass that reports P0003 dangling-doc-comment.
 
 use crate::check::SyntaxFile;
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Applicability, Diagnostic, Edit, Fix};
 use crate::lint::LintContext;
 use crate::rules::DANGLING_DOC_COMMENT;
 use crate::source::Span;
@@ -13,13 +13,44 @@ pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
         let mut spans: Vec<(Span, &str)> = Vec::new();
         collect(file, &mut spans);
         for (span, why) in spans {
-            out.push(
-                Diagnostic::new(&DANGLING_DOC_COMMENT, file.file, span, "this doc comment documents nothing")
-                    .label(why)
-                    .help("put `///` right above a declaration, field, parameter, enum variant, input or output; use `//` for other comments"),
-            );
+            let mut d = Diagnostic::new(&DANGLING_DOC_COMMENT, file.file, span, "this doc comment documents nothing")
+                .label(why)
+                .help("put `///` right above a declaration, field, parameter, enum variant, input or output; use `//` for other comments");
+            let edits = plain_comment_edits(cx, file.file, span);
+            if !edits.is_empty() {
+                // Only a comment changes: what the program means stays the same.
+                d = d.fix(Fix {
+                    title: "make it a plain `//` comment".to_string(),
+                    applicability: Applicability::Safe,
+                    edits,
+                });
+            }
+            out.push(d);
         }
     }
+}
+
+/// The edits that turn each `///` or `//!` line of the comment at `span` into `//`.
+fn plain_comment_edits(cx: &LintContext<'_>, file: crate::source::FileId, span: Span) -> Vec<Edit> {
+    let src = cx.db.get(file);
+    let mut edits = Vec::new();
+    for line in src.line_of(span.start)..=src.line_of(span.end.saturating_sub(1).max(span.start)) {
+        let Some(l) = src.line_span(line) else {
+            continue;
+        };
+        let text = src.slice(l);
+        let lead = (text.len() - text.trim_start().len()) as u32;
+        let rest = text.trim_start();
+        if (rest.starts_with("///") && !rest.starts_with("////")) || rest.starts_with("//!") {
+            let at = l.start + lead + 2;
+            edits.push(Edit {
+                file,
+                span: Span::new(at, at + 1),
+                replacement: String::new(),
+            });
+        }
+    }
+    edits
 }
 
 fn collect<'a>(file: &'a SyntaxFile, out: &mut Vec<(Span, &'a str)>) {

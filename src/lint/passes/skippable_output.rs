@@ -2,9 +2,11 @@
 
 use crate::check::graph::source_skippable;
 use crate::check::ty;
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Applicability, Diagnostic, Edit, Fix};
 use crate::lint::LintContext;
 use crate::rules::SKIPPABLE_OUTPUT;
+use crate::source::Span;
+use crate::syntax::ast::{ItemKind, TypeExprKind};
 
 pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
     let hir = cx.hir;
@@ -16,6 +18,15 @@ pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
         let mut d = Diagnostic::new(&SKIPPABLE_OUTPUT, o.info.file, o.value_span, format!("the output `{}` can be skipped by a `when`, and is not declared optional", o.info.name))
             .label("may be skipped")
             .help(format!("declare that a skip is expected: `output {}: {shown}? = ...` (it prints `null`), or join a fallback with `??`", o.info.name));
+        if let Some(edit) = optional_edit(cx, o, &shown) {
+            // `null` where a value was promised is a change of type for every reader of
+            // the output: a person should agree to it.
+            d = d.fix(Fix {
+                title: format!("declare the output `{}?`", shown),
+                applicability: Applicability::Unsafe,
+                edits: vec![edit],
+            });
+        }
         if let Some((node, span)) = skip_cause(hir, &o.source, 0) {
             d = d.secondary(
                 hir.node(node).info.file,
@@ -28,6 +39,37 @@ pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
         }
         out.push(d);
     }
+}
+
+/// The edit that declares an output optional: `?` after its written type (in
+/// parentheses around a union), or `: T?` after its name when it has none.
+fn optional_edit(
+    cx: &LintContext<'_>,
+    o: &crate::check::hir::OutputDef,
+    shown: &str,
+) -> Option<Edit> {
+    let file = o.info.file;
+    let syntax = cx.syntax.iter().find(|s| s.file == file)?;
+    let decl = syntax.ast.items.iter().find_map(|item| match &item.kind {
+        ItemKind::Output(d) if d.name.span == o.info.name_span => Some(d),
+        _ => None,
+    })?;
+    let (span, replacement) = match &decl.ty {
+        Some(t) if matches!(t.kind, TypeExprKind::Union(_)) => {
+            let written = cx.db.get(file).slice(t.span);
+            (t.span, format!("({written})?"))
+        }
+        Some(t) => (Span::new(t.span.end, t.span.end), "?".to_string()),
+        None => (
+            Span::new(decl.name.span.end, decl.name.span.end),
+            format!(": {shown}?"),
+        ),
+    };
+    Some(Edit {
+        file,
+        span,
+        replacement,
+    })
 }
 
 /// The `when` that can skip a source: the nearest skippable node with a `when` of its own.

@@ -1,8 +1,9 @@
 //! The pass that reports P0507 unbounded-fan-out.
 
 use crate::check::hir::{Body, Hir, SourceKind};
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Applicability, Diagnostic, Fix};
 use crate::lint::LintContext;
+use crate::lint::edit::append_argument;
 use crate::rules::UNBOUNDED_FAN_OUT;
 
 pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
@@ -15,11 +16,18 @@ pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
             let Some(origin) = unbounded_origin(hir, &inner.kind) else {
                 continue;
             };
-            out.push(
-                Diagnostic::new(&UNBOUNDED_FAN_OUT, node.info.file, p.source.span, format!("`{}` fans out over a list {origin}, with no bound", node.info.name))
-                    .label("no `max:`")
-                    .help("bound it: `each(list, max: 100)` fails the node on a longer list instead of running without limit"),
-            );
+            let mut d = Diagnostic::new(&UNBOUNDED_FAN_OUT, node.info.file, p.source.span, format!("`{}` fans out over a list {origin}, with no bound", node.info.name))
+                .label("no `max:`")
+                .help("bound it: `each(list, max: 100)` fails the node on a longer list instead of running without limit");
+            if let Some(edit) = append_argument(cx.db, node.info.file, p.source.span, "max: 100") {
+                // A bound fails runs that went through before: a person should pick it.
+                d = d.fix(Fix {
+                    title: "add `max: 100`".to_string(),
+                    applicability: Applicability::Unsafe,
+                    edits: vec![edit],
+                });
+            }
+            out.push(d);
         }
     }
 }
