@@ -1,5 +1,6 @@
 //! The store contract: the same cases, with the same assertions, against every `Store`
-//! (the redb store on a temporary file and the memory store). A behaviour the runtime
+//! (the redb store on a temporary file, the memory store, and the Postgres store in a
+//! schema of its own on the test server). A behaviour the runtime
 //! relies on is written here once, so the two stores cannot drift apart.
 
 use std::path::PathBuf;
@@ -1194,6 +1195,19 @@ macro_rules! contract {
                 #[test]
                 fn $case() {
                     super::$case(&crate::store::MemoryStore::new());
+                }
+            )*
+        }
+        mod postgres {
+            use crate::store::postgres::testing;
+            $(
+                #[test]
+                fn $case() {
+                    let Some(server) = testing::server(stringify!($case)) else {
+                        return;
+                    };
+                    let schema = testing::TestSchema::new(&server, stringify!($case));
+                    super::$case(&schema.store());
                 }
             )*
         }

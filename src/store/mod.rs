@@ -14,6 +14,7 @@ pub mod ids;
 pub mod lock;
 mod manifest;
 mod memory;
+mod postgres;
 mod queue;
 mod records;
 mod redb_store;
@@ -24,6 +25,9 @@ use std::pin::Pin;
 pub use event::*;
 pub use manifest::*;
 pub use memory::MemoryStore;
+pub use postgres::{
+    PgCheck, PgOpen, PgOptions, PgStats, PostgresStore, SCHEMA_VERSION, is_postgres_url, redact,
+};
 pub use queue::{DEFAULT_POLL, RunnableQuery, RunnableThread, Why, why_runnable};
 pub use records::*;
 pub use redb_store::{CheckReport, RedbStore, STORE_FORMAT, quiet_contained_panics};
@@ -52,6 +56,9 @@ pub(crate) enum LeaseGuard {
     File { _lock: ThreadLock },
     /// A thread marked taken in a memory store.
     Memory { _hold: memory::Hold },
+    /// A lease row of a Postgres store, released when dropped (its expiry is the
+    /// backstop when the process dies).
+    Postgres { _release: postgres::Release },
     /// Nothing: what a process that lost its thread still has (tests build these).
     #[cfg(test)]
     Nothing,
@@ -297,6 +304,19 @@ pub trait Store: Send + Sync {
                 .thread
                 .is_some_and(|t| t.cancel_requested))
         })
+    }
+
+    /// Keeps a lease alive: what a running attempt calls every [`Store::renew_every`]
+    /// (its heartbeat). A lease that expired or was taken over is `StoreError::Fenced`.
+    /// Stores whose leases last as long as their process (redb, memory) have nothing to
+    /// do.
+    fn renew<'a>(&'a self, _lease: &'a Lease) -> StoreFuture<'a, ()> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// How often a holder must renew its leases; `None` when they need no heartbeat.
+    fn renew_every(&self) -> Option<std::time::Duration> {
+        None
     }
 
     /// Threads, newest first.

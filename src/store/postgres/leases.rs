@@ -1,0 +1,194 @@
+//! Leases across machines: one row per thread (holder, epoch, heartbeat, expiry), times
+//! from the database's clock only (`now()`), so the clocks of the machines do not
+//! matter. A claim takes a thread whose lease is gone or expired (epoch + 1); a holder
+//! renews its lease while its attempt runs; a commit is fenced unless its lease is the
+//! thread's current one and has not expired. Dropping a lease deletes its row at once,
+//! best effort; a holder that dies without that is outlived by its expiry.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use deadpool_postgres::{GenericClient, Transaction};
+use tokio::sync::{mpsc, watch};
+
+use super::Db;
+use super::sql::{self, exec, row};
+use super::writes::Job;
+use crate::store::*;
+
+/// Writes the thread's lease row for a new holder, expiring a time to live from now.
+pub(super) async fn take(
+    txn: &Transaction<'_>,
+    db: &Db,
+    thread: &str,
+    epoch: u64,
+    attempt: &AttemptRec,
+) -> Result<(), StoreError> {
+    exec(
+        txn,
+        "INSERT INTO pipec_leases (thread, epoch, run_id, pid, host, since_ms, heartbeat_at, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, now(), now() + $7::bigint * interval '1 millisecond')
+         ON CONFLICT (thread) DO UPDATE SET epoch = EXCLUDED.epoch, run_id = EXCLUDED.run_id,
+           pid = EXCLUDED.pid, host = EXCLUDED.host, since_ms = EXCLUDED.since_ms,
+           heartbeat_at = EXCLUDED.heartbeat_at, expires_at = EXCLUDED.expires_at",
+        &[
+            &thread,
+            &(epoch as i64),
+            &attempt.run_id,
+            &i64::from(attempt.pid),
+            &attempt.host,
+            &(attempt.started_ms as i64),
+            &db.ttl_ms(),
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Who holds the thread, when a lease that has not expired does.
+pub(super) async fn live_holder<C: GenericClient>(
+    c: &C,
+    thread: &str,
+) -> Result<Option<Holder>, StoreError> {
+    let r = row(
+        c,
+        "SELECT run_id, pid, host, since_ms FROM pipec_leases
+         WHERE thread = $1 AND expires_at > now()",
+        &[&thread],
+    )
+    .await?;
+    Ok(r.map(|r| Holder {
+        run_id: r.get(0),
+        pid: sql::u32_of(&r, 1),
+        host: r.get(2),
+        since_ms: sql::u64_of(&r, 3),
+    }))
+}
+
+pub(super) async fn is_held(db: &Db, thread: &str) -> Result<bool, StoreError> {
+    let client = db.client().await?;
+    Ok(live_holder(&client, thread).await?.is_some())
+}
+
+/// Extends a live lease by its time to live. A lease that expired, or that another
+/// process took, is not renewed: the holder is fenced.
+pub(super) async fn renew(db: &Db, thread: &str, epoch: u64) -> Result<(), StoreError> {
+    let client = db.client().await?;
+    let renewed = exec(
+        &client,
+        "UPDATE pipec_leases SET heartbeat_at = now(),
+           expires_at = now() + $3::bigint * interval '1 millisecond'
+         WHERE thread = $1 AND epoch = $2 AND expires_at > now()",
+        &[&thread, &(epoch as i64), &db.ttl_ms()],
+    )
+    .await?;
+    if renewed == 0 {
+        return Err(StoreError::Fenced {
+            thread: thread.to_string(),
+            reason: "the lease expired or was taken over before its heartbeat".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Deletes the lease row of a holder that is done with the thread.
+pub(super) async fn release(db: &Db, thread: &str, epoch: u64) -> Result<(), StoreError> {
+    let client = db.client().await?;
+    exec(
+        &client,
+        // A released lease may leave work (a thread given back to the queue, one whose
+        // gate was answered meanwhile): the workers hear of it.
+        "WITH gone AS (DELETE FROM pipec_leases WHERE thread = $1 AND epoch = $2 RETURNING thread)
+         SELECT pg_notify('pipec_work', current_schema()) FROM gone",
+        &[&thread, &(epoch as i64)],
+    )
+    .await?;
+    Ok(())
+}
+
+/// What a Postgres lease holds: dropping it hands the release of its row to the store's
+/// writer, which does it before any write handed over later (a claim of the same thread
+/// by this process finds it free).
+#[derive(Debug)]
+pub struct Release {
+    jobs: mpsc::UnboundedSender<Job>,
+    releases: Arc<Releases>,
+    thread: String,
+    epoch: u64,
+}
+
+impl Release {
+    pub(super) fn new(
+        jobs: mpsc::UnboundedSender<Job>,
+        releases: Arc<Releases>,
+        thread: &str,
+        epoch: u64,
+    ) -> Release {
+        Release {
+            jobs,
+            releases,
+            thread: thread.to_string(),
+            epoch,
+        }
+    }
+}
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        let number = self.releases.sent.fetch_add(1, Ordering::SeqCst) + 1;
+        let sent = self.jobs.send(Job::Release {
+            thread: std::mem::take(&mut self.thread),
+            epoch: self.epoch,
+            number,
+        });
+        if sent.is_err() {
+            // No writer (the store is gone): nothing waits for this one.
+            self.releases.done(number);
+        }
+    }
+}
+
+/// The releases this process handed to the writer and how many it has done, so that a
+/// read of this process sees the leases it dropped as gone (as a redb store's reader
+/// sees a lock file it closed).
+#[derive(Debug)]
+pub struct Releases {
+    sent: AtomicU64,
+    done: watch::Sender<u64>,
+}
+
+impl Default for Releases {
+    fn default() -> Self {
+        Releases {
+            sent: AtomicU64::new(0),
+            done: watch::channel(0).0,
+        }
+    }
+}
+
+impl Releases {
+    pub(super) fn done(&self, number: u64) {
+        self.done.send_modify(|n| *n = (*n).max(number));
+    }
+
+    /// How many releases were handed over so far.
+    pub(super) fn handed_over(&self) -> u64 {
+        self.sent.load(Ordering::SeqCst)
+    }
+
+    /// Waits until the releases handed over before `upto` are done.
+    pub(super) async fn settle(&self, upto: u64) {
+        let mut rx = self.done.subscribe();
+        let _ = rx.wait_for(|n| *n >= upto).await;
+    }
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Job::Commit { thread, epoch, .. } => write!(f, "commit {thread}@{epoch}"),
+            Job::Release { thread, epoch, .. } => write!(f, "release {thread}@{epoch}"),
+            Job::Other(_) => write!(f, "write"),
+        }
+    }
+}

@@ -1,0 +1,392 @@
+//! Workers on a Postgres store: queued threads, the runnable ones, and LISTEN/NOTIFY.
+//!
+//! Every write that gives workers something to do sends a notification on the channel
+//! `pipec_work` inside its own transaction, so it is delivered when (and only if) the
+//! write commits: a thread queued, gates answered, a cancel, a lease released. A waiting
+//! worker holds one connection that LISTENs on the channel; each notification bumps a
+//! counter it compares with the one it saw at its last look at the queue, so one sent
+//! between the look and the wait is not missed. A lease that expired sends nothing: the
+//! worker's poll finds it.
+//!
+//! `runnable` reads candidates with `FOR UPDATE SKIP LOCKED` in a transaction that ends
+//! at once: a thread whose row another process is claiming or writing this very moment
+//! is left out rather than waited for.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use deadpool_postgres::GenericClient;
+use tokio::sync::Notify;
+
+use super::sql::{exec, rows};
+use super::{Db, pg};
+use crate::store::envelope::decode;
+use crate::store::queue::why_runnable;
+use crate::store::*;
+
+/// The channel workers listen on.
+pub(crate) const CHANNEL: &str = "pipec_work";
+
+/// Tells the workers there may be work, when the transaction `c` is in commits.
+/// The payload names the store's schema: stores in other schemas of the database hear
+/// the channel too, and ignore it.
+pub(super) async fn notify<C: GenericClient>(c: &C) -> Result<(), StoreError> {
+    exec(c, "SELECT pg_notify('pipec_work', current_schema())", &[]).await?;
+    Ok(())
+}
+
+/// The listening side: one connection per store, started by the first look at the
+/// queue.
+pub(crate) struct Queue {
+    /// The URL the listening connection opens (never shown: it may hold a password).
+    url: String,
+    generation: AtomicU64,
+    seen: AtomicU64,
+    wake: Notify,
+    listening: AtomicBool,
+    /// The listening connection's client, kept while it listens (the connection ends
+    /// when its client is dropped).
+    client: std::sync::Mutex<Option<tokio_postgres::Client>>,
+}
+
+impl Queue {
+    pub(crate) fn new(url: &str) -> Queue {
+        Queue {
+            url: url.to_string(),
+            generation: AtomicU64::new(0),
+            seen: AtomicU64::new(0),
+            wake: Notify::new(),
+            listening: AtomicBool::new(false),
+            client: std::sync::Mutex::new(None),
+        }
+    }
+
+    fn woken(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        self.wake.notify_waiters();
+    }
+}
+
+/// Opens the listening connection unless one is open; returns once it listens.
+async fn listen(db: &Arc<Db>) -> Result<(), StoreError> {
+    let q = &db.queue;
+    if q.listening.swap(true, Ordering::SeqCst) {
+        return Ok(());
+    }
+    let started = async {
+        let config: tokio_postgres::Config = q
+            .url
+            .parse()
+            .map_err(|e: tokio_postgres::Error| StoreError::Io(e.to_string()))?;
+        let (client, mut connection) = config.connect(super::config::tls()?).await.map_err(pg)?;
+        let queue = db.clone();
+        let (schema_tx, schema_rx) = tokio::sync::oneshot::channel::<String>();
+        tokio::spawn(async move {
+            let mut schema_rx = Some(schema_rx);
+            let mut schema: Option<String> = None;
+            loop {
+                let message = futures::future::poll_fn(|cx| connection.poll_message(cx)).await;
+                if schema.is_none()
+                    && let Some(rx) = schema_rx.as_mut()
+                    && let Ok(s) = rx.try_recv()
+                {
+                    schema = Some(s);
+                    schema_rx = None;
+                }
+                match message {
+                    Some(Ok(tokio_postgres::AsyncMessage::Notification(n))) => {
+                        if schema.as_deref().is_none_or(|s| s == n.payload()) {
+                            queue.queue.woken()
+                        }
+                    }
+                    Some(Ok(_)) => {}
+                    // The connection is gone: the next look opens another.
+                    Some(Err(_)) | None => break,
+                }
+            }
+            queue
+                .queue
+                .client
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            queue.queue.listening.store(false, Ordering::SeqCst);
+            // Whatever was sent meanwhile is unknown: look again.
+            queue.queue.woken();
+        });
+        let schema: String = client
+            .query_one("SELECT current_schema()", &[])
+            .await
+            .map_err(pg)?
+            .get(0);
+        let _ = schema_tx.send(schema);
+        client
+            .batch_execute(&format!("LISTEN {CHANNEL}"))
+            .await
+            .map_err(pg)?;
+        Ok::<_, StoreError>(client)
+    }
+    .await;
+    match started {
+        Ok(client) => {
+            *q.client.lock().unwrap_or_else(|e| e.into_inner()) = Some(client);
+            Ok(())
+        }
+        Err(e) => {
+            q.listening.store(false, Ordering::SeqCst);
+            Err(e)
+        }
+    }
+}
+
+pub(super) async fn submit(db: &Db, rec: ThreadRec) -> Result<Vec<RecordedEvent>, StoreError> {
+    if crate::store::ids::decode(&rec.id).is_none() {
+        return Err(StoreError::Io(format!("`{}` is not a thread id", rec.id)));
+    }
+    let mut rec = rec;
+    rec.status = Status::Queued;
+    rec.holder = None;
+    rec.attempts = 0;
+    let mut client = db.client().await?;
+    let txn = client.transaction().await.map_err(pg)?;
+    let inserted = exec(
+        &txn,
+        "INSERT INTO pipec_threads (id, pipeline, status, epoch, cancel_requested, created_ms, updated_ms, rec)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
+        &[
+            &rec.id,
+            &rec.pipeline,
+            &rec.status.as_str(),
+            &(rec.epoch as i64),
+            &rec.cancel_requested,
+            &(rec.created_ms as i64),
+            &(rec.updated_ms as i64),
+            &crate::store::envelope::encode(&rec)?,
+        ],
+    )
+    .await?;
+    if inserted == 0 {
+        return Err(StoreError::Io(format!("thread {} already exists", rec.id)));
+    }
+    let id = rec.id.clone();
+    let events = super::writes::apply_writes(
+        &txn,
+        &id,
+        Some(&mut rec),
+        &[Write::Event(Event::ThreadQueued {})],
+    )
+    .await?;
+    super::writes::put_thread(&txn, &rec).await?;
+    notify(&txn).await?;
+    txn.commit().await.map_err(pg)?;
+    Ok(events)
+}
+
+pub(super) async fn runnable(
+    db: &Arc<Db>,
+    query: RunnableQuery,
+) -> Result<Vec<RunnableThread>, StoreError> {
+    // Listening before the look: a notification sent during it is news to the next wait.
+    // A worker that cannot listen still polls.
+    let _ = listen(db).await;
+    db.queue
+        .seen
+        .store(db.queue.generation.load(Ordering::SeqCst), Ordering::SeqCst);
+    let mut client = db.client().await?;
+    let txn = client.transaction().await.map_err(pg)?;
+    let pipelines: Option<Vec<String>> = query.pipelines.clone();
+    let limit = query.max() as i64;
+    let mut out = Vec::new();
+    // Queued, then orphaned (no live lease), oldest first.
+    let found = rows(
+        &txn,
+        "SELECT t.id, t.pipeline, t.status FROM pipec_threads t
+         WHERE t.status IN ('queued', 'running') AND NOT t.cancel_requested
+           AND ($1::text[] IS NULL OR t.pipeline = ANY($1))
+           AND NOT EXISTS (SELECT 1 FROM pipec_leases l WHERE l.thread = t.id AND l.expires_at > now())
+         ORDER BY (t.status = 'running'), t.id
+         LIMIT $2
+         FOR UPDATE OF t SKIP LOCKED",
+        &[&pipelines, &limit],
+    )
+    .await?;
+    let mut orphaned = Vec::new();
+    for r in found {
+        let t = RunnableThread {
+            id: r.get(0),
+            pipeline: r.get(1),
+            why: if r.get::<_, &str>(2) == "queued" {
+                Why::Queued
+            } else {
+                Why::Orphaned
+            },
+        };
+        if t.why == Why::Queued {
+            out.push(t);
+        } else {
+            orphaned.push(t);
+        }
+    }
+    // Paused threads with no live lease: their gates say whether they can go on.
+    let paused = rows(
+        &txn,
+        "SELECT t.id, t.rec FROM pipec_threads t
+         WHERE t.status = 'paused' AND NOT t.cancel_requested
+           AND ($1::text[] IS NULL OR t.pipeline = ANY($1))
+           AND NOT EXISTS (SELECT 1 FROM pipec_leases l WHERE l.thread = t.id AND l.expires_at > now())
+         ORDER BY t.id
+         FOR UPDATE OF t SKIP LOCKED",
+        &[&pipelines],
+    )
+    .await?;
+    for r in paused {
+        if out.len() >= query.max() {
+            break;
+        }
+        let id: String = r.get(0);
+        let rec: ThreadRec = decode(r.get::<_, &[u8]>(1), &|| format!("thread {id}"))?;
+        let gates = rows(
+            &txn,
+            "SELECT g.rec, n.rec FROM pipec_gates g
+             LEFT JOIN pipec_nodes n ON n.thread = g.thread AND n.name = g.name
+             WHERE g.thread = $1",
+            &[&id],
+        )
+        .await?;
+        let mut decoded = Vec::new();
+        for g in &gates {
+            let gate: GateRec = decode(g.get::<_, &[u8]>(0), &|| format!("thread {id}, a gate"))?;
+            let node: Option<NodeRec> = match g.get::<_, Option<&[u8]>>(1) {
+                Some(b) => Some(decode(b, &|| format!("thread {id}, a node"))?),
+                None => None,
+            };
+            decoded.push((gate, node));
+        }
+        let why = why_runnable(
+            &rec,
+            decoded.iter().map(|(g, n)| (g, n.as_ref())),
+            query.now_ms,
+            false,
+        );
+        if let Some(why) = why {
+            out.push(RunnableThread {
+                id: rec.id,
+                pipeline: rec.pipeline,
+                why,
+            });
+        }
+    }
+    txn.commit().await.map_err(pg)?;
+    out.extend(orphaned);
+    out.truncate(query.max());
+    Ok(out)
+}
+
+pub(super) async fn wait_for_work(db: Arc<Db>, timeout: Duration) -> Result<(), StoreError> {
+    let q = &db.queue;
+    let woken = q.wake.notified();
+    tokio::pin!(woken);
+    woken.as_mut().enable();
+    if q.generation.load(Ordering::SeqCst) != q.seen.load(Ordering::SeqCst) {
+        return Ok(());
+    }
+    let _ = tokio::time::timeout(timeout, woken).await;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use serde_json::json;
+
+    use super::super::testing;
+    use crate::store::contract::{attempt, rt, thread_rec};
+    use crate::store::*;
+
+    /// A gate answered by another store (another pool, as another process has) while a
+    /// worker waits with a 5 s poll: the wait ends within 100 ms, so it was the
+    /// notification, not the poll.
+    #[test]
+    fn an_answer_wakes_a_waiting_worker_through_notify() {
+        let Some(server) = testing::server("an_answer_wakes_a_waiting_worker_through_notify")
+        else {
+            return;
+        };
+        let schema = testing::TestSchema::new(&server, "notify");
+        let (worker, answerer) = (schema.store(), schema.store());
+        let runtime = rt();
+        let (lease, _) = runtime
+            .block_on(answerer.create_thread(thread_rec(), attempt()))
+            .expect("create");
+        let id = lease.thread.clone();
+        let mut rec = runtime
+            .block_on(answerer.load(&id))
+            .expect("load")
+            .thread
+            .expect("t");
+        rec.status = Status::Paused;
+        let gate = GateRec {
+            node: "g".into(),
+            state: GateState::Pending,
+            message: "g?".into(),
+            schema: json!({ "type": "boolean" }),
+            pending_ms: 1,
+            deadline_ms: None,
+            answer: None,
+            answered_ms: 0,
+            answered_by: None,
+        };
+        runtime
+            .block_on(answerer.commit(
+                &lease,
+                vec![Write::Thread(rec), Write::Gate("g".into(), gate)],
+            ))
+            .expect("pause");
+        drop(lease);
+        let mut worst = Duration::ZERO;
+        let query = || RunnableQuery {
+            now_ms: ids::now_ms(),
+            pipelines: None,
+            limit: 0,
+        };
+        // Wait for the release of the lease to be heard, then look: nothing to do.
+        runtime
+            .block_on(worker.wait_for_work(Duration::from_millis(300)))
+            .expect("wait");
+        assert!(
+            runtime
+                .block_on(worker.runnable(query()))
+                .expect("runnable")
+                .is_empty()
+        );
+        let answered = std::thread::spawn({
+            let answerer = answerer.clone();
+            let id = id.clone();
+            move || {
+                std::thread::sleep(Duration::from_millis(300));
+                let at = Instant::now();
+                rt().block_on(answerer.answer(&id, vec![("g".into(), json!(true))], "cli"))
+                    .expect("answer");
+                at
+            }
+        });
+        runtime
+            .block_on(worker.wait_for_work(Duration::from_secs(5)))
+            .expect("wait");
+        let woke = Instant::now();
+        let at = answered.join().expect("answer thread");
+        worst = worst.max(woke.saturating_duration_since(at));
+        assert!(
+            worst < Duration::from_millis(100),
+            "woken {worst:?} after the answer committed"
+        );
+        let found = runtime
+            .block_on(worker.runnable(query()))
+            .expect("runnable");
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].why, Why::Answered);
+        eprintln!("woken {worst:?} after the answer");
+    }
+}
