@@ -1,0 +1,242 @@
+//! Durable costs on PostgreSQL, beside the embedded store.
+//!
+//! 1. **Per step**: a chain of 100 pure `return` nodes run to completion in this process,
+//!    on a fresh redb file and on the PostgreSQL store, alternately; the time ÷ 100.
+//! 2. **Throughput**: `pipec worker` processes (1, 2 and 4) on one database take short
+//!    runs (a 5-node pipeline) that this process submits; durable steps per second from
+//!    the first submit to the last completion, workers started and idle beforehand.
+//!
+//! ```sh
+//! cargo bench --bench postgres -- --url postgres://user@127.0.0.1:5432/db \
+//!     [--quick] [--json FILE] [--threads 400] [--workers 1,2,4] [--only steps|workers]
+//! ```
+//!
+//! The database at `--url` is taken over: its pipec tables are emptied before each
+//! measurement. `bench/pg_compare.sh` makes a throwaway server and runs this beside
+//! LangGraph's Postgres checkpointer. The workers are the `pipec` binary beside this
+//! benchmark's profile (`target/release/pipec`), or `PIPEC_BIN`.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pipec::runtime::{Outcome, RunOptions, Runner};
+use pipec::store::{ListQuery, PgOpen, PostgresStore, RedbStore, Status, Store};
+use serde_json::json;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn chain(n: usize) -> String {
+    let mut s = String::from(
+        "type Step {\n  v: int\n}\n\ninput x: int\n\nnode n0(x: int = input.x) -> Step {\n  return = { v: x }\n}\n\n",
+    );
+    for i in 1..n {
+        s.push_str(&format!(
+            "node n{i}(p: Step = n{}) -> Step {{\n  return = {{ v: p.v + 1 }}\n}}\n\n",
+            i - 1
+        ));
+    }
+    s.push_str(&format!("output last = n{}\n", n - 1));
+    s
+}
+
+fn arg(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+}
+
+/// Empties the database's pipec tables (the schema stays).
+fn empty(url: &str) {
+    let out = Command::new("psql")
+        .args([url, "-qAtc"])
+        .arg(
+            "DO $$ DECLARE t text; BEGIN FOR t IN SELECT tablename FROM pg_tables \
+             WHERE schemaname = current_schema() AND tablename <> 'pipec_meta' LOOP \
+             EXECUTE 'TRUNCATE ' || quote_ident(t) || ' CASCADE'; END LOOP; END $$;",
+        )
+        .output()
+        .expect("psql");
+    assert!(
+        out.status.success(),
+        "psql: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn pipec_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("PIPEC_BIN") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("exe");
+    // target/<profile>/deps/postgres-HASH → target/<profile>/pipec
+    exe.parent()
+        .and_then(|d| d.parent())
+        .map(|d| d.join("pipec"))
+        .expect("target dir")
+}
+
+fn per_step(rt: &tokio::runtime::Runtime, url: &str, rounds: usize, out: &mut Vec<(String, f64)>) {
+    let plan = pipec::compile_str("chain.pipe", &chain(100)).expect("plan");
+    let dir = std::env::temp_dir().join(format!("pipec-pgbench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let (mut redb, mut pg) = (Vec::new(), Vec::new());
+    empty(url);
+    let store = PostgresStore::connect(url, PgOpen::Create).expect("postgres store");
+    for round in 0..rounds {
+        let path = dir.join(format!("r{round}.redb"));
+        let _ = std::fs::remove_file(&path);
+        let file = RedbStore::open(&path).expect("redb");
+        for (samples, store) in [
+            (&mut redb, Arc::new(file) as Arc<dyn Store>),
+            (&mut pg, Arc::new(store.clone()) as Arc<dyn Store>),
+        ] {
+            let runner = Runner::with_store(plan.clone(), store).project_root(&dir);
+            // One warm-up run per store and round: connections, statements, pages.
+            let _ = rt.block_on(runner.start(json!({ "x": 1 })));
+            let t = Instant::now();
+            let done = rt.block_on(runner.start(json!({ "x": 1 }))).expect("run");
+            let took = t.elapsed().as_secs_f64() * 1000.0 / 100.0;
+            assert!(matches!(done, Outcome::Completed { .. }), "{done:?}");
+            samples.push(took);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let (r, p) = (median(redb), median(pg));
+    println!("per step, 100-node chain: redb {r:.3} ms, postgres {p:.3} ms");
+    out.push(("steps.redb.step_ms".into(), r));
+    out.push(("steps.postgres.step_ms".into(), p));
+}
+
+fn completed(rt: &tokio::runtime::Runtime, store: &PostgresStore, want: usize) -> usize {
+    let q = ListQuery {
+        status: Some(Status::Completed),
+        limit: want + 1,
+        ..Default::default()
+    };
+    rt.block_on(store.list(q)).map(|l| l.len()).unwrap_or(0)
+}
+
+fn throughput(
+    rt: &tokio::runtime::Runtime,
+    url: &str,
+    workers: usize,
+    threads: usize,
+) -> (f64, Duration) {
+    const NODES: usize = 5;
+    empty(url);
+    let store = PostgresStore::connect(url, PgOpen::Create).expect("postgres store");
+    let plan = pipec::compile_str("short.pipe", &chain(NODES)).expect("plan");
+    let mut procs: Vec<Child> = (0..workers)
+        .map(|_| {
+            Command::new(pipec_bin())
+                .args([
+                    "worker",
+                    "--store",
+                    url,
+                    "--concurrency",
+                    "8",
+                    "--poll",
+                    "5s",
+                ])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("pipec worker")
+        })
+        .collect();
+    // Started and waiting for work.
+    std::thread::sleep(Duration::from_millis(1500));
+    let runner = Arc::new(Runner::new(plan, store.clone()));
+    let t = Instant::now();
+    rt.block_on(async {
+        let mut tasks = Vec::new();
+        for part in 0..4 {
+            let runner = runner.clone();
+            tasks.push(tokio::spawn(async move {
+                for i in (part..threads).step_by(4) {
+                    runner
+                        .submit_with(json!({ "x": i }), RunOptions::default())
+                        .await
+                        .expect("submit");
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.expect("submitter");
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while completed(rt, &store, threads) < threads {
+        assert!(Instant::now() < deadline, "the workers did not finish");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let took = t.elapsed();
+    for p in &mut procs {
+        let _ = Command::new("kill")
+            .args(["-TERM", &p.id().to_string()])
+            .status();
+    }
+    for p in &mut procs {
+        let _ = p.wait();
+    }
+    ((threads * NODES) as f64 / took.as_secs_f64(), took)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--list") {
+        return;
+    }
+    let Some(url) = arg(&args, "--url").or_else(|| std::env::var("PIPEC_BENCH_POSTGRES").ok())
+    else {
+        eprintln!(
+            "error: no database: give --url postgres://... or PIPEC_BENCH_POSTGRES (bench/pg_compare.sh makes one)"
+        );
+        std::process::exit(2);
+    };
+    let quick = args.iter().any(|a| a == "--quick");
+    let only = arg(&args, "--only");
+    let threads: usize = arg(&args, "--threads")
+        .map(|t| t.parse().expect("--threads N"))
+        .unwrap_or(if quick { 100 } else { 400 });
+    let worker_counts: Vec<usize> = arg(&args, "--workers")
+        .unwrap_or_else(|| "1,2,4".into())
+        .split(',')
+        .map(|n| n.trim().parse().expect("--workers 1,2,4"))
+        .collect();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut results: Vec<(String, f64)> = Vec::new();
+    if only.as_deref() != Some("workers") {
+        per_step(&rt, &url, if quick { 3 } else { 10 }, &mut results);
+    }
+    if only.as_deref() != Some("steps") {
+        for &w in &worker_counts {
+            let (rate, took) = throughput(&rt, &url, w, threads);
+            println!(
+                "{w} worker(s): {threads} runs of 5 nodes in {:.0} ms = {rate:.0} durable steps/s",
+                took.as_secs_f64() * 1000.0
+            );
+            results.push((format!("workers.{w}.steps_per_s"), rate));
+        }
+    }
+    if let Some(path) = arg(&args, "--json") {
+        let doc: serde_json::Map<String, serde_json::Value> =
+            results.into_iter().map(|(k, v)| (k, json!(v))).collect();
+        std::fs::write(
+            &path,
+            serde_json::to_string_pretty(&doc).unwrap_or_default(),
+        )
+        .expect("write --json");
+    }
+}
