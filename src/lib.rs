@@ -34,6 +34,7 @@ pub mod check;
 pub mod diagnostic;
 pub mod graph;
 pub mod lint;
+pub mod lsp;
 pub mod names;
 pub mod plan;
 pub mod rules;
