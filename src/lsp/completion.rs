@@ -18,7 +18,8 @@ use super::templates;
 use super::workspace::{Snapshot, Workspace};
 use crate::check::hir::{Hir, NodeId};
 use crate::check::ty::{Ty, display};
-use crate::source::FileId;
+use super::documents::OverlayLoader;
+use crate::source::{FileId, Loader, normalize_path};
 use crate::syntax::ast::NodeKind;
 
 pub fn completion(ws: &mut Workspace, p: CompletionParams) -> Answer {
@@ -31,7 +32,18 @@ pub fn completion(ws: &mut Workspace, p: CompletionParams) -> Answer {
     let items = if path.extension().is_some_and(|e| e != "pipe") {
         template_items(snap, &path, text, offset)
     } else {
-        pipe_items(snap, file, text, offset)
+        let hir = &snap.analysis.hir;
+        // The node being typed usually does not parse, so the last check does not have
+        // it: check once more with a placeholder name at the cursor, as if the user had
+        // finished the word.
+        let needs_patch = enclosing_item(text, offset).is_some_and(|(kw, name, _)| {
+            NodeKind::from_keyword(&kw).is_some() && node_named(hir, file, &name).is_none()
+        });
+        let patched = needs_patch.then(|| patched_analysis(ws, snap, &path, text, offset)).flatten();
+        match &patched {
+            Some((analysis, pfile)) => pipe_items(&analysis.hir, *pfile, text, offset),
+            None => pipe_items(hir, file, text, offset),
+        }
     };
     serde_json::to_value(CompletionResponse::Array(items)).map_err(|e| Failure::invalid(e.to_string()))
 }
@@ -179,8 +191,57 @@ fn node_named(hir: &Hir, file: FileId, name: &str) -> Option<NodeId> {
         .map(|i| i as NodeId)
 }
 
-fn pipe_items(snap: &Snapshot, file: FileId, text: &str, offset: usize) -> Vec<CompletionItem> {
-    let hir = &snap.analysis.hir;
+/// The placeholder completion checks with.
+const PLACEHOLDER: &str = "pipec_completion_placeholder";
+
+/// The program checked again with the placeholder inserted at the cursor.
+fn patched_analysis(
+    ws: &Workspace,
+    snap: &Snapshot,
+    path: &Path,
+    text: &str,
+    offset: usize,
+) -> Option<(crate::Analysis, FileId)> {
+    let root = snap.analysis.db.get(snap.analysis.hir.root?).path.clone();
+    let mut patched = text.to_string();
+    patched.insert_str(offset, PLACEHOLDER);
+    let loader = PatchedLoader {
+        inner: OverlayLoader {
+            documents: &ws.documents,
+        },
+        path,
+        text: &patched,
+    };
+    let analysis = crate::analyze(&loader, &root, &root.display().to_string());
+    let file = analysis.db.find(path)?;
+    Some((analysis, file))
+}
+
+struct PatchedLoader<'a> {
+    inner: OverlayLoader<'a>,
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Loader for PatchedLoader<'_> {
+    fn read(&self, path: &Path) -> std::io::Result<String> {
+        if normalize_path(path) == self.path {
+            return Ok(self.text.to_string());
+        }
+        self.inner.read(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        normalize_path(path) == self.path || self.inner.exists(path)
+    }
+    fn is_dir(&self, path: &Path) -> bool {
+        self.inner.is_dir(path)
+    }
+    fn absolute(&self, path: &Path) -> std::path::PathBuf {
+        self.inner.absolute(path)
+    }
+}
+
+fn pipe_items(hir: &Hir, file: FileId, text: &str, offset: usize) -> Vec<CompletionItem> {
     let before = &text[..offset];
     let line = &before[before.rfind('\n').map_or(0, |i| i + 1)..];
     let item_at = enclosing_item(text, offset);

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use super::hover::path_type;
+use super::index::Sym;
 use super::workspace::Snapshot;
 use crate::check::hir::{Body, NodeId, Template};
 use crate::check::ty::display;
@@ -18,7 +19,8 @@ pub fn nodes_using(snap: &Snapshot, path: &Path) -> Vec<NodeId> {
             .iter()
             .any(|(name, _)| normalize_path(&prompts.join(name)) == path)
     };
-    hir.nodes
+    let mut nodes: Vec<NodeId> = hir
+        .nodes
         .iter()
         .enumerate()
         .filter(|(_, n)| match &n.body {
@@ -29,7 +31,21 @@ pub fn nodes_using(snap: &Snapshot, path: &Path) -> Vec<NodeId> {
             _ => false,
         })
         .map(|(i, _)| i as NodeId)
-        .collect()
+        .collect();
+    // A template that does not parse leaves its node without a body; the node that
+    // names it in `file("...")` still renders it.
+    let sym = Sym::File(path.to_path_buf());
+    for occ in snap.index().of(&sym) {
+        if let Some(i) = hir
+            .nodes
+            .iter()
+            .position(|n| n.info.file == occ.file && n.info.span.contains(occ.span))
+            && !nodes.contains(&(i as NodeId))
+        {
+            nodes.push(i as NodeId);
+        }
+    }
+    nodes
 }
 
 fn is_word(c: char) -> bool {
