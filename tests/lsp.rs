@@ -136,7 +136,10 @@ fn a_clean_file_gets_an_empty_list_and_an_error_appears_where_it_is_then_clears(
     f.client.open(&f.app, APP);
     assert_eq!(f.client.diagnostics(&f.app), Vec::<Value>::new());
 
-    let broken = APP.replace("  model = fast\n  prompt = file", "  model = fsat\n  prompt = file");
+    let broken = APP.replace(
+        "  model = fast\n  prompt = file",
+        "  model = fsat\n  prompt = file",
+    );
     f.client.change_all(&f.app, 2, &broken);
     let diags = f.client.diagnostics(&f.app);
     assert_eq!(diags.len(), 1, "{diags:?}");
@@ -179,7 +182,11 @@ fn secondary_labels_are_related_information_and_edits_by_range_apply() {
     let diags = f.client.diagnostics(&f.app);
     let dup = diags
         .iter()
-        .find(|d| d["code"] == "P0102" || d["message"].as_str().unwrap().contains("twice") || d["message"].as_str().unwrap().contains("declared"))
+        .find(|d| {
+            d["code"] == "P0102"
+                || d["message"].as_str().unwrap().contains("twice")
+                || d["message"].as_str().unwrap().contains("declared")
+        })
         .unwrap_or_else(|| panic!("no duplicate-declaration diagnostic: {diags:?}"));
     let related = dup["relatedInformation"].as_array().unwrap();
     assert_eq!(related[0]["location"]["uri"], f.app);
@@ -194,20 +201,44 @@ fn hover_shows_types_sources_signatures_docs_annotations_links_and_template_vari
     f.client.diagnostics(&f.app);
 
     // A parameter: its type and its source.
-    let h = hover_text(&mut f.client, &f.app, pos(APP, "ticket: Ticket = each", 0, 1));
-    assert!(h.contains("ticket: Ticket = each(resources(ref: \"ticket\""), "{h}");
+    let h = hover_text(
+        &mut f.client,
+        &f.app,
+        pos(APP, "ticket: Ticket = each", 0, 1),
+    );
+    assert!(
+        h.contains("ticket: Ticket = each(resources(ref: \"ticket\""),
+        "{h}"
+    );
     assert!(h.contains("link kind `ticket`"), "{h}");
     // A node: its signature and kind.
-    let h = hover_text(&mut f.client, &f.app, pos(APP, "output labels = classify", 0, 17));
-    assert!(h.contains("think classify(ticket: Ticket, count: int) -> { label: string }"), "{h}");
+    let h = hover_text(
+        &mut f.client,
+        &f.app,
+        pos(APP, "output labels = classify", 0, 17),
+    );
+    assert!(
+        h.contains("think classify(ticket: Ticket, count: int) -> { label: string }"),
+        "{h}"
+    );
     assert!(h.contains("asks a model"), "{h}");
     // A type: fields with their docs.
     let h = hover_text(&mut f.client, &f.app, pos(APP, "-> Ticket[]", 0, 4));
-    assert!(h.contains("/// The ticket's headline.") && h.contains("title: string"), "{h}");
+    assert!(
+        h.contains("/// The ticket's headline.") && h.contains("title: string"),
+        "{h}"
+    );
     assert!(h.contains("A support ticket."), "{h}");
     // A tool: annotations and links.
-    let h = hover_text(&mut f.client, &f.app, pos(APP, "tools = [search_tickets]", 0, 10));
-    assert!(h.contains("read-only") && h.contains("links: `ticket`"), "{h}");
+    let h = hover_text(
+        &mut f.client,
+        &f.app,
+        pos(APP, "tools = [search_tickets]", 0, 10),
+    );
+    assert!(
+        h.contains("read-only") && h.contains("links: `ticket`"),
+        "{h}"
+    );
     // A link kind: its template.
     let h = hover_text(&mut f.client, &f.app, pos(APP, "ref: \"ticket\"", 0, 7));
     assert!(h.contains("mcp://tracker/tickets/{id}"), "{h}");
@@ -218,12 +249,18 @@ fn hover_shows_types_sources_signatures_docs_annotations_links_and_template_vari
     // A template variable, inside the template.
     f.client.open(&f.prompt, PROMPT);
     let h = hover_text(&mut f.client, &f.prompt, pos(PROMPT, "ticket.title", 0, 8));
-    assert!(h.contains("ticket.title: string") && h.contains("`classify`"), "{h}");
+    assert!(
+        h.contains("ticket.title: string") && h.contains("`classify`"),
+        "{h}"
+    );
     let h = hover_text(&mut f.client, &f.prompt, pos(PROMPT, "count", 0, 1));
     assert!(h.contains("count: int"), "{h}");
 
     // A diagnostic's code: its explanation.
-    let broken = APP.replace("  model = fast\n  prompt = file", "  model = fsat\n  prompt = file");
+    let broken = APP.replace(
+        "  model = fast\n  prompt = file",
+        "  model = fsat\n  prompt = file",
+    );
     f.client.change_all(&f.app, 2, &broken);
     let h = hover_text(&mut f.client, &f.app, pos(&broken, "fsat", 0, 1));
     assert!(h.contains("P0101 unknown-name"), "{h}");
@@ -251,15 +288,28 @@ fn definition_goes_to_models_types_fields_links_inputs_nodes_tools_servers_and_p
         (pos(APP, "-> Ticket[]", 0, 4), line("type Ticket")),
         (pos(APP, "ticket.status ==", 0, 8), line("  status: string")),
         (pos(APP, "ref: \"ticket\"", 0, 7), line("link \"ticket\"")),
-        (pos(APP, "links = [\"ticket\"]", 0, 11), line("link \"ticket\"")),
+        (
+            pos(APP, "links = [\"ticket\"]", 0, 11),
+            line("link \"ticket\""),
+        ),
         (pos(APP, "input.query", 0, 7), line("input query")),
         (pos(APP, "search.count", 0, 2), line("agent search")),
-        (pos(APP, "[search_tickets]", 0, 3), line("tool search_tickets")),
+        (
+            pos(APP, "[search_tickets]", 0, 3),
+            line("tool search_tickets"),
+        ),
         (pos(APP, "from tracker", 0, 6), line("server tracker")),
-        (pos(APP, "output labels = classify", 0, 18), line("think classify")),
+        (
+            pos(APP, "output labels = classify", 0, 18),
+            line("think classify"),
+        ),
     ];
     for (at, want) in cases {
-        assert_eq!(definition(&mut f.client, &app, at), (app.clone(), want), "at {at:?}");
+        assert_eq!(
+            definition(&mut f.client, &app, at),
+            (app.clone(), want),
+            "at {at:?}"
+        );
     }
     let (uri, _) = definition(&mut f.client, &app, pos(APP, "file(\"classify\")", 0, 7));
     assert_eq!(uri, f.prompt);
@@ -282,7 +332,13 @@ fn references_and_rename_cover_every_use_and_refuse_clashes_and_bad_names() {
     assert_eq!(r["result"].as_array().unwrap().len(), 4, "{r}");
 
     let at = pos(APP, "model fast", 0, 7);
-    let r = f.client.at("textDocument/rename", &f.app, at.0, at.1, json!({ "newName": "quick" }));
+    let r = f.client.at(
+        "textDocument/rename",
+        &f.app,
+        at.0,
+        at.1,
+        json!({ "newName": "quick" }),
+    );
     let edits = r["result"]["changes"][&f.app].as_array().unwrap().clone();
     assert_eq!(edits.len(), 3, "{r}");
     // Applying them gives a file that checks clean.
@@ -305,16 +361,51 @@ fn references_and_rename_cover_every_use_and_refuse_clashes_and_bad_names() {
     f.client.change_all(&f.app, 3, APP);
 
     // A name something else already has is refused, with where that is.
-    let r = f.client.at("textDocument/rename", &f.app, at.0, at.1, json!({ "newName": "tracker" }));
-    let msg = r["error"]["message"].as_str().unwrap_or_else(|| panic!("not refused: {r}"));
-    assert!(msg.contains("cannot rename to `tracker`") && msg.contains("app.pipe:3:8"), "{msg}");
+    let r = f.client.at(
+        "textDocument/rename",
+        &f.app,
+        at.0,
+        at.1,
+        json!({ "newName": "tracker" }),
+    );
+    let msg = r["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not refused: {r}"));
+    assert!(
+        msg.contains("cannot rename to `tracker`") && msg.contains("app.pipe:3:8"),
+        "{msg}"
+    );
     // So is something that is not a name.
-    let r = f.client.at("textDocument/rename", &f.app, at.0, at.1, json!({ "newName": "2fast" }));
-    assert!(r["error"]["message"].as_str().unwrap().contains("not a valid name"), "{r}");
+    let r = f.client.at(
+        "textDocument/rename",
+        &f.app,
+        at.0,
+        at.1,
+        json!({ "newName": "2fast" }),
+    );
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a valid name"),
+        "{r}"
+    );
     // A field clash.
     let at = pos(APP, "  title: string", 0, 3);
-    let r = f.client.at("textDocument/rename", &f.app, at.0, at.1, json!({ "newName": "status" }));
-    assert!(r["error"]["message"].as_str().unwrap().contains("already has a field `status`"), "{r}");
+    let r = f.client.at(
+        "textDocument/rename",
+        &f.app,
+        at.0,
+        at.1,
+        json!({ "newName": "status" }),
+    );
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already has a field `status`"),
+        "{r}"
+    );
 }
 
 /// Sends `APP` with `from` replaced by `to` (where `§` marks the cursor) and asks for
@@ -336,13 +427,31 @@ fn completion_offers_what_fits_where_the_cursor_is() {
     let has = |l: &[String], want: &[&str]| want.iter().all(|w| l.iter().any(|x| x == w));
 
     // Sources: nodes and inputs.
-    let l = complete(c, &app, 2, "  count: int = search.count,\n", "  count: int = search.count,\n  other: int = §\n");
+    let l = complete(
+        c,
+        &app,
+        2,
+        "  count: int = search.count,\n",
+        "  count: int = search.count,\n  other: int = §\n",
+    );
     assert!(has(&l, &["search", "input.query"]), "{l:?}");
     // Fields after a dot, in a source.
-    let l = complete(c, &app, 3, "count: int = search.count,", "count: int = search.§");
+    let l = complete(
+        c,
+        &app,
+        3,
+        "count: int = search.count,",
+        "count: int = search.§",
+    );
     assert_eq!(l, ["count"]);
     // Inputs after `input.`.
-    let l = complete(c, &app, 4, "query: string = input.query", "query: string = input.§");
+    let l = complete(
+        c,
+        &app,
+        4,
+        "query: string = input.query",
+        "query: string = input.§",
+    );
     assert_eq!(l, ["query"]);
     // Fields after a dot, in a body.
     let l = complete(c, &app, 5, "when = ticket.status", "when = ticket.§");
@@ -359,9 +468,18 @@ fn completion_offers_what_fits_where_the_cursor_is() {
     let l = complete(c, &app, 9, "  max_steps = 4\n", "  max_steps = 4\n  ma§\n");
     assert!(has(&l, &["max_steps", "tools"]), "{l:?}");
     let l = complete(c, &app, 10, "  prompt = file", "  re§\n  prompt = file");
-    assert!(has(&l, &["repairs", "model"]) && !has(&l, &["max_steps"]), "{l:?}");
+    assert!(
+        has(&l, &["repairs", "model"]) && !has(&l, &["max_steps"]),
+        "{l:?}"
+    );
     // Type names.
-    let l = complete(c, &app, 11, "  count: int = search.count,\n", "  count: int = search.count,\n  other: Ti§\n");
+    let l = complete(
+        c,
+        &app,
+        11,
+        "  count: int = search.count,\n",
+        "  count: int = search.count,\n  other: Ti§\n",
+    );
     assert!(has(&l, &["Ticket", "string"]), "{l:?}");
 
     // Template variables and their fields, in the template.
@@ -387,7 +505,11 @@ fn a_prompt_template_edited_in_its_own_buffer_gets_diagnostics_on_its_own_uri() 
     let diags = f.client.diagnostics(&f.prompt);
     assert_eq!(diags.len(), 1, "{diags:?}");
     let (line, col) = pos(&bad, "titel", 0, 0);
-    assert_eq!(range_of(&diags[0]).0, (line as u64, col as u64), "{diags:?}");
+    assert_eq!(
+        range_of(&diags[0]).0,
+        (line as u64, col as u64),
+        "{diags:?}"
+    );
     // The file on disk was never changed: the buffer is what was checked.
     assert_eq!(f.project.read("prompts/classify.jinja"), PROMPT);
     f.client.change_all(&f.prompt, 3, PROMPT);
@@ -400,9 +522,30 @@ fn outline_formatting_and_semantic_tokens() {
     let messy = APP.replace("  read_only = true", "      read_only   =   true");
     f.client.open(&f.app, &messy);
     f.client.diagnostics(&f.app);
-    let r = f.client.request("textDocument/documentSymbol", json!({ "textDocument": { "uri": f.app } }));
-    let names: Vec<&str> = r["result"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["tracker", "fast", "Ticket", "ticket", "search_tickets", "query", "search", "classify", "labels"]);
+    let r = f.client.request(
+        "textDocument/documentSymbol",
+        json!({ "textDocument": { "uri": f.app } }),
+    );
+    let names: Vec<&str> = r["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "tracker",
+            "fast",
+            "Ticket",
+            "ticket",
+            "search_tickets",
+            "query",
+            "search",
+            "classify",
+            "labels"
+        ]
+    );
     let ticket = &r["result"][2]["children"];
     assert_eq!(ticket[0]["name"], "title");
 
@@ -412,34 +555,63 @@ fn outline_formatting_and_semantic_tokens() {
     );
     let edits = r["result"].as_array().unwrap();
     assert_eq!(edits.len(), 1);
-    assert_eq!(edits[0]["newText"], pipec::syntax::format_source(&messy).unwrap());
-    assert!(edits[0]["newText"].as_str().unwrap().contains("\n  read_only = true\n"));
+    assert_eq!(
+        edits[0]["newText"],
+        pipec::syntax::format_source(&messy).unwrap()
+    );
+    assert!(
+        edits[0]["newText"]
+            .as_str()
+            .unwrap()
+            .contains("\n  read_only = true\n")
+    );
 
-    let r = f.client.request("textDocument/semanticTokens/full", json!({ "textDocument": { "uri": f.app } }));
+    let r = f.client.request(
+        "textDocument/semanticTokens/full",
+        json!({ "textDocument": { "uri": f.app } }),
+    );
     let data = r["result"]["data"].as_array().unwrap();
     assert!(data.len() > 20 && data.len() % 5 == 0, "{r}");
     // The first token is the file's `//!` comment (type 8, documentation).
     let first_line = APP.lines().next().unwrap().len();
-    assert_eq!(&data[..5], &[json!(0), json!(0), json!(first_line), json!(8), json!(2)]);
+    assert_eq!(
+        &data[..5],
+        &[json!(0), json!(0), json!(first_line), json!(8), json!(2)]
+    );
 }
 
 #[test]
 fn bad_input_gets_an_error_response_and_the_server_goes_on() {
     let mut f = fixture("lsp-bad");
     f.client.send_raw(b"Content-Length: 9\r\n\r\n{not json");
-    let r = f.client.wait_for(|m| m.get("error").is_some() && m["id"].is_null());
+    let r = f
+        .client
+        .wait_for(|m| m.get("error").is_some() && m["id"].is_null());
     assert_eq!(r["error"]["code"], -32700);
 
     let r = f.client.request("textDocument/notAMethod", json!({}));
     assert_eq!(r["error"]["code"], -32601);
-    assert!(r["error"]["message"].as_str().unwrap().contains("notAMethod"));
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("notAMethod")
+    );
 
     let never = file_uri(&f.project.dir.join("never.pipe"));
     let r = f.client.at("textDocument/hover", &never, 0, 0, json!({}));
     assert_eq!(r["error"]["code"], -32602);
-    assert!(r["error"]["message"].as_str().unwrap().contains("is not open"), "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("is not open"),
+        "{r}"
+    );
 
-    let r = f.client.request("textDocument/hover", json!({ "textDocument": 7 }));
+    let r = f
+        .client
+        .request("textDocument/hover", json!({ "textDocument": 7 }));
     assert_eq!(r["error"]["code"], -32602);
 
     // Still alive, and still right.
@@ -450,4 +622,50 @@ fn bad_input_gets_an_error_response_and_the_server_goes_on() {
     assert!(f.client.is_running());
     let status = f.client.shutdown();
     assert!(status.success());
+}
+
+/// Neovim's own LSP client on an example pipeline (tests/editors/nvim_lsp.lua). Without
+/// `nvim` the test says so and passes, unless PIPEC_REQUIRE_NVIM=1 (as in CI).
+#[test]
+fn neovim_gets_diagnostics_hover_and_definition() {
+    let required = std::env::var("PIPEC_REQUIRE_NVIM").is_ok_and(|v| v == "1");
+    let found = std::process::Command::new("nvim")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            !required,
+            "PIPEC_REQUIRE_NVIM=1 but `nvim` is not installed"
+        );
+        eprintln!("skipped: `nvim` is not installed (set PIPEC_REQUIRE_NVIM=1 to fail instead)");
+        return;
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let script = root.join("tests/editors/nvim_lsp.lua");
+    let home = Project::new("lsp-nvim");
+    let out = std::process::Command::new("nvim")
+        .args(["--headless", "--clean", "-c"])
+        .arg(format!("luafile {}", script.display()))
+        .env("PIPEC_BIN", pipec_bin())
+        .env("PIPE_FILE", root.join("pipelines/triage.pipe"))
+        // Neovim's state and logs go to a folder of the test's own.
+        .env("XDG_STATE_HOME", home.dir.join("state"))
+        .env("XDG_CACHE_HOME", home.dir.join("cache"))
+        .env("XDG_DATA_HOME", home.dir.join("data"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "nvim failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    assert!(
+        stdout.contains("ok: diagnostics, hover and definition")
+            || stderr.contains("ok: diagnostics, hover and definition"),
+        "{stdout}\n{stderr}"
+    );
 }

@@ -33,7 +33,9 @@ pub fn code_actions(ws: &mut Workspace, p: CodeActionParams) -> Answer {
                 let mut changes: HashMap<Url, Vec<TextEdit>> = HashMap::new();
                 for e in &fix.edits {
                     let f = analysis.db.get(e.file);
-                    let Some(uri) = path_uri(&f.path) else { continue };
+                    let Some(uri) = path_uri(&f.path) else {
+                        continue;
+                    };
                     changes.entry(uri).or_default().push(TextEdit {
                         range: documents::range(&f.text, e.span),
                         new_text: e.replacement.clone(),

@@ -12,13 +12,13 @@ use lsp_types::{CompletionItem, CompletionItemKind, CompletionParams, Completion
 use serde_json::Value;
 
 use super::documents;
+use super::documents::OverlayLoader;
 use super::index::fields_of;
 use super::server::{Answer, Failure, known_path};
 use super::templates;
 use super::workspace::{Snapshot, Workspace};
 use crate::check::hir::{Hir, NodeId};
 use crate::check::ty::{Ty, display};
-use super::documents::OverlayLoader;
 use crate::source::{FileId, Loader, normalize_path};
 use crate::syntax::ast::NodeKind;
 
@@ -39,13 +39,16 @@ pub fn completion(ws: &mut Workspace, p: CompletionParams) -> Answer {
         let needs_patch = enclosing_item(text, offset).is_some_and(|(kw, name, _)| {
             NodeKind::from_keyword(&kw).is_some() && node_named(hir, file, &name).is_none()
         });
-        let patched = needs_patch.then(|| patched_analysis(ws, snap, &path, text, offset)).flatten();
+        let patched = needs_patch
+            .then(|| patched_analysis(ws, snap, &path, text, offset))
+            .flatten();
         match &patched {
             Some((analysis, pfile)) => pipe_items(&analysis.hir, *pfile, text, offset),
             None => pipe_items(hir, file, text, offset),
         }
     };
-    serde_json::to_value(CompletionResponse::Array(items)).map_err(|e| Failure::invalid(e.to_string()))
+    serde_json::to_value(CompletionResponse::Array(items))
+        .map_err(|e| Failure::invalid(e.to_string()))
 }
 
 fn item(label: &str, kind: CompletionItemKind, detail: impl Into<String>) -> CompletionItem {
@@ -117,7 +120,11 @@ fn template_items(snap: &Snapshot, path: &Path, text: &str, offset: usize) -> Ve
                 push(item(
                     &p.name,
                     CompletionItemKind::VARIABLE,
-                    format!("{} (parameter of `{}`)", display(hir, &p.ty), node.info.display),
+                    format!(
+                        "{} (parameter of `{}`)",
+                        display(hir, &p.ty),
+                        node.info.display
+                    ),
                 ));
             }
         }
@@ -130,7 +137,9 @@ fn enclosing_item(text: &str, offset: usize) -> Option<(String, String, usize)> 
     let mut line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
     loop {
         let line = &text[line_start..];
-        let first = line.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').next()?;
+        let first = line
+            .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+            .next()?;
         if !first.is_empty() && !line.starts_with(char::is_whitespace) {
             let rest = line[first.len()..].trim_start();
             let name: String = rest
@@ -261,7 +270,13 @@ fn pipe_items(hir: &Hir, file: FileId, text: &str, offset: usize) -> Vec<Complet
             return hir
                 .links
                 .iter()
-                .map(|l| item(&l.kind, CompletionItemKind::ENUM_MEMBER, display(hir, &l.ty)))
+                .map(|l| {
+                    item(
+                        &l.kind,
+                        CompletionItemKind::ENUM_MEMBER,
+                        display(hir, &l.ty),
+                    )
+                })
                 .collect();
         }
         return Vec::new();
@@ -310,7 +325,13 @@ fn pipe_items(hir: &Hir, file: FileId, text: &str, offset: usize) -> Vec<Complet
                 return hir
                     .inputs
                     .iter()
-                    .map(|i| item(&i.info.name, CompletionItemKind::VARIABLE, display(hir, &i.ty)))
+                    .map(|i| {
+                        item(
+                            &i.info.name,
+                            CompletionItemKind::VARIABLE,
+                            display(hir, &i.ty),
+                        )
+                    })
                     .collect();
             }
             hir.inputs
@@ -333,13 +354,13 @@ fn pipe_items(hir: &Hir, file: FileId, text: &str, offset: usize) -> Vec<Complet
     }
 
     // The segment of a parameter list or record being typed: `name: Type = source`.
-    let segment_start = before
-        .rfind(['(', ',', '{', '\n'])
-        .map_or(0, |i| i + 1);
+    let segment_start = before.rfind(['(', ',', '{', '\n']).map_or(0, |i| i + 1);
     let segment = &before[segment_start..];
     let after_arrow = line.contains("->") && !line[line.rfind("->").unwrap_or(0)..].contains('{');
     let is_type_decl = keyword == "type" || keyword == "tool" || keyword == "reader";
-    if after_arrow || ((in_params || is_type_decl) && segment.contains(':') && !segment.contains('=')) {
+    if after_arrow
+        || ((in_params || is_type_decl) && segment.contains(':') && !segment.contains('='))
+    {
         return type_items(hir);
     }
     if in_params && segment.contains('=') {
@@ -374,7 +395,13 @@ fn pipe_items(hir: &Hir, file: FileId, text: &str, offset: usize) -> Vec<Complet
         if !key_start.contains('=') {
             return crate::check::node_settings(kind)
                 .into_iter()
-                .map(|s| item(s, CompletionItemKind::PROPERTY, format!("setting of `{}`", kind.keyword())))
+                .map(|s| {
+                    item(
+                        s,
+                        CompletionItemKind::PROPERTY,
+                        format!("setting of `{}`", kind.keyword()),
+                    )
+                })
                 .collect();
         }
         let key = key_start.split('=').next().unwrap_or("").trim();
@@ -398,10 +425,12 @@ fn pipe_items(hir: &Hir, file: FileId, text: &str, offset: usize) -> Vec<Complet
 }
 
 fn type_items(hir: &Hir) -> Vec<CompletionItem> {
-    let mut items: Vec<CompletionItem> = ["string", "int", "float", "bool", "bytes", "json", "duration", "ref", "map"]
-        .iter()
-        .map(|t| item(t, CompletionItemKind::KEYWORD, "built-in type"))
-        .collect();
+    let mut items: Vec<CompletionItem> = [
+        "string", "int", "float", "bool", "bytes", "json", "duration", "ref", "map",
+    ]
+    .iter()
+    .map(|t| item(t, CompletionItemKind::KEYWORD, "built-in type"))
+    .collect();
     items.extend(hir.types.iter().map(|t| {
         item(
             &t.info.display,

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 
 use lsp_types::{
-    CodeDescription, Diagnostic as LspDiagnostic, DiagnosticRelatedInformation,
-    DiagnosticSeverity, Location, NumberOrString, Url,
+    CodeDescription, Diagnostic as LspDiagnostic, DiagnosticRelatedInformation, DiagnosticSeverity,
+    Location, NumberOrString, Url,
 };
 
 use super::documents::{path_uri, range};
@@ -16,7 +16,10 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::rules::find_rule;
 
 /// Each file's diagnostics, by path (files with none are absent).
-pub fn by_file(analysis: &Analysis, explain: &mut ExplainPages) -> BTreeMap<PathBuf, Vec<LspDiagnostic>> {
+pub fn by_file(
+    analysis: &Analysis,
+    explain: &mut ExplainPages,
+) -> BTreeMap<PathBuf, Vec<LspDiagnostic>> {
     let mut out: BTreeMap<PathBuf, Vec<LspDiagnostic>> = BTreeMap::new();
     for d in &analysis.diagnostics {
         let Some((path, diag)) = convert(analysis, d, explain) else {
@@ -41,7 +44,10 @@ pub fn convert(
         }
         None => {
             let root = analysis.hir.root?;
-            (analysis.db.get(root).path.clone(), lsp_types::Range::default())
+            (
+                analysis.db.get(root).path.clone(),
+                lsp_types::Range::default(),
+            )
         }
     };
     let related: Vec<DiagnosticRelatedInformation> = d
@@ -78,7 +84,9 @@ pub fn convert(
                 Severity::Warning => DiagnosticSeverity::WARNING,
             }),
             code: Some(NumberOrString::String(d.rule.code.to_string())),
-            code_description: explain.page(d.rule.code).map(|href| CodeDescription { href }),
+            code_description: explain
+                .page(d.rule.code)
+                .map(|href| CodeDescription { href }),
             source: Some("pipec".into()),
             message,
             related_information: (!related.is_empty()).then_some(related),

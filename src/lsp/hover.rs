@@ -81,7 +81,12 @@ pub fn describe(snap: &Snapshot, sym: &Sym) -> String {
             };
             match field {
                 Some(f) => with_doc(
-                    code(&format!("{}.{}: {}", ty.info.display, f.name, display(hir, &f.ty))),
+                    code(&format!(
+                        "{}.{}: {}",
+                        ty.info.display,
+                        f.name,
+                        display(hir, &f.ty)
+                    )),
                     &f.doc,
                 ),
                 None => code(&format!("{}.{name}", ty.info.display)),
@@ -96,7 +101,12 @@ pub fn describe(snap: &Snapshot, sym: &Sym) -> String {
                 .get(node.info.file)
                 .slice(p.source.span)
                 .to_string();
-            let mut s = code(&format!("{}: {} = {}", p.name, display(hir, &p.ty), source_text));
+            let mut s = code(&format!(
+                "{}: {} = {}",
+                p.name,
+                display(hir, &p.ty),
+                source_text
+            ));
             s.push_str(&format!(
                 "\n\nparameter of `{}`; {}",
                 node.info.display,
@@ -125,11 +135,18 @@ fn source_words(hir: &Hir, kind: &SourceKind) -> String {
         SourceKind::Resource(r) => format!("the resource `{}`", r.uri.text),
         SourceKind::Link(l) => format!(
             "{} of link kind `{}`",
-            if l.many { "the resources" } else { "the resource" },
+            if l.many {
+                "the resources"
+            } else {
+                "the resource"
+            },
             hir.links[l.link as usize].kind
         ),
         SourceKind::Each { inner, .. } => {
-            format!("one item at a time (`each`), {}", source_words(hir, &inner.kind))
+            format!(
+                "one item at a time (`each`), {}",
+                source_words(hir, &inner.kind)
+            )
         }
         SourceKind::Error => "a source with an error".into(),
     }
@@ -154,9 +171,11 @@ fn describe_decl(snap: &Snapshot, d: DeclRef) -> String {
                     s.push('}');
                     code(&s)
                 }
-                TypeBody::Alias(inner) => {
-                    code(&format!("type {} = {}", ty.info.display, display(hir, inner)))
-                }
+                TypeBody::Alias(inner) => code(&format!(
+                    "type {} = {}",
+                    ty.info.display,
+                    display(hir, inner)
+                )),
                 TypeBody::Enum(variants, _) => code(&format!(
                     "enum {} {{ {} }}",
                     ty.info.display,
@@ -266,7 +285,11 @@ fn describe_decl(snap: &Snapshot, d: DeclRef) -> String {
                 .map(|v| format!(" = {v}"))
                 .unwrap_or_default();
             with_doc(
-                code(&format!("input {}: {}{default}", input.info.name, display(hir, &input.ty))),
+                code(&format!(
+                    "input {}: {}{default}",
+                    input.info.name,
+                    display(hir, &input.ty)
+                )),
                 &input.info.doc,
             )
         }

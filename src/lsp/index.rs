@@ -132,12 +132,17 @@ impl Names {
             value(&node.info, DeclRef::Node(i as u32));
         }
         for (i, l) in hir.links.iter().enumerate() {
-            n.at.insert((l.info.file, l.info.name_span.start), DeclRef::Link(i as u32));
+            n.at.insert(
+                (l.info.file, l.info.name_span.start),
+                DeclRef::Link(i as u32),
+            );
             n.links.entry(l.kind.clone()).or_insert(i as u32);
         }
         for (i, input) in hir.inputs.iter().enumerate() {
-            n.at
-                .insert((input.info.file, input.info.name_span.start), DeclRef::Input(i as u32));
+            n.at.insert(
+                (input.info.file, input.info.name_span.start),
+                DeclRef::Input(i as u32),
+            );
             n.inputs.entry(input.info.name.clone()).or_insert(i as u32);
         }
         n
@@ -424,7 +429,12 @@ impl Walker<'_> {
     fn head(&mut self, path: &[&ast::Ident], cx: Context) -> Option<(Ty, usize)> {
         let first = path.first()?;
         if let Context::Body(node) = cx
-            && let Some(i) = self.hir.node(node).params.iter().position(|p| p.name == first.name)
+            && let Some(i) = self
+                .hir
+                .node(node)
+                .params
+                .iter()
+                .position(|p| p.name == first.name)
         {
             self.push(first.span, Sym::Param(node, i), false);
             return Some((self.hir.node(node).params[i].ty.clone(), 1));

@@ -5,8 +5,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use lsp_types::{
-    GotoDefinitionParams, Location, PrepareRenameResponse, Range, ReferenceParams,
-    RenameParams, TextDocumentPositionParams, TextEdit, Url, WorkspaceEdit,
+    GotoDefinitionParams, Location, PrepareRenameResponse, Range, ReferenceParams, RenameParams,
+    TextDocumentPositionParams, TextEdit, Url, WorkspaceEdit,
 };
 use serde_json::Value;
 
@@ -41,7 +41,10 @@ fn symbol_at<'w>(
 
 fn location(snap: &Snapshot, file: FileId, span: Span) -> Option<Location> {
     let f = snap.analysis.db.get(file);
-    Some(Location::new(path_uri(&f.path)?, documents::range(&f.text, span)))
+    Some(Location::new(
+        path_uri(&f.path)?,
+        documents::range(&f.text, span),
+    ))
 }
 
 /// Where a symbol is declared: its file's path and the span of its name.
@@ -178,8 +181,8 @@ pub fn is_identifier(name: &str) -> bool {
 }
 
 const RESERVED: &[&str] = &[
-    "input", "output", "node", "think", "agent", "act", "gate", "type", "enum", "import",
-    "server", "model", "link", "tool", "reader", "serve", "true", "false", "null",
+    "input", "output", "node", "think", "agent", "act", "gate", "type", "enum", "import", "server",
+    "model", "link", "tool", "reader", "serve", "true", "false", "null",
 ];
 const BUILTIN_TYPES: &[&str] = &[
     "string", "int", "float", "bool", "bytes", "json", "duration", "ref", "map",
@@ -195,8 +198,19 @@ fn check_new_name(snap: &Snapshot, sym: &Sym, new: &str) -> Result<(), Failure> 
                 "`{new}` is not a link kind: use letters, digits, `-` or `_`"
             )));
         }
-        if let Some(other) = hir.links.iter().enumerate().find(|(i, k)| *i as u32 != *l && k.kind == new) {
-            return Err(clash(snap, new, "link kind", other.1.info.file, other.1.info.name_span));
+        if let Some(other) = hir
+            .links
+            .iter()
+            .enumerate()
+            .find(|(i, k)| *i as u32 != *l && k.kind == new)
+        {
+            return Err(clash(
+                snap,
+                new,
+                "link kind",
+                other.1.info.file,
+                other.1.info.name_span,
+            ));
         }
         return Ok(());
     }
@@ -206,7 +220,9 @@ fn check_new_name(snap: &Snapshot, sym: &Sym, new: &str) -> Result<(), Failure> 
         )));
     }
     if RESERVED.contains(&new) {
-        return Err(Failure::refused(format!("`{new}` is a keyword of .pipe files")));
+        return Err(Failure::refused(format!(
+            "`{new}` is a keyword of .pipe files"
+        )));
     }
     match sym {
         Sym::Decl(DeclRef::Type(t)) => {
@@ -215,21 +231,35 @@ fn check_new_name(snap: &Snapshot, sym: &Sym, new: &str) -> Result<(), Failure> 
             }
             let me = &hir.types[*t as usize].info;
             if let Some(o) = hir.types.iter().enumerate().find(|(i, o)| {
-                *i as u32 != *t && (o.info.name == new && o.info.file == me.file || o.info.display == new)
+                *i as u32 != *t
+                    && (o.info.name == new && o.info.file == me.file || o.info.display == new)
             }) {
                 return Err(clash(snap, new, "type", o.1.info.file, o.1.info.name_span));
             }
         }
         Sym::Decl(DeclRef::Input(i)) => {
-            if let Some(o) = hir.inputs.iter().enumerate().find(|(j, o)| *j as u32 != *i && o.info.name == new) {
+            if let Some(o) = hir
+                .inputs
+                .iter()
+                .enumerate()
+                .find(|(j, o)| *j as u32 != *i && o.info.name == new)
+            {
                 return Err(clash(snap, new, "input", o.1.info.file, o.1.info.name_span));
             }
         }
         Sym::Decl(d) => {
             let me = decl_info(snap, *d);
             for other in value_decls(snap) {
-                if other.0 != *d && (other.1.name == new && other.1.file == me.file || other.1.display == new) {
-                    return Err(clash(snap, new, "declaration", other.1.file, other.1.name_span));
+                if other.0 != *d
+                    && (other.1.name == new && other.1.file == me.file || other.1.display == new)
+                {
+                    return Err(clash(
+                        snap,
+                        new,
+                        "declaration",
+                        other.1.file,
+                        other.1.name_span,
+                    ));
                 }
             }
         }
@@ -245,7 +275,12 @@ fn check_new_name(snap: &Snapshot, sym: &Sym, new: &str) -> Result<(), Failure> 
         }
         Sym::Param(n, i) => {
             let node = hir.node(*n);
-            if let Some(o) = node.params.iter().enumerate().find(|(j, p)| j != i && p.name == new) {
+            if let Some(o) = node
+                .params
+                .iter()
+                .enumerate()
+                .find(|(j, p)| j != i && p.name == new)
+            {
                 return Err(clash(snap, new, "parameter", node.info.file, o.1.name_span));
             }
         }
@@ -280,9 +315,29 @@ fn decl_info(snap: &Snapshot, d: DeclRef) -> &crate::check::hir::DeclInfo {
 fn value_decls(snap: &Snapshot) -> Vec<(DeclRef, &crate::check::hir::DeclInfo)> {
     let hir = &snap.analysis.hir;
     let mut out = Vec::new();
-    out.extend(hir.servers.iter().enumerate().map(|(i, s)| (DeclRef::Server(i as u32), &s.info)));
-    out.extend(hir.models.iter().enumerate().map(|(i, s)| (DeclRef::Model(i as u32), &s.info)));
-    out.extend(hir.tools.iter().enumerate().map(|(i, s)| (DeclRef::Tool(i as u32), &s.info)));
-    out.extend(hir.nodes.iter().enumerate().map(|(i, s)| (DeclRef::Node(i as u32), &s.info)));
+    out.extend(
+        hir.servers
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (DeclRef::Server(i as u32), &s.info)),
+    );
+    out.extend(
+        hir.models
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (DeclRef::Model(i as u32), &s.info)),
+    );
+    out.extend(
+        hir.tools
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (DeclRef::Tool(i as u32), &s.info)),
+    );
+    out.extend(
+        hir.nodes
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (DeclRef::Node(i as u32), &s.info)),
+    );
     out
 }

@@ -74,12 +74,21 @@ pub fn run_stdio() -> u8 {
             // Quiet for DEBOUNCE: take whatever else is queued, then check once.
             while let Ok(more) = incoming.try_recv() {
                 match more {
-                    Incoming::Message(Message::Notification(n)) if n.method == DidChangeTextDocument::METHOD => {
+                    Incoming::Message(Message::Notification(n))
+                        if n.method == DidChangeTextDocument::METHOD =>
+                    {
                         notification(&mut ws, &mut out, n);
                     }
                     other => {
                         flush(&mut ws, &mut out);
-                        if handle(&mut ws, &mut out, other, &mut initialized, &mut shutting_down, &mut deadline) {
+                        if handle(
+                            &mut ws,
+                            &mut out,
+                            other,
+                            &mut initialized,
+                            &mut shutting_down,
+                            &mut deadline,
+                        ) {
                             return 0;
                         }
                     }
@@ -89,7 +98,14 @@ pub fn run_stdio() -> u8 {
             deadline = None;
             continue;
         };
-        if handle(&mut ws, &mut out, next, &mut initialized, &mut shutting_down, &mut deadline) {
+        if handle(
+            &mut ws,
+            &mut out,
+            next,
+            &mut initialized,
+            &mut shutting_down,
+            &mut deadline,
+        ) {
             return 0;
         }
     }
@@ -275,8 +291,8 @@ fn parse<P: serde::de::DeserializeOwned>(params: Value) -> Result<P, Failure> {
 /// The path of a request's document, refused unless the server knows the file (open, or
 /// part of an open file's program).
 pub fn known_path(ws: &Workspace, uri: &Url) -> Result<std::path::PathBuf, Failure> {
-    let path = uri_path(uri)
-        .ok_or_else(|| Failure::invalid(format!("`{uri}` is not a file: URI")))?;
+    let path =
+        uri_path(uri).ok_or_else(|| Failure::invalid(format!("`{uri}` is not a file: URI")))?;
     if ws.documents.get(&path).is_some() || ws.snapshot_for(&path).is_some() {
         Ok(path)
     } else {
@@ -310,14 +326,14 @@ fn initialize_result() -> Value {
         )),
         document_formatting_provider: Some(OneOf::Left(true)),
         document_symbol_provider: Some(OneOf::Left(true)),
-        semantic_tokens_provider: Some(
-            SemanticTokensServerCapabilities::SemanticTokensOptions(SemanticTokensOptions {
+        semantic_tokens_provider: Some(SemanticTokensServerCapabilities::SemanticTokensOptions(
+            SemanticTokensOptions {
                 legend: symbols::legend(),
                 full: Some(SemanticTokensFullOptions::Bool(true)),
                 range: None,
                 work_done_progress_options: WorkDoneProgressOptions::default(),
-            }),
-        ),
+            },
+        )),
         ..ServerCapabilities::default()
     };
     serde_json::json!({

@@ -77,7 +77,11 @@ pub fn semantic_tokens(ws: &mut Workspace, p: SemanticTokensParams) -> Answer {
     }
     if let Some(sf) = snap.analysis.syntax.iter().find(|s| s.file == file) {
         for c in &sf.comments {
-            let modifiers = if c.kind == CommentKind::Line { 0 } else { DOCUMENTATION };
+            let modifiers = if c.kind == CommentKind::Line {
+                0
+            } else {
+                DOCUMENTATION
+            };
             raw.push((c.span, COMMENT, modifiers));
         }
     }
@@ -152,7 +156,11 @@ fn symbol(
     children: Vec<DocumentSymbol>,
 ) -> DocumentSymbol {
     DocumentSymbol {
-        name: if name.is_empty() { "?".into() } else { name.to_string() },
+        name: if name.is_empty() {
+            "?".into()
+        } else {
+            name.to_string()
+        },
         detail,
         kind,
         tags: None,
@@ -203,15 +211,41 @@ fn item_symbol(text: &str, item: &ast::Item) -> Option<DocumentSymbol> {
                 TypeDeclBody::Record(r) => fields(text, r),
                 TypeDeclBody::Alias(_) => Vec::new(),
             };
-            symbol(text, &t.name.name, Some(kw), SymbolKind::STRUCT, item.span, t.name.span, children)
+            symbol(
+                text,
+                &t.name.name,
+                Some(kw),
+                SymbolKind::STRUCT,
+                item.span,
+                t.name.span,
+                children,
+            )
         }
         ItemKind::Enum(e) => {
             let children = e
                 .variants
                 .iter()
-                .map(|v| symbol(text, &v.name, None, SymbolKind::ENUM_MEMBER, v.span, v.span, Vec::new()))
+                .map(|v| {
+                    symbol(
+                        text,
+                        &v.name,
+                        None,
+                        SymbolKind::ENUM_MEMBER,
+                        v.span,
+                        v.span,
+                        Vec::new(),
+                    )
+                })
                 .collect();
-            symbol(text, &e.name.name, Some(kw), SymbolKind::ENUM, item.span, e.name.span, children)
+            symbol(
+                text,
+                &e.name.name,
+                Some(kw),
+                SymbolKind::ENUM,
+                item.span,
+                e.name.span,
+                children,
+            )
         }
         ItemKind::Input(i) => symbol(
             text,
@@ -222,10 +256,24 @@ fn item_symbol(text: &str, item: &ast::Item) -> Option<DocumentSymbol> {
             i.name.span,
             Vec::new(),
         ),
-        ItemKind::Output(o) => symbol(text, &o.name.name, Some(kw), SymbolKind::PROPERTY, item.span, o.name.span, Vec::new()),
-        ItemKind::Server(b) | ItemKind::Model(b) => {
-            symbol(text, &b.name.name, Some(kw), SymbolKind::OBJECT, item.span, b.name.span, Vec::new())
-        }
+        ItemKind::Output(o) => symbol(
+            text,
+            &o.name.name,
+            Some(kw),
+            SymbolKind::PROPERTY,
+            item.span,
+            o.name.span,
+            Vec::new(),
+        ),
+        ItemKind::Server(b) | ItemKind::Model(b) => symbol(
+            text,
+            &b.name.name,
+            Some(kw),
+            SymbolKind::OBJECT,
+            item.span,
+            b.name.span,
+            Vec::new(),
+        ),
         ItemKind::Link(l) => symbol(
             text,
             &l.kind.value,
@@ -235,27 +283,57 @@ fn item_symbol(text: &str, item: &ast::Item) -> Option<DocumentSymbol> {
             content_span(&l.kind),
             Vec::new(),
         ),
-        ItemKind::Tool(t) | ItemKind::Reader(t) => {
-            symbol(text, &t.name.name, Some(kw), SymbolKind::METHOD, item.span, t.name.span, Vec::new())
-        }
+        ItemKind::Tool(t) | ItemKind::Reader(t) => symbol(
+            text,
+            &t.name.name,
+            Some(kw),
+            SymbolKind::METHOD,
+            item.span,
+            t.name.span,
+            Vec::new(),
+        ),
         ItemKind::Node(n) => {
             let children = n
                 .params
                 .params
                 .iter()
                 .map(|p| {
-                    symbol(text, &p.name.name, Some(slice(text, p.ty.span)), SymbolKind::VARIABLE, p.span, p.name.span, Vec::new())
+                    symbol(
+                        text,
+                        &p.name.name,
+                        Some(slice(text, p.ty.span)),
+                        SymbolKind::VARIABLE,
+                        p.span,
+                        p.name.span,
+                        Vec::new(),
+                    )
                 })
                 .collect();
             let detail = match &n.returns {
                 Some(r) => format!("{kw} -> {}", slice(text, r.span)),
                 None => kw,
             };
-            symbol(text, &n.name.name, Some(detail), SymbolKind::FUNCTION, item.span, n.name.span, children)
+            symbol(
+                text,
+                &n.name.name,
+                Some(detail),
+                SymbolKind::FUNCTION,
+                item.span,
+                n.name.span,
+                children,
+            )
         }
         ItemKind::Serve(_) => {
             let head = Span::new(item.span.start, item.span.start + 5);
-            symbol(text, "serve", None, SymbolKind::NAMESPACE, item.span, head, Vec::new())
+            symbol(
+                text,
+                "serve",
+                None,
+                SymbolKind::NAMESPACE,
+                item.span,
+                head,
+                Vec::new(),
+            )
         }
     })
 }

@@ -6,8 +6,8 @@
 
 use std::io::{self, BufRead, Write};
 
-use std::sync::mpsc::{Receiver, Sender};
 use lsp_server::Message;
+use std::sync::mpsc::{Receiver, Sender};
 
 /// What the reader thread hands the server loop.
 pub enum Incoming {
@@ -36,9 +36,7 @@ fn read_loop(mut input: impl BufRead, tx: Sender<Incoming>) {
                 let _ = tx.send(Incoming::Closed);
                 return;
             }
-            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
-                Incoming::Malformed(e.to_string())
-            }
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => Incoming::Malformed(e.to_string()),
             Err(_) => {
                 let _ = tx.send(Incoming::Closed);
                 return;

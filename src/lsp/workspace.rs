@@ -112,7 +112,10 @@ impl Workspace {
     /// Every file's diagnostics over all programs (a file two programs contain gets each
     /// problem once), compared with what was sent. An open file that was just checked
     /// gets its list even when it did not change, so the editor knows it is current.
-    fn changed_diagnostics(&mut self, refreshed: &HashSet<PathBuf>) -> Vec<(PathBuf, Vec<LspDiagnostic>)> {
+    fn changed_diagnostics(
+        &mut self,
+        refreshed: &HashSet<PathBuf>,
+    ) -> Vec<(PathBuf, Vec<LspDiagnostic>)> {
         let mut now: HashMap<PathBuf, Vec<LspDiagnostic>> = HashMap::new();
         let mut roots: Vec<&PathBuf> = self.snapshots.keys().collect();
         roots.sort();
@@ -160,12 +163,10 @@ impl Workspace {
         }
         let mut roots: Vec<&PathBuf> = self.snapshots.keys().collect();
         roots.sort();
-        roots
-            .into_iter()
-            .find_map(|r| {
-                let s = &self.snapshots[r];
-                Some((s, s.file(path)?))
-            })
+        roots.into_iter().find_map(|r| {
+            let s = &self.snapshots[r];
+            Some((s, s.file(path)?))
+        })
     }
 
     /// Every program that contains `path`, for references and rename across them.

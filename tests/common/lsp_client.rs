@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -101,8 +101,13 @@ impl LspClient {
             match self.incoming.recv_timeout(left) {
                 Ok(m) if pred(&m) => return m,
                 Ok(m) => self.backlog.push_back(m),
-                Err(RecvTimeoutError::Timeout) => panic!("no matching message from pipec lsp within {TIMEOUT:?}; got {:?}", self.backlog),
-                Err(RecvTimeoutError::Disconnected) => panic!("pipec lsp closed its output; got {:?}", self.backlog),
+                Err(RecvTimeoutError::Timeout) => panic!(
+                    "no matching message from pipec lsp within {TIMEOUT:?}; got {:?}",
+                    self.backlog
+                ),
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!("pipec lsp closed its output; got {:?}", self.backlog)
+                }
             }
         }
     }
@@ -112,7 +117,10 @@ impl LspClient {
         let m = self.wait_for(|m| {
             m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == uri
         });
-        m["params"]["diagnostics"].as_array().cloned().unwrap_or_default()
+        m["params"]["diagnostics"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// Drops every `publishDiagnostics` already read.
@@ -125,7 +133,11 @@ impl LspClient {
     }
 
     pub fn open(&mut self, uri: &str, text: &str) {
-        let language = if uri.ends_with(".pipe") { "pipe" } else { "jinja" };
+        let language = if uri.ends_with(".pipe") {
+            "pipe"
+        } else {
+            "jinja"
+        };
         self.notify(
             "textDocument/didOpen",
             json!({ "textDocument": { "uri": uri, "languageId": language, "version": 1, "text": text } }),
@@ -141,7 +153,14 @@ impl LspClient {
     }
 
     /// Replaces a range (0-based line and UTF-16 column) of an open document.
-    pub fn change_range(&mut self, uri: &str, version: i64, start: (u32, u32), end: (u32, u32), text: &str) {
+    pub fn change_range(
+        &mut self,
+        uri: &str,
+        version: i64,
+        start: (u32, u32),
+        end: (u32, u32),
+        text: &str,
+    ) {
         self.notify(
             "textDocument/didChange",
             json!({
@@ -155,7 +174,14 @@ impl LspClient {
     }
 
     /// A request about a position in a document.
-    pub fn at(&mut self, method: &str, uri: &str, line: u32, character: u32, extra: Value) -> Value {
+    pub fn at(
+        &mut self,
+        method: &str,
+        uri: &str,
+        line: u32,
+        character: u32,
+        extra: Value,
+    ) -> Value {
         let mut params = json!({
             "textDocument": { "uri": uri },
             "position": { "line": line, "character": character },
@@ -177,7 +203,10 @@ impl LspClient {
             if let Some(status) = self.child.try_wait().expect("wait") {
                 return status;
             }
-            assert!(Instant::now() < deadline, "pipec lsp did not exit after `exit`");
+            assert!(
+                Instant::now() < deadline,
+                "pipec lsp did not exit after `exit`"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
     }
@@ -218,7 +247,9 @@ fn read_frame(r: &mut impl BufRead) -> Option<Value> {
 /// The `file://` URI of a path (made absolute).
 pub fn file_uri(path: &Path) -> String {
     let abs = std::path::absolute(path).expect("absolute path");
-    url::Url::from_file_path(&abs).expect("file URI").to_string()
+    url::Url::from_file_path(&abs)
+        .expect("file URI")
+        .to_string()
 }
 
 /// The resident memory of a process in KiB (Linux: `VmRSS` of `/proc/PID/status`).
