@@ -571,7 +571,7 @@ fn outline_formatting_and_semantic_tokens() {
         json!({ "textDocument": { "uri": f.app } }),
     );
     let data = r["result"]["data"].as_array().unwrap();
-    assert!(data.len() > 20 && data.len() % 5 == 0, "{r}");
+    assert!(data.len() > 20 && data.len().is_multiple_of(5), "{r}");
     // The first token is the file's `//!` comment (type 8, documentation).
     let first_line = APP.lines().next().unwrap().len();
     assert_eq!(

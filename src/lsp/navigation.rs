@@ -83,10 +83,10 @@ fn all_occurrences(ws: &Workspace, snap: &Snapshot, sym: &Sym) -> Vec<(PathBuf, 
     let mut collect = |s: &Snapshot, sym: &Sym, out: &mut Vec<(PathBuf, Location)>| {
         for o in s.index().of(sym) {
             let path = s.analysis.db.get(o.file).path.clone();
-            if seen.insert((path.clone(), o.span)) {
-                if let Some(l) = location(s, o.file, o.span) {
-                    out.push((path, l));
-                }
+            if seen.insert((path.clone(), o.span))
+                && let Some(l) = location(s, o.file, o.span)
+            {
+                out.push((path, l));
             }
         }
     };
