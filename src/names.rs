@@ -1,43 +1,69 @@
 //! "Did you mean": the closest known name to a misspelt one.
 
+/// A close known name for a misspelt one, and whether it is the only one that close.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Suggestion {
+    pub name: String,
+    /// No other candidate is as close: renaming to it is what the author meant.
+    pub unique: bool,
+}
+
 /// The candidate closest to `name`, if it is close enough to be a likely typo, or a
 /// longer name that starts with it (`deal` for `deal_id`).
 pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    suggestion(name, candidates).map(|s| s.name)
+}
+
+/// [`suggest`], with whether the suggestion is the only candidate that close.
+pub fn suggestion<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<Suggestion> {
     let limit = match name.chars().count() {
         0..=2 => 1,
         3..=5 => 2,
         _ => 3,
     };
     let lower = name.to_lowercase();
-    let candidates: Vec<&str> = candidates.into_iter().filter(|c| *c != name).collect();
-    let mut best: Option<(usize, &str)> = None;
-    for cand in &candidates {
-        let d = distance(&lower, &cand.to_lowercase());
-        if d <= limit && best.is_none_or(|(bd, bc)| d < bd || (d == bd && *cand < bc)) {
-            best = Some((d, cand));
-        }
-    }
-    if best.is_none() && name.chars().count() >= 3 {
-        best = candidates
+    let mut candidates: Vec<&str> = candidates.into_iter().filter(|c| *c != name).collect();
+    candidates.sort_unstable();
+    candidates.dedup();
+    let closest = |key: &dyn Fn(&str) -> Option<usize>| -> Option<Suggestion> {
+        let scored: Vec<(usize, &str)> = candidates
             .iter()
-            .filter(|c| c.to_lowercase().starts_with(&lower))
-            .min_by_key(|c| (c.len(), **c))
-            .map(|c| (0, *c));
+            .filter_map(|c| key(c).map(|d| (d, *c)))
+            .collect();
+        let best = scored.iter().min()?;
+        let ties = scored.iter().filter(|(d, _)| *d == best.0).count();
+        Some(Suggestion {
+            name: best.1.to_string(),
+            unique: ties == 1,
+        })
+    };
+    let by_distance = |c: &str| {
+        let d = distance(&lower, &c.to_lowercase());
+        (d <= limit).then_some(d)
+    };
+    if let Some(s) = closest(&by_distance) {
+        return Some(s);
+    }
+    if name.chars().count() >= 3 {
+        let by_prefix = |c: &str| c.to_lowercase().starts_with(&lower).then_some(c.len());
+        if let Some(s) = closest(&by_prefix) {
+            return Some(s);
+        }
     }
     // A plain name for one that lives in a namespace (`chunk` for `kb.chunk`, declared
     // through `import "..." as kb`): compare with the part after the namespace.
-    if best.is_none() && !name.contains('.') {
-        for cand in &candidates {
-            let Some((_, last)) = cand.rsplit_once('.') else {
-                continue;
-            };
+    if !name.contains('.') {
+        let by_last = |c: &str| {
+            let (_, last) = c.rsplit_once('.')?;
             let d = distance(&lower, &last.to_lowercase());
-            if d <= limit && best.is_none_or(|(bd, bc)| d < bd || (d == bd && *cand < bc)) {
-                best = Some((d, cand));
-            }
-        }
+            (d <= limit).then_some(d)
+        };
+        return closest(&by_last);
     }
-    best.map(|(_, c)| c.to_string())
+    None
 }
 
 /// The help line for a suggestion.
@@ -134,6 +160,24 @@ mod tests {
             Some("emails".into())
         );
         assert_eq!(suggest("zzz", ["research"]), None);
+    }
+
+    #[test]
+    fn a_suggestion_knows_whether_it_is_the_only_close_one() {
+        let one = suggestion("reserch", ["research", "review"]).map(|s| s.unique);
+        assert_eq!(one, Some(true));
+        // `dal` is one edit from both: the first in order is named, and not unique.
+        let two = suggestion("dal", ["deal", "dial"]);
+        assert_eq!(
+            two,
+            Some(Suggestion {
+                name: "deal".into(),
+                unique: false
+            })
+        );
+        // The same candidate listed twice is still one.
+        let same = suggestion("reserch", ["research", "research"]).map(|s| s.unique);
+        assert_eq!(same, Some(true));
     }
 
     #[test]

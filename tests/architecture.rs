@@ -207,7 +207,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("uri", &[]),
     ("base64", &[]),
     ("process", &[]),
-    ("diagnostic", &["source"]),
+    ("diagnostic", &["source", "names"]),
     ("rules", &["diagnostic"]),
     // The compiler.
     ("syntax", &["source", "diagnostic", "rules", "names"]),

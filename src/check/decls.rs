@@ -379,8 +379,7 @@ impl Checker<'_> {
         let provider = match self.string_setting(&s, "provider") {
             Some((p, span)) => {
                 if !PROVIDERS.contains(&p.as_str()) {
-                    let help = names::did_you_mean(&p, PROVIDERS.iter().copied())
-                        .unwrap_or_else(|| "providers are \"openai\" (any OpenAI-compatible API) and \"scripted\" (canned replies)".into());
+                    let near = names::suggestion(&p, PROVIDERS.iter().copied());
                     self.diags.push(
                         Diagnostic::new(
                             &r::INVALID_LITERAL_TYPE,
@@ -389,7 +388,8 @@ impl Checker<'_> {
                             format!("unknown model provider \"{p}\""),
                         )
                         .label("not a provider")
-                        .help(help),
+                        .help("providers are \"openai\" (any OpenAI-compatible API) and \"scripted\" (canned replies)")
+                        .did_you_mean(&self.db, file, span, &p, near.as_ref()),
                     );
                 }
                 p
@@ -743,10 +743,7 @@ impl Checker<'_> {
                     None if self.poisoned(f, "link", std::slice::from_ref(&kind)) => {}
                     None => {
                         let known = self.link_names(f);
-                        let help = names::did_you_mean(&kind, known.iter().map(String::as_str))
-                            .unwrap_or_else(|| {
-                                format!("declare it: `link \"{kind}\": Type = \"uri-template\"`")
-                            });
+                        let near = names::suggestion(&kind, known.iter().map(String::as_str));
                         self.diags.push(
                             Diagnostic::new(
                                 &r::UNKNOWN_NAME,
@@ -755,7 +752,16 @@ impl Checker<'_> {
                                 format!("unknown link kind \"{kind}\""),
                             )
                             .label("not declared")
-                            .help(help),
+                            .help(format!(
+                                "declare it: `link \"{kind}\": Type = \"uri-template\"`"
+                            ))
+                            .did_you_mean(
+                                &self.db,
+                                file,
+                                kspan,
+                                &kind,
+                                near.as_ref(),
+                            ),
                         );
                     }
                 }
@@ -861,13 +867,15 @@ impl Checker<'_> {
                 } else {
                     format!("unknown server `{}`", name.name)
                 };
-                let help = names::did_you_mean(&name.name, servers).unwrap_or_else(|| {
-                    format!("declare it: `server {} {{ command = \"...\" }}`", name.name)
-                });
+                let near = names::suggestion(&name.name, servers);
                 self.diags.push(
                     Diagnostic::new(&r::UNKNOWN_NAME, file, name.span, msg)
                         .label("not a declared server")
-                        .help(help),
+                        .help(format!(
+                            "declare it: `server {} {{ command = \"...\" }}`",
+                            name.name
+                        ))
+                        .did_you_mean(&self.db, file, name.span, &name.name, near.as_ref()),
                 );
                 None
             }

@@ -340,7 +340,14 @@ impl Checker<'_> {
                             format!("\"{s}\" is not one of {}", shown.join(", ")),
                         )
                         .label("never equal")
-                        .help(help),
+                        .help(help)
+                        .did_you_mean(
+                            &self.db,
+                            file,
+                            lit_ast.span,
+                            s,
+                            names::suggestion(s, members.iter().map(String::as_str)).as_ref(),
+                        ),
                     );
                 }
                 return;
@@ -450,8 +457,8 @@ impl Checker<'_> {
                 Some(rec) => match rec.field(name) {
                     Some(f) => Some(f.ty.clone()),
                     None => {
-                        let help =
-                            names::did_you_mean(name, rec.fields.iter().map(|f| f.name.as_str()));
+                        let near =
+                            names::suggestion(name, rec.fields.iter().map(|f| f.name.as_str()));
                         let shown = ty::display(&self.hir, &inner);
                         self.diags.push(
                             Diagnostic::new(
@@ -461,7 +468,13 @@ impl Checker<'_> {
                                 format!("`{shown}` has no field `{name}`"),
                             )
                             .label("unknown field")
-                            .maybe_help(help),
+                            .did_you_mean(
+                                &self.db,
+                                file,
+                                span,
+                                name,
+                                near.as_ref(),
+                            ),
                         );
                         return Ty::Error;
                     }
@@ -489,19 +502,17 @@ impl Checker<'_> {
     fn unknown_in_body(&mut self, scope: &BodyScope<'_>, name: &str, span: Span) {
         let file = scope.file;
         let is_elsewhere = name == "input" || self.hir.nodes.iter().any(|n| n.info.name == name);
+        let mut near = None;
         let help = if is_elsewhere {
             format!(
                 "a body sees only the parameters of `{}`; add one: `x: T = {name}`",
                 scope.node
             )
         } else {
-            names::did_you_mean(name, scope.params.iter().map(|p| p.name.as_str())).unwrap_or_else(
-                || {
-                    format!(
-                        "the parameters of `{}` are the names a body can use",
-                        scope.node
-                    )
-                },
+            near = names::suggestion(name, scope.params.iter().map(|p| p.name.as_str()));
+            format!(
+                "the parameters of `{}` are the names a body can use",
+                scope.node
             )
         };
         self.diags.push(
@@ -512,7 +523,8 @@ impl Checker<'_> {
                 format!("`{name}` is not a parameter of `{}`", scope.node),
             )
             .label("unknown here")
-            .help(help),
+            .help(help)
+            .did_you_mean(&self.db, file, span, name, near.as_ref()),
         );
     }
 
@@ -586,7 +598,15 @@ impl Checker<'_> {
                             format!("\"{}\" is not one of {}", s.value, shown.join(", ")),
                         )
                         .label(format!("expected {}", ty::display(&self.hir, expected)))
-                        .help(help),
+                        .help(help)
+                        .did_you_mean(
+                            &self.db,
+                            file,
+                            e.span,
+                            &s.value,
+                            names::suggestion(&s.value, members.iter().map(String::as_str))
+                                .as_ref(),
+                        ),
                     );
                 }
                 return mk(
@@ -722,7 +742,7 @@ impl Checker<'_> {
                 }
                 None => {
                     if exact {
-                        let help = names::did_you_mean(
+                        let near = names::suggestion(
                             &en.key.name,
                             rec.fields.iter().map(|f| f.name.as_str()),
                         );
@@ -734,7 +754,13 @@ impl Checker<'_> {
                                 format!("`{shown}` has no field `{}`", en.key.name),
                             )
                             .label("unknown field")
-                            .maybe_help(help),
+                            .did_you_mean(
+                                &self.db,
+                                file,
+                                en.key.span,
+                                &en.key.name,
+                                near.as_ref(),
+                            ),
                         );
                     }
                     let v = self.infer(scope, &en.value);

@@ -871,7 +871,7 @@ impl<'l> Checker<'l> {
                     let mut candidates: Vec<&str> =
                         self.scopes[f].types.keys().map(String::as_str).collect();
                     candidates.extend(BUILTIN_TYPES);
-                    let help = names::did_you_mean(&one.name, candidates);
+                    let near = names::suggestion(&one.name, candidates);
                     self.diags.push(
                         Diagnostic::new(
                             &r::UNKNOWN_NAME,
@@ -880,13 +880,19 @@ impl<'l> Checker<'l> {
                             format!("unknown type `{}`", one.name),
                         )
                         .label("not declared")
-                        .maybe_help(help),
+                        .did_you_mean(
+                            &self.db,
+                            file,
+                            one.span,
+                            &one.name,
+                            near.as_ref(),
+                        ),
                     );
                     Ty::Error
                 }
                 [ns, name] => {
                     let Some(&target) = self.scopes[f].namespaces.get(&ns.name) else {
-                        let help = names::did_you_mean(
+                        let near = names::suggestion(
                             &ns.name,
                             self.scopes[f].namespaces.keys().map(String::as_str),
                         );
@@ -898,12 +904,17 @@ impl<'l> Checker<'l> {
                                 format!("unknown namespace `{}`", ns.name),
                             )
                             .label("no import has this name")
-                            .maybe_help(help.or_else(|| {
-                                Some(format!(
-                                    "import a file as `{}`: `import \"file.pipe\" as {}`",
-                                    ns.name, ns.name
-                                ))
-                            })),
+                            .help(format!(
+                                "import a file as `{}`: `import \"file.pipe\" as {}`",
+                                ns.name, ns.name
+                            ))
+                            .did_you_mean(
+                                &self.db,
+                                file,
+                                ns.span,
+                                &ns.name,
+                                near.as_ref(),
+                            ),
                         );
                         return Ty::Error;
                     };
@@ -914,7 +925,7 @@ impl<'l> Checker<'l> {
                     if self.own[target].is_poisoned("type", &name.name) {
                         return Ty::Error;
                     }
-                    let help = names::did_you_mean(
+                    let near = names::suggestion(
                         &name.name,
                         self.own[target].types.keys().map(String::as_str),
                     );
@@ -926,7 +937,13 @@ impl<'l> Checker<'l> {
                             format!("`{}` declares no type `{}`", ns.name, name.name),
                         )
                         .label("not declared there")
-                        .maybe_help(help),
+                        .did_you_mean(
+                            &self.db,
+                            file,
+                            name.span,
+                            &name.name,
+                            near.as_ref(),
+                        ),
                     );
                     Ty::Error
                 }
@@ -938,8 +955,7 @@ impl<'l> Checker<'l> {
                     "ref" => Ty::Ref(Box::new(inner)),
                     "map" => Ty::Map(Box::new(inner)),
                     other => {
-                        let help = names::did_you_mean(other, ["ref", "map"])
-                            .or_else(|| Some("the generic types are `ref<T>` and `map<T>`".into()));
+                        let near = names::suggestion(other, ["ref", "map"]);
                         self.diags.push(
                             Diagnostic::new(
                                 &r::UNKNOWN_NAME,
@@ -948,7 +964,14 @@ impl<'l> Checker<'l> {
                                 format!("unknown generic type `{other}`"),
                             )
                             .label("not a generic type")
-                            .maybe_help(help),
+                            .help("the generic types are `ref<T>` and `map<T>`")
+                            .did_you_mean(
+                                &self.db,
+                                file,
+                                name.span,
+                                other,
+                                near.as_ref(),
+                            ),
                         );
                         Ty::Error
                     }

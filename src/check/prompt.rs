@@ -678,12 +678,7 @@ impl Checker<'_> {
         if w.prompt {
             candidates.push("output_schema");
         }
-        let help = names::did_you_mean(name, candidates).unwrap_or_else(|| {
-            format!(
-                "a template sees the parameters of `{}`; add one: `{name}: T = source`",
-                w.node
-            )
-        });
+        let near = names::suggestion(name, candidates);
         w.diags.push(
             Diagnostic::new(
                 &r::UNDEFINED_PROMPT_VARIABLE,
@@ -692,7 +687,11 @@ impl Checker<'_> {
                 format!("`{name}` is not a parameter of `{}`", w.node),
             )
             .label("undefined in this template")
-            .help(help),
+            .help(format!(
+                "a template sees the parameters of `{}`; add one: `{name}: T = source`",
+                w.node
+            ))
+            .did_you_mean(&self.db, f, span, name, near.as_ref()),
         );
         None
     }
@@ -722,18 +721,16 @@ impl Checker<'_> {
                             .saturating_sub(name.len())
                             .max(base_expr.span().end_offset as usize);
                         let (f, span) = place.range(start, end);
-                        let help =
-                            names::did_you_mean(name, rec.fields.iter().map(|f| f.name.as_str()))
-                                .unwrap_or_else(|| {
-                                    format!(
-                                        "its fields are {}",
-                                        rec.fields
-                                            .iter()
-                                            .map(|f| format!("`{}`", f.name))
-                                            .collect::<Vec<_>>()
-                                            .join(", ")
-                                    )
-                                });
+                        let near =
+                            names::suggestion(name, rec.fields.iter().map(|f| f.name.as_str()));
+                        let help = format!(
+                            "its fields are {}",
+                            rec.fields
+                                .iter()
+                                .map(|f| format!("`{}`", f.name))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        );
                         w.diags.push(
                             Diagnostic::new(
                                 &r::UNKNOWN_PROMPT_FIELD,
@@ -745,7 +742,14 @@ impl Checker<'_> {
                                 ),
                             )
                             .label("unknown field")
-                            .help(help),
+                            .help(help)
+                            .did_you_mean(
+                                &self.db,
+                                f,
+                                span,
+                                name,
+                                near.as_ref(),
+                            ),
                         );
                         return None;
                     }

@@ -46,8 +46,7 @@ impl Checker<'_> {
         for s in &block.settings {
             let name = s.name.name.as_str();
             if !allowed.contains(&name) {
-                let help = names::did_you_mean(name, allowed.iter().copied())
-                    .unwrap_or_else(|| format!("{what} takes {}", list_words(allowed)));
+                let near = names::suggestion(name, allowed.iter().copied());
                 self.diags.push(
                     Diagnostic::new(
                         &r::UNKNOWN_SETTING,
@@ -56,7 +55,14 @@ impl Checker<'_> {
                         format!("{what} has no setting `{name}`"),
                     )
                     .label("unknown setting")
-                    .help(help),
+                    .help(format!("{what} takes {}", list_words(allowed)))
+                    .did_you_mean(
+                        &self.db,
+                        file,
+                        s.name.span,
+                        name,
+                        near.as_ref(),
+                    ),
                 );
                 continue;
             }

@@ -133,6 +133,51 @@ impl Diagnostic {
         self
     }
 
+    /// "did you mean `x`?" as the help line, with the rename as a fix, when the text of
+    /// `span` is `name` (or `"name"`, a quoted one). A rename to the only close
+    /// candidate is safe; with others as close, a person should choose.
+    pub fn did_you_mean(
+        mut self,
+        db: &SourceDb,
+        file: FileId,
+        span: Span,
+        name: &str,
+        suggestion: Option<&crate::names::Suggestion>,
+    ) -> Self {
+        let Some(s) = suggestion else {
+            return self;
+        };
+        self.help = Some(format!("did you mean `{}`?", s.name));
+        let text = db.get(file).slice(span);
+        let target = if text == name {
+            Some(span)
+        } else if text.len() == name.len() + 2
+            && text.starts_with('"')
+            && text.ends_with('"')
+            && &text[1..text.len() - 1] == name
+        {
+            Some(Span::new(span.start + 1, span.end - 1))
+        } else {
+            None
+        };
+        if let Some(target) = target {
+            self.fixes.push(Fix {
+                title: format!("rename `{name}` to `{}`", s.name),
+                applicability: if s.unique {
+                    Applicability::Safe
+                } else {
+                    Applicability::Unsafe
+                },
+                edits: vec![Edit {
+                    file,
+                    span: target,
+                    replacement: s.name.clone(),
+                }],
+            });
+        }
+        self
+    }
+
     pub fn note(mut self, text: impl Into<String>) -> Self {
         self.notes.push(text.into());
         self

@@ -6,7 +6,7 @@ use std::fmt;
 use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceSpan};
 use serde::Serialize;
 
-use super::{Counts, Diagnostic, Label, Rule, Severity};
+use super::{Applicability, Counts, Diagnostic, Edit, Fix, Label, Rule, Severity};
 use crate::source::SourceDb;
 
 /// How to draw diagnostics on a terminal.
@@ -26,7 +26,8 @@ impl Default for TerminalOptions {
     }
 }
 
-/// The version of the JSON output format; bumped on any incompatible change.
+/// The version of the JSON output format; bumped on any incompatible change (a new field,
+/// such as `fixes`, is not one).
 pub const JSON_FORMAT_VERSION: u32 = 1;
 
 /// Marker type naming the JSON format version in the API.
@@ -257,6 +258,52 @@ struct JsonDiagnostic<'a> {
     labels: Vec<JsonLabel<'a>>,
     help: Option<&'a str>,
     notes: &'a [String],
+    fixes: Vec<JsonFix<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonFix<'a> {
+    title: &'a str,
+    applicability: Applicability,
+    edits: Vec<JsonEdit<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonEdit<'a> {
+    file: String,
+    line: u32,
+    column: u32,
+    end: JsonPosition,
+    /// Byte offsets into the file's text, `end` exclusive.
+    byte_start: u32,
+    byte_end: u32,
+    replacement: &'a str,
+}
+
+fn json_fix<'a>(db: &SourceDb, fix: &'a Fix) -> JsonFix<'a> {
+    JsonFix {
+        title: &fix.title,
+        applicability: fix.applicability,
+        edits: fix.edits.iter().map(|e| json_edit(db, e)).collect(),
+    }
+}
+
+fn json_edit<'a>(db: &SourceDb, e: &'a Edit) -> JsonEdit<'a> {
+    let file = db.get(e.file);
+    let start = file.line_col(e.span.start);
+    let end = file.line_col(e.span.end);
+    JsonEdit {
+        file: file.name.clone(),
+        line: start.0,
+        column: start.1,
+        end: JsonPosition {
+            line: end.0,
+            column: end.1,
+        },
+        byte_start: e.span.start,
+        byte_end: e.span.end,
+        replacement: &e.replacement,
+    }
 }
 
 #[derive(Serialize)]
@@ -313,6 +360,7 @@ pub fn render_json(db: &SourceDb, diags: &[Diagnostic]) -> String {
                     labels,
                     help: d.help.as_deref(),
                     notes: &d.notes,
+                    fixes: d.fixes.iter().map(|f| json_fix(db, f)).collect(),
                 }
             })
             .collect(),

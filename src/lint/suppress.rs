@@ -3,7 +3,7 @@
 //! silences nothing is reported, so stale ones do not pile up.
 
 use crate::check::SyntaxFile;
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::diagnostic::{Applicability, Diagnostic, Edit, Fix, Severity};
 use crate::names;
 use crate::rules::{ALL_RULES, UNUSED_FAMILY, UNUSED_SUPPRESSION, find_rule};
 use crate::source::{FileId, SourceDb, Span};
@@ -13,6 +13,9 @@ use crate::syntax::lexer::CommentKind;
 struct Allow {
     file: FileId,
     comment: Span,
+    /// The edit that removes this name from its comment (or the comment, if it is the
+    /// only name).
+    removal: Option<Edit>,
     rule: &'static crate::diagnostic::Rule,
     /// The element it covers.
     target: Span,
@@ -43,6 +46,9 @@ pub fn apply_suppressions(
             let Some(names) = parse_allow(&c.text) else {
                 continue;
             };
+            let entries = allow_entries(src.slice(c.span))
+                .filter(|e| e.len() == names.len())
+                .unwrap_or_default();
             // The first line of code after the comment.
             let mut line = src.line_of(c.span.start) + 1;
             let target_start = loop {
@@ -66,12 +72,20 @@ pub fn apply_suppressions(
                     .max_by_key(|e| e.len())
                     .copied()
             });
-            for name in names {
+            for (index, name) in names.into_iter().enumerate() {
+                let entry = entries.get(index).map(|e| e.shift(c.span.start));
+                let removal = removal_edit(file.file, src, c, &entries, index);
                 let rule = find_rule(&name);
                 let problem = match (rule, target) {
                     (None, _) => {
-                        let help = names::did_you_mean(&name, ALL_RULES.iter().map(|r| r.name));
-                        Some((format!("`{name}` names no rule"), help))
+                        let near = names::suggestion(&name, ALL_RULES.iter().map(|r| r.name));
+                        let mut d = Diagnostic::new(&UNUSED_SUPPRESSION, file.file, c.span, format!("`{name}` names no rule"))
+                            .label("silences nothing");
+                        if let Some(entry) = entry {
+                            d = d.did_you_mean(db, file.file, entry, &name, near.as_ref());
+                        }
+                        extra.push(d);
+                        None
                     }
                     (Some(r), _) if r.severity == Severity::Error => Some((
                         format!("`{}` is an error and cannot be silenced", r.name),
@@ -82,7 +96,7 @@ pub fn apply_suppressions(
                         Some("put it on the line right above the declaration, parameter, field or setting it is for".to_string()),
                     )),
                     (Some(r), Some(t)) => {
-                        allows.push(Allow { file: file.file, comment: c.span, rule: r, target: t, used: false });
+                        allows.push(Allow { file: file.file, comment: c.span, removal, rule: r, target: t, used: false });
                         None
                     }
                 };
@@ -116,18 +130,83 @@ pub fn apply_suppressions(
         .filter(|a| !a.used)
         .filter(|a| !(has_errors && UNUSED_FAMILY.contains(&a.rule.code)))
     {
-        extra.push(
-            Diagnostic::new(
-                &UNUSED_SUPPRESSION,
-                a.file,
-                a.comment,
-                format!("`allow({})` silences nothing here", a.rule.name),
-            )
-            .label("nothing to silence")
-            .help("remove the comment"),
-        );
+        let mut d = Diagnostic::new(
+            &UNUSED_SUPPRESSION,
+            a.file,
+            a.comment,
+            format!("`allow({})` silences nothing here", a.rule.name),
+        )
+        .label("nothing to silence")
+        .help("remove the comment");
+        if let Some(edit) = &a.removal {
+            // A comment that silences nothing does nothing: removing it changes no meaning.
+            d = d.fix(Fix {
+                title: format!("remove `allow({})`", a.rule.name),
+                applicability: Applicability::Safe,
+                edits: vec![edit.clone()],
+            });
+        }
+        extra.push(d);
     }
     diags.extend(extra);
+}
+
+/// Where each name of an allow comment is, relative to the comment's start (the comment
+/// text from its slashes on).
+fn allow_entries(comment: &str) -> Option<Vec<Span>> {
+    let open = comment.find("allow")? + "allow".len();
+    let open = open + comment[open..].find('(')? + 1;
+    let close = open + comment[open..].find(')')?;
+    let mut out = Vec::new();
+    let mut at = open;
+    for part in comment[open..close].split(',') {
+        let lead = part.len() - part.trim_start().len();
+        let name = part.trim();
+        if !name.is_empty() {
+            let start = (at + lead) as u32;
+            out.push(Span::new(start, start + name.len() as u32));
+        }
+        at += part.len() + 1;
+    }
+    Some(out)
+}
+
+/// The edit that takes the `index`th name out of an allow comment: with its comma when
+/// others remain, or the whole comment (and its line, when it has one of its own).
+fn removal_edit(
+    file: FileId,
+    src: &crate::source::SourceFile,
+    c: &crate::syntax::lexer::Comment,
+    entries: &[Span],
+    index: usize,
+) -> Option<Edit> {
+    let entry = *entries.get(index)?;
+    let span = if entries.len() > 1 {
+        let rel = if let Some(next) = entries.get(index + 1) {
+            Span::new(entry.start, next.start)
+        } else {
+            Span::new(entries[index - 1].end, entry.end)
+        };
+        rel.shift(c.span.start)
+    } else if c.own_line {
+        let line = src.line_of(c.span.start);
+        let start = src.line_span(line)?.start;
+        let end = match src.line_span(line + 1) {
+            Some(next) => next.start,
+            None => c.span.end,
+        };
+        Span::new(start, end)
+    } else {
+        // After code on the same line: the comment and the blanks before it.
+        let before = &src.text[..c.span.start as usize];
+        let start = before.trim_end_matches([' ', '\t']).len() as u32;
+        Span::new(start, c.span.end)
+    };
+    Some(Edit {
+        file,
+        span,
+        replacement: String::new(),
+    })
 }
 
 /// `pipec: allow(a, b)` → `[a, b]`.

@@ -116,8 +116,8 @@ impl Checker<'_> {
                     out.push((name.name.clone(), v));
                 }
                 None => {
-                    let help =
-                        names::did_you_mean(&name.name, params.iter().map(|p| p.name.as_str()));
+                    let near =
+                        names::suggestion(&name.name, params.iter().map(|p| p.name.as_str()));
                     self.diags.push(
                         Diagnostic::new(
                             &r::RECORD_LITERAL_MISMATCH,
@@ -126,7 +126,13 @@ impl Checker<'_> {
                             format!("`{tool_name}` has no parameter `{}`", name.name),
                         )
                         .label("unknown parameter")
-                        .maybe_help(help),
+                        .did_you_mean(
+                            &self.db,
+                            file,
+                            name.span,
+                            &name.name,
+                            near.as_ref(),
+                        ),
                     );
                     self.infer(scope, &a.value);
                 }

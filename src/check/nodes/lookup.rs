@@ -26,8 +26,7 @@ impl Checker<'_> {
             return None;
         }
         let joined = path.join(".");
-        let help =
-            names::did_you_mean(&joined, self.hir.nodes.iter().map(|n| n.info.name.as_str()));
+        let near = names::suggestion(&joined, self.hir.nodes.iter().map(|n| n.info.name.as_str()));
         self.diags.push(
             Diagnostic::new(
                 &r::UNKNOWN_NAME,
@@ -36,7 +35,7 @@ impl Checker<'_> {
                 format!("`{joined}` is not a node"),
             )
             .label(format!("`{what}` names nodes"))
-            .maybe_help(help),
+            .did_you_mean(&self.db, file, span, &joined, near.as_ref()),
         );
         None
     }
@@ -87,7 +86,7 @@ impl Checker<'_> {
             found => {
                 let joined = path.join(".");
                 let candidates = self.value_candidates(f, |v| matches!(v, DeclRef::Tool(_)));
-                let help = names::did_you_mean(&joined, candidates.iter().map(String::as_str));
+                let near = names::suggestion(&joined, candidates.iter().map(String::as_str));
                 let msg = if found.is_some() {
                     format!("`{joined}` is not a tool or reader")
                 } else {
@@ -96,9 +95,8 @@ impl Checker<'_> {
                 self.diags.push(
                     Diagnostic::new(&r::UNKNOWN_NAME, file, span, msg)
                         .label("not a declared tool")
-                        .help(help.unwrap_or_else(|| {
-                            format!("declare it: `tool {joined}(...) -> T from server`")
-                        })),
+                        .help(format!("declare it: `tool {joined}(...) -> T from server`"))
+                        .did_you_mean(&self.db, file, span, &joined, near.as_ref()),
                 );
                 None
             }
@@ -121,7 +119,7 @@ impl Checker<'_> {
             found => {
                 let joined = path.join(".");
                 let candidates = self.value_candidates(f, |v| matches!(v, DeclRef::Model(_)));
-                let help = names::did_you_mean(&joined, candidates.iter().map(String::as_str));
+                let near = names::suggestion(&joined, candidates.iter().map(String::as_str));
                 let msg = if found.is_some() {
                     format!("`{joined}` is not a model")
                 } else {
@@ -130,7 +128,8 @@ impl Checker<'_> {
                 self.diags.push(
                     Diagnostic::new(&r::UNKNOWN_NAME, file, span, msg)
                         .label("not a declared model")
-                        .help(help.unwrap_or_else(|| format!("declare it: `model {joined} {{ provider = \"openai\" name = \"...\" }}`"))),
+                        .help(format!("declare it: `model {joined} {{ provider = \"openai\" name = \"...\" }}`"))
+                        .did_you_mean(&self.db, file, span, &joined, near.as_ref()),
                 );
                 None
             }

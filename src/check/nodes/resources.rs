@@ -157,7 +157,7 @@ impl Checker<'_> {
                         let node_name = self.hir.nodes[ctx.node as usize].info.name.clone();
                         for (key, value) in where_ {
                             if !template.variables().any(|v| v.name == key.name) {
-                                let help = names::did_you_mean(
+                                let near = names::suggestion(
                                     &key.name,
                                     template.variables().map(|v| v.name.as_str()),
                                 );
@@ -172,7 +172,13 @@ impl Checker<'_> {
                                         ),
                                     )
                                     .label("not captured by the template")
-                                    .maybe_help(help),
+                                    .did_you_mean(
+                                        &self.db,
+                                        file,
+                                        key.span,
+                                        &key.name,
+                                        near.as_ref(),
+                                    ),
                                 );
                                 continue;
                             }
@@ -200,14 +206,7 @@ impl Checker<'_> {
                     }
                     None => {
                         let known = self.link_names(ctx.f);
-                        let help =
-                            names::did_you_mean(&kind_name, known.iter().map(String::as_str))
-                                .unwrap_or_else(|| {
-                                    format!(
-                                        "declare it: `link \"{}\": Type = \"uri-template\"`",
-                                        kind_name
-                                    )
-                                });
+                        let near = names::suggestion(&kind_name, known.iter().map(String::as_str));
                         self.diags.push(
                             Diagnostic::new(
                                 &r::UNKNOWN_NAME,
@@ -216,7 +215,17 @@ impl Checker<'_> {
                                 format!("unknown link kind \"{}\"", kind_name),
                             )
                             .label("not declared")
-                            .help(help),
+                            .help(format!(
+                                "declare it: `link \"{}\": Type = \"uri-template\"`",
+                                kind_name
+                            ))
+                            .did_you_mean(
+                                &self.db,
+                                file,
+                                kind_span,
+                                &kind_name,
+                                near.as_ref(),
+                            ),
                         );
                         SourceKind::Error
                     }
@@ -285,8 +294,8 @@ impl Checker<'_> {
                     .filter(|(i, p)| *i != ctx.current && !p.fetches_by_decl())
                     .map(|(_, p)| p.name.as_str())
                     .collect();
-                let help = names::did_you_mean(root, candidates)
-                    .unwrap_or_else(|| format!("add a parameter: `{root}: string = input.{root}`"));
+                let near = names::suggestion(root, candidates);
+                let root_at = Span::new(at.start, at.start + root.len() as u32);
                 self.diags.push(
                     Diagnostic::new(
                         &r::UNBOUND_URI_VARIABLE,
@@ -298,7 +307,8 @@ impl Checker<'_> {
                         ),
                     )
                     .label("no parameter provides it")
-                    .help(help),
+                    .help(format!("add a parameter: `{root}: string = input.{root}`"))
+                    .did_you_mean(&self.db, file, root_at, root, near.as_ref()),
                 );
                 continue;
             };
@@ -422,13 +432,7 @@ impl Checker<'_> {
                 continue;
             };
             if !allowed.contains(&n.name.as_str()) {
-                let help =
-                    names::did_you_mean(&n.name, allowed.iter().copied()).unwrap_or_else(|| {
-                        format!(
-                            "`{fname}` takes {}",
-                            crate::check::settings::list_words(allowed)
-                        )
-                    });
+                let near = names::suggestion(&n.name, allowed.iter().copied());
                 self.diags.push(
                     Diagnostic::new(
                         &r::UNKNOWN_SETTING,
@@ -437,7 +441,17 @@ impl Checker<'_> {
                         format!("`{fname}` has no option `{}`", n.name),
                     )
                     .label("unknown option")
-                    .help(help),
+                    .help(format!(
+                        "`{fname}` takes {}",
+                        crate::check::settings::list_words(allowed)
+                    ))
+                    .did_you_mean(
+                        &self.db,
+                        file,
+                        n.span,
+                        &n.name,
+                        near.as_ref(),
+                    ),
                 );
                 continue;
             }

@@ -208,7 +208,7 @@ impl Checker<'_> {
                     if let Some(r) = &rec
                         && r.field(&en.key.name).is_none()
                     {
-                        let help = names::did_you_mean(
+                        let near = names::suggestion(
                             &en.key.name,
                             r.fields.iter().map(|f| f.name.as_str()),
                         );
@@ -224,7 +224,13 @@ impl Checker<'_> {
                                 ),
                             )
                             .label("unknown field")
-                            .maybe_help(help),
+                            .did_you_mean(
+                                &self.db,
+                                file,
+                                en.key.span,
+                                &en.key.name,
+                                near.as_ref(),
+                            ),
                         );
                     }
                     let s = self.source(ctx, &en.value, &want, false);
@@ -407,11 +413,10 @@ impl Checker<'_> {
                     };
                 }
                 None => {
-                    let help = names::did_you_mean(
+                    let near = names::suggestion(
                         &name.name,
                         self.scopes[ctx.f].inputs.keys().map(String::as_str),
-                    )
-                    .unwrap_or_else(|| format!("declare it: `input {}: string`", name.name));
+                    );
                     self.diags.push(
                         Diagnostic::new(
                             &r::UNKNOWN_NAME,
@@ -420,7 +425,14 @@ impl Checker<'_> {
                             format!("unknown input `{}`", name.name),
                         )
                         .label("not declared")
-                        .help(help),
+                        .help(format!("declare it: `input {}: string`", name.name))
+                        .did_you_mean(
+                            &self.db,
+                            file,
+                            name.span,
+                            &name.name,
+                            near.as_ref(),
+                        ),
                     );
                     return Source {
                         kind: SourceKind::Error,
@@ -452,6 +464,7 @@ impl Checker<'_> {
                 }
                 other => {
                     let is_param = ctx.params.iter().any(|p| p.name == root.name);
+                    let mut near = None;
                     let help = if is_param {
                         format!(
                             "sources see nodes and `input.`, not the node's own parameters; `{}` is a parameter here",
@@ -468,10 +481,8 @@ impl Checker<'_> {
                                 .keys()
                                 .map(|k| format!("input.{k}")),
                         );
-                        names::did_you_mean(&root.name, cands.iter().map(String::as_str))
-                            .unwrap_or_else(|| {
-                                "name a node, or an input as `input.name`".to_string()
-                            })
+                        near = names::suggestion(&root.name, cands.iter().map(String::as_str));
+                        "name a node, or an input as `input.name`".to_string()
                     };
                     let msg = match other {
                         Some(_) => format!("`{}` is not a node", root.name),
@@ -480,7 +491,8 @@ impl Checker<'_> {
                     self.diags.push(
                         Diagnostic::new(&r::UNKNOWN_NAME, file, root.span, msg)
                             .label("not a node")
-                            .help(help),
+                            .help(help)
+                            .did_you_mean(&self.db, file, root.span, &root.name, near.as_ref()),
                     );
                     return Source {
                         kind: SourceKind::Error,
