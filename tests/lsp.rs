@@ -669,3 +669,68 @@ fn neovim_gets_diagnostics_hover_and_definition() {
         "{stdout}\n{stderr}"
     );
 }
+
+#[test]
+fn a_quick_fix_from_a_diagnostic_fixes_it_when_applied() {
+    let mut f = fixture("lsp-fix");
+    f.client.open(&f.app, APP);
+    assert!(f.client.diagnostics(&f.app).is_empty());
+    let broken = APP.replace(
+        "  model = fast\n  prompt = file",
+        "  model = fsat\n  prompt = file",
+    );
+    f.client.change_all(&f.app, 2, &broken);
+    let diags = f.client.diagnostics(&f.app);
+    assert_eq!(diags.len(), 1, "{diags:?}");
+    let r = f.client.request(
+        "textDocument/codeAction",
+        json!({
+            "textDocument": { "uri": f.app },
+            "range": diags[0]["range"],
+            "context": { "diagnostics": diags },
+        }),
+    );
+    let actions = r["result"].as_array().unwrap_or_else(|| panic!("{r}"));
+    let action = actions
+        .iter()
+        .find(|a| a["title"].as_str().unwrap_or("").contains("fast"))
+        .unwrap_or_else(|| panic!("no fix naming `fast`: {r}"));
+    assert_eq!(action["kind"], "quickfix");
+    assert_eq!(action["isPreferred"], true);
+    assert_eq!(action["diagnostics"][0]["code"], "P0101");
+    // Apply its edits (last first) and send the result: the error is gone.
+    let edits = action["edit"]["changes"][&f.app].as_array().unwrap();
+    let offset = |text: &str, p: &Value| {
+        let line = p["line"].as_u64().unwrap() as usize;
+        let start: usize = text.split('\n').take(line).map(|l| l.len() + 1).sum();
+        start + p["character"].as_u64().unwrap() as usize
+    };
+    let mut spans: Vec<(usize, usize, String)> = edits
+        .iter()
+        .map(|e| {
+            (
+                offset(&broken, &e["range"]["start"]),
+                offset(&broken, &e["range"]["end"]),
+                e["newText"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    spans.sort_by_key(|s| s.0);
+    let mut fixed = broken.clone();
+    for (s, e, t) in spans.into_iter().rev() {
+        fixed.replace_range(s..e, &t);
+    }
+    assert_eq!(fixed, APP);
+    f.client.change_all(&f.app, 3, &fixed);
+    assert_eq!(f.client.diagnostics(&f.app), Vec::<Value>::new());
+    // A range with no diagnostic offers nothing.
+    let r = f.client.request(
+        "textDocument/codeAction",
+        json!({
+            "textDocument": { "uri": f.app },
+            "range": { "start": { "line": 0, "character": 0 }, "end": { "line": 0, "character": 1 } },
+            "context": { "diagnostics": [] },
+        }),
+    );
+    assert_eq!(r["result"], json!([]));
+}
