@@ -55,6 +55,8 @@ pub type Answer = Result<Value, Failure>;
 
 /// Runs the server on stdin and stdout until the editor says `exit` or goes away.
 pub fn run_stdio() -> u8 {
+    // The same files are parsed again at every edit: keep the clean pieces.
+    crate::syntax::reuse_unchanged_pieces(true);
     let incoming = spawn_reader(BufReader::new(std::io::stdin()));
     let mut out = Writer::stdout();
     let mut ws = Workspace::default();
