@@ -35,6 +35,7 @@ pub mod diagnostic;
 pub mod fix;
 pub mod graph;
 pub mod lint;
+pub mod lsp;
 pub mod names;
 pub mod plan;
 pub mod rules;

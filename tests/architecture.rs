@@ -75,6 +75,22 @@ fn rmcp_stays_inside_the_mcp_module() {
 }
 
 #[test]
+fn the_lsp_crates_stay_inside_the_lsp_module() {
+    for (path, text) in files_under("") {
+        if path.starts_with(src().join("lsp")) {
+            continue;
+        }
+        for line in code(&text) {
+            assert!(
+                !line.contains("lsp_server") && !line.contains("lsp_types"),
+                "{} uses the LSP crates: {line}",
+                path.display()
+            );
+        }
+    }
+}
+
+#[test]
 fn the_compiler_does_no_runtime_io() {
     for module in [
         "syntax",
@@ -237,6 +253,21 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "<crate root>",
         ],
     ),
+    // The language server: the compiler's answers for editors, nothing of what runs.
+    (
+        "lsp",
+        &[
+            "source",
+            "diagnostic",
+            "rules",
+            "names",
+            "uri",
+            "syntax",
+            "check",
+            "lint",
+            "<crate root>",
+        ],
+    ),
     ("synth", &[]),
     // What runs plans.
     ("llm", &["diagnostic", "names"]),
@@ -300,6 +331,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "mcp",
             "runtime",
             "serve",
+            "lsp",
             "<crate root>",
         ],
     ),
@@ -310,7 +342,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
 
 /// The external crates a module may name, where that is restricted: process control is a
 /// leaf on the operating system alone, so the compiler and the MCP client can share it.
-const EXTERNAL_ALLOWED: &[(&str, &[&str])] = &[("process", &["libc", "tokio"])];
+/// The language server is synchronous and reads files only through the compiler's loader,
+/// so it names the protocol crates and serde alone (no tokio, redb, rmcp).
+const EXTERNAL_ALLOWED: &[(&str, &[&str])] = &[
+    ("process", &["libc", "tokio"]),
+    ("lsp", &["lsp_server", "lsp_types", "serde", "serde_json"]),
+];
 
 /// Items of the crate root that are not modules, and the module that defines them.
 const ROOT_ITEMS: &[(&str, &str)] = &[("declare_rule", "diagnostic")];

@@ -1042,3 +1042,14 @@ fn file_doc(comments: &[Comment]) -> Option<String> {
         .collect();
     (!lines.is_empty()).then(|| lines.join("\n"))
 }
+
+/// The settings a node of `kind` takes in its body, for editors' completion.
+pub fn node_settings(kind: ast::NodeKind) -> Vec<&'static str> {
+    nodes::body::allowed_settings(kind)
+}
+
+/// The file name under `prompts/` that `file("...")` names (`triage/classify` →
+/// `triage/classify.jinja`).
+pub fn prompt_file_name(written: &str) -> String {
+    prompt::template_name(written)
+}

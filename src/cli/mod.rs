@@ -12,6 +12,7 @@ mod explain;
 mod fmt;
 mod graph;
 mod init;
+mod lsp;
 mod pipe_files;
 mod prune;
 mod resume;
@@ -76,6 +77,8 @@ enum Command {
     Serve(serve::Args),
     /// Make a new project that checks clean and runs offline
     Init(init::Args),
+    /// Run the language server for editors (JSON-RPC over stdin and stdout)
+    Lsp(lsp::Args),
     /// Print the shell completion script (bash, zsh, fish, powershell, elvish)
     Completions(completions::Args),
 }
@@ -121,6 +124,7 @@ pub fn main() -> ExitCode {
         Command::Fmt(a) => fmt::run(a),
         Command::Graph(a) => graph::run(a),
         Command::Run(a) => run::run(a),
+        Command::Lsp(a) => lsp::run(a),
         Command::Resume(a) => resume::run(a),
         Command::Answer(a) => answer::run(a),
         Command::Cancel(a) => cancel::run(a),

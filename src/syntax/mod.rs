@@ -7,6 +7,8 @@ pub mod lexer;
 pub mod literal;
 mod parser;
 pub mod printer;
+mod reuse;
 
 pub use parser::{Parsed, parse};
 pub use printer::format_source;
+pub use reuse::reuse_unchanged_pieces;

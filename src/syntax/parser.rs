@@ -57,32 +57,81 @@ pub fn parse(file_id: FileId, text: &str) -> Parsed {
         .map(|c| (c.span.start, c.span.end))
         .collect();
     let comment_spans = &comment_spans;
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let results: Vec<PieceResult> = if threads > 1 && pieces.len() > 64 && text.len() > 64 * 1024 {
-        let chunk = pieces.len().div_ceil(threads);
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = pieces
-                .chunks(chunk)
-                .map(|group| {
-                    scope.spawn(move || {
-                        group
-                            .iter()
-                            .map(|(a, b)| parse_piece(file_id, text, comment_spans, *a, *b))
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_default())
-                .collect()
-        })
+    // Pieces unchanged since the last parse of this file (when reuse is on) are taken
+    // from it; the others are parsed, in parallel when there are many.
+    let reuse = super::reuse::enabled();
+    let last = if reuse {
+        super::reuse::take(file_id)
     } else {
-        pieces
-            .iter()
-            .map(|(a, b)| parse_piece(file_id, text, comment_spans, *a, *b))
-            .collect()
+        std::collections::HashMap::new()
     };
+    let mut slots: Vec<Option<PieceResult>> = pieces
+        .iter()
+        .map(|(a, b)| {
+            let old = last.get(&text[*a as usize..*b as usize])?;
+            let (items, stray_docs) = super::reuse::moved(old, *a);
+            Some(PieceResult {
+                items,
+                stray_docs,
+                ..PieceResult::default()
+            })
+        })
+        .collect();
+    let todo: Vec<(usize, (u32, u32))> = pieces
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| slots[*i].is_none())
+        .map(|(i, p)| (i, *p))
+        .collect();
+    let todo_bytes: u32 = todo.iter().map(|(_, (a, b))| b - a).sum();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let parsed: Vec<(usize, PieceResult)> =
+        if threads > 1 && todo.len() > 64 && todo_bytes > 64 * 1024 {
+            let chunk = todo.len().div_ceil(threads);
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = todo
+                    .chunks(chunk)
+                    .map(|group| {
+                        scope.spawn(move || {
+                            group
+                                .iter()
+                                .map(|(i, (a, b))| {
+                                    (*i, parse_piece(file_id, text, comment_spans, *a, *b))
+                                })
+                                .collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .flat_map(|h| h.join().unwrap_or_default())
+                    .collect()
+            })
+        } else {
+            todo.iter()
+                .map(|(i, (a, b))| (*i, parse_piece(file_id, text, comment_spans, *a, *b)))
+                .collect()
+        };
+    for (i, r) in parsed {
+        slots[i] = Some(r);
+    }
+    let results: Vec<PieceResult> = slots.into_iter().flatten().collect();
+    if reuse && results.len() == pieces.len() {
+        let mut keep = std::collections::HashMap::new();
+        for ((a, b), r) in pieces.iter().zip(&results) {
+            if r.diagnostics.is_empty() && r.broken.is_empty() {
+                keep.insert(
+                    text[*a as usize..*b as usize].to_string(),
+                    super::reuse::CleanPiece {
+                        base: *a,
+                        items: r.items.clone(),
+                        stray_docs: r.stray_docs.clone(),
+                    },
+                );
+            }
+        }
+        super::reuse::keep(file_id, keep);
+    }
 
     let mut file = File {
         items: Vec::new(),

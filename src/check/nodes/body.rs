@@ -46,7 +46,7 @@ const ACT_SETTINGS: &[&str] = &[
 ];
 const GATE_SETTINGS: &[&str] = &["message", "timeout", "on_timeout", "when", "after"];
 
-fn allowed_settings(kind: NodeKind) -> Vec<&'static str> {
+pub(crate) fn allowed_settings(kind: NodeKind) -> Vec<&'static str> {
     let own: &[&str] = match kind {
         NodeKind::Node => NODE_SETTINGS,
         NodeKind::Think => THINK_SETTINGS,

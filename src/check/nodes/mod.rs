@@ -8,7 +8,7 @@
 //! sources; `resources.rs` resource and link bindings; `routing.rs` which server
 //! serves a URI.
 
-mod body;
+pub(crate) mod body;
 mod call;
 mod lookup;
 mod model;
