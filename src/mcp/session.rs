@@ -201,9 +201,15 @@ impl Session {
         tokio::time::error::Elapsed,
     > {
         tokio::time::timeout(config.startup_timeout, async {
+            // Garbage wins a tie: a server whose first line was not a message fails
+            // its start even when its answer to `initialize` came in the same read.
             tokio::select! {
-                result = handshake => result.map_err(Some),
+                biased;
                 _ = garbage.spoiled() => Err(None),
+                result = handshake => match result {
+                    Ok(_) if garbage.seen().is_some() => Err(None),
+                    other => other.map_err(Some),
+                },
             }
         })
         .await
