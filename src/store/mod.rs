@@ -17,6 +17,7 @@ mod memory;
 mod postgres;
 mod records;
 mod redb_store;
+mod select;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -29,6 +30,7 @@ pub use postgres::{
 };
 pub use records::*;
 pub use redb_store::{CheckReport, RedbStore, STORE_FORMAT, quiet_contained_panics};
+pub use select::{OpenMode, open};
 
 use lock::ThreadLock;
 
