@@ -6,7 +6,6 @@ use std::path::PathBuf;
 
 use super::common;
 use crate::runtime::{DEFAULT_MAX_ANSWER_BYTES, Runner, RuntimeError};
-use crate::store::Store;
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::common;
-use crate::store::{CancelOutcome, Store};
+use crate::store::CancelOutcome;
 
 #[derive(clap::Args)]
 pub struct Args {

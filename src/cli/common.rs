@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use crate::diagnostic::TerminalOptions;
 use crate::plan::Plan;
 use crate::runtime::{Outcome, Runner, RuntimeError};
-use crate::store::{RedbStore, StoreError};
+use crate::store::{OpenMode, Store, StoreError};
 
 pub const EXIT_PAUSED: u8 = 3;
 pub const EXIT_BLOCKED: u8 = 4;
@@ -56,44 +56,49 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
 
 /// The runtime and the store `pipec run` needs, the store created when there is none; on
 /// failure the error is printed and the exit code returned.
-pub fn runtime_and_store(path: &Path) -> Result<(tokio::runtime::Runtime, Arc<RedbStore>), u8> {
-    runtime_and(path, |p| RedbStore::open(p))
+pub fn runtime_and_store(path: &Path) -> Result<(tokio::runtime::Runtime, Arc<dyn Store>), u8> {
+    runtime_and(path, OpenMode::Create)
 }
 
 /// The runtime and an existing store, opened to write (`answer`, `cancel`, `resume`,
 /// `prune`): a path with no store is refused and nothing is created there.
 pub fn runtime_and_existing_store(
     path: &Path,
-) -> Result<(tokio::runtime::Runtime, Arc<RedbStore>), u8> {
-    runtime_and(path, |p| RedbStore::open_existing(p))
+) -> Result<(tokio::runtime::Runtime, Arc<dyn Store>), u8> {
+    runtime_and(path, OpenMode::Existing)
 }
 
-/// The runtime and an existing store, opened read-only (`runs`, `show`): the file does
-/// not change, and a read-only file or mount works.
+/// The runtime and an existing store, opened to read (`runs`, `show`): a file does not
+/// change, and a read-only file or mount works.
 pub fn runtime_and_store_to_read(
     path: &Path,
-) -> Result<(tokio::runtime::Runtime, Arc<RedbStore>), u8> {
-    runtime_and(path, |p| RedbStore::open_read_only(p))
+) -> Result<(tokio::runtime::Runtime, Arc<dyn Store>), u8> {
+    runtime_and(path, OpenMode::Read)
 }
 
 fn runtime_and(
     path: &Path,
-    open: impl FnOnce(&Path) -> Result<RedbStore, StoreError>,
-) -> Result<(tokio::runtime::Runtime, Arc<RedbStore>), u8> {
+    mode: OpenMode,
+) -> Result<(tokio::runtime::Runtime, Arc<dyn Store>), u8> {
     let rt = runtime().map_err(|e| {
         super::err(&e);
         super::EXIT_USAGE
     })?;
-    let store = open(path).map_err(|e| {
+    let store = crate::store::open(&path.to_string_lossy(), mode).map_err(|e| {
         print_store_error(e, path);
         super::EXIT_FINDINGS
     })?;
-    Ok((rt, Arc::new(store)))
+    Ok((rt, store))
+}
+
+/// Whether a store location names a PostgreSQL database rather than a file.
+pub fn is_database(path: &Path) -> bool {
+    crate::store::is_postgres_url(&path.to_string_lossy())
 }
 
 /// Prints a store error; where there is no store, the help names one nearby.
 pub fn print_store_error(e: StoreError, path: &Path) {
-    let missing = matches!(e, StoreError::Missing { .. });
+    let missing = matches!(e, StoreError::Missing { .. }) && !is_database(path);
     let mut error = RuntimeError::from(e);
     if missing && let Some(near) = nearby_store(path) {
         error.help = Some(format!("did you mean `--store {}`?", near.display()));

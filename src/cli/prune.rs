@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use super::common;
-use crate::store::{Status, Store};
+use crate::store::Status;
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::common;
 use crate::runtime::{Decision, RunOptions, Runner};
-use crate::store::{ListQuery, Status, Store};
+use crate::store::{ListQuery, Status};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -168,7 +168,7 @@ pub fn run(args: Args) -> u8 {
 #[allow(clippy::too_many_arguments)]
 fn resume_one(
     rt: &tokio::runtime::Runtime,
-    store: &Arc<crate::store::RedbStore>,
+    store: &Arc<dyn crate::store::Store>,
     store_path: &std::path::Path,
     default_store: bool,
     thread: &str,

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::common;
-use crate::store::{ListQuery, Status, Store};
+use crate::store::{ListQuery, Status};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -68,7 +68,7 @@ pub fn run(args: Args) -> u8 {
     let store_path = common::store_path(&args.store, &common::default_root());
     // Before the first run there is no store at the default place, and no threads; a
     // path given with `--store` must name a store.
-    if !store_path.exists() && args.store.is_none() {
+    if !common::is_database(&store_path) && !store_path.exists() && args.store.is_none() {
         if args.json {
             super::out("[]\n");
         } else {

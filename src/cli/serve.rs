@@ -112,8 +112,11 @@ pub fn run(args: Args) -> u8 {
             .map(|p| p.root.clone())
             .unwrap_or_else(super::common::default_root);
         let store_path = super::common::store_path(&args.store, &root);
-        let store: Arc<dyn crate::store::Store> = match crate::store::RedbStore::open(&store_path) {
-            Ok(s) => Arc::new(s),
+        let store = match crate::store::open(
+            &store_path.to_string_lossy(),
+            crate::store::OpenMode::Create,
+        ) {
+            Ok(s) => s,
             Err(e) => {
                 super::common::print_store_error(e, &store_path);
                 return EXIT_USAGE;

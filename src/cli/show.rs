@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::common;
 use super::runs::fmt_time;
-use crate::store::{Event, GateState, ItemState, NodeState, Store};
+use crate::store::{Event, GateState, ItemState, NodeState};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -97,8 +97,7 @@ pub fn run(args: Args) -> u8 {
             *slot = Some(o.clone());
         }
     }
-    let stale = t.status == crate::store::Status::Running
-        && !crate::store::lock::is_locked(&store_path, &t.id);
+    let stale = t.status == crate::store::Status::Running && !store.is_held(&t.id);
     if args.events && !args.json {
         for e in &events {
             super::out(&format!(

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use clap::Subcommand;
 
 use super::common;
-use crate::store::{RedbStore, STORE_FORMAT, StoreError, StoreStats};
+use crate::store::{
+    PgOpen, PgStats, PostgresStore, RedbStore, SCHEMA_VERSION, STORE_FORMAT, StoreError, StoreStats,
+};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -41,6 +43,9 @@ pub fn run(args: Args) -> u8 {
         common::print_store_error(e, &path);
         super::EXIT_FINDINGS
     };
+    if common::is_database(&path) {
+        return run_on_database(args.command, &path.to_string_lossy(), &failed);
+    }
     match args.command {
         StoreCommand::Migrate => match RedbStore::format_of(&path) {
             Ok(v) if v == STORE_FORMAT => {
@@ -112,6 +117,85 @@ pub fn run(args: Args) -> u8 {
             Err(e) => failed(e),
         },
     }
+}
+
+/// The same commands on a PostgreSQL store.
+fn run_on_database(command: StoreCommand, url: &str, failed: &dyn Fn(StoreError) -> u8) -> u8 {
+    let shown = crate::store::redact(url);
+    match command {
+        StoreCommand::Migrate => match PostgresStore::migrate(url) {
+            Ok(v) if v == SCHEMA_VERSION => {
+                super::err(&format!(
+                    "{shown} is already at store schema {SCHEMA_VERSION}"
+                ));
+                super::EXIT_OK
+            }
+            Ok(0) => {
+                super::err(&format!(
+                    "{shown}: created the store's tables (store schema {SCHEMA_VERSION})"
+                ));
+                super::EXIT_OK
+            }
+            Ok(v) => {
+                super::err(&format!(
+                    "{shown} migrated from store schema {v} to {SCHEMA_VERSION}"
+                ));
+                super::EXIT_OK
+            }
+            Err(e) => failed(e),
+        },
+        StoreCommand::Stats { json } => {
+            match PostgresStore::connect(url, PgOpen::Existing).and_then(|s| s.stats()) {
+                Ok(stats) => {
+                    if json {
+                        println!(
+                            "{}",
+                            serde_json::to_string_pretty(&stats).unwrap_or_default()
+                        );
+                    } else {
+                        print_database_stats(&stats);
+                    }
+                    super::EXIT_OK
+                }
+                Err(e) => failed(e),
+            }
+        }
+        StoreCommand::Check { repair: true } => {
+            super::err(&format!(
+                "error: `--repair` is for a store file; {shown} is a PostgreSQL database, whose server keeps it whole (run `pipec store check` without `--repair`)"
+            ));
+            super::EXIT_USAGE
+        }
+        StoreCommand::Check { repair: false } => {
+            match PostgresStore::connect(url, PgOpen::Existing).and_then(|s| s.check()) {
+                Ok(report) => {
+                    super::err(&format!(
+                        "the store is intact: {} threads, {} rows read and decoded",
+                        report.threads, report.rows
+                    ));
+                    super::EXIT_OK
+                }
+                Err(e) => failed(e),
+            }
+        }
+    }
+}
+
+fn print_database_stats(stats: &PgStats) {
+    println!(
+        "{:<16} {:>9} {:>12} {:>12}",
+        "table", "rows", "table", "indexes"
+    );
+    for t in &stats.tables {
+        println!(
+            "{:<16} {:>9} {:>12} {:>12}",
+            t.name, t.rows, t.table_bytes, t.index_bytes
+        );
+    }
+    println!(
+        "database: {} bytes; store schema {}",
+        stats.database_bytes, stats.schema_version
+    );
 }
 
 fn print_stats(stats: &StoreStats) {

@@ -18,6 +18,7 @@ mod postgres;
 mod queue;
 mod records;
 mod redb_store;
+mod select;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -31,6 +32,7 @@ pub use postgres::{
 pub use queue::{DEFAULT_POLL, RunnableQuery, RunnableThread, Why, why_runnable};
 pub use records::*;
 pub use redb_store::{CheckReport, RedbStore, STORE_FORMAT, quiet_contained_panics};
+pub use select::{OpenMode, open};
 
 use lock::ThreadLock;
 

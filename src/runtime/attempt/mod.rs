@@ -18,6 +18,7 @@ mod commit;
 mod each;
 mod end;
 mod gates;
+mod heartbeat;
 mod nodes;
 mod recovery;
 mod tasks;
@@ -216,17 +217,20 @@ impl Attempt {
             self.thread.error = None;
         }
         self.buffer.push(Write::Thread(self.thread.clone()));
+        let heartbeat = heartbeat::Heartbeat::start(&self.shared);
         let result = match self.flush().await {
             Ok(()) => self.drive().await,
             Err(e) => Err(e),
         };
         // The attempt's MCP sessions end with it, however it ends.
         self.shared.resources.close().await;
-        match result.map_err(Stop::from) {
+        let outcome = match result.map_err(Stop::from) {
             Ok(outcome) => Ok(outcome),
             Err(Stop::Cancelled) => Err(self.record_cancel().await),
             Err(Stop::Error(e)) => Err(e),
-        }
+        };
+        drop(heartbeat);
+        outcome
     }
 
     /// The node table from the recovered rows: finished nodes hold their values,

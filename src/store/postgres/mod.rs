@@ -91,9 +91,12 @@ pub(crate) struct Db {
 
 impl Db {
     pub(crate) async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
+        // Where it failed, as it may be shown (no password).
         self.pool.get().await.map_err(|e| match e {
-            deadpool_postgres::PoolError::Backend(e) => pg(e),
-            other => StoreError::Io(format!("PostgreSQL: {other}")),
+            deadpool_postgres::PoolError::Backend(e) => {
+                StoreError::Io(format!("{}: {}", self.location, describe(&e)))
+            }
+            other => StoreError::Io(format!("{}: PostgreSQL: {other}", self.location)),
         })
     }
 

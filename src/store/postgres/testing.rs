@@ -29,7 +29,7 @@ pub(crate) fn server(test: &str) -> Option<String> {
 pub(crate) struct TestSchema {
     pub url: String,
     server: String,
-    name: String,
+    pub name: String,
 }
 
 impl TestSchema {

@@ -1,2 +1,263 @@
 //! What only the Postgres store has: leases across processes and machines (two pools
 //! racing, expiry, heartbeats), its schema version, and URLs without passwords.
+
+use std::time::Duration;
+
+use super::testing::{TestSchema, admin, server};
+use super::*;
+use crate::store::contract::{attempt, node, rt, thread_rec};
+
+fn short(ttl_ms: u64) -> PgOptions {
+    PgOptions {
+        lease_ttl: Duration::from_millis(ttl_ms),
+        ..PgOptions::default()
+    }
+}
+
+#[test]
+fn two_machines_racing_to_claim_never_both_win() {
+    let Some(server) = server("two_machines_racing_to_claim_never_both_win") else {
+        return;
+    };
+    let schema = TestSchema::new(&server, "race");
+    let (a, b) = (schema.store(), schema.store());
+    let rt = rt();
+    let mut threads = Vec::new();
+    for _ in 0..8 {
+        let (lease, _) = rt
+            .block_on(a.create_thread(thread_rec(), attempt()))
+            .expect("create");
+        threads.push(lease.thread.clone());
+        drop(lease);
+    }
+    for thread in threads {
+        let claims: Vec<_> = [a.clone(), b.clone()]
+            .into_iter()
+            .enumerate()
+            .map(|(i, store)| {
+                let thread = thread.clone();
+                std::thread::spawn(move || {
+                    let mut who = attempt();
+                    who.run_id = format!("machine-{i}");
+                    crate::store::contract::rt()
+                        .block_on(store.claim(&thread, who))
+                        .map(|(lease, _, _)| lease)
+                })
+            })
+            .collect();
+        let results: Vec<_> = claims
+            .into_iter()
+            .map(|h| h.join().expect("a claimer"))
+            .collect();
+        let won: Vec<&Lease> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+        assert_eq!(won.len(), 1, "exactly one claimer wins: {results:?}");
+        assert_eq!(won[0].epoch, 2);
+        let lost = results.iter().find_map(|r| r.as_ref().err());
+        match lost {
+            Some(StoreError::Locked { holder, .. }) => {
+                assert_eq!(
+                    holder.as_ref().map(|h| h.run_id.clone()),
+                    Some(won[0].run_id.clone())
+                );
+            }
+            other => panic!("the loser is told who holds it: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_lease_without_heartbeats_expires_and_its_next_write_is_fenced() {
+    let Some(server) = server("a_lease_without_heartbeats_expires") else {
+        return;
+    };
+    let schema = TestSchema::new(&server, "expiry");
+    let (a, b) = (schema.store_with(short(300)), schema.store_with(short(300)));
+    let rt = rt();
+    let (lease, _) = rt
+        .block_on(a.create_thread(thread_rec(), attempt()))
+        .expect("create");
+    let err = rt
+        .block_on(b.claim(&lease.thread, attempt()))
+        .expect_err("held");
+    assert!(matches!(err, StoreError::Locked { .. }), "{err:?}");
+    assert!(b.is_held(&lease.thread));
+    std::thread::sleep(Duration::from_millis(450));
+    assert!(!b.is_held(&lease.thread), "expired");
+    let err = rt
+        .block_on(a.commit(&lease, vec![node(1)]))
+        .expect_err("fenced");
+    assert!(matches!(err, StoreError::Fenced { .. }), "{err:?}");
+    let err = rt.block_on(a.renew(&lease)).expect_err("not renewed");
+    assert!(matches!(err, StoreError::Fenced { .. }), "{err:?}");
+    let (second, state, _) = rt
+        .block_on(b.claim(&lease.thread, attempt()))
+        .expect("an expired lease is taken over");
+    assert_eq!(second.epoch, lease.epoch + 1);
+    assert!(state.nodes.is_empty(), "the fenced commit wrote nothing");
+    let err = rt
+        .block_on(a.commit(&lease, vec![node(2)]))
+        .expect_err("fenced");
+    assert!(matches!(err, StoreError::Fenced { .. }), "{err:?}");
+    rt.block_on(b.commit(&second, vec![node(3)]))
+        .expect("the new holder writes");
+}
+
+#[test]
+fn heartbeats_keep_a_lease() {
+    let Some(server) = server("heartbeats_keep_a_lease") else {
+        return;
+    };
+    let schema = TestSchema::new(&server, "heartbeat");
+    let (a, b) = (schema.store_with(short(300)), schema.store_with(short(300)));
+    assert_eq!(a.renew_every(), Some(Duration::from_millis(100)));
+    let rt = rt();
+    let (lease, _) = rt
+        .block_on(a.create_thread(thread_rec(), attempt()))
+        .expect("create");
+    for _ in 0..9 {
+        std::thread::sleep(Duration::from_millis(100));
+        rt.block_on(a.renew(&lease)).expect("renewed");
+    }
+    let err = rt
+        .block_on(b.claim(&lease.thread, attempt()))
+        .expect_err("still held");
+    assert!(matches!(err, StoreError::Locked { .. }), "{err:?}");
+    rt.block_on(a.commit(&lease, vec![node(1)]))
+        .expect("the holder still writes after three times its lease's life");
+    // Dropped, the lease is released at once, long before it would expire.
+    let thread = lease.thread.clone();
+    drop(lease);
+    assert!(!a.is_held(&thread));
+    rt.block_on(b.claim(&thread, attempt())).expect("free");
+}
+
+#[test]
+fn a_newer_schema_is_refused() {
+    let Some(server) = server("a_newer_schema_is_refused") else {
+        return;
+    };
+    let schema = TestSchema::new(&server, "newer");
+    drop(schema.store());
+    assert_eq!(PostgresStore::version_at(&schema.url), Ok(SCHEMA_VERSION));
+    admin(
+        &schema.url,
+        "UPDATE pipec_meta SET value = '99' WHERE key = 'schema_version'",
+    )
+    .expect("bump");
+    for open in [PgOpen::Create, PgOpen::Existing] {
+        let err = PostgresStore::connect_with(&schema.url, open, PgOptions::default())
+            .err()
+            .expect("refused");
+        assert_eq!(
+            err,
+            StoreError::NewerFormat {
+                found: 99,
+                supported: SCHEMA_VERSION
+            }
+        );
+    }
+    assert!(
+        PostgresStore::migrate(&schema.url).is_err(),
+        "not downgraded"
+    );
+    assert_eq!(PostgresStore::version_at(&schema.url), Ok(99));
+}
+
+#[test]
+fn a_database_without_a_store_is_missing_and_nothing_is_created() {
+    let Some(server) = server("a_database_without_a_store_is_missing") else {
+        return;
+    };
+    let schema = TestSchema::new(&server, "missing");
+    let err = PostgresStore::connect_with(&schema.url, PgOpen::Existing, PgOptions::default())
+        .err()
+        .expect("missing");
+    assert!(matches!(err, StoreError::Missing { .. }), "{err:?}");
+    assert_eq!(PostgresStore::version_at(&schema.url), Ok(0));
+    assert_eq!(PostgresStore::migrate(&schema.url), Ok(0));
+    assert_eq!(PostgresStore::migrate(&schema.url), Ok(SCHEMA_VERSION));
+}
+
+#[test]
+fn the_password_is_in_no_error_and_no_location() {
+    let Some(server) = server("the_password_is_in_no_error") else {
+        return;
+    };
+    let secret = "pw-Zq81-s3cret";
+    // A server that is not there.
+    let url = format!("postgres://pipec:{secret}@127.0.0.1:1/runs?connect_timeout=2");
+    let err = PostgresStore::connect_with(&url, PgOpen::Create, PgOptions::default())
+        .err()
+        .expect("no server");
+    let text = format!("{err} {err:?}");
+    assert!(!text.contains(secret), "{text}");
+    assert!(text.contains("127.0.0.1"), "says where: {text}");
+    // A database that is not there, on the test server, and a store that works.
+    let schema = TestSchema::new(&server, "password");
+    let mut with_password = url::Url::parse(&server).expect("a URL");
+    if with_password.username().is_empty() {
+        let _ = with_password.set_username("postgres");
+    }
+    let _ = with_password.set_password(Some(secret));
+    let mut missing_db = with_password.clone();
+    missing_db.set_path("/no_such_database_here");
+    let err =
+        PostgresStore::connect_with(missing_db.as_str(), PgOpen::Create, PgOptions::default())
+            .err()
+            .expect("no database");
+    let text = format!("{err} {err:?}");
+    assert!(!text.contains(secret), "{text}");
+    let store_url = super::testing::with_schema(with_password.as_str(), &schema.name);
+    assert!(!redact(&store_url).contains(secret));
+    let store = PostgresStore::connect_with(&store_url, PgOpen::Create, PgOptions::default())
+        .expect("connect");
+    assert!(!store.location().contains(secret), "{}", store.location());
+    let err = rt()
+        .block_on(store.load("7ZZZZZZZZZZZZZZZZZZZZZZZZZ"))
+        .expect_err("none");
+    let text = format!("{err} {err:?}");
+    assert!(matches!(err, StoreError::NotFound { .. }), "{text}");
+    assert!(!text.contains(secret), "{text}");
+}
+
+#[test]
+fn concurrent_commits_share_transactions_and_keep_their_order() {
+    let Some(server) = server("concurrent_commits_share_transactions") else {
+        return;
+    };
+    let schema = TestSchema::new(&server, "group");
+    let store = schema.store();
+    let rt = rt();
+    let lease = rt
+        .block_on(store.create_thread(thread_rec(), attempt()))
+        .map(|(l, _)| l)
+        .expect("create");
+    let commits = (0..40).map(|i| {
+        store.commit(
+            &lease,
+            vec![
+                Write::Node(format!("n{i}"), NodeRec::done(serde_json::json!(i))),
+                Write::Event(Event::NodeFinished {
+                    node: format!("n{i}"),
+                    ms: None,
+                }),
+            ],
+        )
+    });
+    let results = rt.block_on(futures::future::join_all(commits));
+    let mut seqs: Vec<u64> = results
+        .into_iter()
+        .flat_map(|r| r.expect("committed"))
+        .map(|e| e.seq)
+        .collect();
+    seqs.sort_unstable();
+    assert_eq!(
+        seqs,
+        (1..=40).collect::<Vec<u64>>(),
+        "numbered without gaps"
+    );
+    let state = rt.block_on(store.load(&lease.thread)).expect("load");
+    assert_eq!(state.nodes.len(), 40);
+    let report = store.check().expect("check");
+    assert_eq!(report.threads, 1);
+}
