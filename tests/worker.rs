@@ -476,3 +476,62 @@ on_every_store!(
     a_worker_killed_with_sigkill_is_taken_over_without_repeating_a_finished_effect,
     pipelines_limits_a_worker_to_a_folders_pipelines,
 );
+
+/// On PostgreSQL an answer given anywhere wakes a waiting worker through `LISTEN/NOTIFY`,
+/// not its poll: with the poll at a minute, the thread's next attempt starts within
+/// 100 ms of the commit that answered its gate (both times are the events' commit stamps).
+#[test]
+fn on_postgres_an_answer_wakes_a_waiting_worker_within_100_ms() {
+    let Some(p) = postgres("an_answer_wakes_a_waiting_worker") else {
+        return;
+    };
+    p.write("gated.pipe", GATED);
+    p.script("scripts/fetch.sh", FETCH);
+    p.script(
+        "scripts/effect.sh",
+        "#!/bin/sh\ncat >/dev/null\nprintf '{\"done\":true,\"id\":\"x\"}'\n",
+    );
+    let log = std::fs::File::create(p.dir.join("worker-1.log")).expect("log");
+    let mut w = p
+        .cmd(&["worker", "--verbose", "--poll", "60s"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log))
+        .spawn()
+        .expect("pipec worker starts");
+    let mut gaps = Vec::new();
+    for round in 0..3 {
+        // Submitted after the worker waits: the submit's notify wakes it, too.
+        let thread = submit(&p, "gated.pipe", &[&format!("id=A{round}")]);
+        wait_status(&p, &thread, "paused");
+        // Let the worker give the thread back and go back to waiting.
+        std::thread::sleep(Duration::from_millis(300));
+        let out = p.run(&["answer", &thread, r#"review={"approved":true}"#]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        wait_status(&p, &thread, "completed");
+        let events: Vec<serde_json::Value> = stdout(&p.run(&["show", &thread, "--events"]))
+            .lines()
+            .map(json)
+            .collect();
+        let answered = events
+            .iter()
+            .find(|e| e["type"] == "gate_answered")
+            .expect("gate_answered")["ts"]
+            .as_u64()
+            .unwrap_or_default();
+        let resumed = events
+            .iter()
+            .filter(|e| e["type"] == "attempt_started")
+            .filter_map(|e| e["ts"].as_u64())
+            .find(|ts| *ts >= answered)
+            .unwrap_or_else(|| panic!("no attempt after the answer: {events:?}"));
+        gaps.push(resumed - answered);
+    }
+    signal(&w, "-TERM");
+    assert_eq!(wait_exit(&mut w, WITHIN), 0);
+    assert!(
+        gaps.iter().all(|g| *g < 100),
+        "answer → next attempt, ms: {gaps:?}\n{}",
+        p.read("worker-1.log")
+    );
+}

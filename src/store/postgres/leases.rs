@@ -176,6 +176,17 @@ impl Releases {
         self.sent.load(Ordering::SeqCst)
     }
 
+    /// Blocks this thread (not an async task) until every release handed over so far is
+    /// done, or `at_most` has passed: what a store does before it goes away, so that a
+    /// process that ends leaves no lease row behind for others to wait out.
+    pub(super) fn settle_blocking(&self, at_most: std::time::Duration) {
+        let upto = self.handed_over();
+        let start = std::time::Instant::now();
+        while *self.done.borrow() < upto && start.elapsed() < at_most {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
     /// Waits until the releases handed over before `upto` are done.
     pub(super) async fn settle(&self, upto: u64) {
         let mut rx = self.done.subscribe();

@@ -135,6 +135,11 @@ struct Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        // The releases still queued for the writer are made before its runtime stops;
+        // the leases' expiry is only the backstop of a process that dies.
+        self.db
+            .releases
+            .settle_blocking(std::time::Duration::from_secs(2));
         if let Some(rt) = self.runtime.take() {
             // A store may be dropped inside another runtime, where waiting is not allowed.
             rt.shutdown_background();
