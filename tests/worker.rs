@@ -491,6 +491,8 @@ fn on_postgres_an_answer_wakes_a_waiting_worker_within_100_ms() {
         "scripts/effect.sh",
         "#!/bin/sh\ncat >/dev/null\nprintf '{\"done\":true,\"id\":\"x\"}'\n",
     );
+    // The first submit makes the store the worker opens.
+    let mut next = Some(submit(&p, "gated.pipe", &["id=A0"]));
     let log = std::fs::File::create(p.dir.join("worker-1.log")).expect("log");
     let mut w = p
         .cmd(&["worker", "--verbose", "--poll", "60s"])
@@ -501,8 +503,10 @@ fn on_postgres_an_answer_wakes_a_waiting_worker_within_100_ms() {
         .expect("pipec worker starts");
     let mut gaps = Vec::new();
     for round in 0..3 {
-        // Submitted after the worker waits: the submit's notify wakes it, too.
-        let thread = submit(&p, "gated.pipe", &[&format!("id=A{round}")]);
+        // Later ones are submitted while the worker waits: their notify wakes it, too.
+        let thread = next
+            .take()
+            .unwrap_or_else(|| submit(&p, "gated.pipe", &[&format!("id=A{round}")]));
         wait_status(&p, &thread, "paused");
         // Let the worker give the thread back and go back to waiting.
         std::thread::sleep(Duration::from_millis(300));
@@ -529,6 +533,7 @@ fn on_postgres_an_answer_wakes_a_waiting_worker_within_100_ms() {
     }
     signal(&w, "-TERM");
     assert_eq!(wait_exit(&mut w, WITHIN), 0);
+    eprintln!("answer → next attempt, ms: {gaps:?}");
     assert!(
         gaps.iter().all(|g| *g < 100),
         "answer → next attempt, ms: {gaps:?}\n{}",
