@@ -115,6 +115,18 @@ pub struct Release {
     releases: Arc<Releases>,
     thread: String,
     epoch: u64,
+    /// The store, kept until the release is handed over: a store goes away only after
+    /// its last lease, so the releases it makes before it goes include this one.
+    _store: Keep,
+}
+
+/// Something kept alive, whatever it is.
+pub struct Keep(#[allow(dead_code)] pub Arc<dyn std::any::Any + Send + Sync>);
+
+impl std::fmt::Debug for Keep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Keep")
+    }
 }
 
 impl Release {
@@ -123,12 +135,14 @@ impl Release {
         releases: Arc<Releases>,
         thread: &str,
         epoch: u64,
+        store: Keep,
     ) -> Release {
         Release {
             jobs,
             releases,
             thread: thread.to_string(),
             epoch,
+            _store: store,
         }
     }
 }

@@ -333,6 +333,7 @@ impl PostgresStore {
                 self.inner.db.releases.clone(),
                 thread,
                 epoch,
+                leases::Keep(self.inner.clone()),
             ),
         }
     }
