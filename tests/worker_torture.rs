@@ -169,7 +169,11 @@ fn signal(pid: u32, sig: &str) {
 
 /// Runs the torture against `t`; `stop_one` also stops one worker with SIGSTOP for
 /// `stop_for` and continues it (a store whose leases expire fences its late writes).
+/// One torture at a time: each is four workers' worth of load on this machine.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 pub fn torture(t: &Target, stop_for: Option<Duration>) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let threads_wanted = env_count("PIPEC_WORKER_TORTURE_THREADS", 40);
     let kills_wanted = env_count("PIPEC_WORKER_TORTURE_KILLS", 12);
     let out = t.p.run(&["check", "tort.pipe"]);
