@@ -530,6 +530,46 @@ impl Runner {
         let attempt_rec = self.attempt_rec(rec.attempts + 1);
         let (lease, mut state, claimed) = self.store.claim(&rec.id, attempt_rec).await?;
         committed.extend(claimed);
+        // Another attempt may have run between the look above and this claim (a worker
+        // that took the thread and died): what it left decides, not what was there
+        // before. An effect it started and did not finish blocks the thread here as it
+        // would have above; run again, it would happen twice.
+        let mut plan_changes = plan_changes;
+        if state
+            .thread
+            .as_ref()
+            .is_some_and(|t| t.epoch != rec.epoch + 1)
+        {
+            let rechecked = async {
+                self.wait_for_unfinished_effects(&state).await?;
+                let blocked = self.unfinished_calls(&state, &opts);
+                let changes =
+                    plan_change::changed_nodes(&self.plan, &state, &opts, &self.validators)?;
+                Ok::<_, RuntimeError>((blocked, changes))
+            }
+            .await;
+            let blocked = match rechecked {
+                Ok((blocked, changes)) => {
+                    plan_changes = changes;
+                    blocked
+                }
+                Err(e) => {
+                    Servers::close(&servers).await;
+                    return Err(e);
+                }
+            };
+            if !blocked.is_empty() {
+                Servers::close(&servers).await;
+                if let Some(sink) = &self.events {
+                    committed.iter().for_each(|e| sink(e));
+                }
+                self.end_blocked(lease, state, &blocked).await?;
+                return Ok(Outcome::Blocked {
+                    thread: rec.id,
+                    reasons: blocked,
+                });
+            }
+        }
         if let Some(t) = &mut state.thread {
             // Inputs the new plan added come with their defaults; recorded config stays.
             t.inputs = inputs;
@@ -663,6 +703,16 @@ impl Runner {
         if let Some(sink) = &self.events {
             claimed.iter().for_each(|e| sink(e));
         }
+        self.end_blocked(lease, state, blocked).await
+    }
+
+    /// Ends the claimed attempt as blocked on `blocked`, and lets the thread go.
+    async fn end_blocked(
+        &self,
+        lease: crate::store::Lease,
+        state: ThreadState,
+        blocked: &[crate::store::StoredError],
+    ) -> Result<(), RuntimeError> {
         let Some(mut t) = state.thread else {
             return Ok(());
         };
