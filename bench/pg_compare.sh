@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Durable runs on PostgreSQL side by side: pipec's per-step cost on its PostgreSQL store and
 # on redb, LangGraph's AsyncPostgresSaver on the same server, alternated round by round;
-# then the durable steps per second of 1, 2 and 4 `pipec worker` processes on one database.
+# then the durable steps per second of 1, 2 and 4 `pipec worker` processes on one database;
+# then `pipec runs` and `pipec show` with 100,000 threads in the database (10,000 with --quick).
 #
 #   bench/pg_compare.sh            # 3 rounds (~4 min on 2 cores)
 #   bench/pg_compare.sh --quick    # 1 round, fewer runs
@@ -82,6 +83,10 @@ echo "workers: 1, 2 and 4 on one database" >&2
 cargo bench -q --bench postgres -- --url "$(db_url pipec_bench)" --only workers "${quick[@]}" \
     --json "$work/workers.json" >&2
 
+echo "listing: pipec runs and pipec show with many threads" >&2
+cargo bench -q --bench postgres -- --url "$(db_url pipec_bench)" --only listing "${quick[@]}" \
+    --json "$work/listing.json" >&2
+
 python3 - "$work" "$rounds" "$out" "$(nproc)" <<'PY'
 import json, pathlib, statistics, sys
 work, rounds, out, cores = pathlib.Path(sys.argv[1]), int(sys.argv[2]), pathlib.Path(sys.argv[3]), sys.argv[4]
@@ -107,7 +112,16 @@ print(f"\n{'pipec workers on one database (' + cores + ' cores)':<58} {'steps/s'
 for k in sorted(w, key=lambda k: int(k.split('.')[1])):
     print(f"{k.split('.')[1] + ' worker(s), short runs of 5 nodes':<58} {w[k]:9.0f}")
 print("goal: >= 2,000 durable steps/s across 4 workers, rising with workers up to the cores")
+l = json.loads((work / "listing.json").read_text())
+n = int(l["listing.threads"])
+print(f"\n{f'with {n:,} threads in the database (process wall time)':<58} {'ms':>9}")
+print(f"{'pipec runs (first page), median':<58} {l['listing.runs_ms']:9.1f}")
+print(f"{'pipec runs (first page), p90':<58} {l['listing.runs_p90_ms']:9.1f}")
+print(f"{'pipec runs --status completed, median':<58} {l['listing.runs_status_ms']:9.1f}")
+print(f"{'pipec show THREAD, median':<58} {l['listing.show_ms']:9.1f}")
+print(f"{'pipec show THREAD, p90':<58} {l['listing.show_p90_ms']:9.1f}")
+print("goal: runs < 50 ms, show < 20 ms")
 out.parent.mkdir(parents=True, exist_ok=True)
-out.write_text(json.dumps({"pipec": p, "langgraph": g, "workers": w}, indent=2))
+out.write_text(json.dumps({"pipec": p, "langgraph": g, "workers": w, "listing": l}, indent=2))
 print(f"\nwritten to {out}")
 PY

@@ -5,10 +5,15 @@
 //! 2. **Throughput**: `pipec worker` processes (1, 2 and 4) on one database take short
 //!    runs (a 5-node pipeline) that this process submits; durable steps per second from
 //!    the first submit to the last completion, workers started and idle beforehand.
+//! 3. **Listing at scale**: with 100,000 threads in the database (queued ones submitted
+//!    through the store, the newest a few hundred completed runs), the wall time of the
+//!    `pipec runs` (first page) and `pipec show` processes a person would type, and of the
+//!    store calls under them.
 //!
 //! ```sh
 //! cargo bench --bench postgres -- --url postgres://user@127.0.0.1:5432/db \
-//!     [--quick] [--json FILE] [--threads 400] [--workers 1,2,4] [--only steps|workers]
+//!     [--quick] [--json FILE] [--threads 400] [--workers 1,2,4] [--listing-threads 100000]
+//!     [--only steps|workers|listing]
 //! ```
 //!
 //! The database at `--url` is taken over: its pipec tables are emptied before each
@@ -189,6 +194,112 @@ fn throughput(
     ((threads * NODES) as f64 / took.as_secs_f64(), took)
 }
 
+/// The median and 90th percentile of `rounds` wall times of `pipec ARGS --store URL`, ms.
+fn command_ms(url: &str, args: &[&str], rounds: usize) -> (f64, f64) {
+    let mut samples = Vec::new();
+    for _ in 0..rounds {
+        let t = Instant::now();
+        let out = Command::new(pipec_bin())
+            .args(args)
+            .args(["--store", url])
+            .stdin(Stdio::null())
+            .output()
+            .expect("pipec");
+        samples.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert!(
+            out.status.success(),
+            "pipec {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    samples.sort_by(|a, b| a.total_cmp(b));
+    let p90 = samples[(samples.len() * 9 / 10).min(samples.len() - 1)];
+    (median(samples), p90)
+}
+
+/// The median wall time of `rounds` calls of `f`, ms.
+fn call_ms<F: Fn() -> R, R>(rounds: usize, f: F) -> f64 {
+    let mut samples = Vec::new();
+    for _ in 0..rounds {
+        let t = Instant::now();
+        std::hint::black_box(f());
+        samples.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    median(samples)
+}
+
+fn listing(rt: &tokio::runtime::Runtime, url: &str, threads: usize, out: &mut Vec<(String, f64)>) {
+    const FINISHED: usize = 300;
+    empty(url);
+    let store = PostgresStore::connect(url, PgOpen::Create).expect("postgres store");
+    let plan = pipec::compile_str("short.pipe", &chain(5)).expect("plan");
+    let runner = Arc::new(Runner::new(plan, store.clone()));
+    let t = Instant::now();
+    let queued = threads.saturating_sub(FINISHED);
+    rt.block_on(async {
+        let mut tasks = Vec::new();
+        for part in 0..16 {
+            let runner = runner.clone();
+            tasks.push(tokio::spawn(async move {
+                for i in (part..queued).step_by(16) {
+                    runner
+                        .submit_with(json!({ "x": i }), RunOptions::default())
+                        .await
+                        .expect("submit");
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.expect("submitter");
+        }
+    });
+    let mut last = String::new();
+    for i in 0..FINISHED.min(threads) {
+        match rt.block_on(runner.start(json!({ "x": i }))).expect("run") {
+            Outcome::Completed { thread, .. } => last = thread,
+            other => panic!("{other:?}"),
+        }
+    }
+    println!(
+        "listing: {threads} threads written in {:.1} s ({queued} queued, {} completed)",
+        t.elapsed().as_secs_f64(),
+        FINISHED.min(threads)
+    );
+    let _ = Command::new("psql")
+        .args([url, "-qAtc", "ANALYZE"])
+        .output();
+    let first_page = ListQuery {
+        limit: 50,
+        ..Default::default()
+    };
+    let lib_list = call_ms(50, || {
+        rt.block_on(store.list(first_page.clone())).expect("list")
+    });
+    let lib_list_status = call_ms(50, || {
+        rt.block_on(store.list(ListQuery {
+            status: Some(Status::Completed),
+            limit: 50,
+            ..Default::default()
+        }))
+        .expect("list")
+    });
+    let lib_load = call_ms(50, || rt.block_on(store.load(&last)).expect("load"));
+    let (runs, runs90) = command_ms(url, &["runs"], 30);
+    let (runs_status, runs_status90) = command_ms(url, &["runs", "--status", "completed"], 30);
+    let (show, show90) = command_ms(url, &["show", &last], 30);
+    println!(
+        "listing, {threads} threads: `pipec runs` {runs:.1} ms (p90 {runs90:.1}), `runs --status completed` {runs_status:.1} ms (p90 {runs_status90:.1}), `pipec show` {show:.1} ms (p90 {show90:.1}); in the library: first page {lib_list:.2} ms, by status {lib_list_status:.2} ms, load {lib_load:.2} ms"
+    );
+    out.push(("listing.threads".into(), threads as f64));
+    out.push(("listing.runs_ms".into(), runs));
+    out.push(("listing.runs_p90_ms".into(), runs90));
+    out.push(("listing.runs_status_ms".into(), runs_status));
+    out.push(("listing.show_ms".into(), show));
+    out.push(("listing.show_p90_ms".into(), show90));
+    out.push(("listing.lib_list_ms".into(), lib_list));
+    out.push(("listing.lib_load_ms".into(), lib_load));
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--list") {
@@ -203,6 +314,12 @@ fn main() {
     };
     let quick = args.iter().any(|a| a == "--quick");
     let only = arg(&args, "--only");
+    if let Some(o) = &only
+        && !["steps", "workers", "listing"].contains(&o.as_str())
+    {
+        eprintln!("error: --only {o}: the parts are steps, workers and listing");
+        std::process::exit(2);
+    }
     let threads: usize = arg(&args, "--threads")
         .map(|t| t.parse().expect("--threads N"))
         .unwrap_or(if quick { 100 } else { 400 });
@@ -217,10 +334,16 @@ fn main() {
         .build()
         .expect("runtime");
     let mut results: Vec<(String, f64)> = Vec::new();
-    if only.as_deref() != Some("workers") {
+    if only.as_deref().is_none_or(|o| o == "steps") {
         per_step(&rt, &url, if quick { 3 } else { 10 }, &mut results);
     }
-    if only.as_deref() != Some("steps") {
+    let listing_threads: usize = arg(&args, "--listing-threads")
+        .map(|t| t.parse().expect("--listing-threads N"))
+        .unwrap_or(if quick { 10_000 } else { 100_000 });
+    if only.as_deref().is_none_or(|o| o == "listing") {
+        listing(&rt, &url, listing_threads, &mut results);
+    }
+    if only.as_deref().is_none_or(|o| o == "workers") {
         for &w in &worker_counts {
             let (rate, took) = throughput(&rt, &url, w, threads);
             println!(
