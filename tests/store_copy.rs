@@ -120,8 +120,14 @@ fn a_paused_thread_copied_to_postgres_resumes_there_and_copies_back_the_same() {
         (0..seqs(&before).len() as u64).collect::<Vec<_>>()
     );
     assert_eq!(internal(&p, &thread, &pg), source_show);
-    // The source was only read.
+    // The source was only read; the database checks clean.
     assert_eq!(events(&p, &thread, &redb), before);
+    let check = p.run(&["store", "check", "--store", &pg]);
+    assert!(
+        stderr(&check).contains("intact: 1 threads"),
+        "{}",
+        stderr(&check)
+    );
 
     // Answered and resumed on PostgreSQL: the outputs of a run nothing interrupted.
     let out = p.run(&["resume", &thread, "--store", &pg, "--answer", APPROVE]);

@@ -1351,6 +1351,23 @@ fn an_imported_thread_is_the_exported_one_and_is_refused_a_second_time(store: &d
     ));
 }
 
+fn an_imported_thread_whose_gate_deadline_passed_is_due(store: &dyn Store) {
+    let rt = rt();
+    let mut exported = exported_thread(&rt);
+    // As the source would have it had the answer not come and the deadline passed.
+    let rec = exported.state.thread.as_mut().expect("record");
+    rec.due_ms = Some(1);
+    let id = rec.id.clone();
+    let review = exported.state.gates.get_mut("review").expect("gate");
+    *review = gate("review");
+    review.deadline_ms = Some(1);
+    exported.events.pop();
+    rt.block_on(store.import(exported.state.clone(), exported.events.clone()))
+        .expect("import");
+    assert_eq!(runnable_now(store, &rt), [(id.clone(), Why::Due)]);
+    assert_same_thread(&exported, &rt.block_on(export(store, &id)).expect("export"));
+}
+
 fn an_imported_queued_thread_is_offered_to_workers(store: &dyn Store) {
     let rt = rt();
     let source = MemoryStore::new();
@@ -1426,4 +1443,5 @@ contract!(
     a_wait_for_work_ends_when_a_thread_is_queued,
     an_imported_thread_is_the_exported_one_and_is_refused_a_second_time,
     an_imported_queued_thread_is_offered_to_workers,
+    an_imported_thread_whose_gate_deadline_passed_is_due,
 );
