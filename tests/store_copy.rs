@@ -190,8 +190,28 @@ fn a_queued_thread_copied_to_postgres_is_run_by_a_worker_there() {
         "--submit",
     ]);
     let thread = ok(&out).trim().to_string();
-    let out = copy(&p, &redb, &pg, &["--json"]);
+    // With a password in the URL (the test server does not ask for one): never shown.
+    let (scheme, rest) = pg.split_once("://").expect("a URL");
+    let with_password = match rest.split_once('@') {
+        Some((user, host)) if !user.contains(':') => {
+            format!("{scheme}://{user}:s3cret-pw@{host}")
+        }
+        _ => pg.clone(),
+    };
+    let out = copy(&p, &redb, &with_password, &["--json"]);
+    assert!(
+        !stdout(&out).contains("s3cret-pw") && !stderr(&out).contains("s3cret-pw"),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
     let summary = json(&ok(&out));
+    if with_password != pg {
+        assert!(
+            summary["to"].as_str().is_some_and(|t| t.contains("***")),
+            "{summary}"
+        );
+    }
     assert_eq!(summary["threads"], 1);
     assert_eq!(summary["statuses"]["queued"], 1);
     assert_eq!(summary["copied"][0]["thread"], thread.as_str());

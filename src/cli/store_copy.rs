@@ -140,7 +140,12 @@ pub fn run(args: Args) -> u8 {
                 return super::EXIT_FINDINGS;
             }
         };
-        match rt.block_on(write_target(target.as_ref(), &needed, &to_copy)) {
+        match rt.block_on(write_target(
+            source.as_ref(),
+            target.as_ref(),
+            &needed,
+            &to_copy,
+        )) {
             Ok(copied) => copied,
             Err((copied, e)) => {
                 let mut error = RuntimeError::from(e);
@@ -318,8 +323,11 @@ async fn already_in_target(to: &Path, exports: &[Export]) -> Result<Vec<String>,
 }
 
 /// The plans, then each thread in a transaction of its own. On an error, the threads
-/// copied before it.
+/// copied before it. A thread that changed in the source since it was read (a process
+/// took it, or answered or cancelled it meanwhile) is copied as it was read, and said so:
+/// the copy cannot be taken back here, and the person should know which side is current.
 async fn write_target(
+    source: &dyn Store,
     target: &dyn Store,
     plans: &BTreeMap<String, String>,
     exports: &[Export],
@@ -338,6 +346,14 @@ async fn write_target(
             .await
         {
             return Err((copied, e));
+        }
+        let now = source.load(&id).await.ok().and_then(|st| st.thread);
+        if now.as_ref() != export.rec() || source.is_held(&id) {
+            super::err(&format!(
+                "warning: thread {id} changed in {} while it was copied; {} has it as it was before",
+                source.location(),
+                target.location()
+            ));
         }
         copied.push(id);
     }
