@@ -21,6 +21,7 @@ mod runs;
 mod serve;
 mod show;
 mod store;
+mod store_copy;
 mod tools;
 mod worker;
 
@@ -69,7 +70,7 @@ enum Command {
     Show(show::Args),
     /// Delete old finished threads
     Prune(prune::Args),
-    /// Store maintenance: migrate, check
+    /// Store maintenance: migrate, check, stats, copy
     Store(store::Args),
     /// What MCP servers offer, as .pipe declarations (`pipec tools pull SERVER`)
     Tools(tools::Args),

@@ -1,4 +1,5 @@
-//! `pipec store migrate`, `pipec store check` and `pipec store stats`.
+//! `pipec store migrate`, `pipec store check` and `pipec store stats`; `pipec store copy`
+//! is in `store_copy`.
 
 use std::path::PathBuf;
 
@@ -13,6 +14,7 @@ use crate::store::{
 pub struct Args {
     #[command(subcommand)]
     command: StoreCommand,
+    /// The store: a redb file or a postgres:// URL (`copy` takes `--from` and `--to`)
     #[arg(long, global = true)]
     store: Option<PathBuf>,
 }
@@ -33,9 +35,21 @@ enum StoreCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Copy whole threads to another store (redb file or PostgreSQL), exactly; the
+    /// source is only read
+    Copy(super::store_copy::Args),
 }
 
 pub fn run(args: Args) -> u8 {
+    if let StoreCommand::Copy(copy) = args.command {
+        if args.store.is_some() {
+            super::err(
+                "error: `pipec store copy` names its stores with `--from` and `--to`, not `--store`\n  help: pipec store copy --from STORE --to STORE",
+            );
+            return super::EXIT_USAGE;
+        }
+        return super::store_copy::run(copy);
+    }
     let path = common::store_path(&args.store, &common::default_root());
     // Each of these refuses a path with no store (R0413) and creates nothing; all but
     // `migrate` and `check --repair` only read the file.
@@ -73,6 +87,8 @@ pub fn run(args: Args) -> u8 {
             },
             Err(e) => failed(e),
         },
+        // Handled above.
+        StoreCommand::Copy(_) => super::EXIT_USAGE,
         StoreCommand::Stats { json } => match RedbStore::stats_at(&path) {
             Ok(stats) => {
                 if json {
@@ -123,6 +139,8 @@ pub fn run(args: Args) -> u8 {
 fn run_on_database(command: StoreCommand, url: &str, failed: &dyn Fn(StoreError) -> u8) -> u8 {
     let shown = crate::store::redact(url);
     match command {
+        // Handled by `run`.
+        StoreCommand::Copy(_) => super::EXIT_USAGE,
         StoreCommand::Migrate => match PostgresStore::migrate(url) {
             Ok(v) if v == SCHEMA_VERSION => {
                 super::err(&format!(

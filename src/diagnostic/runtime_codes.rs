@@ -702,18 +702,18 @@ crate::declare_rule! {
 
 crate::declare_rule! {
     /// ## What it catches
-    /// `pipec run --thread ID` with the id of a thread that already exists.
+    /// `pipec run --thread ID` with the id of a thread that already exists; `pipec store copy` to a store that already has one of the threads it copies.
     ///
     /// ## Why it matters
-    /// `run` starts threads; continuing one is `resume`'s job, which checks answers, plan changes and unfinished effects first.
+    /// `run` starts threads; continuing one is `resume`'s job, which checks answers, plan changes and unfinished effects first. A copy never writes over a thread: the target's may have gone on since, and mixing the two would lose one of them. A refused copy writes nothing.
     ///
     /// ## What to do
-    /// `pipec resume ID`, or choose a new id.
+    /// `pipec resume ID`, or choose a new id. For a copy: `--skip-existing` leaves those threads as the target has them and copies the others, or copy to another store.
     pub static THREAD_EXISTS = {
         code: "R0414",
         name: "thread-exists",
         severity: Error,
-        summary: "a `run --thread` of an id that is taken",
+        summary: "a `run --thread` of an id that is taken, or a copy to a store that has the thread",
     };
 }
 

@@ -73,6 +73,7 @@ impl From<StoreError> for RuntimeError {
                 &codes::STORE_UNREADABLE
             }
             StoreError::Missing { .. } => &codes::STORE_NOT_FOUND,
+            StoreError::Exists { .. } => &codes::THREAD_EXISTS,
         };
         let help = match &e {
             StoreError::Locked { .. } => Some(

@@ -1179,6 +1179,214 @@ fn a_wait_for_work_ends_when_a_thread_is_queued(store: &dyn Store) {
     assert!(start.elapsed() < std::time::Duration::from_secs(5));
 }
 
+/// A thread with a row of every kind, paused at an answered gate, in a memory store.
+fn exported_thread(rt: &tokio::runtime::Runtime) -> Export {
+    let source = MemoryStore::new();
+    let (lease, _) = rt
+        .block_on(source.create_thread(thread_rec(), attempt()))
+        .expect("create");
+    let id = lease.thread.clone();
+    let key = CallKey {
+        node: "fetch".into(),
+        generation: 0,
+        item: 1,
+        seq: 2,
+        call: 3,
+    };
+    let call = CallRec {
+        kind: "tool".into(),
+        target: "get_deal".into(),
+        args: Some(json!({ "id": "D1" })),
+        args_hash: "sha256:1".into(),
+        idempotent: true,
+        idem_key: "k".into(),
+        state: CallState::Ok,
+        result: Some(json!({ "ok": 1 })),
+        error: None,
+        attempt: 1,
+        started_ms: 5,
+        finished_ms: 6,
+        decision: None,
+        watched_by: None,
+    };
+    let mut fetch = NodeRec::done(json!({ "deal": "D1" }));
+    fetch.fingerprint = format!("sha256:{}", "cd".repeat(32));
+    fetch.manifest = vec![heal(1).to];
+    fetch.started_ms = 3;
+    fetch.finished_ms = 9;
+    let mut each = NodeRec::done(json!(null));
+    each.value = None;
+    each.items = Some(2);
+    let item = ItemRec {
+        state: ItemState::Done,
+        value: Some(json!("x")),
+        error: None,
+        manifest: vec![heal(2).to],
+    };
+    let mut upgraded = attempt();
+    upgraded.number = 2;
+    upgraded.plan_hash = "sha256:2".into();
+    let mut rec = rt
+        .block_on(source.load(&id))
+        .expect("load")
+        .thread
+        .expect("thread");
+    rec.status = Status::Paused;
+    rec.plan_hash = "sha256:2".into();
+    rec.due_ms = Some(ids::now_ms() + 3_600_000);
+    rec.config.insert("REGION".into(), "eu".into());
+    rec.pre_answers.insert("later".into(), json!(true));
+    rt.block_on(source.commit(
+        &lease,
+        vec![
+            Write::Node("fetch".into(), fetch),
+            Write::Node("tags".into(), each),
+            Write::Item("tags".into(), 0, 0, item.clone()),
+            Write::Item("tags".into(), 0, 1, item),
+            Write::Call(key, call),
+            Write::Gate("review".into(), gate("review")),
+            Write::Gate("later".into(), gate("later")),
+            Write::Heal(origin("fetch", 0), heal(3)),
+            Write::Attempt(upgraded),
+            Write::Event(Event::PlanUpgraded {
+                from: "sha256:0".into(),
+                to: "sha256:2".into(),
+            }),
+            Write::Event(Event::ThreadPaused {
+                gates: vec!["review".into(), "later".into()],
+            }),
+            Write::Thread(rec),
+        ],
+    ))
+    .expect("commit");
+    drop(lease);
+    rt.block_on(source.answer(&id, vec![("review".into(), json!(true))], "cli"))
+        .expect("answer");
+    rt.block_on(export(&source, &id)).expect("export")
+}
+
+/// Two exports hold the same thread, row for row and event for event.
+fn assert_same_thread(a: &Export, b: &Export) {
+    assert_eq!(a.state.thread, b.state.thread, "the thread record");
+    assert_eq!(a.state.nodes, b.state.nodes, "the node rows");
+    assert_eq!(a.state.items, b.state.items, "the item rows");
+    assert_eq!(a.state.calls, b.state.calls, "the journal");
+    assert_eq!(a.state.gates, b.state.gates, "the gate rows");
+    assert_eq!(a.state.attempts, b.state.attempts, "the attempts");
+    assert_eq!(a.state.heals, b.state.heals, "the heals");
+    assert_eq!(a.events, b.events, "the events, numbers and times");
+}
+
+fn an_imported_thread_is_the_exported_one_and_is_refused_a_second_time(store: &dyn Store) {
+    let rt = rt();
+    let exported = exported_thread(&rt);
+    let id = exported.rec().expect("record").id.clone();
+    assert_eq!(
+        exported.plans().into_iter().collect::<Vec<_>>(),
+        ["sha256:0", "sha256:2"],
+        "the plan it runs, each attempt's and both sides of the upgrade"
+    );
+    assert_eq!(exported.events.len(), 4, "{:?}", exported.events);
+    rt.block_on(store.import(exported.state.clone(), exported.events.clone()))
+        .expect("import");
+    let imported = rt.block_on(export(store, &id)).expect("export");
+    assert_same_thread(&exported, &imported);
+    // The status index, the queue and the event numbering are the target's own now.
+    let listed = rt
+        .block_on(store.list(ListQuery {
+            status: Some(Status::Paused),
+            limit: 10,
+            ..Default::default()
+        }))
+        .expect("list");
+    assert_eq!(
+        listed.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
+        [id.as_str()]
+    );
+    assert_eq!(listed[0].updated_ms, exported.rec().expect("r").updated_ms);
+    assert_eq!(
+        runnable_now(store, &rt),
+        [(id.clone(), Why::Answered)],
+        "an answered gate is runnable in the target"
+    );
+    assert!(!store.is_held(&id), "no process of the target holds it");
+    // A second import is refused and changes nothing.
+    let again = rt.block_on(store.import(exported.state.clone(), Vec::new()));
+    assert!(
+        matches!(&again, Err(StoreError::Exists { thread, .. }) if *thread == id),
+        "{again:?}"
+    );
+    let after = rt.block_on(export(store, &id)).expect("export");
+    assert_same_thread(&exported, &after);
+    // A claim goes on from the imported epoch and event number.
+    let (lease, state, events) = rt.block_on(store.claim(&id, attempt())).expect("claim");
+    let old = exported.rec().expect("r");
+    assert_eq!(lease.epoch, old.epoch + 1);
+    assert_eq!(state.thread.expect("t").attempts, old.attempts + 1);
+    let last = exported.events.last().expect("events").seq;
+    assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), [last + 1]);
+    // And back into a memory store: the same thread again.
+    drop(lease);
+    let back = MemoryStore::new();
+    rt.block_on(back.import(after.state.clone(), after.events.clone()))
+        .expect("import back");
+    assert_same_thread(&after, &rt.block_on(export(&back, &id)).expect("export"));
+    // An export whose events are not the thread's, or out of order, is refused whole.
+    let mut foreign = exported.events.clone();
+    foreign[0].thread = ids::new_thread_id();
+    let fresh = MemoryStore::new();
+    assert!(matches!(
+        rt.block_on(fresh.import(exported.state.clone(), foreign)),
+        Err(StoreError::Corrupt { .. })
+    ));
+    let mut reversed = exported.events.clone();
+    reversed.reverse();
+    assert!(matches!(
+        rt.block_on(fresh.import(exported.state.clone(), reversed)),
+        Err(StoreError::Corrupt { .. })
+    ));
+    assert!(matches!(
+        rt.block_on(fresh.load(&id)),
+        Err(StoreError::NotFound { .. })
+    ));
+}
+
+fn an_imported_thread_whose_gate_deadline_passed_is_due(store: &dyn Store) {
+    let rt = rt();
+    let mut exported = exported_thread(&rt);
+    // As the source would have it had the answer not come and the deadline passed.
+    let rec = exported.state.thread.as_mut().expect("record");
+    rec.due_ms = Some(1);
+    let id = rec.id.clone();
+    let review = exported.state.gates.get_mut("review").expect("gate");
+    *review = gate("review");
+    review.deadline_ms = Some(1);
+    exported.events.pop();
+    rt.block_on(store.import(exported.state.clone(), exported.events.clone()))
+        .expect("import");
+    assert_eq!(runnable_now(store, &rt), [(id.clone(), Why::Due)]);
+    assert_same_thread(&exported, &rt.block_on(export(store, &id)).expect("export"));
+}
+
+fn an_imported_queued_thread_is_offered_to_workers(store: &dyn Store) {
+    let rt = rt();
+    let source = MemoryStore::new();
+    let rec = queued_rec();
+    let id = rec.id.clone();
+    rt.block_on(source.submit(rec)).expect("submit");
+    let exported = rt.block_on(export(&source, &id)).expect("export");
+    assert!(runnable_now(store, &rt).is_empty());
+    rt.block_on(store.import(exported.state.clone(), exported.events.clone()))
+        .expect("import");
+    // A worker waiting since its last look hears of it at once.
+    let start = std::time::Instant::now();
+    rt.block_on(store.wait_for_work(std::time::Duration::from_secs(20)))
+        .expect("wait");
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(runnable_now(store, &rt), [(id.clone(), Why::Queued)]);
+    assert_same_thread(&exported, &rt.block_on(export(store, &id)).expect("export"));
+}
+
 macro_rules! contract {
     ($($case:ident),* $(,)?) => {
         mod redb {
@@ -1233,4 +1441,7 @@ contract!(
     a_submitted_thread_is_queued_until_a_claim_and_orphaned_when_its_lease_drops,
     paused_threads_are_runnable_once_a_gate_is_answered_or_due,
     a_wait_for_work_ends_when_a_thread_is_queued,
+    an_imported_thread_is_the_exported_one_and_is_refused_a_second_time,
+    an_imported_queued_thread_is_offered_to_workers,
+    an_imported_thread_whose_gate_deadline_passed_is_due,
 );

@@ -305,6 +305,52 @@ impl MemoryStore {
         Ok((outcome, events))
     }
 
+    fn import_thread(
+        &self,
+        state: ThreadState,
+        events: Vec<RecordedEvent>,
+    ) -> Result<(), StoreError> {
+        let checked = super::import::check(&state, &events)?;
+        let name = checked.rec.id.clone();
+        // Every row through its envelope first: a record that cannot be kept refuses the
+        // import before anything is written.
+        let mut rows = Rows::new(stored(&checked.rec, &|| format!("thread {name}"))?);
+        for (node, n) in &state.nodes {
+            rows.nodes
+                .insert(node.clone(), stored(n, &|| format!("node `{node}`"))?);
+        }
+        for (key, r) in &state.items {
+            rows.items
+                .insert(key.clone(), stored(r, &|| format!("item of `{}`", key.0))?);
+        }
+        for (key, r) in &state.calls {
+            rows.calls
+                .insert(key.clone(), stored(r, &|| key.display())?);
+        }
+        for (gate, g) in &state.gates {
+            rows.gates
+                .insert(gate.clone(), stored(g, &|| format!("gate `{gate}`"))?);
+        }
+        for a in &state.attempts {
+            rows.attempts
+                .insert(a.number, stored(a, &|| "attempt".to_string())?);
+        }
+        for (key, h) in &state.heals {
+            rows.heals
+                .insert(key.clone(), stored(h, &|| key.node.clone())?);
+        }
+        for (seq, row) in checked.events {
+            rows.events
+                .insert(seq, stored(&row, &|| format!("event {seq}"))?);
+        }
+        let mut tables = self.tables();
+        if tables.threads.contains_key(&checked.id) {
+            return Err(super::import::exists(&name, self.name.clone()));
+        }
+        tables.threads.insert(checked.id, rows);
+        Ok(())
+    }
+
     fn page(&self, query: &ListQuery) -> Result<Vec<ThreadSummary>, StoreError> {
         let tables = self.tables();
         let before = match &query.before {
@@ -651,6 +697,14 @@ impl Store for MemoryStore {
 
     fn is_held(&self, thread: &str) -> bool {
         ids::decode(thread).is_some_and(|id| self.tables().held.contains(&id))
+    }
+
+    fn import(&self, state: ThreadState, events: Vec<RecordedEvent>) -> StoreFuture<'_, ()> {
+        let result = self.import_thread(state, events);
+        if result.is_ok() {
+            self.wake.wake();
+        }
+        ready(result)
     }
 
     fn list(&self, query: ListQuery) -> StoreFuture<'_, Vec<ThreadSummary>> {

@@ -11,6 +11,7 @@ mod contract;
 mod envelope;
 mod event;
 pub mod ids;
+mod import;
 pub mod lock;
 mod manifest;
 mod memory;
@@ -24,6 +25,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 pub use event::*;
+pub use import::{Export, export};
 pub use manifest::*;
 pub use memory::MemoryStore;
 pub use postgres::{
@@ -119,6 +121,11 @@ pub enum StoreError {
         store: String,
         operation: &'static str,
     },
+    /// An import of a thread the store already has.
+    Exists {
+        thread: String,
+        store: String,
+    },
     Io(String),
 }
 
@@ -167,6 +174,9 @@ impl std::fmt::Display for StoreError {
                 f,
                 "the store {store} is open read-only here, and `{operation}` writes"
             ),
+            StoreError::Exists { thread, store } => {
+                write!(f, "the store {store} already has a thread {thread}")
+            }
             StoreError::Io(e) => write!(f, "store I/O error: {e}"),
         }
     }
@@ -319,6 +329,22 @@ pub trait Store: Send + Sync {
     /// How often a holder must renew its leases; `None` when they need no heartbeat.
     fn renew_every(&self) -> Option<std::time::Duration> {
         None
+    }
+
+    /// Writes a whole thread read from another store ([`export`]): its record (holder
+    /// cleared; status, epoch, next event number and attempts as they were), every row,
+    /// and every event with its number and time, in one transaction, with the status
+    /// index and the queue in step (a queued, answered or due thread is runnable here,
+    /// and waiting workers hear of it). A thread the store has is refused
+    /// (`StoreError::Exists`) and nothing is written. Plans go separately (`put_plan`).
+    ///
+    /// The default refuses: only a store that can write rows as they are imports.
+    fn import(&self, state: ThreadState, _events: Vec<RecordedEvent>) -> StoreFuture<'_, ()> {
+        let thread = state.thread.map(|t| t.id).unwrap_or_default();
+        let store = self.location();
+        Box::pin(std::future::ready(Err(StoreError::Io(format!(
+            "the store {store} cannot import threads (thread {thread})"
+        )))))
     }
 
     /// Threads, newest first.

@@ -482,6 +482,10 @@ impl Store for PostgresStore {
         Some(self.inner.db.options.lease_ttl / 3)
     }
 
+    fn import(&self, state: ThreadState, events: Vec<RecordedEvent>) -> StoreFuture<'_, ()> {
+        self.write(move |db| async move { writes::import(&db, state, events).await })
+    }
+
     fn list(&self, query: ListQuery) -> StoreFuture<'_, Vec<ThreadSummary>> {
         let db = self.inner.db.clone();
         self.run(async move { reads::list(&db, query).await })

@@ -712,3 +712,76 @@ impl Db {
         }
     }
 }
+
+/// Writes a whole thread exported from another store, in one transaction: the thread's
+/// row with its own `updated_ms` (not the time of the copy), every row as it was, no
+/// lease (no process of this store holds it), and a notification for waiting workers.
+pub(super) async fn import(
+    db: &Db,
+    state: ThreadState,
+    events: Vec<RecordedEvent>,
+) -> Result<(), StoreError> {
+    let checked = crate::store::import::check(&state, &events)?;
+    let rec = &checked.rec;
+    let thread = rec.id.as_str();
+    let mut client = db.client().await?;
+    let txn = client.transaction().await.map_err(pg)?;
+    let inserted = exec(
+        &txn,
+        "INSERT INTO pipec_threads (id, pipeline, status, epoch, cancel_requested, created_ms, updated_ms, rec)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
+        &[
+            &rec.id,
+            &rec.pipeline,
+            &rec.status.as_str(),
+            &(rec.epoch as i64),
+            &rec.cancel_requested,
+            &(rec.created_ms as i64),
+            &(rec.updated_ms as i64),
+            &encode(rec)?,
+        ],
+    )
+    .await?;
+    if inserted == 0 {
+        return Err(crate::store::import::exists(thread, db.location.clone()));
+    }
+    for (name, n) in &state.nodes {
+        exec(
+            &txn,
+            "INSERT INTO pipec_nodes (thread, name, rec) VALUES ($1, $2, $3)",
+            &[&thread, &name.as_bytes(), &encode(n)?],
+        )
+        .await?;
+    }
+    for ((name, generation, item), r) in &state.items {
+        put_item(&txn, thread, name, *generation, *item, &encode(r)?).await?;
+    }
+    for (k, r) in &state.calls {
+        put_call(&txn, thread, &k.node, k, &encode(r)?).await?;
+    }
+    for (name, g) in &state.gates {
+        put_gate(&txn, thread, name, &encode(g)?).await?;
+    }
+    for a in &state.attempts {
+        exec(
+            &txn,
+            "INSERT INTO pipec_attempts (thread, number, rec) VALUES ($1, $2, $3)",
+            &[&thread, &i64::from(a.number), &encode(a)?],
+        )
+        .await?;
+    }
+    for (k, h) in &state.heals {
+        put_heal(&txn, thread, &k.node, k, &encode(h)?).await?;
+    }
+    for (seq, event_row) in &checked.events {
+        exec(
+            &txn,
+            "INSERT INTO pipec_events (thread, seq, row) VALUES ($1, $2, $3)",
+            &[&thread, &(*seq as i64), &encode(event_row)?],
+        )
+        .await?;
+    }
+    super::queue::notify(&txn).await?;
+    txn.commit().await.map_err(pg)?;
+    Ok(())
+}

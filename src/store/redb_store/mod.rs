@@ -206,6 +206,10 @@ impl Store for RedbStore {
         lock::is_locked(&self.inner.path, thread)
     }
 
+    fn import(&self, state: ThreadState, events: Vec<RecordedEvent>) -> StoreFuture<'_, ()> {
+        writes::import(self, state, events)
+    }
+
     fn list(&self, query: ListQuery) -> StoreFuture<'_, Vec<ThreadSummary>> {
         reads::list(self, query)
     }

@@ -12,7 +12,7 @@ use super::reads::{load_state, read_thread, resolve_id};
 use super::store_thread::{Job, apply_writes, get_thread, put_thread};
 use super::tables::*;
 use super::{RedbStore, io};
-use crate::store::envelope::decode;
+use crate::store::envelope::{decode, encode};
 use crate::store::ids;
 use crate::store::lock;
 use crate::store::*;
@@ -308,5 +308,104 @@ pub(super) fn request_cancel<'a>(
             .await;
         drop(lock);
         outcome
+    })
+}
+
+/// Writes a whole thread exported from another store, in one transaction: every row as
+/// it was, the record with its own `updated_ms` (not the time of the copy), its fence
+/// and its place in the status index.
+pub(super) fn import<'a>(
+    store: &'a RedbStore,
+    state: ThreadState,
+    events: Vec<RecordedEvent>,
+) -> StoreFuture<'a, ()> {
+    let path = store.inner.path.clone();
+    Box::pin(async move {
+        store.writable("import")?;
+        let checked = crate::store::import::check(&state, &events)?;
+        let shown = path.display().to_string();
+        store
+            .on_store_thread(move |db| {
+                let id = checked.id;
+                let rec = &checked.rec;
+                let txn = db.begin_write().map_err(io)?;
+                if get_thread(&txn, id)?.is_some() {
+                    return Err(crate::store::import::exists(&rec.id, shown));
+                }
+                {
+                    let mut t = txn.open_table(NODES).map_err(io)?;
+                    for (name, n) in &state.nodes {
+                        t.insert((id, name.as_str()), encode(n)?.as_slice())
+                            .map_err(io)?;
+                    }
+                }
+                {
+                    let mut t = txn.open_table(ITEMS).map_err(io)?;
+                    for ((name, generation, item), r) in &state.items {
+                        t.insert(
+                            (id, name.as_str(), *generation, *item),
+                            encode(r)?.as_slice(),
+                        )
+                        .map_err(io)?;
+                    }
+                }
+                {
+                    let mut t = txn.open_table(CALLS).map_err(io)?;
+                    for (k, r) in &state.calls {
+                        t.insert(
+                            (id, k.node.as_str(), k.generation, k.item, k.seq, k.call),
+                            encode(r)?.as_slice(),
+                        )
+                        .map_err(io)?;
+                    }
+                }
+                {
+                    let mut t = txn.open_table(GATES).map_err(io)?;
+                    for (name, g) in &state.gates {
+                        t.insert((id, name.as_str()), encode(g)?.as_slice())
+                            .map_err(io)?;
+                    }
+                }
+                {
+                    let mut t = txn.open_table(ATTEMPTS).map_err(io)?;
+                    for a in &state.attempts {
+                        t.insert((id, a.number), encode(a)?.as_slice())
+                            .map_err(io)?;
+                    }
+                }
+                {
+                    let mut t = txn.open_table(HEALS).map_err(io)?;
+                    for (k, h) in &state.heals {
+                        t.insert(
+                            (id, k.node.as_str(), k.generation, k.item, k.index),
+                            encode(h)?.as_slice(),
+                        )
+                        .map_err(io)?;
+                    }
+                }
+                {
+                    let mut t = txn.open_table(EVENTS).map_err(io)?;
+                    for (seq, row) in &checked.events {
+                        t.insert((id, *seq), encode(row)?.as_slice()).map_err(io)?;
+                    }
+                }
+                txn.open_table(THREADS)
+                    .map_err(io)?
+                    .insert(id, encode(rec)?.as_slice())
+                    .map_err(io)?;
+                txn.open_table(FENCES)
+                    .map_err(io)?
+                    .insert(id, (rec.epoch, rec.cancel_requested))
+                    .map_err(io)?;
+                txn.open_table(BY_STATUS)
+                    .map_err(io)?
+                    .insert((rec.status.code(), id), ())
+                    .map_err(io)?;
+                txn.commit().map_err(io)
+            })
+            .await?;
+        // A queued, answered or due thread is news to the workers waiting on this file.
+        super::queue::wake(&path);
+        Ok(())
     })
 }
