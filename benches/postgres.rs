@@ -41,7 +41,7 @@ fn chain(n: usize) -> String {
     );
     for i in 1..n {
         s.push_str(&format!(
-            "node n{i}(p: Step = n{}) -> Step {{\n  return = {{ v: p.v + 1 }}\n}}\n\n",
+            "node n{i}(p: Step = n{}) -> Step {{\n  return = {{ v: p.v }}\n}}\n\n",
             i - 1
         ));
     }
