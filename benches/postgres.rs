@@ -12,7 +12,7 @@
 //!
 //! ```sh
 //! cargo bench --bench postgres -- --url postgres://user@127.0.0.1:5432/db \
-//!     [--quick] [--json FILE] [--threads 400] [--workers 1,2,4] [--listing-threads 100000]
+//!     [--quick] [--json FILE] [--threads 400] [--workers 1,2,4] [--worker-concurrency 8] [--listing-threads 100000]
 //!     [--only steps|workers|listing]
 //! ```
 //!
@@ -132,6 +132,7 @@ fn throughput(
     url: &str,
     workers: usize,
     threads: usize,
+    concurrency: usize,
 ) -> (f64, Duration) {
     const NODES: usize = 5;
     empty(url);
@@ -145,7 +146,7 @@ fn throughput(
                     "--store",
                     url,
                     "--concurrency",
-                    "8",
+                    &concurrency.to_string(),
                     "--poll",
                     "5s",
                 ])
@@ -177,10 +178,12 @@ fn throughput(
             t.await.expect("submitter");
         }
     });
+    let submitted = t.elapsed();
     let deadline = Instant::now() + Duration::from_secs(600);
     while completed(rt, &store, threads) < threads {
         assert!(Instant::now() < deadline, "the workers did not finish");
-        std::thread::sleep(Duration::from_millis(5));
+        // A look costs the database a page of rows: not so often that it is the load.
+        std::thread::sleep(Duration::from_millis(40));
     }
     let took = t.elapsed();
     for p in &mut procs {
@@ -191,6 +194,10 @@ fn throughput(
     for p in &mut procs {
         let _ = p.wait();
     }
+    eprintln!(
+        "  ({workers} worker(s): the {threads} submits took {:.0} ms of it)",
+        submitted.as_secs_f64() * 1000.0
+    );
     ((threads * NODES) as f64 / took.as_secs_f64(), took)
 }
 
@@ -337,6 +344,9 @@ fn main() {
     if only.as_deref().is_none_or(|o| o == "steps") {
         per_step(&rt, &url, if quick { 3 } else { 10 }, &mut results);
     }
+    let worker_concurrency: usize = arg(&args, "--worker-concurrency")
+        .map(|t| t.parse().expect("--worker-concurrency N"))
+        .unwrap_or(8);
     let listing_threads: usize = arg(&args, "--listing-threads")
         .map(|t| t.parse().expect("--listing-threads N"))
         .unwrap_or(if quick { 10_000 } else { 100_000 });
@@ -345,7 +355,7 @@ fn main() {
     }
     if only.as_deref().is_none_or(|o| o == "workers") {
         for &w in &worker_counts {
-            let (rate, took) = throughput(&rt, &url, w, threads);
+            let (rate, took) = throughput(&rt, &url, w, threads, worker_concurrency);
             println!(
                 "{w} worker(s): {threads} runs of 5 nodes in {:.0} ms = {rate:.0} durable steps/s",
                 took.as_secs_f64() * 1000.0

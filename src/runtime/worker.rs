@@ -120,6 +120,7 @@ impl Worker {
         let mut busy: HashSet<String> = HashSet::new();
         let mut left_alone: HashMap<String, Instant> = HashMap::new();
         let concurrency = self.opts.concurrency.max(1);
+        let mut rng = Rng::seeded();
         loop {
             if self.stop.is_stopped() {
                 break;
@@ -128,19 +129,21 @@ impl Worker {
             if room > 0 {
                 let now = Instant::now();
                 left_alone.retain(|_, until| *until > now);
+                // More than there is room for: workers that look at once are offered the
+                // same oldest threads, and each takes its own random few of them, so they
+                // rarely reach for the same one (only one of them could have it).
                 let query = RunnableQuery {
                     now_ms: ids::now_ms(),
                     pipelines: self.opts.pipelines.clone(),
-                    limit: room + busy.len() + left_alone.len(),
+                    limit: room * SPREAD + busy.len() + left_alone.len(),
                 };
                 match self.store.runnable(query).await {
                     Ok(found) => {
                         let fresh: Vec<RunnableThread> = found
                             .into_iter()
                             .filter(|t| !busy.contains(&t.id) && !left_alone.contains_key(&t.id))
-                            .take(room)
                             .collect();
-                        for t in fresh {
+                        for t in pick(fresh, room, &mut rng) {
                             busy.insert(t.id.clone());
                             self.spawn(&mut running, t);
                         }
@@ -293,6 +296,49 @@ async fn run_thread(
         ..Default::default()
     };
     runner.resume_with(&rec.id, Vec::new(), run).await
+}
+
+/// How many threads a worker is offered for each it has room for.
+const SPREAD: usize = 4;
+
+/// `n` of `offered`, at random, in the order offered (oldest first).
+fn pick(offered: Vec<RunnableThread>, n: usize, rng: &mut Rng) -> Vec<RunnableThread> {
+    if offered.len() <= n {
+        return offered;
+    }
+    let mut chosen = vec![false; offered.len()];
+    let mut left = n;
+    while left > 0 {
+        let i = rng.below(offered.len());
+        if !chosen[i] {
+            chosen[i] = true;
+            left -= 1;
+        }
+    }
+    offered
+        .into_iter()
+        .zip(chosen)
+        .filter_map(|(t, c)| c.then_some(t))
+        .collect()
+}
+
+/// A small generator, seeded per process and moment (xorshift).
+struct Rng(u64);
+
+impl Rng {
+    fn seeded() -> Rng {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        Rng((now ^ (u64::from(std::process::id()) << 32)) | 1)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n.max(1) as u64) as usize
+    }
 }
 
 fn why_text(why: Why) -> &'static str {

@@ -86,6 +86,10 @@ pub(super) async fn writer(db: Arc<Db>, mut rx: mpsc::UnboundedReceiver<Job>) {
         if !commits.is_empty() {
             commit_batch(&db, commits).await;
         }
+        // Releases that queued up together go in one statement; a write handed over
+        // between them keeps its place (the releases before it are done first).
+        let mut releasing: Vec<(String, u64)> = Vec::new();
+        let mut last = 0;
         for job in others {
             match job {
                 Job::Release {
@@ -93,14 +97,28 @@ pub(super) async fn writer(db: Arc<Db>, mut rx: mpsc::UnboundedReceiver<Job>) {
                     epoch,
                     number,
                 } => {
-                    let _ = leases::release(&db, &thread, epoch).await;
-                    db.releases.done(number);
+                    releasing.push((thread, epoch));
+                    last = number;
                 }
-                Job::Other(f) => f(db.clone()).await,
+                Job::Other(f) => {
+                    release_now(&db, &mut releasing, last).await;
+                    f(db.clone()).await
+                }
                 Job::Commit { .. } => {}
             }
         }
+        release_now(&db, &mut releasing, last).await;
     }
+}
+
+/// Deletes the lease rows in `releasing` and marks the releases up to `last` done.
+async fn release_now(db: &Db, releasing: &mut Vec<(String, u64)>, last: u64) {
+    if releasing.is_empty() {
+        return;
+    }
+    let _ = leases::release_all(db, releasing).await;
+    releasing.clear();
+    db.releases.done(last);
 }
 
 /// Applies a batch in one transaction. A commit whose fence fails writes nothing and is
