@@ -717,7 +717,125 @@ fn a_killed_run_reruns_an_idempotent_step_and_blocks_on_an_effect(store: &StoreK
     );
 }
 
+/// `pipec resume --due` resumes the paused threads whose gate deadline passed, by its
+/// `on_timeout`, and leaves the others waiting.
+fn resume_due_takes_the_threads_whose_deadline_passed(store: &StoreKind) {
+    let p = gated_project(store, "due");
+    p.write(
+        "wait.pipe",
+        "type Approval {\n  approved: bool\n}\n\ngate ask() -> Approval {\n  message = \"ok?\"\n  timeout = 1s\n  on_timeout = { approved: false }\n}\n\noutput answer = ask\n",
+    );
+    let out = p.run(&["run", "wait.pipe", "--detailed-exitcode"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let timed = thread_of(&stdout(&out)).expect("thread");
+    let waiting = start_paused(&p);
+    let out = p.run(&["resume", "--due"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no paused thread is due"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(p.show_json(&timed)["status"], "paused");
+    std::thread::sleep(Duration::from_millis(1300));
+    let out = p.run(&["resume", "--due"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        json(&stdout(&out)),
+        serde_json::json!({ "answer": { "approved": false } })
+    );
+    let st = p.show_json(&timed);
+    assert_eq!(st["status"], "completed", "{st}");
+    assert_eq!(
+        p.show_json(&waiting)["status"],
+        "paused",
+        "no deadline: still asked"
+    );
+    let out = p.run(&["resume", "--due"]);
+    assert!(stderr(&out).contains("no paused thread is due"));
+}
+
+/// Logs each item's start and end (`work.log`); item 2, while `hang` exists, hangs (a
+/// kill lands in it).
+const WORK: &str = r#"#!/bin/sh
+input=$(cat)
+i=$(printf '%s' "$input" | sed -n 's/.*"i":\([0-9]*\).*/\1/p')
+if [ "$i" = 2 ] && [ -e hang ]; then
+  rm hang
+  echo "start $i" >> work.log
+  touch hang.started
+  sleep 30
+fi
+echo "start $i" >> work.log
+echo "done $i" >> work.log
+printf '{"v":%d}\n' "$i"
+"#;
+
+/// `kill -9` in the middle of an `each` whose items are effects: the items that
+/// finished do not run again, the one that was running blocks the thread until it is
+/// retried, and the rest run; the list is whole and in order.
+fn a_kill_in_the_middle_of_each_reruns_no_finished_item(store: &StoreKind) {
+    let p = Project::on(store, "eachcrash");
+    p.write(
+        "fan.pipe",
+        "input items: int[]\n\nnode work(i: int = each(input.items, max: 10)) -> { v: int } {\n  exec = [\"./work.sh\"]\n  concurrency = 1\n}\n\noutput work = work\n",
+    );
+    p.script("work.sh", WORK);
+    p.write("hang", "");
+    let thread = "01JEACHCRASH00000000000000";
+    let mut run = p
+        .cmd(&[
+            "run",
+            "fan.pipe",
+            "--thread",
+            thread,
+            "--input",
+            "items=[0,1,2,3,4]",
+            "-q",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run");
+    wait_for(&p.dir.join("hang.started"), Duration::from_secs(20));
+    p.kill_holder(&mut run, thread);
+    let out = p.run(&["resume", thread, "--detailed-exitcode"]);
+    assert_eq!(code(&out), 4, "blocked: {}{}", stdout(&out), stderr(&out));
+    assert!(stderr(&out).contains("R0403"), "{}", stderr(&out));
+    let out = p.run(&["resume", thread, "--retry-unfinished", "all"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        json(&stdout(&out)),
+        serde_json::json!({ "work": [{ "v": 0 }, { "v": 1 }, { "v": 2 }, { "v": 3 }, { "v": 4 }] })
+    );
+    let log = p.read("work.log");
+    let count = |line: &str| log.lines().filter(|l| *l == line).count();
+    for i in 0..5 {
+        assert_eq!(
+            count(&format!("done {i}")),
+            1,
+            "item {i} ended once:\n{log}"
+        );
+    }
+    for i in [0, 1] {
+        assert_eq!(
+            count(&format!("start {i}")),
+            1,
+            "item {i} did not run again:\n{log}"
+        );
+    }
+    assert_eq!(
+        count("start 2"),
+        2,
+        "item 2: the killed try and the retry:\n{log}"
+    );
+    let st = p.show_json(thread);
+    assert_eq!(st["status"], "completed", "{st}");
+}
+
 on_every_store!(
+    resume_due_takes_the_threads_whose_deadline_passed,
+    a_kill_in_the_middle_of_each_reruns_no_finished_item,
     a_killed_run_reruns_an_idempotent_step_and_blocks_on_an_effect,
     run_pause_then_resume_in_a_new_process,
     a_rejected_gate_skips_what_depends_on_it,
