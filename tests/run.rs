@@ -833,7 +833,48 @@ fn a_kill_in_the_middle_of_each_reruns_no_finished_item(store: &StoreKind) {
     assert_eq!(st["status"], "completed", "{st}");
 }
 
+/// A cancel asked right after the thread's holder was killed: on PostgreSQL the dead
+/// holder's lease still holds the thread, so the cancel is only requested; the next
+/// resume, which finds the unfinished effect, records the cancellation instead of
+/// ending blocked (it used to be refused at that commit, and the thread stayed running
+/// for ever). On redb the lock died with the holder and the cancel is at once.
+fn a_cancel_asked_while_a_killed_holder_still_holds_the_thread_is_recorded(store: &StoreKind) {
+    let p = gated_project(store, "cancelkilled");
+    p.write(
+        "slow.pipe",
+        "node slow() -> { done: bool } {\n  exec = [\"./slow.sh\"]\n}\n\noutput slow = slow\n",
+    );
+    p.script(
+        "slow.sh",
+        "#!/bin/sh\ncat >/dev/null\ntouch slow.started\nsleep 30\necho '{\"done\":true}'\n",
+    );
+    let thread = "01JCANCE1K111ED00000000000";
+    let ttl = "4000";
+    let mut run = p
+        .cmd(&["run", "slow.pipe", "--thread", thread, "-q"])
+        .env("PIPEC_LEASE_TTL_MS", ttl)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run");
+    wait_for(&p.dir.join("slow.started"), Duration::from_secs(20));
+    let pid = run.id();
+    let _ = run.kill();
+    let _ = run.wait();
+    let out = p.run(&["cancel", thread]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    p.wait_not_held_by(thread, pid, Duration::from_secs(12));
+    let out = p.run(&["resume", thread]);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    assert!(stderr(&out).contains("cancelled"), "{}", stderr(&out));
+    let st = p.show_json(thread);
+    assert_eq!(st["status"], "cancelled", "{st}");
+    let runs = stdout(&p.run(&["runs"]));
+    assert!(runs.contains("cancelled"), "{runs}");
+}
+
 on_every_store!(
+    a_cancel_asked_while_a_killed_holder_still_holds_the_thread_is_recorded,
     resume_due_takes_the_threads_whose_deadline_passed,
     a_kill_in_the_middle_of_each_reruns_no_finished_item,
     a_killed_run_reruns_an_idempotent_step_and_blocks_on_an_effect,
