@@ -1,7 +1,9 @@
 //! Regression tests of the control plane, one per defect, named after it: each failed
 //! on the build before the fix (`PIPEC_TEST_BIN=<old pipec> cargo test --test hardening`
-//! shows it) and passes now. They drive the real binary on real store files.
+//! shows it) and passes now. They drive the real binary on real stores, each test twice:
+//! on a redb file (`on_redb::`) and on PostgreSQL (`on_postgres::`).
 
+#[macro_use]
 mod common;
 
 use std::process::Stdio;
@@ -17,8 +19,8 @@ echo "$PIPEC_NODE $PIPEC_CALL_KEY" >> effects.log
 printf '{"done":true,"id":"x"}\n'
 "#;
 
-fn gated(tag: &str) -> Project {
-    let p = Project::new(tag);
+fn gated(store: &StoreKind, tag: &str) -> Project {
+    let p = Project::on(store, tag);
     p.write("gated.pipe", GATED);
     p.script("scripts/fetch.sh", FETCH);
     p.script("scripts/effect.sh", EFFECT);
@@ -63,9 +65,8 @@ fn refused(out: &std::process::Output, code_wanted: &str) -> String {
     err
 }
 
-#[test]
-fn a_thread_runs_only_its_own_pipeline() {
-    let p = gated("own");
+fn a_thread_runs_only_its_own_pipeline(store: &StoreKind) {
+    let p = gated(store, "own");
     let thread = paused(&p, "gated.pipe");
     let before = snapshot(&p, &thread);
     // Another pipeline, with an effect of its own.
@@ -114,9 +115,8 @@ fn a_thread_runs_only_its_own_pipeline() {
     assert_eq!(show(&p, &thread)["status"], "completed");
 }
 
-#[test]
-fn gate_deadlines_are_absolute() {
-    let p = Project::new("deadline");
+fn gate_deadlines_are_absolute(store: &StoreKind) {
+    let p = Project::on(store, "deadline");
     p.write(
         "wait.pipe",
         "type Approval {\n  approved: bool\n}\n\ngate ask() -> Approval {\n  message = \"ok?\"\n  timeout = 2s\n  on_timeout = { approved: false }\n}\n\noutput answer = ask\n",
@@ -154,9 +154,8 @@ fn gate_deadlines_are_absolute() {
 const NASTY: &str = "pa\"ss\\wö\nrd🔑-canary-91c2e7";
 const NASTY_TAIL: &str = "canary-91c2e7";
 
-#[test]
-fn secrets_never_show_in_any_form_pipec_produces() {
-    let p = Project::new("secrets");
+fn secrets_never_show_in_any_form_pipec_produces(store: &StoreKind) {
+    let p = Project::on(store, "secrets");
     p.write(
         "leak.pipe",
         "node echo(token: string = secret(\"NASTY\")) -> json {\n  exec = [\"./leak.sh\"]\n  idempotent = true\n}\n\nnode fail(token: string = secret(\"NASTY\"), prev: json = echo) -> json {\n  exec = [\"./fail.sh\"]\n  idempotent = true\n}\n\noutput echoed = echo\noutput failed = fail\n",
@@ -209,14 +208,13 @@ exit 3
     assert!(!shown.contains("91c2e7"), "the secret in `show`:\n{shown}");
     let text = stdout(&p.run(&["show", &thread]));
     assert!(!text.contains(NASTY_TAIL), "{text}");
-    let bytes = std::fs::read(p.store()).expect("store");
-    let hay = String::from_utf8_lossy(&bytes);
-    assert!(!hay.contains("91c2e7"), "the secret in the store file");
+    let hay = p.store_contents();
+    assert!(hay.contains(&thread), "the store holds the thread");
+    assert!(!hay.contains("91c2e7"), "the secret in the store");
 }
 
-#[test]
-fn unknown_names_on_the_command_line_are_errors() {
-    let p = gated("names");
+fn unknown_names_on_the_command_line_are_errors(store: &StoreKind) {
+    let p = gated(store, "names");
     p.write("replies.json", "{}");
     // A model override for a model the plan does not declare.
     let out = p.run(&[
@@ -274,9 +272,8 @@ fn events_of(out: &std::process::Output) -> Vec<Value> {
         .collect()
 }
 
-#[test]
-fn the_live_event_stream_equals_the_stored_log() {
-    let p = gated("events");
+fn the_live_event_stream_equals_the_stored_log(store: &StoreKind) {
+    let p = gated(store, "events");
     // Run (pause), resume with an answer (complete).
     let out = p.run(&["run", "gated.pipe", "--input", "id=A7", "--events", "jsonl"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -378,9 +375,8 @@ fn the_live_event_stream_equals_the_stored_log() {
     );
 }
 
-#[test]
-fn gate_answers_are_closed_and_bounded() {
-    let p = Project::new("answers");
+fn gate_answers_are_closed_and_bounded(store: &StoreKind) {
+    let p = Project::on(store, "answers");
     p.write(
         "ask.pipe",
         "type Approval {\n  approved: bool\n  count: int\n  note: string?\n}\n\ntype Unrelated {\n  secret_field_name_one: string\n}\n\ntype Other {\n  u: Unrelated\n}\n\ngate ask() -> Approval {\n  message = \"ok?\"\n}\n\nnode other(o: Other = { u: { secret_field_name_one: \"x\" } }) -> Other {\n  return = o\n}\n\noutput answer = ask\noutput other = other\n",
@@ -438,6 +434,9 @@ fn gate_answers_are_closed_and_bounded() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let stats = json(&stdout(&p.run(&["store", "stats", "--json"])));
     let bytes_of = |table: &str| -> u64 {
+        if p.is_postgres() {
+            return p.pg_record_bytes(&format!("pipec_{table}"));
+        }
         stats["tables"]
             .as_array()
             .and_then(|t| t.iter().find(|t| t["name"] == table))
@@ -457,9 +456,8 @@ fn gate_answers_are_closed_and_bounded() {
     );
 }
 
-#[test]
-fn cancel_ends_a_running_exec_cleanly() {
-    let p = Project::new("cancel");
+fn cancel_ends_a_running_exec_cleanly(store: &StoreKind) {
+    let p = Project::on(store, "cancel");
     p.write(
         "slow.pipe",
         "node slow() -> { done: bool } {\n  exec = [\"./slow.sh\"]\n}\n\noutput slow = slow\n",
@@ -512,9 +510,8 @@ fn cancel_ends_a_running_exec_cleanly() {
     assert!(!alive(&pid), "the command was killed");
 }
 
-#[test]
-fn each_stops_starting_items_after_a_failure() {
-    let p = Project::new("each");
+fn each_stops_starting_items_after_a_failure(store: &StoreKind) {
+    let p = Project::on(store, "each");
     p.write(
         "fan.pipe",
         "input items: int[]\n\nnode work(i: int = each(input.items, max: 20)) -> { v: int } {\n  exec = [\"./work.sh\"]\n  idempotent = true\n  concurrency = 1\n}\n\noutput work = work\n",
@@ -569,9 +566,8 @@ fn each_stops_starting_items_after_a_failure() {
     );
 }
 
-#[test]
-fn a_new_users_frictions() {
-    let p = Project::new("frictions");
+fn a_new_users_frictions(store: &StoreKind) {
+    let p = Project::on(store, "frictions");
     // Every missing secret and setting in one error.
     p.write(
         "needs.pipe",
@@ -655,9 +651,8 @@ fn a_new_users_frictions() {
     );
 }
 
-#[test]
-fn a_model_failure_leaves_an_event() {
-    let p = Project::new("modelfail");
+fn a_model_failure_leaves_an_event(store: &StoreKind) {
+    let p = Project::on(store, "modelfail");
     p.write(
         "think.pipe",
         "model fast {\n  provider = \"openai\"\n  name = \"m\"\n  base_url = \"http://127.0.0.1:9/v1\"\n  retries = 0\n}\n\nthink t() -> string {\n  model = fast\n  prompt = \"hello\"\n}\n\noutput t = t\n",
@@ -680,9 +675,8 @@ fn a_model_failure_leaves_an_event() {
     );
 }
 
-#[test]
-fn blocked_exits_1_unless_detailed_exit_codes_are_asked_for() {
-    let p = Project::new("blocked");
+fn blocked_exits_1_unless_detailed_exit_codes_are_asked_for(store: &StoreKind) {
+    let p = Project::on(store, "blocked");
     p.write(
         "effect.pipe",
         "node hit() -> { done: bool } {\n  exec = [\"./hit.sh\"]\n  timeout = 300ms\n}\n\noutput hit = hit\n",
@@ -699,9 +693,8 @@ fn blocked_exits_1_unless_detailed_exit_codes_are_asked_for() {
     assert_eq!(code(&out), 4, "{}", stderr(&out));
 }
 
-#[test]
-fn a_plan_compiled_into_another_folder_runs_in_its_project() {
-    let p = Project::new("compiled");
+fn a_plan_compiled_into_another_folder_runs_in_its_project(store: &StoreKind) {
+    let p = Project::on(store, "compiled");
     p.write(
         "tool.pipe",
         "node t() -> { v: int } {\n  exec = [\"./scripts/t.sh\"]\n  idempotent = true\n}\n\noutput t = t\n",
@@ -715,9 +708,8 @@ fn a_plan_compiled_into_another_folder_runs_in_its_project() {
     assert_eq!(json(&stdout(&out)), json!({ "t": { "v": 7 } }));
 }
 
-#[test]
-fn an_each_node_declared_after_its_reader_is_read_as_a_list() {
-    let p = Project::new("eachorder");
+fn an_each_node_declared_after_its_reader_is_read_as_a_list(store: &StoreKind) {
+    let p = Project::on(store, "eachorder");
     p.write(
         "e.pipe",
         "input items: int[]\n\nnode sum(vals: { v: int }[] = work) -> { n: int } {\n  return = { n: len(vals) }\n}\n\nnode work(i: int = each(input.items, max: 5)) -> { v: int } {\n  return = { v: i }\n}\n\noutput sum = sum\n",
@@ -728,9 +720,8 @@ fn an_each_node_declared_after_its_reader_is_read_as_a_list() {
     assert_eq!(json(&stdout(&out)), json!({ "sum": { "n": 3 } }));
 }
 
-#[test]
-fn effects_die_with_pipec_and_a_retried_call_keeps_its_key() {
-    let p = Project::new("keys");
+fn effects_die_with_pipec_and_a_retried_call_keeps_its_key(store: &StoreKind) {
+    let p = Project::on(store, "keys");
     p.write(
         "hit.pipe",
         "node hit() -> { done: bool } {\n  exec = [\"./hit.sh\"]\n}\n\noutput hit = hit\n",
@@ -748,8 +739,7 @@ fn effects_die_with_pipec_and_a_retried_call_keeps_its_key() {
         .spawn()
         .expect("run");
     wait_for(&p.dir.join("grandchild.pid"), Duration::from_secs(10));
-    let _ = child.kill();
-    let _ = child.wait();
+    p.kill_holder(&mut child, thread);
     // The resume decides nothing before what the call started is gone.
     let out = p.run(&["resume", thread, "--detailed-exitcode"]);
     assert_eq!(
@@ -792,9 +782,8 @@ fn thread_named(p: &Project, pipeline: &str) -> String {
         .to_string()
 }
 
-#[test]
-fn a_cancel_during_a_drain_stops_it_and_leaves_nothing_running() {
-    let p = Project::new("drain");
+fn a_cancel_during_a_drain_stops_it_and_leaves_nothing_running(store: &StoreKind) {
+    let p = Project::on(store, "drain");
     p.write(
         "two.pipe",
         "node a() -> { v: int } {\n  exec = [\"./a.sh\"]\n}\n\nnode b() -> { v: int } {\n  exec = [\"./b.sh\"]\n}\n\noutput a = a\noutput b = b\n",
@@ -846,13 +835,12 @@ fn a_cancel_during_a_drain_stops_it_and_leaves_nothing_running() {
 
 const SENDING: &str = "node send(to: string = input.to) -> { sent: bool } {\n  exec = [\"./send.sh\"]\n}\n\noutput sent = send\n";
 
-#[test]
-fn a_renamed_node_keeps_its_journal_and_a_resolution_of_its_old_call() {
-    let p = Project::new("rename");
+fn a_renamed_node_keeps_its_journal_and_a_resolution_of_its_old_call(store: &StoreKind) {
+    let p = Project::on(store, "rename");
     p.write("mail.pipe", &format!("input to: string\n\n{SENDING}"));
     p.script(
         "send.sh",
-        "#!/bin/sh\ncat >/dev/null\necho \"$PIPEC_NODE\" >> effects.log\nsleep 30\necho '{\"sent\":true}'\n",
+        "#!/bin/sh\ncat >/dev/null\necho \"$PIPEC_NODE\" >> effects.log\ntouch send.started\nsleep 30\necho '{\"sent\":true}'\n",
     );
     let thread = "01JRENAME00000000000000000";
     let mut child = p
@@ -869,9 +857,9 @@ fn a_renamed_node_keeps_its_journal_and_a_resolution_of_its_old_call() {
         .stderr(Stdio::null())
         .spawn()
         .expect("run");
-    wait_for(&p.dir.join("effects.log"), Duration::from_secs(10));
-    let _ = child.kill();
-    let _ = child.wait();
+    // Not `effects.log`: the shell makes it before it writes the line.
+    wait_for(&p.dir.join("send.started"), Duration::from_secs(10));
+    p.kill_holder(&mut child, thread);
     // The same pipeline, its node renamed; the unfinished call is resolved by its old key.
     p.write(
         "v2/mail.pipe",
@@ -917,9 +905,8 @@ fn a_renamed_node_keeps_its_journal_and_a_resolution_of_its_old_call() {
     }
 }
 
-#[test]
-fn a_waiting_gate_can_be_renamed() {
-    let p = gated("gaterename");
+fn a_waiting_gate_can_be_renamed(store: &StoreKind) {
+    let p = gated(store, "gaterename");
     let thread = paused(&p, "gated.pipe");
     p.write(
         "v2/gated.pipe",
@@ -942,9 +929,8 @@ fn a_waiting_gate_can_be_renamed() {
     assert_eq!(json(&stdout(&out))["summary"]["done"], true);
 }
 
-#[test]
-fn a_reopened_gate_is_asked_again_with_a_deadline_of_its_own() {
-    let p = Project::new("reopen");
+fn a_reopened_gate_is_asked_again_with_a_deadline_of_its_own(store: &StoreKind) {
+    let p = Project::on(store, "reopen");
     p.write(
         "ask.pipe",
         "type Approval {\n  approved: bool\n}\n\nnode fetch() -> { v: int } {\n  exec = [\"./fetch.sh\"]\n  idempotent = true\n}\n\ngate review(x: { v: int } = fetch) -> Approval {\n  message = \"Approve {{ x.v }}?\"\n  timeout = 2s\n  on_timeout = { approved: false }\n}\n\nnode after(a: Approval = review) -> { ok: bool } {\n  exec = [\"./after.sh\"]\n  idempotent = true\n}\n\noutput after = after\n",
@@ -995,9 +981,8 @@ fn a_reopened_gate_is_asked_again_with_a_deadline_of_its_own() {
     );
 }
 
-#[test]
-fn a_pending_gate_that_an_edit_skips_lets_the_thread_complete() {
-    let p = gated("skipgate");
+fn a_pending_gate_that_an_edit_skips_lets_the_thread_complete(store: &StoreKind) {
+    let p = gated(store, "skipgate");
     let thread = paused(&p, "gated.pipe");
     p.write(
         "v2/gated.pipe",
@@ -1013,9 +998,8 @@ fn a_pending_gate_that_an_edit_skips_lets_the_thread_complete() {
     assert_eq!(json(&stdout(&out))["summary"]["done"], false);
 }
 
-#[test]
-fn a_secret_never_shows_in_a_paused_gates_message() {
-    let p = Project::new("gatesecret");
+fn a_secret_never_shows_in_a_paused_gates_message(store: &StoreKind) {
+    let p = Project::on(store, "gatesecret");
     p.write(
         "login.pipe",
         "type Ok {\n  ok: bool\n}\n\nnode login(k: string = secret(\"SESSION_TOKEN\")) -> { t: string } {\n  exec = [\"./login.sh\"]\n  idempotent = true\n}\n\ngate ask(x: { t: string } = login) -> Ok {\n  message = \"Use session {{ x.t }}?\"\n}\n\noutput ok = ask\n",
@@ -1034,9 +1018,8 @@ fn a_secret_never_shows_in_a_paused_gates_message() {
     assert!(all.contains("Use session secret(SESSION_TOKEN)?"), "{all}");
 }
 
-#[test]
-fn a_pure_each_nodes_list_survives_a_pause() {
-    let p = Project::new("pureeach");
+fn a_pure_each_nodes_list_survives_a_pause(store: &StoreKind) {
+    let p = Project::on(store, "pureeach");
     p.write(
         "list.pipe",
         "type Ok {\n  ok: bool\n}\n\ninput items: int[]\n\nnode dbl(i: int = each(input.items, max: 10)) -> { v: int } {\n  return = { v: i }\n}\n\ngate ask(d: { v: int }[] = dbl) -> Ok {\n  message = \"{{ d | length }} items?\"\n}\n\nnode count(d: { v: int }[] = dbl, a: Ok = ask) -> { n: int } {\n  return = { n: len(d) }\n}\n\noutput count = count\noutput dbl = dbl\n",
@@ -1058,9 +1041,8 @@ fn a_pure_each_nodes_list_survives_a_pause() {
     );
 }
 
-#[test]
-fn a_completed_thread_prints_the_outputs_of_the_plan_it_ran() {
-    let p = Project::new("completedplan");
+fn a_completed_thread_prints_the_outputs_of_the_plan_it_ran(store: &StoreKind) {
+    let p = Project::on(store, "completedplan");
     let src = "node a() -> { v: int } {\n  return = { v: 1 }\n}\n\noutput a = a\n";
     p.write("done.pipe", src);
     let out = p.run(&["run", "done.pipe"]);
@@ -1075,9 +1057,8 @@ fn a_completed_thread_prints_the_outputs_of_the_plan_it_ran() {
     assert_eq!(json(&stdout(&out)), json!({ "a": { "v": 1 } }));
 }
 
-#[test]
-fn a_failed_thread_still_takes_answers_for_its_other_branch() {
-    let p = Project::new("failedanswer");
+fn a_failed_thread_still_takes_answers_for_its_other_branch(store: &StoreKind) {
+    let p = Project::on(store, "failedanswer");
     p.write(
         "branches.pipe",
         "type Ok {\n  ok: bool\n}\n\nnode bad() -> { v: int } {\n  exec = [\"./bad.sh\"]\n  idempotent = true\n}\n\ngate ask() -> Ok {\n  message = \"go?\"\n}\n\noutput bad = bad\noutput ok = ask\n",
@@ -1090,9 +1071,8 @@ fn a_failed_thread_still_takes_answers_for_its_other_branch() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
 
-#[test]
-fn record_inputs_may_carry_fields_their_type_does_not_name() {
-    let p = Project::new("openinputs");
+fn record_inputs_may_carry_fields_their_type_does_not_name(store: &StoreKind) {
+    let p = Project::on(store, "openinputs");
     p.write(
         "t.pipe",
         "type Ticket {\n  id: string\n}\n\ninput t: Ticket\n\nnode a(t: Ticket = input.t) -> { id: string } {\n  return = { id: t.id }\n}\n\noutput a = a\n",
@@ -1106,9 +1086,8 @@ fn record_inputs_may_carry_fields_their_type_does_not_name() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
 
-#[test]
-fn deciding_on_a_blocked_call_is_no_crash() {
-    let p = Project::new("blockedretry");
+fn deciding_on_a_blocked_call_is_no_crash(store: &StoreKind) {
+    let p = Project::on(store, "blockedretry");
     p.write(
         "slow.pipe",
         "node slow() -> { done: bool } {\n  exec = [\"./slow.sh\"]\n  timeout = 300ms\n}\n\noutput slow = slow\n",
@@ -1135,9 +1114,8 @@ fn deciding_on_a_blocked_call_is_no_crash() {
     assert_eq!(st["nodes"][0]["crash_count"], 0, "{st}");
 }
 
-#[test]
-fn events_of_concurrent_items_stream_in_order() {
-    let p = Project::new("order");
+fn events_of_concurrent_items_stream_in_order(store: &StoreKind) {
+    let p = Project::on(store, "order");
     p.write(
         "fan.pipe",
         "input items: int[]\n\nnode work(i: int = each(input.items, max: 100)) -> { v: int } {\n  exec = [\"./w.sh\"]\n  concurrency = 16\n}\n\noutput work = work\n",
@@ -1167,9 +1145,8 @@ fn events_of_concurrent_items_stream_in_order() {
     assert_eq!(seqs, sorted, "the stream is in seq order without gaps");
 }
 
-#[test]
-fn renames_apply_all_at_once_a_chain_and_a_swap() {
-    let p = Project::new("renamechain");
+fn renames_apply_all_at_once_a_chain_and_a_swap(store: &StoreKind) {
+    let p = Project::on(store, "renamechain");
     let v1 = "node one() -> { v: int } {\n  return = { v: 1 }\n}\n\nnode two() -> { v: int } {\n  return = { v: 2 }\n}\n\ngate wait(a: { v: int } = one, b: { v: int } = two) -> { ok: bool } {\n  message = \"go?\"\n}\n\nnode sum(a: { v: int } = one, b: { v: int } = two, w: { ok: bool } = wait) -> { a: int, b: int } {\n  return = { a: a.v, b: b.v }\n}\n\noutput sum = sum\n";
     p.write("chain.pipe", v1);
     let thread = paused(&p, "chain.pipe");
@@ -1201,7 +1178,7 @@ fn renames_apply_all_at_once_a_chain_and_a_swap() {
         "each value went to its own new name"
     );
     // A swap.
-    let p = Project::new("renameswap");
+    let p = Project::on(store, "renameswap");
     p.write("chain.pipe", v1);
     let thread = paused(&p, "chain.pipe");
     let swap = v1
@@ -1230,9 +1207,8 @@ fn renames_apply_all_at_once_a_chain_and_a_swap() {
     assert_eq!(json(&stdout(&out)), json!({ "sum": { "a": 1, "b": 2 } }));
 }
 
-#[test]
-fn a_resume_during_a_backoff_journals_the_retry_only_when_it_runs() {
-    let p = Project::new("backoff");
+fn a_resume_during_a_backoff_journals_the_retry_only_when_it_runs(store: &StoreKind) {
+    let p = Project::on(store, "backoff");
     p.write(
         "send.pipe",
         "node send() -> { ok: bool } {\n  exec = [\"./send.sh\"]\n  retries = 2\n  backoff = 20s\n}\n\noutput send = send\n",
@@ -1258,8 +1234,7 @@ fn a_resume_during_a_backoff_journals_the_retry_only_when_it_runs() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    p.kill_holder(&mut child, thread);
     // A resume waits out the rest of the backoff; killed meanwhile, it journaled nothing.
     let mut child = p
         .cmd(&["resume", thread, "-q"])
@@ -1278,9 +1253,8 @@ fn a_resume_during_a_backoff_journals_the_retry_only_when_it_runs() {
     }
 }
 
-#[test]
-fn a_result_given_for_all_unfinished_calls_must_fit() {
-    let p = Project::new("resolveall");
+fn a_result_given_for_all_unfinished_calls_must_fit(store: &StoreKind) {
+    let p = Project::on(store, "resolveall");
     p.write(
         "hit.pipe",
         "node hit() -> { done: bool } {\n  exec = [\"./hit.sh\"]\n  timeout = 300ms\n}\n\noutput hit = hit\n",
@@ -1297,9 +1271,8 @@ fn a_result_given_for_all_unfinished_calls_must_fit() {
     assert_eq!(snapshot(&p, &thread), before);
 }
 
-#[test]
-fn an_answer_for_a_gate_asked_again_is_taken_for_the_new_question() {
-    let p = gated("rerunanswer");
+fn an_answer_for_a_gate_asked_again_is_taken_for_the_new_question(store: &StoreKind) {
+    let p = gated(store, "rerunanswer");
     let thread = paused(&p, "gated.pipe");
     let out = p.run(&[
         "resume",
@@ -1310,7 +1283,7 @@ fn an_answer_for_a_gate_asked_again_is_taken_for_the_new_question() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(json(&stdout(&out))["summary"]["done"], false);
     // Completed threads are final; an edit that fails after the gate keeps it open.
-    let p = gated("rerunanswer2");
+    let p = gated(store, "rerunanswer2");
     p.write(
         "gated.pipe",
         &GATED.replace(
@@ -1344,9 +1317,8 @@ fn an_answer_for_a_gate_asked_again_is_taken_for_the_new_question() {
     assert_eq!(json(&stdout(&out))["summary"]["done"], true);
 }
 
-#[test]
-fn an_answer_to_a_renamed_gate_is_taken_before_its_deadline_is() {
-    let p = Project::new("renamedeadline");
+fn an_answer_to_a_renamed_gate_is_taken_before_its_deadline_is(store: &StoreKind) {
+    let p = Project::on(store, "renamedeadline");
     let v1 = "type Ok {\n  ok: bool\n}\n\ngate ask() -> Ok {\n  message = \"go?\"\n  timeout = 1s\n  on_timeout = { ok: false }\n}\n\noutput ok = ask\n";
     p.write("g.pipe", v1);
     let thread = paused(&p, "g.pipe");
@@ -1370,9 +1342,8 @@ fn an_answer_to_a_renamed_gate_is_taken_before_its_deadline_is() {
     assert_eq!(json(&stdout(&out)), json!({ "ok": { "ok": true } }));
 }
 
-#[test]
-fn a_node_starts_when_a_permit_frees_up_not_when_a_task_ends() {
-    let p = Project::new("permits");
+fn a_node_starts_when_a_permit_frees_up_not_when_a_task_ends(store: &StoreKind) {
+    let p = Project::on(store, "permits");
     p.write(
         "two.pipe",
         "node flaky() -> { v: int } {\n  exec = [\"./flaky.sh\"]\n  idempotent = true\n  retries = 1\n  backoff = 4s\n}\n\nnode other() -> { v: int } {\n  exec = [\"./other.sh\"]\n  idempotent = true\n}\n\noutput flaky = flaky\noutput other = other\n",
@@ -1401,13 +1372,12 @@ fn a_node_starts_when_a_permit_frees_up_not_when_a_task_ends() {
     );
 }
 
-#[test]
-fn a_decision_may_name_a_call_by_the_name_a_rename_gives_it() {
-    let p = Project::new("decisionnewkey");
+fn a_decision_may_name_a_call_by_the_name_a_rename_gives_it(store: &StoreKind) {
+    let p = Project::on(store, "decisionnewkey");
     p.write("mail.pipe", &format!("input to: string\n\n{SENDING}"));
     p.script(
         "send.sh",
-        "#!/bin/sh\ncat >/dev/null\necho \"$PIPEC_NODE\" >> effects.log\nsleep 30\necho '{\"sent\":true}'\n",
+        "#!/bin/sh\ncat >/dev/null\necho \"$PIPEC_NODE\" >> effects.log\ntouch send.started\nsleep 30\necho '{\"sent\":true}'\n",
     );
     let thread = "01JNEWKEY00000000000000000";
     let mut child = p
@@ -1424,9 +1394,9 @@ fn a_decision_may_name_a_call_by_the_name_a_rename_gives_it() {
         .stderr(Stdio::null())
         .spawn()
         .expect("run");
-    wait_for(&p.dir.join("effects.log"), Duration::from_secs(10));
-    let _ = child.kill();
-    let _ = child.wait();
+    // Not `effects.log`: the shell makes it before it writes the line.
+    wait_for(&p.dir.join("send.started"), Duration::from_secs(10));
+    p.kill_holder(&mut child, thread);
     p.write(
         "v2/mail.pipe",
         &format!(
@@ -1450,3 +1420,39 @@ fn a_decision_may_name_a_call_by_the_name_a_rename_gives_it() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(p.read("effects.log").lines().count(), 1);
 }
+
+on_every_store!(
+    a_thread_runs_only_its_own_pipeline,
+    gate_deadlines_are_absolute,
+    secrets_never_show_in_any_form_pipec_produces,
+    unknown_names_on_the_command_line_are_errors,
+    the_live_event_stream_equals_the_stored_log,
+    gate_answers_are_closed_and_bounded,
+    cancel_ends_a_running_exec_cleanly,
+    each_stops_starting_items_after_a_failure,
+    a_new_users_frictions,
+    a_model_failure_leaves_an_event,
+    blocked_exits_1_unless_detailed_exit_codes_are_asked_for,
+    a_plan_compiled_into_another_folder_runs_in_its_project,
+    an_each_node_declared_after_its_reader_is_read_as_a_list,
+    effects_die_with_pipec_and_a_retried_call_keeps_its_key,
+    a_cancel_during_a_drain_stops_it_and_leaves_nothing_running,
+    a_renamed_node_keeps_its_journal_and_a_resolution_of_its_old_call,
+    a_waiting_gate_can_be_renamed,
+    a_reopened_gate_is_asked_again_with_a_deadline_of_its_own,
+    a_pending_gate_that_an_edit_skips_lets_the_thread_complete,
+    a_secret_never_shows_in_a_paused_gates_message,
+    a_pure_each_nodes_list_survives_a_pause,
+    a_completed_thread_prints_the_outputs_of_the_plan_it_ran,
+    a_failed_thread_still_takes_answers_for_its_other_branch,
+    record_inputs_may_carry_fields_their_type_does_not_name,
+    deciding_on_a_blocked_call_is_no_crash,
+    events_of_concurrent_items_stream_in_order,
+    renames_apply_all_at_once_a_chain_and_a_swap,
+    a_resume_during_a_backoff_journals_the_retry_only_when_it_runs,
+    a_result_given_for_all_unfinished_calls_must_fit,
+    an_answer_for_a_gate_asked_again_is_taken_for_the_new_question,
+    an_answer_to_a_renamed_gate_is_taken_before_its_deadline_is,
+    a_node_starts_when_a_permit_frees_up_not_when_a_task_ends,
+    a_decision_may_name_a_call_by_the_name_a_rename_gives_it,
+);

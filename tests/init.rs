@@ -23,6 +23,7 @@ fn a_new_project_checks_clean_and_runs_offline_through_its_gate() {
     assert!(p.read("app/.gitignore").contains(".pipec/"));
     let app = Project {
         dir: p.dir.join("app"),
+        pg: None,
     };
     let check = app.run(&["check", "--deny", "warnings", "hello.pipe"]);
     assert_eq!(code(&check), 0, "{}", stdout(&check));

@@ -1,6 +1,9 @@
 //! Durable runs end to end with the real binary: run, pause, resume in a new process,
-//! answers, refusals that change nothing, concurrent processes, secrets.
+//! answers, refusals that change nothing, concurrent processes, a `kill -9` and its
+//! resume, secrets. Each runs on a redb file (`on_redb::`) and on PostgreSQL
+//! (`on_postgres::`), but for the one about damaged redb files.
 
+#[macro_use]
 mod common;
 
 use std::process::Stdio;
@@ -18,8 +21,8 @@ id=$(printf '%s' "$input" | sed -n 's/.*"item":{"id":"\([^"]*\)".*/\1/p')
 printf '{"done":true,"id":"%s"}\n' "$id"
 "#;
 
-fn gated_project(tag: &str) -> Project {
-    let p = Project::new(tag);
+fn gated_project(store: &StoreKind, tag: &str) -> Project {
+    let p = Project::on(store, tag);
     p.write("gated.pipe", GATED);
     p.script("scripts/fetch.sh", FETCH);
     p.script("scripts/effect.sh", EFFECT);
@@ -50,9 +53,8 @@ fn start_paused(p: &Project) -> String {
     thread_of(&text).expect("thread id")
 }
 
-#[test]
-fn run_pause_then_resume_in_a_new_process() {
-    let p = gated_project("pause");
+fn run_pause_then_resume_in_a_new_process(store: &StoreKind) {
+    let p = gated_project(store, "pause");
     let thread = start_paused(&p);
     // Paused: listed and shown by other processes.
     let runs = stdout(&p.run(&["runs"]));
@@ -100,9 +102,8 @@ fn run_pause_then_resume_in_a_new_process() {
     );
 }
 
-#[test]
-fn a_rejected_gate_skips_what_depends_on_it() {
-    let p = gated_project("reject");
+fn a_rejected_gate_skips_what_depends_on_it(store: &StoreKind) {
+    let p = gated_project(store, "reject");
     let thread = start_paused(&p);
     let out = p.run(&[
         "resume",
@@ -118,9 +119,8 @@ fn a_rejected_gate_skips_what_depends_on_it() {
     assert!(!p.dir.join("effects.log").exists());
 }
 
-#[test]
-fn pre_answers_run_straight_through() {
-    let p = gated_project("pre");
+fn pre_answers_run_straight_through(store: &StoreKind) {
+    let p = gated_project(store, "pre");
     let out = p.run(&[
         "run",
         "gated.pipe",
@@ -133,9 +133,8 @@ fn pre_answers_run_straight_through() {
     assert_eq!(json(&stdout(&out))["summary"]["done"], true);
 }
 
-#[test]
-fn a_bad_answer_is_refused_and_the_thread_still_resumes() {
-    let p = gated_project("badanswer");
+fn a_bad_answer_is_refused_and_the_thread_still_resumes(store: &StoreKind) {
+    let p = gated_project(store, "badanswer");
     let thread = start_paused(&p);
     let before = stdout(&p.run(&["show", &thread, "--json", "--internal"]));
     for bad in [
@@ -170,9 +169,8 @@ fn a_bad_answer_is_refused_and_the_thread_still_resumes() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
 
-#[test]
-fn answer_without_the_lock_then_resume() {
-    let p = gated_project("answer");
+fn answer_without_the_lock_then_resume(store: &StoreKind) {
+    let p = gated_project(store, "answer");
     let thread = start_paused(&p);
     let out = p.run(&["answer", &thread, r#"review={"approved": true}"#]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -189,9 +187,8 @@ fn answer_without_the_lock_then_resume() {
     assert_eq!(json(&stdout(&out))["summary"]["done"], true);
 }
 
-#[test]
-fn missing_inputs_and_unknown_threads_are_coded_errors() {
-    let p = gated_project("inputs");
+fn missing_inputs_and_unknown_threads_are_coded_errors(store: &StoreKind) {
+    let p = gated_project(store, "inputs");
     let out = p.run(&["run", "gated.pipe"]);
     assert_eq!(code(&out), 1);
     assert!(
@@ -220,7 +217,7 @@ fn missing_inputs_and_unknown_threads_are_coded_errors() {
 
 #[test]
 fn corrupt_truncated_and_newer_stores_are_refused_cleanly() {
-    let p = gated_project("corrupt");
+    let p = gated_project(&StoreKind::Redb, "corrupt");
     std::fs::create_dir_all(p.dir.join(".pipec")).expect("mkdir");
     std::fs::write(p.store(), b"this is not a redb file at all, just some text").expect("write");
     let out = p.run(&["runs"]);
@@ -269,9 +266,8 @@ fn corrupt_truncated_and_newer_stores_are_refused_cleanly() {
     assert!(stderr(&out).contains("R0409"), "{}", stderr(&out));
 }
 
-#[test]
-fn a_plan_changed_under_a_paused_run_is_refused_until_told_what_to_do() {
-    let p = gated_project("planchange");
+fn a_plan_changed_under_a_paused_run_is_refused_until_told_what_to_do(store: &StoreKind) {
+    let p = gated_project(store, "planchange");
     let thread = start_paused(&p);
     // Change a finished node.
     let changed = GATED.replace(
@@ -310,9 +306,8 @@ fn a_plan_changed_under_a_paused_run_is_refused_until_told_what_to_do() {
     assert_eq!(json(&stdout(&out))["summary"]["done"], true);
 }
 
-#[test]
-fn rerun_from_recomputes_and_reopens_the_gate() {
-    let p = gated_project("rerun");
+fn rerun_from_recomputes_and_reopens_the_gate(store: &StoreKind) {
+    let p = gated_project(store, "rerun");
     let thread = start_paused(&p);
     p.write(
         "gated.pipe",
@@ -329,9 +324,8 @@ fn rerun_from_recomputes_and_reopens_the_gate() {
     assert!(stdout(&out).contains("Approve A7 now?"), "{}", stdout(&out));
 }
 
-#[test]
-fn two_resumes_of_one_thread_one_proceeds_the_other_is_locked_out() {
-    let p = gated_project("locked");
+fn two_resumes_of_one_thread_one_proceeds_the_other_is_locked_out(store: &StoreKind) {
+    let p = gated_project(store, "locked");
     let thread = start_paused(&p);
     let first = p
         .cmd(&[
@@ -370,9 +364,8 @@ fn two_resumes_of_one_thread_one_proceeds_the_other_is_locked_out() {
     assert_eq!(p.read("effects.log").lines().count(), 1);
 }
 
-#[test]
-fn events_are_versioned_json_lines_with_sequence_numbers() {
-    let p = gated_project("events");
+fn events_are_versioned_json_lines_with_sequence_numbers(store: &StoreKind) {
+    let p = gated_project(store, "events");
     let out = p.run(&["run", "gated.pipe", "--input", "id=E1", "--events", "jsonl"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let lines: Vec<serde_json::Value> = stdout(&out).lines().map(json).collect();
@@ -398,9 +391,8 @@ fn events_are_versioned_json_lines_with_sequence_numbers() {
     assert!(stored.contains("gate_pending"));
 }
 
-#[test]
-fn cancel_and_prune_remove_only_what_they_should() {
-    let p = gated_project("prune");
+fn cancel_and_prune_remove_only_what_they_should(store: &StoreKind) {
+    let p = gated_project(store, "prune");
     let paused = start_paused(&p);
     let done = p.run(&[
         "run",
@@ -417,7 +409,13 @@ fn cancel_and_prune_remove_only_what_they_should() {
     let refused = p.run(&["resume", &cancelled]);
     assert_eq!(code(&refused), 1);
     assert!(stderr(&refused).contains("R0412"), "{}", stderr(&refused));
+    // The tables are the store's own: redb's `threads`, PostgreSQL's `pipec_threads`.
     let rows = |p: &Project, table: &str| {
+        let table = if p.is_postgres() {
+            format!("pipec_{table}")
+        } else {
+            table.to_string()
+        };
         let stats = json(&stdout(&p.run(&["store", "stats", "--json"])));
         stats["tables"]
             .as_array()
@@ -436,8 +434,14 @@ fn cancel_and_prune_remove_only_what_they_should() {
     assert!(runs.contains(&paused), "the paused thread is kept: {runs}");
     assert!(!runs.contains(&cancelled));
     assert_eq!(rows(&p, "threads"), 1, "the pruned threads' rows are gone");
-    assert_eq!(rows(&p, "by_status"), 1);
-    assert_eq!(rows(&p, "fences"), 1);
+    if p.is_postgres() {
+        // One row per thread in each: the paused thread's gate and its first attempt.
+        assert_eq!(rows(&p, "gates"), 1);
+        assert_eq!(rows(&p, "attempts"), 1);
+    } else {
+        assert_eq!(rows(&p, "by_status"), 1);
+        assert_eq!(rows(&p, "fences"), 1);
+    }
     assert_eq!(
         code(&p.run(&[
             "resume",
@@ -449,9 +453,8 @@ fn cancel_and_prune_remove_only_what_they_should() {
     );
 }
 
-#[test]
-fn a_secret_never_reaches_the_store_events_or_output() {
-    let p = Project::new("canary");
+fn a_secret_never_reaches_the_store_events_or_output(store: &StoreKind) {
+    let p = Project::on(store, "canary");
     p.write(
         "secret.pipe",
         r#"input who: string
@@ -502,9 +505,9 @@ output failed = fail
         .output()
         .expect("show");
     assert!(!stdout(&show).contains(canary));
-    let bytes = std::fs::read(p.store()).expect("store");
-    let hay = String::from_utf8_lossy(&bytes);
-    assert!(!hay.contains(canary), "canary in the store file");
+    let hay = p.store_contents();
+    assert!(hay.contains(&thread), "the store holds the thread");
+    assert!(!hay.contains(canary), "canary in the store");
     // Resuming needs the secret again (it was never stored).
     let out = p.run(&["resume", &thread]);
     assert!(
@@ -514,12 +517,13 @@ output failed = fail
     );
 }
 
-#[test]
-fn the_main_example_runs_offline_end_to_end() {
+fn the_main_example_runs_offline_end_to_end(store: &StoreKind) {
     let root = crate_root();
-    let p = Project::new("main");
-    let store = p.dir.join("runs.redb");
-    let store = store.to_string_lossy().into_owned();
+    let p = Project::on(store, "main");
+    let store = match store {
+        StoreKind::Redb => p.dir.join("runs.redb").to_string_lossy().into_owned(),
+        StoreKind::Postgres(url) => url.clone(),
+    };
     let out = std::process::Command::new(pipec_bin())
         .args([
             "run",
@@ -544,9 +548,8 @@ fn the_main_example_runs_offline_end_to_end() {
     assert!(v["note"]["subject"].as_str().is_some_and(|s| !s.is_empty()));
 }
 
-#[test]
-fn a_value_is_stored_once_however_many_effects_pass_it_on() {
-    let p = Project::new("once");
+fn a_value_is_stored_once_however_many_effects_pass_it_on(store: &StoreKind) {
+    let p = Project::on(store, "once");
     let mut src = String::from(
         "type Blob {\n  blob: string\n}\n\ninput x: int\n\nnode n0(x: int = input.x) -> Blob {\n  exec = [\"./scripts/blob.sh\"]\n}\n\n",
     );
@@ -566,6 +569,29 @@ fn a_value_is_stored_once_however_many_effects_pass_it_on() {
     let out = p.run(&["run", "chain.pipe", "--input", "x=1", "-q"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let stats = json(&stdout(&p.run(&["store", "stats", "--json"])));
+    if p.is_postgres() {
+        // PostgreSQL counts pages and compresses large values: the rows are weighed by
+        // their records' bytes instead, uncompressed.
+        let tables = [
+            "pipec_threads",
+            "pipec_nodes",
+            "pipec_items",
+            "pipec_calls",
+            "pipec_gates",
+            "pipec_attempts",
+            "pipec_heals",
+        ];
+        let stored: u64 = tables
+            .iter()
+            .chain(&["pipec_events"])
+            .map(|t| p.pg_record_bytes(t))
+            .sum();
+        assert!(
+            (120_000..140_000).contains(&stored),
+            "stored {stored} bytes for 120 kB of values"
+        );
+        return;
+    }
     let stored: u64 = stats["tables"]
         .as_array()
         .expect("tables")
@@ -580,3 +606,290 @@ fn a_value_is_stored_once_however_many_effects_pass_it_on() {
         "stored {stored} bytes for 120 kB of values: {stats}"
     );
 }
+
+/// `fetch`: logs each start; the first time (while `slow-fetch` exists) it then takes
+/// 30 s, for a kill to land in; otherwise it prints the item at once.
+const SLOW_FETCH: &str = r#"#!/bin/sh
+input=$(cat)
+if [ -e slow-fetch ]; then
+  rm slow-fetch
+  echo started >> fetch.log
+  sleep 30
+else
+  echo started >> fetch.log
+fi
+id=$(printf '%s' "$input" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+printf '{"id":"%s","n":2}\n' "$id"
+"#;
+
+/// `kill -9` of `pipec run` in an idempotent step, then of `pipec resume` in a step that
+/// is not: the idempotent one runs again on its own; the other blocks the thread until a
+/// person says to retry it, and then runs once. On PostgreSQL the killed process's lease
+/// outlives it: a resume is refused (R0402, naming it) until the lease expires.
+fn a_killed_run_reruns_an_idempotent_step_and_blocks_on_an_effect(store: &StoreKind) {
+    let p = gated_project(store, "crash");
+    p.script("scripts/fetch.sh", SLOW_FETCH);
+    p.write("slow-fetch", "");
+    let thread = "01JCRASH000000000000000000";
+    // Long leases here, so that the refused resume surely comes while the lease lives.
+    let ttl = "4000";
+    let mut run = p
+        .cmd(&[
+            "run",
+            "gated.pipe",
+            "--thread",
+            thread,
+            "--input",
+            "id=C1",
+            "-q",
+        ])
+        .env("PIPEC_LEASE_TTL_MS", ttl)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run");
+    wait_for(&p.dir.join("fetch.log"), Duration::from_secs(20));
+    let pid = run.id();
+    let _ = run.kill();
+    let _ = run.wait();
+    if p.is_postgres() {
+        let out = p
+            .cmd(&["resume", thread])
+            .env("PIPEC_LEASE_TTL_MS", ttl)
+            .output()
+            .expect("resume");
+        assert_eq!(code(&out), 1, "{}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains("R0402") && err.contains(&format!("process {pid}")),
+            "the killed process's lease still holds the thread: {err}"
+        );
+    }
+    p.wait_not_held_by(thread, pid, Duration::from_secs(12));
+    // The idempotent `fetch` runs again without being asked; the thread pauses at the
+    // gate.
+    let out = p.run(&["resume", thread, "--detailed-exitcode"]);
+    assert_eq!(code(&out), 3, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(p.read("fetch.log").lines().count(), 2, "fetch ran again");
+    // Killed in the effect.
+    let mut resume = p
+        .cmd(&[
+            "resume",
+            thread,
+            "--answer",
+            r#"review={"approved": true}"#,
+            "-q",
+        ])
+        .env("EFFECT_SLEEP", "30")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("resume");
+    wait_for(&p.dir.join("effect.started"), Duration::from_secs(20));
+    p.kill_holder(&mut resume, thread);
+    let out = p.run(&["resume", thread, "--detailed-exitcode"]);
+    assert_eq!(code(&out), 4, "blocked: {}{}", stdout(&out), stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("R0403") && err.contains("apply"),
+        "names the unfinished call: {err}"
+    );
+    assert!(
+        !p.dir.join("effects.log").exists(),
+        "the effect did not rerun"
+    );
+    assert_eq!(p.show_json(thread)["status"], "blocked");
+    let out = p.run(&["resume", thread, "--retry-unfinished", "all"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        json(&stdout(&out)),
+        serde_json::json!({ "summary": { "id": "C1", "done": true } })
+    );
+    assert_eq!(
+        p.read("effects.log").lines().count(),
+        1,
+        "the effect ran once"
+    );
+    assert_eq!(
+        p.read("fetch.log").lines().count(),
+        2,
+        "fetch was not run a third time"
+    );
+}
+
+/// `pipec resume --due` resumes the paused threads whose gate deadline passed, by its
+/// `on_timeout`, and leaves the others waiting.
+fn resume_due_takes_the_threads_whose_deadline_passed(store: &StoreKind) {
+    let p = gated_project(store, "due");
+    p.write(
+        "wait.pipe",
+        "type Approval {\n  approved: bool\n}\n\ngate ask() -> Approval {\n  message = \"ok?\"\n  timeout = 1s\n  on_timeout = { approved: false }\n}\n\noutput answer = ask\n",
+    );
+    let out = p.run(&["run", "wait.pipe", "--detailed-exitcode"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let timed = thread_of(&stdout(&out)).expect("thread");
+    let waiting = start_paused(&p);
+    let out = p.run(&["resume", "--due"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no paused thread is due"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(p.show_json(&timed)["status"], "paused");
+    std::thread::sleep(Duration::from_millis(1300));
+    let out = p.run(&["resume", "--due"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        json(&stdout(&out)),
+        serde_json::json!({ "answer": { "approved": false } })
+    );
+    let st = p.show_json(&timed);
+    assert_eq!(st["status"], "completed", "{st}");
+    assert_eq!(
+        p.show_json(&waiting)["status"],
+        "paused",
+        "no deadline: still asked"
+    );
+    let out = p.run(&["resume", "--due"]);
+    assert!(stderr(&out).contains("no paused thread is due"));
+}
+
+/// Logs each item's start and end (`work.log`); item 2, while `hang` exists, hangs (a
+/// kill lands in it).
+const WORK: &str = r#"#!/bin/sh
+input=$(cat)
+i=$(printf '%s' "$input" | sed -n 's/.*"i":\([0-9]*\).*/\1/p')
+if [ "$i" = 2 ] && [ -e hang ]; then
+  rm hang
+  echo "start $i" >> work.log
+  touch hang.started
+  sleep 30
+fi
+echo "start $i" >> work.log
+echo "done $i" >> work.log
+printf '{"v":%d}\n' "$i"
+"#;
+
+/// `kill -9` in the middle of an `each` whose items are effects: the items that
+/// finished do not run again, the one that was running blocks the thread until it is
+/// retried, and the rest run; the list is whole and in order.
+fn a_kill_in_the_middle_of_each_reruns_no_finished_item(store: &StoreKind) {
+    let p = Project::on(store, "eachcrash");
+    p.write(
+        "fan.pipe",
+        "input items: int[]\n\nnode work(i: int = each(input.items, max: 10)) -> { v: int } {\n  exec = [\"./work.sh\"]\n  concurrency = 1\n}\n\noutput work = work\n",
+    );
+    p.script("work.sh", WORK);
+    p.write("hang", "");
+    let thread = "01JEACHCRASH00000000000000";
+    let mut run = p
+        .cmd(&[
+            "run",
+            "fan.pipe",
+            "--thread",
+            thread,
+            "--input",
+            "items=[0,1,2,3,4]",
+            "-q",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run");
+    wait_for(&p.dir.join("hang.started"), Duration::from_secs(20));
+    p.kill_holder(&mut run, thread);
+    let out = p.run(&["resume", thread, "--detailed-exitcode"]);
+    assert_eq!(code(&out), 4, "blocked: {}{}", stdout(&out), stderr(&out));
+    assert!(stderr(&out).contains("R0403"), "{}", stderr(&out));
+    let out = p.run(&["resume", thread, "--retry-unfinished", "all"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        json(&stdout(&out)),
+        serde_json::json!({ "work": [{ "v": 0 }, { "v": 1 }, { "v": 2 }, { "v": 3 }, { "v": 4 }] })
+    );
+    let log = p.read("work.log");
+    let count = |line: &str| log.lines().filter(|l| *l == line).count();
+    for i in 0..5 {
+        assert_eq!(
+            count(&format!("done {i}")),
+            1,
+            "item {i} ended once:\n{log}"
+        );
+    }
+    for i in [0, 1] {
+        assert_eq!(
+            count(&format!("start {i}")),
+            1,
+            "item {i} did not run again:\n{log}"
+        );
+    }
+    assert_eq!(
+        count("start 2"),
+        2,
+        "item 2: the killed try and the retry:\n{log}"
+    );
+    let st = p.show_json(thread);
+    assert_eq!(st["status"], "completed", "{st}");
+}
+
+/// A cancel asked right after the thread's holder was killed: on PostgreSQL the dead
+/// holder's lease still holds the thread, so the cancel is only requested; the next
+/// resume, which finds the unfinished effect, records the cancellation instead of
+/// ending blocked (it used to be refused at that commit, and the thread stayed running
+/// for ever). On redb the lock died with the holder and the cancel is at once.
+fn a_cancel_asked_while_a_killed_holder_still_holds_the_thread_is_recorded(store: &StoreKind) {
+    let p = gated_project(store, "cancelkilled");
+    p.write(
+        "slow.pipe",
+        "node slow() -> { done: bool } {\n  exec = [\"./slow.sh\"]\n}\n\noutput slow = slow\n",
+    );
+    p.script(
+        "slow.sh",
+        "#!/bin/sh\ncat >/dev/null\ntouch slow.started\nsleep 30\necho '{\"done\":true}'\n",
+    );
+    let thread = "01JCANCE1K111ED00000000000";
+    let ttl = "4000";
+    let mut run = p
+        .cmd(&["run", "slow.pipe", "--thread", thread, "-q"])
+        .env("PIPEC_LEASE_TTL_MS", ttl)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run");
+    wait_for(&p.dir.join("slow.started"), Duration::from_secs(20));
+    let pid = run.id();
+    let _ = run.kill();
+    let _ = run.wait();
+    let out = p.run(&["cancel", thread]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    p.wait_not_held_by(thread, pid, Duration::from_secs(12));
+    let out = p.run(&["resume", thread]);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    assert!(stderr(&out).contains("cancelled"), "{}", stderr(&out));
+    let st = p.show_json(thread);
+    assert_eq!(st["status"], "cancelled", "{st}");
+    let runs = stdout(&p.run(&["runs"]));
+    assert!(runs.contains("cancelled"), "{runs}");
+}
+
+on_every_store!(
+    a_cancel_asked_while_a_killed_holder_still_holds_the_thread_is_recorded,
+    resume_due_takes_the_threads_whose_deadline_passed,
+    a_kill_in_the_middle_of_each_reruns_no_finished_item,
+    a_killed_run_reruns_an_idempotent_step_and_blocks_on_an_effect,
+    run_pause_then_resume_in_a_new_process,
+    a_rejected_gate_skips_what_depends_on_it,
+    pre_answers_run_straight_through,
+    a_bad_answer_is_refused_and_the_thread_still_resumes,
+    answer_without_the_lock_then_resume,
+    missing_inputs_and_unknown_threads_are_coded_errors,
+    a_plan_changed_under_a_paused_run_is_refused_until_told_what_to_do,
+    rerun_from_recomputes_and_reopens_the_gate,
+    two_resumes_of_one_thread_one_proceeds_the_other_is_locked_out,
+    events_are_versioned_json_lines_with_sequence_numbers,
+    cancel_and_prune_remove_only_what_they_should,
+    a_secret_never_reaches_the_store_events_or_output,
+    the_main_example_runs_offline_end_to_end,
+    a_value_is_stored_once_however_many_effects_pass_it_on,
+);

@@ -5,8 +5,13 @@
 //! only as often as a person explicitly retried an unfinished call; and the store must
 //! pass its integrity check.
 //!
+//! Each variant runs on a redb file (`on_redb::`) and on PostgreSQL (`on_postgres::`),
+//! where a killed process's lease holds its thread until it expires (1.5 s here): the
+//! driver waits for that before the next process, as a person would.
+//!
 //! `PIPEC_TORTURE_KILLS` sets how many kills each variant makes (default 50).
 
+#[macro_use]
 mod common;
 
 use std::collections::{BTreeMap, HashMap};
@@ -167,6 +172,8 @@ fn drive_recorded(p: &Project, thread: &str, delay: Option<Duration>) -> (Drive,
         // Taken before the signal is sent: an effect is late only past the kill itself.
         life.killed_ns = Some(now_ns());
         kill(child);
+        // On PostgreSQL the killed process's lease holds the thread until it expires.
+        p.wait_not_held_by(thread, life.pid, PG_LEASE_TTL * 4);
         return (Drive::Killed, Some(life));
     }
     let _ = child.wait();
@@ -285,8 +292,8 @@ fn kills_wanted() -> usize {
         .unwrap_or(50)
 }
 
-fn project(tag: &str) -> Project {
-    let p = Project::new(tag);
+fn project(store: &StoreKind, tag: &str) -> Project {
+    let p = Project::on(store, tag);
     p.write("tort.pipe", &pipeline());
     p.script("step.sh", STEP);
     let out = p.run(&["check", "tort.pipe"]);
@@ -294,9 +301,8 @@ fn project(tag: &str) -> Project {
     p
 }
 
-#[test]
-fn kill_9_at_random_points_one_process_at_a_time() {
-    let p = project("torture1");
+fn kill_9_at_random_points_one_process_at_a_time(store: &StoreKind) {
+    let p = project(store, "torture1");
     let mut rng = Rng(seed());
     let want = kills_wanted();
     let mut kills = 0;
@@ -321,9 +327,8 @@ fn kill_9_at_random_points_one_process_at_a_time() {
     verify(&p, &threads);
 }
 
-#[test]
-fn four_processes_claim_and_resume_concurrently_under_kill_9() {
-    let p = Arc::new(project("torture4"));
+fn four_processes_claim_and_resume_concurrently_under_kill_9(store: &StoreKind) {
+    let p = Arc::new(project(store, "torture4"));
     let want = kills_wanted();
     let threads: Arc<Mutex<Vec<String>>> =
         Arc::new(Mutex::new((0..6).map(|i| format!("01K{i:023}")).collect()));
@@ -422,9 +427,8 @@ printf '{"v":%d}\n' $((v + 1))
 /// lands up to 0.8 s after it.
 const KILL_TAKES: u128 = 200_000_000;
 
-#[test]
-fn kill_9_when_the_effect_is_made_by_a_grandchild() {
-    let p = Project::new("torturegrand");
+fn kill_9_when_the_effect_is_made_by_a_grandchild(store: &StoreKind) {
+    let p = Project::on(store, "torturegrand");
     p.write("tort.pipe", &grandchild_pipeline());
     p.script("step.sh", GRANDCHILD_STEP);
     let out = p.run(&["check", "tort.pipe"]);
@@ -598,9 +602,8 @@ fn processes_with_env(needle: &str) -> Vec<u32> {
     found
 }
 
-#[test]
-fn kill_9_while_mcp_tool_calls_make_effects() {
-    let p = Project::new("torturemcp");
+fn kill_9_while_mcp_tool_calls_make_effects(store: &StoreKind) {
+    let p = Project::on(store, "torturemcp");
     let log = p.dir.join("crm-calls.log");
     p.write("tort.pipe", &mcp_pipeline(&log));
     let out = p.run(&["check", "tort.pipe"]);
@@ -739,3 +742,10 @@ fn kill_9_while_the_store_file_is_created_leaves_a_store_the_next_run_uses() {
         assert!(leftovers.is_empty(), "round {round}: {leftovers:?}");
     }
 }
+
+on_every_store!(
+    kill_9_at_random_points_one_process_at_a_time,
+    four_processes_claim_and_resume_concurrently_under_kill_9,
+    kill_9_when_the_effect_is_made_by_a_grandchild,
+    kill_9_while_mcp_tool_calls_make_effects,
+);

@@ -716,25 +716,48 @@ impl Runner {
         let Some(mut t) = state.thread else {
             return Ok(());
         };
-        t.status = Status::Blocked;
+        // A cancel asked while the thread's last holder was dead but still held it (on
+        // PostgreSQL, until its lease expired) waits for the next attempt: this one. The
+        // store lets only the commit that records the cancellation through, so a
+        // blocked end would be refused and the thread left running for ever.
+        let cancelled = t.cancel_requested.then(|| {
+            RuntimeError::from(StoreError::Cancelled {
+                thread: t.id.clone(),
+            })
+        });
         t.holder = None;
-        t.error = blocked.first().cloned();
         let mut attempt = state.attempts.last().cloned();
         if let Some(a) = &mut attempt {
             a.ended_ms = ids::now_ms();
-            a.end = Some("blocked".into());
+            a.end = Some(
+                if cancelled.is_some() {
+                    "cancelled"
+                } else {
+                    "blocked"
+                }
+                .into(),
+            );
         }
-        let calls: Vec<String> = blocked.iter().map(|b| b.message.clone()).collect();
-        let mut writes = vec![
-            Write::Thread(t),
-            event_write(Event::ThreadBlocked { calls }),
-        ];
+        let event = match &cancelled {
+            Some(e) => {
+                t.status = Status::Cancelled;
+                t.error = Some(e.stored(None));
+                Event::ThreadCancelled {}
+            }
+            None => {
+                t.status = Status::Blocked;
+                t.error = blocked.first().cloned();
+                let calls: Vec<String> = blocked.iter().map(|b| b.message.clone()).collect();
+                Event::ThreadBlocked { calls }
+            }
+        };
+        let mut writes = vec![Write::Thread(t), event_write(event)];
         writes.extend(attempt.map(Write::Attempt));
         let committed = commit(&*self.store, &lease, &Scrubber::default(), writes).await?;
         if let Some(sink) = &self.events {
             committed.iter().for_each(|e| sink(e));
         }
-        Ok(())
+        cancelled.map_or(Ok(()), Err)
     }
 
     fn attempt_rec(&self, number: u32) -> AttemptRec {

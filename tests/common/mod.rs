@@ -19,18 +19,187 @@ pub fn pipec_bin() -> String {
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
-/// A temporary project folder, removed on drop.
+/// The store a test's commands use: the project's redb file (`.pipec/runs.redb`), or a
+/// schema of the PostgreSQL server the tests are given (a URL from
+/// [`pg_schema::postgres_store`]).
+#[derive(Clone, Debug)]
+pub enum StoreKind {
+    Redb,
+    Postgres(String),
+}
+
+/// How long a lease lasts on PostgreSQL in these tests (`PIPEC_LEASE_TTL_MS`), so that a
+/// thread whose holder was killed is free again soon.
+pub const PG_LEASE_TTL: std::time::Duration = std::time::Duration::from_millis(1500);
+
+/// Runs each named `fn case(store: &StoreKind)` once per store: `on_redb::case` and
+/// `on_postgres::case` (which says it is skipped without `PIPEC_TEST_POSTGRES`, and fails
+/// without it under `PIPEC_REQUIRE_POSTGRES=1`).
+#[allow(unused_macros)]
+macro_rules! on_every_store {
+    ($($case:ident),* $(,)?) => {
+        mod on_redb {
+            $(
+                #[test]
+                fn $case() {
+                    super::$case(&$crate::common::StoreKind::Redb);
+                }
+            )*
+        }
+        mod on_postgres {
+            $(
+                #[test]
+                fn $case() {
+                    if let Some(url) = $crate::common::pg_schema::postgres_store(stringify!($case)) {
+                        super::$case(&$crate::common::StoreKind::Postgres(url));
+                    }
+                }
+            )*
+        }
+    };
+}
+
+/// A temporary project folder, removed on drop, and the store its commands use.
 pub struct Project {
     pub dir: PathBuf,
+    /// The PostgreSQL store every command names (`PIPEC_STORE`); `None`: the project's
+    /// redb file.
+    pub pg: Option<String>,
 }
 
 impl Project {
     pub fn new(tag: &str) -> Project {
+        Project::on(&StoreKind::Redb, tag)
+    }
+
+    /// A project whose commands all use `store`.
+    pub fn on(store: &StoreKind, tag: &str) -> Project {
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
         let dir = std::env::temp_dir().join(format!("pipec-rt-{tag}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("prompts")).expect("mkdir");
-        Project { dir }
+        let pg = match store {
+            StoreKind::Redb => None,
+            StoreKind::Postgres(url) => Some(url.clone()),
+        };
+        Project { dir, pg }
+    }
+
+    pub fn is_postgres(&self) -> bool {
+        self.pg.is_some()
+    }
+
+    /// What `--store` would name: the redb file's path or the PostgreSQL URL.
+    pub fn store_location(&self) -> String {
+        self.pg
+            .clone()
+            .unwrap_or_else(|| self.store().display().to_string())
+    }
+
+    /// Everything the store holds, as text to search: the redb file's bytes, or a
+    /// `pg_dump` of the schema's data.
+    pub fn store_contents(&self) -> String {
+        let Some(url) = &self.pg else {
+            let bytes = std::fs::read(self.store()).expect("store");
+            return String::from_utf8_lossy(&bytes).into_owned();
+        };
+        let (server, schema) = pg_schema::split(url);
+        let out = Command::new("pg_dump")
+            .args([server.as_str(), "--data-only", "--schema", schema.as_str()])
+            .output()
+            .expect("pg_dump runs");
+        assert!(out.status.success(), "pg_dump: {}", stderr(&out));
+        assert!(
+            stdout(&out).contains("pipec_threads"),
+            "the dump has the store's tables:\n{}",
+            stdout(&out)
+        );
+        stdout(&out)
+    }
+
+    /// On PostgreSQL, the bytes of a table's records, uncompressed (`octet_length` of
+    /// each row's `rec`, or `row` for the events): what the table holds, as redb's
+    /// `stored_bytes` counts it, without the pages and the compression of the server.
+    pub fn pg_record_bytes(&self, table: &str) -> u64 {
+        let url = self.pg.as_deref().expect("a PostgreSQL store");
+        let (server, schema) = pg_schema::split(url);
+        let column = if table == "pipec_events" {
+            "row"
+        } else {
+            "rec"
+        };
+        let out = Command::new("psql")
+            .args([
+                server.as_str(),
+                "-tAc",
+                &format!(
+                    "SET search_path TO {schema}; SELECT coalesce(sum(octet_length({column})), 0) FROM {table}"
+                ),
+            ])
+            .output()
+            .expect("psql runs");
+        stdout(&out)
+            .lines()
+            .last()
+            .and_then(|l| l.trim().parse().ok())
+            .unwrap_or_else(|| panic!("the bytes of {table}: {}{}", stdout(&out), stderr(&out)))
+    }
+
+    /// Kills (`kill -9`) a pipec process that holds `thread`, and waits until the thread
+    /// is free for another process. On redb the process's lock goes with it. On
+    /// PostgreSQL its lease outlives it until the lease expires: seen at once, the thread
+    /// is still running, held by the killed process; within the lease's time to live it
+    /// is free.
+    pub fn kill_holder(&self, child: &mut std::process::Child, thread: &str) {
+        let pid = child.id();
+        let _ = child.kill();
+        let _ = child.wait();
+        let killed = std::time::Instant::now();
+        if self.is_postgres() {
+            let st = self.show_json(thread);
+            // Only when the look was surely inside the lease's life (it was renewed at
+            // most a third of its time to live before the kill).
+            if killed.elapsed() < PG_LEASE_TTL / 2 && st["holder"]["pid"] == pid {
+                assert_eq!(
+                    st["status"], "running",
+                    "the killed process's lease still holds the thread: {st}"
+                );
+            }
+        }
+        self.wait_not_held_by(thread, pid, PG_LEASE_TTL * 4);
+        if !self.is_postgres() {
+            assert!(
+                killed.elapsed() < std::time::Duration::from_secs(2),
+                "on redb the lock is released with the process"
+            );
+        }
+    }
+
+    /// Waits until process `pid` no longer holds `thread` (its lease, on PostgreSQL,
+    /// expired), failing the test after `within`.
+    pub fn wait_not_held_by(&self, thread: &str, pid: u32, within: std::time::Duration) {
+        let start = std::time::Instant::now();
+        loop {
+            let st = self.show_json(thread);
+            if st.is_null() || st["status"] != "running" || st["holder"]["pid"] != pid {
+                return;
+            }
+            assert!(
+                start.elapsed() < within,
+                "process {pid} still holds {thread} after {within:?}: {st}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// `pipec show THREAD --json`, or null when there is no such thread (yet).
+    pub fn show_json(&self, thread: &str) -> serde_json::Value {
+        let out = self.run(&["show", thread, "--json"]);
+        if code(&out) == 0 {
+            json(&stdout(&out))
+        } else {
+            serde_json::Value::Null
+        }
     }
 
     pub fn write(&self, rel: &str, text: &str) -> PathBuf {
@@ -62,10 +231,16 @@ impl Project {
 
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(pipec_bin());
-        c.args(args)
-            .current_dir(&self.dir)
-            .env("NO_COLOR", "1")
-            .env_remove("PIPEC_STORE");
+        c.args(args).current_dir(&self.dir).env("NO_COLOR", "1");
+        match &self.pg {
+            Some(url) => {
+                c.env("PIPEC_STORE", url)
+                    .env("PIPEC_LEASE_TTL_MS", PG_LEASE_TTL.as_millis().to_string());
+            }
+            None => {
+                c.env_remove("PIPEC_STORE");
+            }
+        }
         c
     }
 

@@ -49,3 +49,12 @@ pub fn postgres_store(tag: &str) -> Option<String> {
     let sep = if server.contains('?') { '&' } else { '?' };
     Some(format!("{server}{sep}options=-csearch_path%3D{name}"))
 }
+
+/// The server URL and the schema name of a store URL [`postgres_store`] made.
+pub fn split(url: &str) -> (String, String) {
+    let (server, schema) = url
+        .split_once("options=-csearch_path%3D")
+        .unwrap_or_else(|| panic!("a store URL of postgres_store: {url}"));
+    let server = server.trim_end_matches(['?', '&']).to_string();
+    (server, schema.to_string())
+}
