@@ -444,6 +444,25 @@ fn pipelines_limits_a_worker_to_a_folders_pipelines(p: &Ctx) {
     assert_eq!(wait_exit(&mut w, WITHIN), 0);
 }
 
+/// A cancel asked while a killed worker's thread still looks held (on PostgreSQL, until
+/// its lease expires) is only a request; the next worker takes the thread once its holder
+/// is gone and carries the cancel out, rather than leaving it running for ever.
+fn a_cancel_asked_of_a_killed_workers_thread_is_carried_out_by_the_next_worker(p: &Ctx) {
+    p.write("hold.b", "");
+    let thread = submit(p, "chain.pipe", &["seed=3"]);
+    let mut w1 = worker(p, 1, &[]);
+    wait_for(&p.dir.join(format!("started.{thread}.b")), WITHIN);
+    w1.kill().expect("kill -9");
+    let _ = w1.wait();
+    let out = p.run(&["cancel", &thread]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let mut w2 = worker(p, 2, &[]);
+    wait_status(p, &thread, "cancelled");
+    assert_eq!(effects(p, &thread, "c"), 0, "nothing ran after the cancel");
+    signal(&w2, "-TERM");
+    assert_eq!(wait_exit(&mut w2, WITHIN), 0);
+}
+
 macro_rules! on_every_store {
     ($($case:ident),* $(,)?) => {
         mod on_redb {
@@ -475,6 +494,7 @@ on_every_store!(
     a_second_signal_stops_at_once_and_the_thread_is_taken_over,
     a_worker_killed_with_sigkill_is_taken_over_without_repeating_a_finished_effect,
     pipelines_limits_a_worker_to_a_folders_pipelines,
+    a_cancel_asked_of_a_killed_workers_thread_is_carried_out_by_the_next_worker,
 );
 
 /// On PostgreSQL an answer given anywhere wakes a waiting worker through `LISTEN/NOTIFY`,

@@ -5,7 +5,8 @@
 //! - it is `paused` and a gate of it was answered since (its node has not consumed the
 //!   answer yet), or a gate's deadline has passed (its `on_timeout` applies);
 //! - it is `running` and no live process holds it (its holder died, or its lease
-//!   expired).
+//!   expired), also when a cancel was asked of it meanwhile: the attempt that takes it
+//!   records the cancellation.
 //!
 //! `blocked` and `failed` threads wait for a person's decision (`pipec resume`), and
 //! never appear.
@@ -85,7 +86,9 @@ pub fn why_runnable<'a>(
     now_ms: u64,
     held: bool,
 ) -> Option<Why> {
-    if rec.cancel_requested {
+    // A cancel asked of a thread nobody holds any more is a worker's to carry out (its
+    // attempt records the cancellation); one asked of a held thread is the holder's.
+    if rec.cancel_requested && rec.status != Status::Running {
         return None;
     }
     match rec.status {

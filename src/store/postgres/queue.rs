@@ -198,11 +198,12 @@ pub(super) async fn runnable(
     let pipelines: Option<Vec<String>> = query.pipelines.clone();
     let limit = query.max() as i64;
     let mut out = Vec::new();
-    // Queued, then orphaned (no live lease), oldest first.
+    // Queued, then orphaned (no live lease; a cancel asked of one is carried out by the
+    // worker that takes it), oldest first.
     let found = rows(
         &txn,
         "SELECT t.id, t.pipeline, t.status FROM pipec_threads t
-         WHERE t.status IN ('queued', 'running') AND NOT t.cancel_requested
+         WHERE (t.status = 'queued' AND NOT t.cancel_requested OR t.status = 'running')
            AND ($1::text[] IS NULL OR t.pipeline = ANY($1))
            AND NOT EXISTS (SELECT 1 FROM pipec_leases l WHERE l.thread = t.id AND l.expires_at > now())
          ORDER BY (t.status = 'running'), t.id
