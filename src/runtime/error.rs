@@ -66,6 +66,7 @@ impl From<StoreError> for RuntimeError {
             StoreError::Locked { .. } => &codes::THREAD_LOCKED,
             StoreError::Fenced { .. } => &codes::LEASE_LOST,
             StoreError::Cancelled { .. } => &codes::THREAD_CANCELLED,
+            StoreError::Ended { .. } => &codes::THREAD_ENDED,
             StoreError::NoSuchGate { .. } => &codes::GATE_ANSWER_INVALID,
             StoreError::AlreadyAnswered { .. } => &codes::GATE_ALREADY_ANSWERED,
             StoreError::NewerFormat { .. } => &codes::STORE_FORMAT_UNSUPPORTED,

@@ -210,8 +210,8 @@ impl Worker {
                 self.log(&format!("{how} {thread} ({ms} ms)"));
                 *report.ended.entry(how.into()).or_default() += 1;
             }
-            Err(e) if e.is(&codes::THREAD_LOCKED) => {
-                // Another worker took it first.
+            Err(e) if e.is(&codes::THREAD_LOCKED) || e.is(&codes::THREAD_ENDED) => {
+                // Another worker took it first, or finished it.
                 self.log(&format!("skipped {thread}: {}", e.message));
             }
             Err(e) => {

@@ -1387,6 +1387,44 @@ fn an_imported_queued_thread_is_offered_to_workers(store: &dyn Store) {
     assert_same_thread(&exported, &rt.block_on(export(store, &id)).expect("export"));
 }
 
+/// A claim of a thread that completed or was cancelled (by another process since it
+/// was looked at, say) is refused and changes nothing: the thread stays as it ended.
+fn an_ended_thread_is_not_claimed(store: &dyn Store) {
+    let rt = rt();
+    for status in [Status::Completed, Status::Cancelled] {
+        let lease = rt
+            .block_on(store.create_thread(thread_rec(), attempt()))
+            .map(|(lease, _)| lease)
+            .expect("create");
+        let id = lease.thread.clone();
+        let ended = with_status(store, &rt, &id, status);
+        rt.block_on(store.commit(&lease, vec![ended]))
+            .expect("ended");
+        drop(lease);
+        let before = rt.block_on(store.load(&id)).expect("load");
+        let events = rt.block_on(store.events(&id, 0)).expect("events").len();
+        let err = rt
+            .block_on(store.claim(&id, attempt()))
+            .map(|_| ())
+            .expect_err("refused");
+        assert!(
+            matches!(&err, StoreError::Ended { status: s, .. } if *s == status),
+            "{err:?}"
+        );
+        let after = rt.block_on(store.load(&id)).expect("load");
+        assert_eq!(
+            after.thread, before.thread,
+            "{status:?}: the record is unchanged"
+        );
+        assert_eq!(after.attempts.len(), before.attempts.len());
+        assert_eq!(
+            rt.block_on(store.events(&id, 0)).expect("events").len(),
+            events,
+            "no event written"
+        );
+    }
+}
+
 macro_rules! contract {
     ($($case:ident),* $(,)?) => {
         mod redb {
@@ -1444,4 +1482,5 @@ contract!(
     an_imported_thread_is_the_exported_one_and_is_refused_a_second_time,
     an_imported_queued_thread_is_offered_to_workers,
     an_imported_thread_whose_gate_deadline_passed_is_due,
+    an_ended_thread_is_not_claimed,
 );

@@ -199,6 +199,12 @@ impl MemoryStore {
                 holder: rows.rec.holder.clone(),
             });
         }
+        if matches!(rows.rec.status, Status::Completed | Status::Cancelled) {
+            return Err(StoreError::Ended {
+                thread: rows.rec.id.clone(),
+                status: rows.rec.status,
+            });
+        }
         let mut attempt = stored(&attempt, &|| "attempt".to_string())?;
         rows.rec.epoch += 1;
         rows.rec.attempts += 1;

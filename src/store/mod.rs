@@ -94,6 +94,12 @@ pub enum StoreError {
     Cancelled {
         thread: String,
     },
+    /// A claim of a thread that has completed or was cancelled: there is nothing left to
+    /// run (another process may have finished it since it was looked at).
+    Ended {
+        thread: String,
+        status: Status,
+    },
     /// An answer to a gate that is not pending.
     NoSuchGate {
         gate: String,
@@ -150,6 +156,9 @@ impl std::fmt::Display for StoreError {
             },
             StoreError::Fenced { thread, reason } => write!(f, "thread {thread}: {reason}"),
             StoreError::Cancelled { thread } => write!(f, "thread {thread} was cancelled"),
+            StoreError::Ended { thread, status } => {
+                write!(f, "thread {thread} has ended ({})", status.as_str())
+            }
             StoreError::NoSuchGate { gate, pending } => {
                 if pending.is_empty() {
                     write!(f, "no gate `{gate}` is waiting for an answer")
@@ -275,7 +284,8 @@ pub trait Store: Send + Sync {
     ) -> StoreFuture<'_, (Lease, Vec<RecordedEvent>)>;
 
     /// Takes a thread's lease: the lock, then the epoch bumped in one transaction.
-    /// Also returns the events the claim wrote (`attempt_started`).
+    /// Also returns the events the claim wrote (`attempt_started`). A completed or
+    /// cancelled thread is refused (`StoreError::Ended`) and left as it is.
     fn claim(&self, thread: &str, attempt: AttemptRec) -> StoreFuture<'_, Claimed>;
 
     /// Applies writes in one fenced transaction; returns the events among them as

@@ -620,6 +620,12 @@ pub(super) async fn claim(
             holder: Some(holder),
         });
     }
+    if matches!(rec.status, Status::Completed | Status::Cancelled) {
+        return Err(StoreError::Ended {
+            thread: id,
+            status: rec.status,
+        });
+    }
     rec.epoch += 1;
     rec.attempts += 1;
     rec.status = Status::Running;

@@ -139,6 +139,12 @@ pub(super) fn claim<'a>(
                     });
                 };
                 let old = rec.status;
+                if matches!(old, Status::Completed | Status::Cancelled) {
+                    return Err(StoreError::Ended {
+                        thread: ids::encode(id),
+                        status: old,
+                    });
+                }
                 rec.epoch += 1;
                 rec.attempts += 1;
                 rec.status = Status::Running;
