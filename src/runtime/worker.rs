@@ -239,17 +239,24 @@ async fn run_thread(
     stop: StopSignal,
     t: &RunnableThread,
 ) -> Result<Outcome, RuntimeError> {
-    let state = store.load(&t.id).await?;
-    let Some(rec) = state.thread.clone() else {
+    // Offered a moment ago; another worker may have moved it on since. The record says
+    // whether it still waits for a worker (a paused one's gates too); whether another
+    // process holds it now is for the claim to find out.
+    let Some(rec) = store.thread_rec(&t.id).await? else {
         return Err(RuntimeError::new(
             &codes::THREAD_NOT_FOUND,
             format!("no thread `{}`", t.id),
         ));
     };
-    // Offered a moment ago; another worker may have moved it on since.
-    let held = store.is_held(&rec.id);
-    let gates = state.gates.values().map(|g| (g, state.nodes.get(&g.node)));
-    let Some(why) = crate::store::why_runnable(&rec, gates, ids::now_ms(), held) else {
+    let paused = if rec.status == crate::store::Status::Paused {
+        Some(store.load(&t.id).await?)
+    } else {
+        None
+    };
+    let gates = paused
+        .iter()
+        .flat_map(|s| s.gates.values().map(|g| (g, s.nodes.get(&g.node))));
+    let Some(why) = crate::store::why_runnable(&rec, gates, ids::now_ms(), false) else {
         // Another worker took it, or moved it on, since it was offered.
         return Err(crate::store::StoreError::Locked {
             thread: rec.id.clone(),

@@ -1425,6 +1425,31 @@ fn an_ended_thread_is_not_claimed(store: &dyn Store) {
     }
 }
 
+/// A thread's record alone is the one a whole load gives, by id or unique prefix; an
+/// unknown id is `None`.
+fn a_threads_record_alone_is_the_loaded_one(store: &dyn Store) {
+    let rt = rt();
+    let lease = rt
+        .block_on(store.create_thread(thread_rec(), attempt()))
+        .map(|(lease, _)| lease)
+        .expect("create");
+    rt.block_on(store.commit(&lease, vec![node(1)]))
+        .expect("commit");
+    let id = lease.thread.clone();
+    let loaded = rt.block_on(store.load(&id)).expect("load").thread;
+    assert!(loaded.is_some());
+    assert_eq!(rt.block_on(store.thread_rec(&id)).expect("rec"), loaded);
+    assert_eq!(
+        rt.block_on(store.thread_rec(&id[..20])).expect("prefix"),
+        loaded
+    );
+    let unknown = ids::new_thread_id();
+    assert_eq!(
+        rt.block_on(store.thread_rec(&unknown)).expect("unknown"),
+        None
+    );
+}
+
 macro_rules! contract {
     ($($case:ident),* $(,)?) => {
         mod redb {
@@ -1483,4 +1508,5 @@ contract!(
     an_imported_queued_thread_is_offered_to_workers,
     an_imported_thread_whose_gate_deadline_passed_is_due,
     an_ended_thread_is_not_claimed,
+    a_threads_record_alone_is_the_loaded_one,
 );

@@ -316,6 +316,19 @@ pub trait Store: Send + Sync {
     /// Whether a live process holds the thread (a probe; it takes nothing).
     fn is_held(&self, thread: &str) -> bool;
 
+    /// A thread's record alone (`None` when there is no such thread): what a worker
+    /// looks at before it takes a thread, cheaper than [`Store::load`] where the rows are
+    /// apart. The default loads the whole thread.
+    fn thread_rec<'a>(&'a self, thread: &'a str) -> StoreFuture<'a, Option<ThreadRec>> {
+        Box::pin(async move {
+            match self.load(thread).await {
+                Ok(state) => Ok(state.thread),
+                Err(StoreError::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        })
+    }
+
     /// Whether someone asked to cancel the thread: what a running attempt polls, so a
     /// cancel stops it while its effects are in flight, not only at its next write.
     fn cancel_requested<'a>(&'a self, thread: &'a str) -> StoreFuture<'a, bool> {

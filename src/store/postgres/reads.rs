@@ -189,6 +189,31 @@ pub(super) async fn cancel_requested(db: &Db, thread: &str) -> Result<bool, Stor
     .is_some_and(|r| r.get::<_, bool>(0)))
 }
 
+/// A thread's record (the id exact or a unique prefix), in one statement when exact.
+pub(super) async fn thread_rec(db: &Db, thread: &str) -> Result<Option<ThreadRec>, StoreError> {
+    let client = db.client().await?;
+    let id = match ids::query(thread) {
+        Some(IdQuery::Exact(n)) => ids::encode(n),
+        _ => match resolve(&client, db, thread).await {
+            Ok(id) => id,
+            Err(StoreError::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        },
+    };
+    match row(
+        &client,
+        "SELECT rec FROM pipec_threads WHERE id = $1",
+        &[&id],
+    )
+    .await?
+    {
+        Some(r) => Ok(Some(decode(r.get::<_, &[u8]>(0), &|| {
+            format!("thread {id}")
+        })?)),
+        None => Ok(None),
+    }
+}
+
 /// A page of threads, newest first. Each filter picks its own statement, so each runs
 /// on its index (`id`, `(status, id)`, `(pipeline, id)`) backwards and stops at the
 /// page's end.
