@@ -356,3 +356,58 @@ fn why_text(why: Why) -> &'static str {
         Why::Orphaned => "its holder is gone",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offered(n: usize) -> Vec<RunnableThread> {
+        (0..n)
+            .map(|i| RunnableThread {
+                id: format!("{i:03}"),
+                pipeline: "p".into(),
+                why: Why::Queued,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_pick_takes_that_many_distinct_threads_oldest_first() {
+        let mut rng = Rng(7);
+        let picked = pick(offered(32), 8, &mut rng);
+        let ids: Vec<&str> = picked.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids.len(), 8);
+        let mut sorted = ids.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted, ids, "distinct, in the order offered");
+        // Fewer offered than there is room for: all of them.
+        assert_eq!(pick(offered(3), 8, &mut rng).len(), 3);
+    }
+
+    #[test]
+    fn workers_that_look_at_once_mostly_pick_different_threads() {
+        // Four workers, each with room for 8, offered the same 32 oldest threads: taking
+        // the first 8 each would have all four reach for the same 8.
+        let picks: Vec<std::collections::HashSet<String>> = (1..=4u64)
+            .map(|seed| {
+                let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+                pick(offered(32), 8, &mut rng)
+                    .into_iter()
+                    .map(|t| t.id)
+                    .collect()
+            })
+            .collect();
+        let mut shared = 0;
+        for a in 0..picks.len() {
+            for b in a + 1..picks.len() {
+                shared += picks[a].intersection(&picks[b]).count();
+            }
+        }
+        // Six pairs; the first 8 each would share 48. At random about 2 a pair.
+        assert!(
+            shared < 30,
+            "{shared} threads shared between pairs of workers"
+        );
+    }
+}
