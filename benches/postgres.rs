@@ -118,6 +118,27 @@ fn per_step(rt: &tokio::runtime::Runtime, url: &str, rounds: usize, out: &mut Ve
     out.push(("steps.postgres.step_ms".into(), p));
 }
 
+/// Submits `count` threads (inputs 0, 1, ...) from `parts` tasks at once.
+fn submit_all(rt: &tokio::runtime::Runtime, runner: &Arc<Runner>, count: usize, parts: usize) {
+    rt.block_on(async {
+        let mut tasks = Vec::new();
+        for part in 0..parts {
+            let runner = runner.clone();
+            tasks.push(tokio::spawn(async move {
+                for i in (part..count).step_by(parts) {
+                    runner
+                        .submit_with(json!({ "x": i }), RunOptions::default())
+                        .await
+                        .expect("submit");
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.expect("submitter");
+        }
+    });
+}
+
 fn completed(rt: &tokio::runtime::Runtime, store: &PostgresStore, want: usize) -> usize {
     let q = ListQuery {
         status: Some(Status::Completed),
@@ -161,23 +182,7 @@ fn throughput(
     std::thread::sleep(Duration::from_millis(1500));
     let runner = Arc::new(Runner::new(plan, store.clone()));
     let t = Instant::now();
-    rt.block_on(async {
-        let mut tasks = Vec::new();
-        for part in 0..4 {
-            let runner = runner.clone();
-            tasks.push(tokio::spawn(async move {
-                for i in (part..threads).step_by(4) {
-                    runner
-                        .submit_with(json!({ "x": i }), RunOptions::default())
-                        .await
-                        .expect("submit");
-                }
-            }));
-        }
-        for t in tasks {
-            t.await.expect("submitter");
-        }
-    });
+    submit_all(rt, &runner, threads, 4);
     let submitted = t.elapsed();
     let deadline = Instant::now() + Duration::from_secs(600);
     while completed(rt, &store, threads) < threads {
@@ -243,23 +248,7 @@ fn listing(rt: &tokio::runtime::Runtime, url: &str, threads: usize, out: &mut Ve
     let runner = Arc::new(Runner::new(plan, store.clone()));
     let t = Instant::now();
     let queued = threads.saturating_sub(FINISHED);
-    rt.block_on(async {
-        let mut tasks = Vec::new();
-        for part in 0..16 {
-            let runner = runner.clone();
-            tasks.push(tokio::spawn(async move {
-                for i in (part..queued).step_by(16) {
-                    runner
-                        .submit_with(json!({ "x": i }), RunOptions::default())
-                        .await
-                        .expect("submit");
-                }
-            }));
-        }
-        for t in tasks {
-            t.await.expect("submitter");
-        }
-    });
+    submit_all(rt, &runner, queued, 16);
     let mut last = String::new();
     for i in 0..FINISHED.min(threads) {
         match rt.block_on(runner.start(json!({ "x": i }))).expect("run") {

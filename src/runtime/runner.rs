@@ -478,10 +478,7 @@ impl Runner {
             plan_change::check_identity(&self.plan, &state, &opts.renames, &self.validators)?;
         self.check_resume_options(&state, &opts)?;
         self.check_answers(&answers, Some(&state.gates))?;
-        let plan_changes = plan_change::changed_nodes(&self.plan, &state, &opts, &self.validators)?;
-        // Unfinished effects need a decision, once what they started is gone.
-        self.wait_for_unfinished_effects(&state).await?;
-        let blocked = self.unfinished_calls(&state, &opts);
+        let (mut plan_changes, blocked) = self.what_the_state_decides(&state, &opts).await?;
         if !blocked.is_empty() {
             if rec.status != Status::Blocked {
                 self.record_blocked(&rec, &blocked).await?;
@@ -534,22 +531,13 @@ impl Runner {
         // that took the thread and died): what it left decides, not what was there
         // before. An effect it started and did not finish blocks the thread here as it
         // would have above; run again, it would happen twice.
-        let mut plan_changes = plan_changes;
         if state
             .thread
             .as_ref()
             .is_some_and(|t| t.epoch != rec.epoch + 1)
         {
-            let rechecked = async {
-                self.wait_for_unfinished_effects(&state).await?;
-                let blocked = self.unfinished_calls(&state, &opts);
-                let changes =
-                    plan_change::changed_nodes(&self.plan, &state, &opts, &self.validators)?;
-                Ok::<_, RuntimeError>((blocked, changes))
-            }
-            .await;
-            let blocked = match rechecked {
-                Ok((blocked, changes)) => {
+            let blocked = match self.what_the_state_decides(&state, &opts).await {
+                Ok((changes, blocked)) => {
                     plan_changes = changes;
                     blocked
                 }
@@ -588,6 +576,19 @@ impl Runner {
         )?;
         attempt.stream(&committed);
         attempt.run(opts).await
+    }
+
+    /// What a thread's stored state decides for a resume: the nodes the plan changed,
+    /// and the calls that started, may or may not have happened and wait for a person
+    /// (looked at once what they started is gone).
+    async fn what_the_state_decides(
+        &self,
+        state: &ThreadState,
+        opts: &RunOptions,
+    ) -> Result<(Vec<String>, Vec<crate::store::StoredError>), RuntimeError> {
+        let changes = plan_change::changed_nodes(&self.plan, state, opts, &self.validators)?;
+        self.wait_for_unfinished_effects(state).await?;
+        Ok((changes, self.unfinished_calls(state, opts)))
     }
 
     /// The MCP servers of an attempt: the embedder's, or the plan's own (started when

@@ -150,23 +150,7 @@ pub(super) async fn submit(db: &Db, rec: ThreadRec) -> Result<Vec<RecordedEvent>
     rec.attempts = 0;
     let mut client = db.client().await?;
     let txn = client.transaction().await.map_err(pg)?;
-    let inserted = exec(
-        &txn,
-        "INSERT INTO pipec_threads (id, pipeline, status, epoch, cancel_requested, created_ms, updated_ms, rec)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
-        &[
-            &rec.id,
-            &rec.pipeline,
-            &rec.status.as_str(),
-            &(rec.epoch as i64),
-            &rec.cancel_requested,
-            &(rec.created_ms as i64),
-            &(rec.updated_ms as i64),
-            &crate::store::envelope::encode(&rec)?,
-        ],
-    )
-    .await?;
-    if inserted == 0 {
+    if !super::writes::insert_thread(&txn, &rec).await? {
         return Err(StoreError::Io(format!("thread {} already exists", rec.id)));
     }
     let id = rec.id.clone();

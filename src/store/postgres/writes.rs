@@ -548,18 +548,13 @@ pub(super) async fn put_plan(db: &Db, hash: &str, plan: &str) -> Result<(), Stor
     Ok(())
 }
 
-pub(super) async fn create_thread(
-    db: &Db,
-    rec: ThreadRec,
-    attempt: AttemptRec,
-) -> Result<Vec<RecordedEvent>, StoreError> {
-    if ids::decode(&rec.id).is_none() {
-        return Err(StoreError::Io(format!("`{}` is not a thread id", rec.id)));
-    }
-    let mut client = db.client().await?;
-    let txn = client.transaction().await.map_err(pg)?;
+/// Inserts a thread's row; `false` when a thread of that id is there already.
+pub(super) async fn insert_thread(
+    txn: &Transaction<'_>,
+    rec: &ThreadRec,
+) -> Result<bool, StoreError> {
     let inserted = exec(
-        &txn,
+        txn,
         "INSERT INTO pipec_threads (id, pipeline, status, epoch, cancel_requested, created_ms, updated_ms, rec)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
         &[
@@ -570,11 +565,24 @@ pub(super) async fn create_thread(
             &rec.cancel_requested,
             &(rec.created_ms as i64),
             &(rec.updated_ms as i64),
-            &encode(&rec)?,
+            &encode(rec)?,
         ],
     )
     .await?;
-    if inserted == 0 {
+    Ok(inserted > 0)
+}
+
+pub(super) async fn create_thread(
+    db: &Db,
+    rec: ThreadRec,
+    attempt: AttemptRec,
+) -> Result<Vec<RecordedEvent>, StoreError> {
+    if ids::decode(&rec.id).is_none() {
+        return Err(StoreError::Io(format!("`{}` is not a thread id", rec.id)));
+    }
+    let mut client = db.client().await?;
+    let txn = client.transaction().await.map_err(pg)?;
+    if !insert_thread(&txn, &rec).await? {
         return Err(StoreError::Io(format!("thread {} already exists", rec.id)));
     }
     let number = attempt.number;
@@ -750,23 +758,7 @@ pub(super) async fn import(
     let thread = rec.id.as_str();
     let mut client = db.client().await?;
     let txn = client.transaction().await.map_err(pg)?;
-    let inserted = exec(
-        &txn,
-        "INSERT INTO pipec_threads (id, pipeline, status, epoch, cancel_requested, created_ms, updated_ms, rec)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
-        &[
-            &rec.id,
-            &rec.pipeline,
-            &rec.status.as_str(),
-            &(rec.epoch as i64),
-            &rec.cancel_requested,
-            &(rec.created_ms as i64),
-            &(rec.updated_ms as i64),
-            &encode(rec)?,
-        ],
-    )
-    .await?;
-    if inserted == 0 {
+    if !insert_thread(&txn, rec).await? {
         return Err(crate::store::import::exists(thread, db.location.clone()));
     }
     for (name, n) in &state.nodes {
