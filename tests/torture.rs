@@ -15,6 +15,7 @@
 mod common;
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::Write as _;
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -149,11 +150,19 @@ fn drive_recorded(p: &Project, thread: &str, delay: Option<Duration>) -> (Drive,
         _ => vec!["resume".into(), thread.into(), "-q".into()],
     };
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    // What each process said goes to the thread's drive log, so a thread that does not
+    // finish can be understood.
+    let mut said = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(drive_log(p, thread))
+        .expect("drive log");
+    let _ = writeln!(said, "--- pipec {} (state {state:?})", args.join(" "));
     let started_ns = now_ns();
     let mut child = p
         .cmd(&args)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::from(said))
         .spawn()
         .expect("spawn");
     let mut life = Life {
@@ -164,7 +173,8 @@ fn drive_recorded(p: &Project, thread: &str, delay: Option<Duration>) -> (Drive,
     if let Some(d) = delay {
         let start = Instant::now();
         while start.elapsed() < d {
-            if let Ok(Some(_)) = child.try_wait() {
+            if let Ok(Some(s)) = child.try_wait() {
+                note_exit(p, thread, s.code());
                 return (Drive::Ended, Some(life));
             }
             std::thread::sleep(Duration::from_millis(2));
@@ -172,12 +182,93 @@ fn drive_recorded(p: &Project, thread: &str, delay: Option<Duration>) -> (Drive,
         // Taken before the signal is sent: an effect is late only past the kill itself.
         life.killed_ns = Some(now_ns());
         kill(child);
+        note_exit(p, thread, Some(-9));
         // On PostgreSQL the killed process's lease holds the thread until it expires.
         p.wait_not_held_by(thread, life.pid, PG_LEASE_TTL * 4);
         return (Drive::Killed, Some(life));
     }
-    let _ = child.wait();
-    (Drive::Ended, Some(life))
+    // Left to end by itself; one that does not end in minutes is hung, and what its
+    // threads wait on says where.
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) => {
+                note_exit(p, thread, s.code());
+                return (Drive::Ended, Some(life));
+            }
+            Ok(None) if start.elapsed() > HUNG => {
+                let stacks = stacks_of(life.pid);
+                kill(child);
+                panic!(
+                    "pipec {} (pid {}) did not end in {HUNG:?}; its threads:\n{stacks}\nwhat drove the thread:\n{}",
+                    args.join(" "),
+                    life.pid,
+                    drive_tail(p, thread, 40)
+                );
+            }
+            _ => std::thread::sleep(Duration::from_millis(5)),
+        }
+    }
+}
+
+/// How long a pipec process left to end by itself may take before it counts as hung.
+const HUNG: Duration = Duration::from_secs(120);
+
+/// Where each thread of process `pid` is: a backtrace by gdb when it is installed, else
+/// what the kernel says each thread waits in.
+fn stacks_of(pid: u32) -> String {
+    let gdb = std::process::Command::new("timeout")
+        .args([
+            "60",
+            "gdb",
+            "-batch",
+            "-p",
+            &pid.to_string(),
+            "-ex",
+            "thread apply all bt",
+        ])
+        .stdin(Stdio::null())
+        .output();
+    if let Ok(out) = gdb
+        && out.status.success()
+    {
+        return String::from_utf8_lossy(&out.stdout).into_owned();
+    }
+    let mut said = String::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for t in tasks.flatten() {
+            let path = t.path();
+            let read = |f: &str| std::fs::read_to_string(path.join(f)).unwrap_or_default();
+            said.push_str(&format!(
+                "{}: {} in {}\n",
+                t.file_name().to_string_lossy(),
+                read("comm").trim(),
+                read("wchan")
+            ));
+        }
+    }
+    said
+}
+
+/// Where the processes that drove `thread` wrote what they said.
+fn drive_log(p: &Project, thread: &str) -> std::path::PathBuf {
+    p.dir.join(format!("drive-{thread}.log"))
+}
+
+fn note_exit(p: &Project, thread: &str, code: Option<i32>) {
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .append(true)
+        .open(drive_log(p, thread))
+    {
+        let _ = writeln!(f, "--- exit {code:?}");
+    }
+}
+
+/// The last `lines` lines of what drove `thread`.
+fn drive_tail(p: &Project, thread: &str, lines: usize) -> String {
+    let all = std::fs::read_to_string(drive_log(p, thread)).unwrap_or_default();
+    let v: Vec<&str> = all.lines().collect();
+    v[v.len().saturating_sub(lines)..].join("\n")
 }
 
 fn is_idempotent(node: &str) -> bool {
@@ -347,13 +438,17 @@ fn four_processes_claim_and_resume_concurrently_under_kill_9(store: &StoreKind) 
                         // Say where each open thread is, so a failure can be understood.
                         let states: Vec<String> = all
                             .iter()
+                            .filter(|t| status(&p, t).is_none_or(|s| s["status"] != "completed"))
                             .map(|t| {
                                 let out = p.run(&["show", t]);
+                                let holder = p.show_json(t)["holder"]["pid"].as_u64();
                                 format!(
-                                    "{t}: exit {:?}\n{}{}",
+                                    "{t}: exit {:?}\n{}{}\nwhat drove it last:\n{}\nits holder's threads:\n{}",
                                     out.status.code(),
                                     stdout(&out),
-                                    stderr(&out)
+                                    stderr(&out),
+                                    drive_tail(&p, t, 40),
+                                    holder.map(|pid| stacks_of(pid as u32)).unwrap_or_default()
                                 )
                             })
                             .collect();

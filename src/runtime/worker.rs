@@ -82,7 +82,20 @@ pub struct Worker {
     store: Arc<dyn Store>,
     opts: WorkerOptions,
     stop: StopSignal,
+    runners: Runners,
 }
+
+/// The runners a worker built, by the plan, project root and source of the threads they
+/// run: a plan is stored once by its hash and never changes, so its parse and its
+/// schemas' validators are made once, not for every attempt.
+#[derive(Clone, Default)]
+struct Runners(Arc<std::sync::Mutex<HashMap<RunnerKey, Arc<Runner>>>>);
+
+/// A plan's hash, a project root, a source path.
+type RunnerKey = (String, PathBuf, String);
+
+/// How many runners a worker keeps (all are dropped when one more is needed).
+const RUNNERS_KEPT: usize = 64;
 
 impl Worker {
     pub fn new(store: Arc<dyn Store>, opts: WorkerOptions) -> Worker {
@@ -90,6 +103,7 @@ impl Worker {
             store,
             opts,
             stop: StopSignal::default(),
+            runners: Runners::default(),
         }
     }
 
@@ -174,9 +188,10 @@ impl Worker {
         let store = self.store.clone();
         let opts = self.opts.clone();
         let stop = self.stop.clone();
+        let runners = self.runners.clone();
         running.spawn(async move {
             let start = Instant::now();
-            let result = run_thread(store, &opts, stop, &t).await;
+            let result = run_thread(store, &opts, &runners, stop, &t).await;
             (t.id, result, start.elapsed())
         });
     }
@@ -236,6 +251,7 @@ impl Worker {
 async fn run_thread(
     store: Arc<dyn Store>,
     opts: &WorkerOptions,
+    runners: &Runners,
     stop: StopSignal,
     t: &RunnableThread,
 ) -> Result<Outcome, RuntimeError> {
@@ -273,36 +289,67 @@ async fn run_thread(
             rec.attempts + 1
         ));
     }
-    let json = store.get_plan(&rec.plan_hash).await?.ok_or_else(|| {
-        RuntimeError::new(
-            &codes::STORE_UNREADABLE,
-            format!(
-                "the store has no copy of the plan {} of thread {}",
-                rec.plan_hash, rec.id
-            ),
-        )
-    })?;
-    let plan = Plan::from_json(&json).map_err(|e| {
-        RuntimeError::new(
-            e.rule(),
-            format!("the stored plan of thread {} cannot be used: {e}", rec.id),
-        )
-        .help(e.help())
-    })?;
     let root = opts
         .project_root
         .clone()
         .unwrap_or_else(|| PathBuf::from(&rec.project_root));
-    let runner = Runner::with_store(plan, store)
-        .project_root(root)
-        .source(&rec.source)
-        .concurrency(opts.node_concurrency);
+    let runner = runners.get(&store, opts, &rec, root).await?;
     let run = RunOptions {
         concurrency: Some(opts.node_concurrency),
         stop: Some(stop),
         ..Default::default()
     };
     runner.resume_with(&rec.id, Vec::new(), run).await
+}
+
+impl Runners {
+    /// The runner for `rec`'s plan, root and source, built when not kept yet.
+    async fn get(
+        &self,
+        store: &Arc<dyn Store>,
+        opts: &WorkerOptions,
+        rec: &crate::store::ThreadRec,
+        root: PathBuf,
+    ) -> Result<Arc<Runner>, RuntimeError> {
+        let key = (rec.plan_hash.clone(), root, rec.source.clone());
+        if let Some(r) = self.lock().get(&key) {
+            return Ok(r.clone());
+        }
+        let json = store.get_plan(&rec.plan_hash).await?.ok_or_else(|| {
+            RuntimeError::new(
+                &codes::STORE_UNREADABLE,
+                format!(
+                    "the store has no copy of the plan {} of thread {}",
+                    rec.plan_hash, rec.id
+                ),
+            )
+        })?;
+        let plan = Plan::from_json(&json).map_err(|e| {
+            RuntimeError::new(
+                e.rule(),
+                format!("the stored plan of thread {} cannot be used: {e}", rec.id),
+            )
+            .help(e.help())
+        })?;
+        let runner = Arc::new(
+            Runner::with_store(plan, store.clone())
+                .project_root(key.1.clone())
+                .source(&key.2)
+                .concurrency(opts.node_concurrency),
+        );
+        let mut kept = self.lock();
+        if kept.len() >= RUNNERS_KEPT {
+            kept.clear();
+        }
+        kept.insert(key, runner.clone());
+        Ok(runner)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, PathBuf, String), Arc<Runner>>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 /// How many threads a worker is offered for each it has room for.

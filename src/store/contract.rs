@@ -1450,6 +1450,56 @@ fn a_threads_record_alone_is_the_loaded_one(store: &dyn Store) {
     );
 }
 
+/// Commits of one thread handed over at once (as concurrent nodes of an attempt do)
+/// are applied in the order given: their events numbered on without gaps, the record
+/// and the node row the last one wrote kept.
+fn commits_of_one_thread_at_once_apply_in_order(store: &dyn Store) {
+    let rt = rt();
+    let lease = rt
+        .block_on(store.create_thread(thread_rec(), attempt()))
+        .map(|(lease, _)| lease)
+        .expect("create");
+    let base = rt
+        .block_on(store.load(&lease.thread))
+        .expect("load")
+        .thread
+        .expect("thread");
+    let commits: Vec<Vec<Write>> = (0..4)
+        .map(|k| {
+            let mut rec = base.clone();
+            rec.outputs = Some(json!(k));
+            let mut writes = vec![Write::Thread(rec), node(k)];
+            // The last commit rewrites the record and writes no event.
+            if k < 3 {
+                writes.push(event("node_started"));
+                writes.push(event("node_finished"));
+            }
+            writes
+        })
+        .collect();
+    let results = rt.block_on(futures::future::join_all(
+        commits.into_iter().map(|w| store.commit(&lease, w)),
+    ));
+    let seqs: Vec<Vec<u64>> = results
+        .into_iter()
+        .map(|r| seqs_of(&values(r.expect("commit"))))
+        .collect();
+    assert_eq!(seqs, [vec![1, 2], vec![3, 4], vec![5, 6], vec![]]);
+    let st = rt.block_on(store.load(&lease.thread)).expect("load");
+    let rec = st.thread.expect("thread");
+    assert_eq!(
+        rec.outputs,
+        Some(json!(3)),
+        "the last record written is kept"
+    );
+    assert_eq!(st.nodes["n"], NodeRec::done(json!(3)));
+    let all = rt
+        .block_on(store.events(&lease.thread, 0))
+        .map(values)
+        .expect("events");
+    assert_eq!(seqs_of(&all), (0..7).collect::<Vec<u64>>());
+}
+
 macro_rules! contract {
     ($($case:ident),* $(,)?) => {
         mod redb {
@@ -1509,4 +1559,5 @@ contract!(
     an_imported_thread_whose_gate_deadline_passed_is_due,
     an_ended_thread_is_not_claimed,
     a_threads_record_alone_is_the_loaded_one,
+    commits_of_one_thread_at_once_apply_in_order,
 );

@@ -18,6 +18,7 @@ mod leases;
 mod maintenance;
 mod queue;
 mod reads;
+mod rows;
 mod schema;
 mod sql;
 mod writes;

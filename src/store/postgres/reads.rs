@@ -1,10 +1,10 @@
 //! Reads: thread ids and prefixes, a thread's whole state (one snapshot), pages of
 //! threads, events and plans. They use the pool beside the writer.
 
-use deadpool_postgres::{GenericClient, Transaction};
+use deadpool_postgres::GenericClient;
 
+use super::Db;
 use super::sql::{self, row, rows};
-use super::{Db, pg};
 use crate::store::envelope::decode;
 use crate::store::ids::{self, IdQuery};
 use crate::store::*;
@@ -47,119 +47,102 @@ pub(super) async fn resolve<C: GenericClient>(
     }
 }
 
-/// Everything stored about a thread, read inside `txn`.
-pub(super) async fn load_state(txn: &Transaction<'_>, id: &str) -> Result<ThreadState, StoreError> {
+/// The id a thread is named by: an exact id as it is (the statement that reads or
+/// locks the row finds out whether it exists), a prefix resolved to the one it names.
+pub(super) async fn id_of<C: GenericClient>(
+    c: &C,
+    db: &Db,
+    thread: &str,
+) -> Result<String, StoreError> {
+    match ids::query(thread) {
+        Some(IdQuery::Exact(n)) => Ok(ids::encode(n)),
+        _ => resolve(c, db, thread).await,
+    }
+}
+
+/// Every row of a thread in one statement, so in one round trip and one snapshot: a
+/// commit landing meanwhile is seen whole or not at all. Each row says its table
+/// (`kind`) and carries the parts of its key that table has.
+const LOAD: &str = "
+    SELECT 0::int4, NULL::bytea, 0::int8, 0::int8, 0::int8, 0::int8, rec
+      FROM pipec_threads WHERE id = $1
+    UNION ALL SELECT 1, name, 0, 0, 0, 0, rec FROM pipec_nodes WHERE thread = $1
+    UNION ALL SELECT 2, node, generation, item, 0, 0, rec FROM pipec_items WHERE thread = $1
+    UNION ALL SELECT 3, node, generation, item, seq, call, rec FROM pipec_calls WHERE thread = $1
+    UNION ALL SELECT 4, name, 0, 0, 0, 0, rec FROM pipec_gates WHERE thread = $1
+    UNION ALL SELECT 5, NULL, number, 0, 0, 0, rec FROM pipec_attempts WHERE thread = $1
+    UNION ALL SELECT 6, node, generation, item, idx, 0, rec FROM pipec_heals WHERE thread = $1";
+
+/// Everything stored about a thread (`thread` empty when there is no such thread).
+pub(super) async fn load_state<C: GenericClient>(
+    c: &C,
+    id: &str,
+) -> Result<ThreadState, StoreError> {
     let mut st = ThreadState::default();
-    if let Some(r) = row(txn, "SELECT rec FROM pipec_threads WHERE id = $1", &[&id]).await? {
-        st.thread = Some(decode(r.get::<_, &[u8]>(0), &|| format!("thread {id}"))?);
+    let mut attempts = Vec::new();
+    for r in rows(c, LOAD, &[&id]).await? {
+        let kind: i32 = r.get(0);
+        let rec: &[u8] = r.get(6);
+        match kind {
+            0 => st.thread = Some(decode(rec, &|| format!("thread {id}"))?),
+            1 => {
+                let node = sql::name_of(&r, 1)?;
+                let n: NodeRec = decode(rec, &|| format!("thread {id}, node `{node}`"))?;
+                st.nodes.insert(node, n);
+            }
+            2 => {
+                let node = sql::name_of(&r, 1)?;
+                let (generation, item) = (sql::u32_of(&r, 2), sql::u32_of(&r, 3));
+                let i: ItemRec = decode(rec, &|| format!("thread {id}, item {item} of `{node}`"))?;
+                st.items.insert((node, generation, item), i);
+            }
+            3 => {
+                let key = CallKey {
+                    node: sql::name_of(&r, 1)?,
+                    generation: sql::u32_of(&r, 2),
+                    item: sql::u32_of(&r, 3),
+                    seq: sql::u32_of(&r, 4),
+                    call: sql::u32_of(&r, 5),
+                };
+                let call: CallRec =
+                    decode(rec, &|| format!("thread {id}, call {}", key.display()))?;
+                st.calls.insert(key, call);
+            }
+            4 => {
+                let gate = sql::name_of(&r, 1)?;
+                let g: GateRec = decode(rec, &|| format!("thread {id}, gate `{gate}`"))?;
+                st.gates.insert(gate, g);
+            }
+            5 => {
+                let a: AttemptRec = decode(rec, &|| format!("thread {id}, attempt"))?;
+                attempts.push((sql::u64_of(&r, 2), a));
+            }
+            _ => {
+                let key = RefOrigin {
+                    node: sql::name_of(&r, 1)?,
+                    generation: sql::u32_of(&r, 2),
+                    item: sql::u32_of(&r, 3),
+                    index: sql::u32_of(&r, 4),
+                };
+                let h: HealRec = decode(rec, &|| {
+                    format!(
+                        "thread {id}, the heal of link {} of `{}`",
+                        key.index, key.node
+                    )
+                })?;
+                st.heals.insert(key, h);
+            }
+        }
     }
-    for r in rows(
-        txn,
-        "SELECT name, rec FROM pipec_nodes WHERE thread = $1",
-        &[&id],
-    )
-    .await?
-    {
-        let node = sql::name_of(&r, 0)?;
-        let rec: NodeRec = decode(r.get::<_, &[u8]>(1), &|| {
-            format!("thread {id}, node `{node}`")
-        })?;
-        st.nodes.insert(node, rec);
-    }
-    for r in rows(
-        txn,
-        "SELECT node, generation, item, rec FROM pipec_items WHERE thread = $1",
-        &[&id],
-    )
-    .await?
-    {
-        let node = sql::name_of(&r, 0)?;
-        let (generation, item) = (sql::u32_of(&r, 1), sql::u32_of(&r, 2));
-        let rec: ItemRec = decode(r.get::<_, &[u8]>(3), &|| {
-            format!("thread {id}, item {item} of `{node}`")
-        })?;
-        st.items.insert((node, generation, item), rec);
-    }
-    for r in rows(
-        txn,
-        "SELECT node, generation, item, seq, call, rec FROM pipec_calls WHERE thread = $1",
-        &[&id],
-    )
-    .await?
-    {
-        let key = CallKey {
-            node: sql::name_of(&r, 0)?,
-            generation: sql::u32_of(&r, 1),
-            item: sql::u32_of(&r, 2),
-            seq: sql::u32_of(&r, 3),
-            call: sql::u32_of(&r, 4),
-        };
-        let rec: CallRec = decode(r.get::<_, &[u8]>(5), &|| {
-            format!("thread {id}, call {}", key.display())
-        })?;
-        st.calls.insert(key, rec);
-    }
-    for r in rows(
-        txn,
-        "SELECT name, rec FROM pipec_gates WHERE thread = $1",
-        &[&id],
-    )
-    .await?
-    {
-        let gate = sql::name_of(&r, 0)?;
-        let rec: GateRec = decode(r.get::<_, &[u8]>(1), &|| {
-            format!("thread {id}, gate `{gate}`")
-        })?;
-        st.gates.insert(gate, rec);
-    }
-    for r in rows(
-        txn,
-        "SELECT rec FROM pipec_attempts WHERE thread = $1 ORDER BY number",
-        &[&id],
-    )
-    .await?
-    {
-        st.attempts.push(decode(r.get::<_, &[u8]>(0), &|| {
-            format!("thread {id}, attempt")
-        })?);
-    }
-    for r in rows(
-        txn,
-        "SELECT node, generation, item, idx, rec FROM pipec_heals WHERE thread = $1",
-        &[&id],
-    )
-    .await?
-    {
-        let key = RefOrigin {
-            node: sql::name_of(&r, 0)?,
-            generation: sql::u32_of(&r, 1),
-            item: sql::u32_of(&r, 2),
-            index: sql::u32_of(&r, 3),
-        };
-        let rec: HealRec = decode(r.get::<_, &[u8]>(4), &|| {
-            format!(
-                "thread {id}, the heal of link {} of `{}`",
-                key.index, key.node
-            )
-        })?;
-        st.heals.insert(key, rec);
-    }
+    attempts.sort_by_key(|(number, _)| *number);
+    st.attempts = attempts.into_iter().map(|(_, a)| a).collect();
     Ok(st)
 }
 
 pub(super) async fn load(db: &Db, thread: &str) -> Result<ThreadState, StoreError> {
-    let mut client = db.client().await?;
-    let id = resolve(&client, db, thread).await?;
-    // One snapshot: a commit landing meanwhile is seen whole or not at all.
-    let txn = client
-        .build_transaction()
-        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-        .read_only(true)
-        .start()
-        .await
-        .map_err(pg)?;
-    let state = load_state(&txn, &id).await?;
-    txn.commit().await.map_err(pg)?;
+    let client = db.client().await?;
+    let id = id_of(&client, db, thread).await?;
+    let state = load_state(&client, &id).await?;
     if state.thread.is_none() {
         return Err(db.not_found(thread));
     }

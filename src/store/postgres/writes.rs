@@ -18,7 +18,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::sql::{self, exec, row, rows};
-use super::{Db, leases, pg, reads};
+use super::{Db, leases, pg, reads, rows};
 use crate::store::envelope::{decode, encode};
 use crate::store::ids;
 use crate::store::*;
@@ -154,48 +154,81 @@ type Outcome = Result<Vec<RecordedEvent>, StoreError>;
 async fn try_batch(db: &Db, commits: &[Pending]) -> Result<Vec<Outcome>, StoreError> {
     let mut client = db.client().await?;
     let txn = client.transaction().await.map_err(pg)?;
+    match batch_in(&txn, commits).await {
+        Ok(outcomes) => {
+            txn.commit().await.map_err(pg)?;
+            Ok(outcomes)
+        }
+        Err(e) => {
+            let _ = txn.rollback().await;
+            Err(e)
+        }
+    }
+}
+
+/// The batch inside its transaction, in three pipelines: the fences (rows locked in id
+/// order), the writes of every commit that passed, the records of their threads.
+///
+/// Two commits of one thread in a batch (concurrent nodes of an attempt) end as they
+/// would one after the other: a fence reads the epoch, the cancel request and the lease,
+/// which no commit changes, and the statements run in the order given, so events are
+/// numbered on and the later commit's rows and record are the ones left.
+async fn batch_in(txn: &Transaction<'_>, commits: &[Pending]) -> Result<Vec<Outcome>, StoreError> {
     let mut order: Vec<usize> = (0..commits.len()).collect();
+    // Stable: a thread's commits keep their order.
     order.sort_by(|a, b| commits[*a].thread.cmp(&commits[*b].thread));
     let mut outcomes: Vec<Option<Outcome>> = commits.iter().map(|_| None).collect();
-    for i in order {
+    let fences: Vec<rows::Stmt> = order
+        .iter()
+        .map(|&i| rows::fence(&commits[i].thread))
+        .collect();
+    let fences = rows::pipeline(txn, &fences).await?;
+    let mut parts = Vec::new();
+    let mut passed = Vec::new();
+    for (&i, fence) in order.iter().zip(&fences) {
         let c = &commits[i];
-        let outcome = apply_fenced(&txn, &c.thread, c.epoch, &c.writes).await;
-        if let Err(e @ (StoreError::Io(_) | StoreError::Corrupt { .. })) = &outcome {
-            let e = e.clone();
-            let _ = txn.rollback().await;
-            return Err(e);
+        match fenced(fence.first(), &c.thread, c.epoch, &c.writes) {
+            Ok(mut rec) => {
+                let planned = rows::plan(&c.thread, rec.as_mut(), &c.writes)?;
+                let start = parts.len();
+                parts.extend(planned.parts);
+                passed.push((i, planned.events, rec, start..parts.len()));
+            }
+            Err(e @ (StoreError::Io(_) | StoreError::Corrupt { .. })) => return Err(e),
+            Err(e) => outcomes[i] = Some(Err(e)),
         }
-        outcomes[i] = Some(outcome);
     }
-    txn.commit().await.map_err(pg)?;
+    let answers = rows::send(txn, parts).await?;
+    let mut records = Vec::new();
+    for (i, events, mut rec, range) in passed {
+        let recorded = rows::recorded(&commits[i].thread, events, &answers[range], rec.as_mut());
+        if let Some(rec) = &rec {
+            records.push(rows::thread_update(rec)?);
+        }
+        outcomes[i] = Some(Ok(recorded));
+    }
+    rows::pipeline(txn, &records).await?;
     Ok(outcomes
         .into_iter()
         .map(|o| o.unwrap_or_else(|| Err(StoreError::Io("a commit was left out".into()))))
         .collect())
 }
 
-/// The fence, then the writes: only the holder of the thread's current epoch, whose
-/// lease has not expired, writes; after a cancel request only the write that records the
-/// cancellation passes.
-async fn apply_fenced(
-    txn: &Transaction<'_>,
+/// Whether a commit passes its fence (`fence` is its thread's row as [`rows::fence`]
+/// reads it, locked): only the holder of the thread's current epoch, whose lease has
+/// not expired, writes; after a cancel request only the write that records the
+/// cancellation passes. The thread's record when the commit rewrites it.
+fn fenced(
+    fence: Option<&tokio_postgres::Row>,
     thread: &str,
     epoch: u64,
     writes: &[Write],
-) -> Outcome {
-    let fence = row(
-        txn,
-        "SELECT t.epoch, t.cancel_requested, l.epoch, l.expires_at > now()
-         FROM pipec_threads t LEFT JOIN pipec_leases l ON l.thread = t.id
-         WHERE t.id = $1 FOR UPDATE OF t",
-        &[&thread],
-    )
-    .await?
-    .ok_or_else(|| StoreError::NotFound {
+) -> Result<Option<ThreadRec>, StoreError> {
+    let fence = fence.ok_or_else(|| StoreError::NotFound {
         thread: thread.to_string(),
         store: String::new(),
     })?;
-    let current = sql::u64_of(&fence, 0);
+    let current = sql::u64_of(fence, 0);
     let cancel_requested: bool = fence.get(1);
     let lease_epoch: Option<i64> = fence.get(2);
     let live: Option<bool> = fence.get(3);
@@ -220,321 +253,28 @@ async fn apply_fenced(
         });
     }
     if writes.iter().any(|w| matches!(w, Write::Thread(_))) {
-        let mut rec = get_thread(txn, thread).await?;
-        let events = apply_writes(txn, thread, Some(&mut rec), writes).await?;
-        put_thread(txn, &rec).await?;
-        Ok(events)
+        Ok(Some(decode(fence.get::<_, &[u8]>(4), &|| {
+            format!("thread {thread}")
+        })?))
     } else {
-        apply_writes(txn, thread, None, writes).await
+        Ok(None)
     }
-}
-
-/// The thread's record (its row is locked by the caller).
-pub(super) async fn get_thread(
-    txn: &Transaction<'_>,
-    thread: &str,
-) -> Result<ThreadRec, StoreError> {
-    let r = row(
-        txn,
-        "SELECT rec FROM pipec_threads WHERE id = $1",
-        &[&thread],
-    )
-    .await?
-    .ok_or_else(|| StoreError::NotFound {
-        thread: thread.to_string(),
-        store: String::new(),
-    })?;
-    decode(r.get::<_, &[u8]>(0), &|| format!("thread {thread}"))
 }
 
 /// Rewrites the thread's record and the columns queries use, stamped with now.
 pub(super) async fn put_thread(txn: &Transaction<'_>, rec: &ThreadRec) -> Result<(), StoreError> {
-    let mut rec = rec.clone();
-    rec.updated_ms = ids::now_ms();
-    let bytes = encode(&rec)?;
-    exec(
-        txn,
-        "UPDATE pipec_threads SET pipeline = $2, status = $3, epoch = $4,
-         cancel_requested = $5, updated_ms = $6, rec = $7 WHERE id = $1",
-        &[
-            &rec.id,
-            &rec.pipeline,
-            &rec.status.as_str(),
-            &(rec.epoch as i64),
-            &rec.cancel_requested,
-            &(rec.updated_ms as i64),
-            &bytes,
-        ],
-    )
-    .await?;
+    rows::pipeline(txn, &[rows::thread_update(rec)?]).await?;
     Ok(())
 }
 
-/// Applies the rows of a commit. `rec` is the thread's record when the caller rewrites
-/// it afterwards: `Write::Thread` is merged into it (keeping its fence) and it learns the
-/// next event number.
+/// Applies the rows of a commit (see [`rows::apply`]).
 pub(super) async fn apply_writes(
     txn: &Transaction<'_>,
     thread: &str,
-    mut rec: Option<&mut ThreadRec>,
+    rec: Option<&mut ThreadRec>,
     writes: &[Write],
 ) -> Result<Vec<RecordedEvent>, StoreError> {
-    let now = ids::now_ms();
-    let mut events = Vec::new();
-    let mut next_seq: Option<u64> = None;
-    for w in writes {
-        match w {
-            Write::Node(name, n) => {
-                exec(
-                    txn,
-                    "INSERT INTO pipec_nodes (thread, name, rec) VALUES ($1, $2, $3)
-                     ON CONFLICT (thread, name) DO UPDATE SET rec = EXCLUDED.rec",
-                    &[&thread, &name.as_bytes(), &encode(n)?],
-                )
-                .await?;
-            }
-            Write::Item(name, generation, item, r) => {
-                put_item(txn, thread, name, *generation, *item, &encode(r)?).await?;
-            }
-            Write::Call(k, r) => {
-                put_call(txn, thread, &k.node, k, &encode(r)?).await?;
-            }
-            Write::Gate(name, g) => {
-                put_gate(txn, thread, name, &encode(g)?).await?;
-            }
-            Write::Attempt(a) => {
-                exec(
-                    txn,
-                    "INSERT INTO pipec_attempts (thread, number, rec) VALUES ($1, $2, $3)
-                     ON CONFLICT (thread, number) DO UPDATE SET rec = EXCLUDED.rec",
-                    &[&thread, &i64::from(a.number), &encode(a)?],
-                )
-                .await?;
-            }
-            Write::RemoveGate(name) => {
-                exec(
-                    txn,
-                    "DELETE FROM pipec_gates WHERE thread = $1 AND name = $2",
-                    &[&thread, &name.as_bytes()],
-                )
-                .await?;
-            }
-            Write::Heal(k, h) => {
-                put_heal(txn, thread, &k.node, k, &encode(h)?).await?;
-            }
-            Write::Rename { from, to } => rename(txn, thread, from, to).await?,
-            Write::Thread(new) => {
-                if let Some(rec) = rec.as_deref_mut() {
-                    let (epoch, cancel) = (rec.epoch, rec.cancel_requested);
-                    *rec = new.clone();
-                    rec.epoch = epoch;
-                    rec.cancel_requested = cancel;
-                }
-            }
-            Write::Event(event) => {
-                let seq = match next_seq {
-                    Some(n) => n,
-                    None => {
-                        let r = row(
-                            txn,
-                            "SELECT COALESCE(MAX(seq) + 1, 0) FROM pipec_events WHERE thread = $1",
-                            &[&thread],
-                        )
-                        .await?;
-                        r.map_or(0, |r| sql::u64_of(&r, 0))
-                    }
-                };
-                let event_row = EventRow {
-                    ts: now,
-                    event: event.clone(),
-                };
-                exec(
-                    txn,
-                    "INSERT INTO pipec_events (thread, seq, row) VALUES ($1, $2, $3)",
-                    &[&thread, &(seq as i64), &encode(&event_row)?],
-                )
-                .await?;
-                events.push(event_row.recorded(thread, seq));
-                next_seq = Some(seq + 1);
-            }
-        }
-    }
-    if let (Some(n), Some(rec)) = (next_seq, rec) {
-        rec.next_seq = n;
-    }
-    Ok(events)
-}
-
-async fn put_item(
-    txn: &Transaction<'_>,
-    thread: &str,
-    node: &str,
-    generation: u32,
-    item: u32,
-    bytes: &[u8],
-) -> Result<(), StoreError> {
-    exec(
-        txn,
-        "INSERT INTO pipec_items (thread, node, generation, item, rec) VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (thread, node, generation, item) DO UPDATE SET rec = EXCLUDED.rec",
-        &[
-            &thread,
-            &node.as_bytes(),
-            &i64::from(generation),
-            &i64::from(item),
-            &bytes,
-        ],
-    )
-    .await?;
-    Ok(())
-}
-
-async fn put_call(
-    txn: &Transaction<'_>,
-    thread: &str,
-    node: &str,
-    k: &CallKey,
-    bytes: &[u8],
-) -> Result<(), StoreError> {
-    exec(
-        txn,
-        "INSERT INTO pipec_calls (thread, node, generation, item, seq, call, rec)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)
-         ON CONFLICT (thread, node, generation, item, seq, call) DO UPDATE SET rec = EXCLUDED.rec",
-        &[
-            &thread,
-            &node.as_bytes(),
-            &i64::from(k.generation),
-            &i64::from(k.item),
-            &i64::from(k.seq),
-            &i64::from(k.call),
-            &bytes,
-        ],
-    )
-    .await?;
-    Ok(())
-}
-
-async fn put_gate(
-    txn: &Transaction<'_>,
-    thread: &str,
-    name: &str,
-    bytes: &[u8],
-) -> Result<(), StoreError> {
-    exec(
-        txn,
-        "INSERT INTO pipec_gates (thread, name, rec) VALUES ($1, $2, $3)
-         ON CONFLICT (thread, name) DO UPDATE SET rec = EXCLUDED.rec",
-        &[&thread, &name.as_bytes(), &bytes],
-    )
-    .await?;
-    Ok(())
-}
-
-async fn put_heal(
-    txn: &Transaction<'_>,
-    thread: &str,
-    node: &str,
-    k: &RefOrigin,
-    bytes: &[u8],
-) -> Result<(), StoreError> {
-    exec(
-        txn,
-        "INSERT INTO pipec_heals (thread, node, generation, item, idx, rec)
-         VALUES ($1, $2, $3, $4, $5, $6)
-         ON CONFLICT (thread, node, generation, item, idx) DO UPDATE SET rec = EXCLUDED.rec",
-        &[
-            &thread,
-            &node.as_bytes(),
-            &i64::from(k.generation),
-            &i64::from(k.item),
-            &i64::from(k.index),
-            &bytes,
-        ],
-    )
-    .await?;
-    Ok(())
-}
-
-/// Moves a node's rows (node, gate, items, calls, heals) from one name to another; a
-/// row already under the new name with the same key is replaced.
-async fn rename(
-    txn: &Transaction<'_>,
-    thread: &str,
-    from: &str,
-    to: &str,
-) -> Result<(), StoreError> {
-    let moved = rows(
-        txn,
-        "DELETE FROM pipec_nodes WHERE thread = $1 AND name = $2 RETURNING rec",
-        &[&thread, &from.as_bytes()],
-    )
-    .await?;
-    for r in moved {
-        exec(
-            txn,
-            "INSERT INTO pipec_nodes (thread, name, rec) VALUES ($1, $2, $3)
-             ON CONFLICT (thread, name) DO UPDATE SET rec = EXCLUDED.rec",
-            &[&thread, &to.as_bytes(), &r.get::<_, Vec<u8>>(0)],
-        )
-        .await?;
-    }
-    let gates = rows(
-        txn,
-        "DELETE FROM pipec_gates WHERE thread = $1 AND name = $2 RETURNING rec",
-        &[&thread, &from.as_bytes()],
-    )
-    .await?;
-    for r in gates {
-        // The row names its node too.
-        let mut g: GateRec = decode(r.get::<_, &[u8]>(0), &|| format!("gate `{from}`"))?;
-        g.node = to.to_string();
-        put_gate(txn, thread, to, &encode(&g)?).await?;
-    }
-    let items = rows(
-        txn,
-        "DELETE FROM pipec_items WHERE thread = $1 AND node = $2 RETURNING generation, item, rec",
-        &[&thread, &from.as_bytes()],
-    )
-    .await?;
-    for r in items {
-        let (generation, item) = (sql::u32_of(&r, 0), sql::u32_of(&r, 1));
-        put_item(txn, thread, to, generation, item, r.get::<_, &[u8]>(2)).await?;
-    }
-    let calls = rows(
-        txn,
-        "DELETE FROM pipec_calls WHERE thread = $1 AND node = $2
-         RETURNING generation, item, seq, call, rec",
-        &[&thread, &from.as_bytes()],
-    )
-    .await?;
-    for r in calls {
-        let k = CallKey {
-            node: to.to_string(),
-            generation: sql::u32_of(&r, 0),
-            item: sql::u32_of(&r, 1),
-            seq: sql::u32_of(&r, 2),
-            call: sql::u32_of(&r, 3),
-        };
-        put_call(txn, thread, to, &k, r.get::<_, &[u8]>(4)).await?;
-    }
-    let heals = rows(
-        txn,
-        "DELETE FROM pipec_heals WHERE thread = $1 AND node = $2
-         RETURNING generation, item, idx, rec",
-        &[&thread, &from.as_bytes()],
-    )
-    .await?;
-    for r in heals {
-        let k = RefOrigin {
-            node: to.to_string(),
-            generation: sql::u32_of(&r, 0),
-            item: sql::u32_of(&r, 1),
-            index: sql::u32_of(&r, 2),
-        };
-        put_heal(txn, thread, to, &k, r.get::<_, &[u8]>(3)).await?;
-    }
-    Ok(())
+    rows::apply(txn, thread, rec, writes).await
 }
 
 pub(super) async fn put_plan(db: &Db, hash: &str, plan: &str) -> Result<(), StoreError> {
@@ -612,7 +352,7 @@ pub(super) async fn claim(
     attempt: AttemptRec,
 ) -> Result<ClaimedRows, StoreError> {
     let mut client = db.client().await?;
-    let id = reads::resolve(&client, db, thread).await?;
+    let id = reads::id_of(&client, db, thread).await?;
     let txn = client.transaction().await.map_err(pg)?;
     let locked = row(
         &txn,
@@ -622,6 +362,9 @@ pub(super) async fn claim(
     .await?
     .ok_or_else(|| db.not_found(thread))?;
     let mut rec: ThreadRec = decode(locked.get::<_, &[u8]>(0), &|| format!("thread {id}"))?;
+    // Read after the lock, in a statement of its own: a lease a claim that held the lock
+    // just committed is seen (a join in the locking statement would see the rows of its
+    // snapshot from before the wait).
     if let Some(holder) = leases::live_holder(&txn, &id).await? {
         return Err(StoreError::Locked {
             thread: id,
@@ -761,42 +504,30 @@ pub(super) async fn import(
     if !insert_thread(&txn, rec).await? {
         return Err(crate::store::import::exists(thread, db.location.clone()));
     }
+    // Every row in one pipeline.
+    let mut put = Vec::new();
     for (name, n) in &state.nodes {
-        exec(
-            &txn,
-            "INSERT INTO pipec_nodes (thread, name, rec) VALUES ($1, $2, $3)",
-            &[&thread, &name.as_bytes(), &encode(n)?],
-        )
-        .await?;
+        put.push(rows::node(thread, name, encode(n)?));
     }
     for ((name, generation, item), r) in &state.items {
-        put_item(&txn, thread, name, *generation, *item, &encode(r)?).await?;
+        put.push(rows::item(thread, name, *generation, *item, encode(r)?));
     }
     for (k, r) in &state.calls {
-        put_call(&txn, thread, &k.node, k, &encode(r)?).await?;
+        put.push(rows::call(thread, &k.node, k, encode(r)?));
     }
     for (name, g) in &state.gates {
-        put_gate(&txn, thread, name, &encode(g)?).await?;
+        put.push(rows::gate(thread, name, encode(g)?));
     }
     for a in &state.attempts {
-        exec(
-            &txn,
-            "INSERT INTO pipec_attempts (thread, number, rec) VALUES ($1, $2, $3)",
-            &[&thread, &i64::from(a.number), &encode(a)?],
-        )
-        .await?;
+        put.push(rows::attempt(thread, a)?);
     }
     for (k, h) in &state.heals {
-        put_heal(&txn, thread, &k.node, k, &encode(h)?).await?;
+        put.push(rows::heal(thread, &k.node, k, encode(h)?));
     }
     for (seq, event_row) in &checked.events {
-        exec(
-            &txn,
-            "INSERT INTO pipec_events (thread, seq, row) VALUES ($1, $2, $3)",
-            &[&thread, &(*seq as i64), &encode(event_row)?],
-        )
-        .await?;
+        put.push(rows::event(thread, *seq, event_row)?);
     }
+    rows::pipeline(&txn, &put).await?;
     super::queue::notify(&txn).await?;
     txn.commit().await.map_err(pg)?;
     Ok(())
