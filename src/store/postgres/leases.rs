@@ -8,41 +8,54 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use deadpool_postgres::{GenericClient, Transaction};
+use deadpool_postgres::GenericClient;
 use tokio::sync::{mpsc, watch};
 
 use super::Db;
-use super::sql::{self, exec, row};
+use super::rows::{Stmt, pipeline};
+use super::sql::{self, exec};
 use super::writes::Job;
 use crate::store::*;
 
-/// Writes the thread's lease row for a new holder, expiring a time to live from now.
-pub(super) async fn take(
-    txn: &Transaction<'_>,
-    db: &Db,
-    thread: &str,
-    epoch: u64,
-    attempt: &AttemptRec,
-) -> Result<(), StoreError> {
-    exec(
-        txn,
+/// The statement that writes the thread's lease row for a new holder, expiring a time
+/// to live from now.
+pub(super) fn take(db: &Db, thread: &str, epoch: u64, attempt: &AttemptRec) -> Stmt {
+    Stmt::new(
         "INSERT INTO pipec_leases (thread, epoch, run_id, pid, host, since_ms, heartbeat_at, expires_at)
          VALUES ($1, $2, $3, $4, $5, $6, now(), now() + $7::bigint * interval '1 millisecond')
          ON CONFLICT (thread) DO UPDATE SET epoch = EXCLUDED.epoch, run_id = EXCLUDED.run_id,
            pid = EXCLUDED.pid, host = EXCLUDED.host, since_ms = EXCLUDED.since_ms,
            heartbeat_at = EXCLUDED.heartbeat_at, expires_at = EXCLUDED.expires_at",
-        &[
-            &thread,
-            &(epoch as i64),
-            &attempt.run_id,
-            &i64::from(attempt.pid),
-            &attempt.host,
-            &(attempt.started_ms as i64),
-            &db.ttl_ms(),
+        vec![
+            Box::new(thread.to_string()),
+            Box::new(epoch as i64),
+            Box::new(attempt.run_id.clone()),
+            Box::new(i64::from(attempt.pid)),
+            Box::new(attempt.host.clone()),
+            Box::new(attempt.started_ms as i64),
+            Box::new(db.ttl_ms()),
         ],
     )
-    .await?;
-    Ok(())
+}
+
+/// The statement that reads who holds the thread, when a lease that has not expired
+/// does (a row for [`holder_of`]). Sent after the statement that locks the thread's row,
+/// it sees a lease a claim that held the lock just committed.
+pub(super) fn holder(thread: &str) -> Stmt {
+    Stmt::new(
+        "SELECT run_id, pid, host, since_ms FROM pipec_leases
+         WHERE thread = $1 AND expires_at > now()",
+        vec![Box::new(thread.to_string())],
+    )
+}
+
+pub(super) fn holder_of(r: &tokio_postgres::Row) -> Holder {
+    Holder {
+        run_id: r.get(0),
+        pid: sql::u32_of(r, 1),
+        host: r.get(2),
+        since_ms: sql::u64_of(r, 3),
+    }
 }
 
 /// Who holds the thread, when a lease that has not expired does.
@@ -50,19 +63,8 @@ pub(super) async fn live_holder<C: GenericClient>(
     c: &C,
     thread: &str,
 ) -> Result<Option<Holder>, StoreError> {
-    let r = row(
-        c,
-        "SELECT run_id, pid, host, since_ms FROM pipec_leases
-         WHERE thread = $1 AND expires_at > now()",
-        &[&thread],
-    )
-    .await?;
-    Ok(r.map(|r| Holder {
-        run_id: r.get(0),
-        pid: sql::u32_of(&r, 1),
-        host: r.get(2),
-        since_ms: sql::u64_of(&r, 3),
-    }))
+    let found = pipeline(c, &[holder(thread)]).await?;
+    Ok(found.first().and_then(|rows| rows.first()).map(holder_of))
 }
 
 pub(super) async fn is_held(db: &Db, thread: &str) -> Result<bool, StoreError> {

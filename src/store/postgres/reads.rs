@@ -78,9 +78,19 @@ pub(super) async fn load_state<C: GenericClient>(
     c: &C,
     id: &str,
 ) -> Result<ThreadState, StoreError> {
+    state_of(&rows(c, LOAD, &[&id]).await?, id)
+}
+
+/// The statement that reads a whole thread, to send with others.
+pub(super) fn load_stmt(id: &str) -> super::rows::Stmt {
+    super::rows::Stmt::new(LOAD, vec![Box::new(id.to_string())])
+}
+
+/// A thread's state from the rows its load returned.
+pub(super) fn state_of(found: &[tokio_postgres::Row], id: &str) -> Result<ThreadState, StoreError> {
     let mut st = ThreadState::default();
     let mut attempts = Vec::new();
-    for r in rows(c, LOAD, &[&id]).await? {
+    for r in found {
         let kind: i32 = r.get(0);
         let rec: &[u8] = r.get(6);
         match kind {

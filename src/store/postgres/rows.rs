@@ -20,7 +20,7 @@ use crate::store::envelope::{decode, encode};
 use crate::store::ids;
 use crate::store::*;
 
-type Param = Box<dyn ToSql + Sync + Send>;
+pub(super) type Param = Box<dyn ToSql + Sync + Send>;
 
 /// One statement with the values it is run with.
 pub(super) struct Stmt {
@@ -29,7 +29,7 @@ pub(super) struct Stmt {
 }
 
 impl Stmt {
-    fn new(sql: &'static str, params: Vec<Param>) -> Stmt {
+    pub(super) fn new(sql: &'static str, params: Vec<Param>) -> Stmt {
         Stmt { sql, params }
     }
 }
@@ -230,6 +230,14 @@ pub(super) async fn apply(
     let Planned { parts, events } = plan(thread, rec.as_deref_mut(), writes)?;
     let answers = send(txn, parts).await?;
     Ok(recorded(thread, events, &answers, rec))
+}
+
+/// The statement that locks a thread's row and reads its record.
+pub(super) fn lock(thread: &str) -> Stmt {
+    Stmt::new(
+        "SELECT rec FROM pipec_threads WHERE id = $1 FOR UPDATE",
+        vec![Box::new(thread.to_string())],
+    )
 }
 
 /// The statement that locks a thread's row for a commit and reads what its fence needs:

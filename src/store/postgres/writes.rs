@@ -326,21 +326,41 @@ pub(super) async fn create_thread(
         return Err(StoreError::Io(format!("thread {} already exists", rec.id)));
     }
     let number = attempt.number;
-    leases::take(&txn, db, &rec.id, rec.epoch, &attempt).await?;
     let mut rec = rec;
-    let events = apply_writes(
+    let events = start_attempt(
         &txn,
-        &rec.id.clone(),
-        Some(&mut rec),
-        &[
-            Write::Attempt(attempt),
-            Write::Event(Event::ThreadCreated { attempt: number }),
-        ],
+        db,
+        &mut rec,
+        attempt,
+        Event::ThreadCreated { attempt: number },
     )
     .await?;
     put_thread(&txn, &rec).await?;
     txn.commit().await.map_err(pg)?;
     Ok(events)
+}
+
+/// The lease, the attempt's row and the event that starts it, in one pipeline; `rec`
+/// learns the next event number.
+async fn start_attempt(
+    txn: &Transaction<'_>,
+    db: &Db,
+    rec: &mut ThreadRec,
+    attempt: AttemptRec,
+    started: Event,
+) -> Result<Vec<RecordedEvent>, StoreError> {
+    let id = rec.id.clone();
+    let lease = leases::take(db, &id, rec.epoch, &attempt);
+    let rows::Planned { parts, events } = rows::plan(
+        &id,
+        Some(rec),
+        &[Write::Attempt(attempt), Write::Event(started)],
+    )?;
+    let parts: Vec<rows::Part> = std::iter::once(rows::Part::Sql(lease))
+        .chain(parts)
+        .collect();
+    let answers = rows::send(txn, parts).await?;
+    Ok(rows::recorded(&id, events, &answers, Some(rec)))
 }
 
 /// A claimed thread: its id, the new epoch, the attempt number, its state, the events.
@@ -354,21 +374,19 @@ pub(super) async fn claim(
     let mut client = db.client().await?;
     let id = reads::id_of(&client, db, thread).await?;
     let txn = client.transaction().await.map_err(pg)?;
-    let locked = row(
-        &txn,
-        "SELECT rec FROM pipec_threads WHERE id = $1 FOR UPDATE",
-        &[&id],
-    )
-    .await?
-    .ok_or_else(|| db.not_found(thread))?;
+    // The lease is read by a statement of its own sent after the lock: it sees a lease
+    // that a claim which held the lock just committed (a join in the locking statement
+    // would see the rows of its snapshot from before the wait).
+    let found = rows::pipeline(&txn, &[rows::lock(&id), leases::holder(&id)]).await?;
+    let locked = found
+        .first()
+        .and_then(|rows| rows.first())
+        .ok_or_else(|| db.not_found(thread))?;
     let mut rec: ThreadRec = decode(locked.get::<_, &[u8]>(0), &|| format!("thread {id}"))?;
-    // Read after the lock, in a statement of its own: a lease a claim that held the lock
-    // just committed is seen (a join in the locking statement would see the rows of its
-    // snapshot from before the wait).
-    if let Some(holder) = leases::live_holder(&txn, &id).await? {
+    if let Some(holder) = found.get(1).and_then(|rows| rows.first()) {
         return Err(StoreError::Locked {
             thread: id,
-            holder: Some(holder),
+            holder: Some(leases::holder_of(holder)),
         });
     }
     if matches!(rec.status, Status::Completed | Status::Cancelled) {
@@ -389,19 +407,17 @@ pub(super) async fn claim(
     let mut attempt = attempt;
     attempt.number = rec.attempts;
     let number = attempt.number;
-    leases::take(&txn, db, &id, rec.epoch, &attempt).await?;
-    let events = apply_writes(
+    let events = start_attempt(
         &txn,
-        &id,
-        Some(&mut rec),
-        &[
-            Write::Attempt(attempt),
-            Write::Event(Event::AttemptStarted { attempt: number }),
-        ],
+        db,
+        &mut rec,
+        attempt,
+        Event::AttemptStarted { attempt: number },
     )
     .await?;
-    put_thread(&txn, &rec).await?;
-    let state = reads::load_state(&txn, &id).await?;
+    // The record, then the whole thread as the claim leaves it.
+    let found = rows::pipeline(&txn, &[rows::thread_update(&rec)?, reads::load_stmt(&id)]).await?;
+    let state = reads::state_of(found.get(1).map_or(&[][..], Vec::as_slice), &id)?;
     txn.commit().await.map_err(pg)?;
     Ok((id, rec.epoch, number, state, events))
 }
