@@ -96,43 +96,43 @@ pub(super) fn state_of(found: &[tokio_postgres::Row], id: &str) -> Result<Thread
         match kind {
             0 => st.thread = Some(decode(rec, &|| format!("thread {id}"))?),
             1 => {
-                let node = sql::name_of(&r, 1)?;
+                let node = sql::name_of(r, 1)?;
                 let n: NodeRec = decode(rec, &|| format!("thread {id}, node `{node}`"))?;
                 st.nodes.insert(node, n);
             }
             2 => {
-                let node = sql::name_of(&r, 1)?;
-                let (generation, item) = (sql::u32_of(&r, 2), sql::u32_of(&r, 3));
+                let node = sql::name_of(r, 1)?;
+                let (generation, item) = (sql::u32_of(r, 2), sql::u32_of(r, 3));
                 let i: ItemRec = decode(rec, &|| format!("thread {id}, item {item} of `{node}`"))?;
                 st.items.insert((node, generation, item), i);
             }
             3 => {
                 let key = CallKey {
-                    node: sql::name_of(&r, 1)?,
-                    generation: sql::u32_of(&r, 2),
-                    item: sql::u32_of(&r, 3),
-                    seq: sql::u32_of(&r, 4),
-                    call: sql::u32_of(&r, 5),
+                    node: sql::name_of(r, 1)?,
+                    generation: sql::u32_of(r, 2),
+                    item: sql::u32_of(r, 3),
+                    seq: sql::u32_of(r, 4),
+                    call: sql::u32_of(r, 5),
                 };
                 let call: CallRec =
                     decode(rec, &|| format!("thread {id}, call {}", key.display()))?;
                 st.calls.insert(key, call);
             }
             4 => {
-                let gate = sql::name_of(&r, 1)?;
+                let gate = sql::name_of(r, 1)?;
                 let g: GateRec = decode(rec, &|| format!("thread {id}, gate `{gate}`"))?;
                 st.gates.insert(gate, g);
             }
             5 => {
                 let a: AttemptRec = decode(rec, &|| format!("thread {id}, attempt"))?;
-                attempts.push((sql::u64_of(&r, 2), a));
+                attempts.push((sql::u64_of(r, 2), a));
             }
             _ => {
                 let key = RefOrigin {
-                    node: sql::name_of(&r, 1)?,
-                    generation: sql::u32_of(&r, 2),
-                    item: sql::u32_of(&r, 3),
-                    index: sql::u32_of(&r, 4),
+                    node: sql::name_of(r, 1)?,
+                    generation: sql::u32_of(r, 2),
+                    item: sql::u32_of(r, 3),
+                    index: sql::u32_of(r, 4),
                 };
                 let h: HealRec = decode(rec, &|| {
                     format!(
