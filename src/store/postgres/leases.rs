@@ -99,9 +99,13 @@ pub(super) async fn release(db: &Db, thread: &str, epoch: u64) -> Result<(), Sto
     exec(
         &client,
         // A released lease may leave work (a thread given back to the queue, one whose
-        // gate was answered meanwhile): the workers hear of it.
+        // gate was answered meanwhile): the workers hear of it. One that ended, or waits
+        // for a person, leaves none, and waking every worker for it would cost each a
+        // look at the queue.
         "WITH gone AS (DELETE FROM pipec_leases WHERE thread = $1 AND epoch = $2 RETURNING thread)
-         SELECT pg_notify('pipec_work', current_schema()) FROM gone",
+         SELECT pg_notify('pipec_work', current_schema())
+         WHERE EXISTS (SELECT 1 FROM gone JOIN pipec_threads t ON t.id = gone.thread
+                       WHERE t.status IN ('queued', 'running', 'paused'))",
         &[&thread, &(epoch as i64)],
     )
     .await?;
@@ -122,7 +126,9 @@ pub(super) async fn release_all(db: &Db, leases: &[(String, u64)]) -> Result<(),
         &client,
         "WITH gone AS (DELETE FROM pipec_leases l USING unnest($1::text[], $2::bigint[]) AS r(thread, epoch)
                        WHERE l.thread = r.thread AND l.epoch = r.epoch RETURNING l.thread)
-         SELECT pg_notify('pipec_work', current_schema()) WHERE EXISTS (SELECT 1 FROM gone)",
+         SELECT pg_notify('pipec_work', current_schema())
+         WHERE EXISTS (SELECT 1 FROM gone JOIN pipec_threads t ON t.id = gone.thread
+                       WHERE t.status IN ('queued', 'running', 'paused'))",
         &[&threads, &epochs],
     )
     .await?;

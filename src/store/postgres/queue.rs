@@ -177,25 +177,45 @@ pub(super) async fn runnable(
     db.queue
         .seen
         .store(db.queue.generation.load(Ordering::SeqCst), Ordering::SeqCst);
-    let mut client = db.client().await?;
-    let txn = client.transaction().await.map_err(pg)?;
+    let client = db.client().await?;
     let pipelines: Option<Vec<String>> = query.pipelines.clone();
     let limit = query.max() as i64;
     let mut out = Vec::new();
-    // Queued, then orphaned (no live lease; a cancel asked of one is carried out by the
-    // worker that takes it), oldest first.
-    let found = rows(
-        &txn,
-        "SELECT t.id, t.pipeline, t.status FROM pipec_threads t
-         WHERE (t.status = 'queued' AND NOT t.cancel_requested OR t.status = 'running')
-           AND ($1::text[] IS NULL OR t.pipeline = ANY($1))
-           AND NOT EXISTS (SELECT 1 FROM pipec_leases l WHERE l.thread = t.id AND l.expires_at > now())
-         ORDER BY (t.status = 'running'), t.id
-         LIMIT $2
-         FOR UPDATE OF t SKIP LOCKED",
-        &[&pipelines, &limit],
+    // Two statements sent together, each its own transaction: a thread a claim has
+    // locked right now is skipped, not waited for.
+    let mut found = super::rows::pipeline(
+        &client,
+        &[
+            // Queued, then orphaned (no live lease; a cancel asked of one is carried out
+            // by the worker that takes it), oldest first.
+            super::rows::Stmt::new(
+                "SELECT t.id, t.pipeline, t.status FROM pipec_threads t
+                 WHERE (t.status = 'queued' AND NOT t.cancel_requested OR t.status = 'running')
+                   AND ($1::text[] IS NULL OR t.pipeline = ANY($1))
+                   AND NOT EXISTS (SELECT 1 FROM pipec_leases l WHERE l.thread = t.id AND l.expires_at > now())
+                 ORDER BY (t.status = 'running'), t.id
+                 LIMIT $2
+                 FOR UPDATE OF t SKIP LOCKED",
+                vec![Box::new(pipelines.clone()), Box::new(limit)],
+            ),
+            // Paused threads with no live lease: their gates say whether they can go on.
+            super::rows::Stmt::new(
+                "SELECT t.id, t.rec FROM pipec_threads t
+                 WHERE t.status = 'paused' AND NOT t.cancel_requested
+                   AND ($1::text[] IS NULL OR t.pipeline = ANY($1))
+                   AND NOT EXISTS (SELECT 1 FROM pipec_leases l WHERE l.thread = t.id AND l.expires_at > now())
+                 ORDER BY t.id
+                 FOR UPDATE OF t SKIP LOCKED",
+                vec![Box::new(pipelines)],
+            ),
+        ],
     )
-    .await?;
+    .await?
+    .into_iter();
+    let (found, paused) = (
+        found.next().unwrap_or_default(),
+        found.next().unwrap_or_default(),
+    );
     let mut orphaned = Vec::new();
     for r in found {
         let t = RunnableThread {
@@ -213,18 +233,6 @@ pub(super) async fn runnable(
             orphaned.push(t);
         }
     }
-    // Paused threads with no live lease: their gates say whether they can go on.
-    let paused = rows(
-        &txn,
-        "SELECT t.id, t.rec FROM pipec_threads t
-         WHERE t.status = 'paused' AND NOT t.cancel_requested
-           AND ($1::text[] IS NULL OR t.pipeline = ANY($1))
-           AND NOT EXISTS (SELECT 1 FROM pipec_leases l WHERE l.thread = t.id AND l.expires_at > now())
-         ORDER BY t.id
-         FOR UPDATE OF t SKIP LOCKED",
-        &[&pipelines],
-    )
-    .await?;
     for r in paused {
         if out.len() >= query.max() {
             break;
@@ -232,7 +240,7 @@ pub(super) async fn runnable(
         let id: String = r.get(0);
         let rec: ThreadRec = decode(r.get::<_, &[u8]>(1), &|| format!("thread {id}"))?;
         let gates = rows(
-            &txn,
+            &client,
             "SELECT g.rec, n.rec FROM pipec_gates g
              LEFT JOIN pipec_nodes n ON n.thread = g.thread AND n.name = g.name
              WHERE g.thread = $1",
@@ -262,7 +270,6 @@ pub(super) async fn runnable(
             });
         }
     }
-    txn.commit().await.map_err(pg)?;
     out.extend(orphaned);
     out.truncate(query.max());
     Ok(out)
@@ -293,6 +300,67 @@ mod tests {
     /// A gate answered by another store (another pool, as another process has) while a
     /// worker waits with a 5 s poll: the wait ends within 100 ms, so it was the
     /// notification, not the poll.
+    #[test]
+    fn a_thread_that_ends_wakes_no_worker_and_one_given_back_does() {
+        let Some(server) =
+            testing::server("a_thread_that_ends_wakes_no_worker_and_one_given_back_does")
+        else {
+            return;
+        };
+        let schema = testing::TestSchema::new(&server, "ends");
+        let (worker, runner) = (schema.store(), schema.store());
+        let runtime = rt();
+        let query = || RunnableQuery {
+            now_ms: ids::now_ms(),
+            pipelines: None,
+            limit: 0,
+        };
+        // The look listens; what it saw is not news to the next wait.
+        runtime.block_on(worker.runnable(query())).expect("look");
+        let (lease, _) = runtime
+            .block_on(runner.create_thread(thread_rec(), attempt()))
+            .expect("create");
+        let mut rec = runtime
+            .block_on(runner.load(&lease.thread))
+            .expect("load")
+            .thread
+            .expect("t");
+        rec.status = Status::Completed;
+        runtime
+            .block_on(runner.commit(&lease, vec![Write::Thread(rec)]))
+            .expect("complete");
+        drop(lease);
+        let start = Instant::now();
+        runtime
+            .block_on(worker.wait_for_work(Duration::from_millis(600)))
+            .expect("wait");
+        assert!(
+            start.elapsed() >= Duration::from_millis(500),
+            "a completed thread's release woke the worker after {:?}",
+            start.elapsed()
+        );
+        // A thread whose holder let go while it was running is work: that release wakes.
+        let (lease, _) = runtime
+            .block_on(runner.create_thread(thread_rec(), attempt()))
+            .expect("create");
+        drop(lease);
+        let start = Instant::now();
+        runtime
+            .block_on(worker.wait_for_work(Duration::from_secs(5)))
+            .expect("wait");
+        assert!(
+            start.elapsed() < Duration::from_secs(1),
+            "an orphaned thread's release is heard at once, not after the poll"
+        );
+        assert_eq!(
+            runtime
+                .block_on(worker.runnable(query()))
+                .expect("look")
+                .len(),
+            1
+        );
+    }
+
     #[test]
     fn an_answer_wakes_a_waiting_worker_through_notify() {
         let Some(server) = testing::server("an_answer_wakes_a_waiting_worker_through_notify")
