@@ -170,7 +170,14 @@ impl Worker {
                 Some(joined) = running.join_next(), if !running.is_empty() => {
                     self.finished(joined, &mut busy, &mut left_alone, &mut report);
                 }
-                _ = self.store.wait_for_work(self.opts.poll), if room > 0 => {}
+                _ = self.store.wait_for_work(self.opts.poll), if room > 0 => {
+                    // Every worker hears a notification at once. Each waits a random
+                    // moment before it looks, so that the first has locked what it took
+                    // when the others look (a look passes over locked threads), and they
+                    // do not all reach for the one thread that came.
+                    let us = rng.below(WAKE_SPREAD_US) as u64;
+                    tokio::time::sleep(Duration::from_micros(us)).await;
+                }
                 _ = self.stop.stopped() => {}
             }
         }
@@ -255,14 +262,16 @@ async fn run_thread(
     stop: StopSignal,
     t: &RunnableThread,
 ) -> Result<Outcome, RuntimeError> {
-    // Offered a moment ago; another worker may have moved it on since. The record says
-    // whether it still waits for a worker (a paused one's gates too); whether another
-    // process holds it now is for the claim to find out.
-    let Some(rec) = store.thread_rec(&t.id).await? else {
-        return Err(RuntimeError::new(
-            &codes::THREAD_NOT_FOUND,
-            format!("no thread `{}`", t.id),
-        ));
+    // Offered a moment ago; another worker may have moved it on since, or be taking it
+    // now. The record says whether it still waits for a worker (a paused one's gates
+    // too); a race the look could not see is for the claim to settle.
+    let Some(rec) = store.untaken_thread_rec(&t.id).await? else {
+        // Another worker is taking it, holds it, or it is gone.
+        return Err(crate::store::StoreError::Locked {
+            thread: t.id.clone(),
+            holder: None,
+        }
+        .into());
     };
     let paused = if rec.status == crate::store::Status::Paused {
         Some(store.load(&t.id).await?)
@@ -351,6 +360,9 @@ impl Runners {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
+
+/// Up to how long a woken worker waits before it looks (microseconds).
+const WAKE_SPREAD_US: usize = 8_000;
 
 /// How many threads a worker is offered for each it has room for.
 const SPREAD: usize = 4;

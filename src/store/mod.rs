@@ -329,6 +329,15 @@ pub trait Store: Send + Sync {
         })
     }
 
+    /// A thread's record when no process is taking it at this moment (`None` then, and
+    /// when there is no such thread): what a worker looks at before it takes a thread.
+    /// Where claims from many processes meet (PostgreSQL), workers offered the same
+    /// thread at once then give up at this one read, not at the claim. The default is
+    /// [`Store::thread_rec`].
+    fn untaken_thread_rec<'a>(&'a self, thread: &'a str) -> StoreFuture<'a, Option<ThreadRec>> {
+        self.thread_rec(thread)
+    }
+
     /// Whether someone asked to cancel the thread: what a running attempt polls, so a
     /// cancel stops it while its effects are in flight, not only at its next write.
     fn cancel_requested<'a>(&'a self, thread: &'a str) -> StoreFuture<'a, bool> {

@@ -473,6 +473,11 @@ impl Store for PostgresStore {
         self.run(async move { reads::thread_rec(&db, &thread).await })
     }
 
+    fn untaken_thread_rec<'a>(&'a self, thread: &'a str) -> StoreFuture<'a, Option<ThreadRec>> {
+        let (db, thread) = (self.inner.db.clone(), thread.to_string());
+        self.run(async move { reads::untaken_thread_rec(&db, &thread).await })
+    }
+
     fn is_held(&self, thread: &str) -> bool {
         let (db, thread) = (self.inner.db.clone(), thread.to_string());
         self.block_on(async move { leases::is_held(&db, &thread).await })

@@ -207,6 +207,35 @@ pub(super) async fn thread_rec(db: &Db, thread: &str) -> Result<Option<ThreadRec
     }
 }
 
+/// A thread's record unless a claim has its row locked right now or a live lease holds
+/// it (one statement, its own transaction: the lock is let go at once).
+pub(super) async fn untaken_thread_rec(
+    db: &Db,
+    thread: &str,
+) -> Result<Option<ThreadRec>, StoreError> {
+    let client = db.client().await?;
+    let id = match id_of(&client, db, thread).await {
+        Ok(id) => id,
+        Err(StoreError::NotFound { .. }) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    match row(
+        &client,
+        "SELECT t.rec FROM pipec_threads t
+         WHERE t.id = $1
+           AND NOT EXISTS (SELECT 1 FROM pipec_leases l WHERE l.thread = t.id AND l.expires_at > now())
+         FOR UPDATE OF t SKIP LOCKED",
+        &[&id],
+    )
+    .await?
+    {
+        Some(r) => Ok(Some(decode(r.get::<_, &[u8]>(0), &|| {
+            format!("thread {id}")
+        })?)),
+        None => Ok(None),
+    }
+}
+
 /// A page of threads, newest first. Each filter picks its own statement, so each runs
 /// on its index (`id`, `(status, id)`, `(pipeline, id)`) backwards and stops at the
 /// page's end.

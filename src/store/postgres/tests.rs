@@ -261,3 +261,74 @@ fn concurrent_commits_share_transactions_and_keep_their_order() {
     let report = store.check().expect("check");
     assert_eq!(report.threads, 1);
 }
+
+/// What a worker reads before it takes a thread: nothing while a live lease holds the
+/// thread or while a claim has its row locked, the record once it is free.
+#[test]
+fn a_thread_being_taken_or_held_is_not_untaken() {
+    let Some(server) = server("a_thread_being_taken_or_held_is_not_untaken") else {
+        return;
+    };
+    let schema = TestSchema::new(&server, "untaken");
+    let (a, b) = (schema.store(), schema.store());
+    let rt = rt();
+    let (lease, _) = rt
+        .block_on(a.create_thread(thread_rec(), attempt()))
+        .expect("create");
+    let thread = lease.thread.clone();
+    assert_eq!(
+        rt.block_on(b.untaken_thread_rec(&thread)).expect("read"),
+        None,
+        "a live lease holds it"
+    );
+    drop(lease);
+    // The release is handed to `a`'s writer; another store sees it once it is done.
+    let start = std::time::Instant::now();
+    while b.is_held(&thread) && start.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let free = rt.block_on(b.untaken_thread_rec(&thread)).expect("read");
+    assert_eq!(
+        free.map(|r| r.id),
+        Some(thread.clone()),
+        "released, it is free"
+    );
+    // Another process in the middle of a claim: its transaction has the row locked.
+    let locker = std::thread::spawn({
+        let (url, thread) = (schema.url.clone(), thread.clone());
+        move || {
+            super::testing::admin(
+                &url,
+                &format!(
+                    "BEGIN; SELECT 1 FROM pipec_threads WHERE id = '{thread}' FOR UPDATE;
+                     SELECT pg_sleep(1); COMMIT"
+                ),
+            )
+        }
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    assert_eq!(
+        rt.block_on(b.untaken_thread_rec(&thread)).expect("read"),
+        None,
+        "a claim has the row locked"
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "the read passes over the locked row, it does not wait for it"
+    );
+    locker
+        .join()
+        .expect("locker")
+        .expect("the lock's transaction");
+    assert!(
+        rt.block_on(b.untaken_thread_rec(&thread))
+            .expect("read")
+            .is_some()
+    );
+    let unknown = crate::store::ids::new_thread_id();
+    assert_eq!(
+        rt.block_on(b.untaken_thread_rec(&unknown)).expect("read"),
+        None
+    );
+}
