@@ -109,8 +109,9 @@ for what, v in rows:
 best_lg = min(g["langgraph_pg.sync.step_ms"], g["langgraph_pg.async.step_ms"])
 print(f"\nLangGraph's faster Postgres mode / pipec on PostgreSQL: {best_lg / p['steps.postgres.step_ms']:.1f}x  goal >= 5x")
 print(f"\n{'pipec workers on one database (' + cores + ' cores)':<58} {'steps/s':>9}")
-for k in sorted(w, key=lambda k: int(k.split('.')[1])):
-    print(f"{k.split('.')[1] + ' worker(s), short runs of 5 nodes':<58} {w[k]:9.0f}")
+for feed, how in [("workers", "submitted meanwhile"), ("backlog", "submitted before")]:
+    for k in sorted((k for k in w if k.startswith(feed + ".")), key=lambda k: int(k.split('.')[1])):
+        print(f"{k.split('.')[1] + ' worker(s), 5-node runs ' + how:<58} {w[k]:9.0f}")
 print("goal: >= 2,000 durable steps/s across 4 workers, rising with workers up to the cores")
 l = json.loads((work / "listing.json").read_text())
 n = int(l["listing.threads"])

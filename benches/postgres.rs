@@ -4,7 +4,9 @@
 //!    on a fresh redb file and on the PostgreSQL store, alternately; the time ÷ 100.
 //! 2. **Throughput**: `pipec worker` processes (1, 2 and 4) on one database take short
 //!    runs (a 5-node pipeline) that this process submits; durable steps per second from
-//!    the first submit to the last completion, workers started and idle beforehand.
+//!    the first submit to the last completion, workers started and idle beforehand; then
+//!    the same runs all submitted first, from the workers' start to the last completion
+//!    (what the workers alone do, without the submitter beside them on the cores).
 //! 3. **Listing at scale**: with 100,000 threads in the database (queued ones submitted
 //!    through the store, the newest a few hundred completed runs), the wall time of the
 //!    `pipec runs` (first page) and `pipec show` processes a person would type, and of the
@@ -148,17 +150,33 @@ fn completed(rt: &tokio::runtime::Runtime, store: &PostgresStore, want: usize) -
     rt.block_on(store.list(q)).map(|l| l.len()).unwrap_or(0)
 }
 
+/// How the runs reach the workers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Feed {
+    /// Submitted while the workers wait (timed from the first submit).
+    Live,
+    /// All submitted before the workers start (timed from their start): what the workers
+    /// alone do.
+    Backlog,
+}
+
 fn throughput(
     rt: &tokio::runtime::Runtime,
     url: &str,
     workers: usize,
     threads: usize,
     concurrency: usize,
+    feed: Feed,
 ) -> (f64, Duration) {
     const NODES: usize = 5;
     empty(url);
     let store = PostgresStore::connect(url, PgOpen::Create).expect("postgres store");
     let plan = pipec::compile_str("short.pipe", &chain(NODES)).expect("plan");
+    let runner = Arc::new(Runner::new(plan, store.clone()));
+    if feed == Feed::Backlog {
+        submit_all(rt, &runner, threads, 4);
+    }
+    let t = Instant::now();
     let mut procs: Vec<Child> = (0..workers)
         .map(|_| {
             Command::new(pipec_bin())
@@ -178,12 +196,15 @@ fn throughput(
                 .expect("pipec worker")
         })
         .collect();
-    // Started and waiting for work.
-    std::thread::sleep(Duration::from_millis(1500));
-    let runner = Arc::new(Runner::new(plan, store.clone()));
-    let t = Instant::now();
-    submit_all(rt, &runner, threads, 4);
-    let submitted = t.elapsed();
+    let mut t = t;
+    let mut submitted = Duration::ZERO;
+    if feed == Feed::Live {
+        // Started and waiting for work.
+        std::thread::sleep(Duration::from_millis(1500));
+        t = Instant::now();
+        submit_all(rt, &runner, threads, 4);
+        submitted = t.elapsed();
+    }
     let deadline = Instant::now() + Duration::from_secs(600);
     while completed(rt, &store, threads) < threads {
         assert!(Instant::now() < deadline, "the workers did not finish");
@@ -199,10 +220,12 @@ fn throughput(
     for p in &mut procs {
         let _ = p.wait();
     }
-    eprintln!(
-        "  ({workers} worker(s): the {threads} submits took {:.0} ms of it)",
-        submitted.as_secs_f64() * 1000.0
-    );
+    if feed == Feed::Live {
+        eprintln!(
+            "  ({workers} worker(s): the {threads} submits took {:.0} ms of it)",
+            submitted.as_secs_f64() * 1000.0
+        );
+    }
     ((threads * NODES) as f64 / took.as_secs_f64(), took)
 }
 
@@ -343,13 +366,18 @@ fn main() {
         listing(&rt, &url, listing_threads, &mut results);
     }
     if only.as_deref().is_none_or(|o| o == "workers") {
-        for &w in &worker_counts {
-            let (rate, took) = throughput(&rt, &url, w, threads, worker_concurrency);
-            println!(
-                "{w} worker(s): {threads} runs of 5 nodes in {:.0} ms = {rate:.0} durable steps/s",
-                took.as_secs_f64() * 1000.0
-            );
-            results.push((format!("workers.{w}.steps_per_s"), rate));
+        for (feed, key, how) in [
+            (Feed::Live, "workers", "submitted meanwhile"),
+            (Feed::Backlog, "backlog", "submitted before"),
+        ] {
+            for &w in &worker_counts {
+                let (rate, took) = throughput(&rt, &url, w, threads, worker_concurrency, feed);
+                println!(
+                    "{w} worker(s): {threads} runs of 5 nodes ({how}) in {:.0} ms = {rate:.0} durable steps/s",
+                    took.as_secs_f64() * 1000.0
+                );
+                results.push((format!("{key}.{w}.steps_per_s"), rate));
+            }
         }
     }
     if let Some(path) = arg(&args, "--json") {

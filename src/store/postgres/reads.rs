@@ -193,18 +193,14 @@ pub(super) async fn thread_rec(db: &Db, thread: &str) -> Result<Option<ThreadRec
             Err(e) => return Err(e),
         },
     };
-    match row(
+    row(
         &client,
         "SELECT rec FROM pipec_threads WHERE id = $1",
         &[&id],
     )
     .await?
-    {
-        Some(r) => Ok(Some(decode(r.get::<_, &[u8]>(0), &|| {
-            format!("thread {id}")
-        })?)),
-        None => Ok(None),
-    }
+    .map(|r| rec_of(&r, &id))
+    .transpose()
 }
 
 /// A thread's record unless a claim has its row locked right now or a live lease holds
@@ -219,7 +215,7 @@ pub(super) async fn untaken_thread_rec(
         Err(StoreError::NotFound { .. }) => return Ok(None),
         Err(e) => return Err(e),
     };
-    match row(
+    row(
         &client,
         "SELECT t.rec FROM pipec_threads t
          WHERE t.id = $1
@@ -228,12 +224,13 @@ pub(super) async fn untaken_thread_rec(
         &[&id],
     )
     .await?
-    {
-        Some(r) => Ok(Some(decode(r.get::<_, &[u8]>(0), &|| {
-            format!("thread {id}")
-        })?)),
-        None => Ok(None),
-    }
+    .map(|r| rec_of(&r, &id))
+    .transpose()
+}
+
+/// The thread record in a row's first column.
+fn rec_of(r: &tokio_postgres::Row, id: &str) -> Result<ThreadRec, StoreError> {
+    decode(r.get::<_, &[u8]>(0), &|| format!("thread {id}"))
 }
 
 /// A page of threads, newest first. Each filter picks its own statement, so each runs
