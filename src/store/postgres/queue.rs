@@ -154,7 +154,7 @@ pub(super) async fn submit(db: &Db, rec: ThreadRec) -> Result<Vec<RecordedEvent>
         return Err(StoreError::Io(format!("thread {} already exists", rec.id)));
     }
     let id = rec.id.clone();
-    let events = super::writes::apply_writes(
+    let events = super::rows::apply(
         &txn,
         &id,
         Some(&mut rec),

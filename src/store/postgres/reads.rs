@@ -60,6 +60,19 @@ pub(super) async fn id_of<C: GenericClient>(
     }
 }
 
+/// [`id_of`], with `None` for a prefix that names no thread.
+async fn existing_id<C: GenericClient>(
+    c: &C,
+    db: &Db,
+    thread: &str,
+) -> Result<Option<String>, StoreError> {
+    match id_of(c, db, thread).await {
+        Ok(id) => Ok(Some(id)),
+        Err(StoreError::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Every row of a thread in one statement, so in one round trip and one snapshot: a
 /// commit landing meanwhile is seen whole or not at all. Each row says its table
 /// (`kind`) and carries the parts of its key that table has.
@@ -185,13 +198,8 @@ pub(super) async fn cancel_requested(db: &Db, thread: &str) -> Result<bool, Stor
 /// A thread's record (the id exact or a unique prefix), in one statement when exact.
 pub(super) async fn thread_rec(db: &Db, thread: &str) -> Result<Option<ThreadRec>, StoreError> {
     let client = db.client().await?;
-    let id = match ids::query(thread) {
-        Some(IdQuery::Exact(n)) => ids::encode(n),
-        _ => match resolve(&client, db, thread).await {
-            Ok(id) => id,
-            Err(StoreError::NotFound { .. }) => return Ok(None),
-            Err(e) => return Err(e),
-        },
+    let Some(id) = existing_id(&client, db, thread).await? else {
+        return Ok(None);
     };
     row(
         &client,
@@ -210,10 +218,8 @@ pub(super) async fn untaken_thread_rec(
     thread: &str,
 ) -> Result<Option<ThreadRec>, StoreError> {
     let client = db.client().await?;
-    let id = match id_of(&client, db, thread).await {
-        Ok(id) => id,
-        Err(StoreError::NotFound { .. }) => return Ok(None),
-        Err(e) => return Err(e),
+    let Some(id) = existing_id(&client, db, thread).await? else {
+        return Ok(None);
     };
     row(
         &client,

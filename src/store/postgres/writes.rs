@@ -267,16 +267,6 @@ pub(super) async fn put_thread(txn: &Transaction<'_>, rec: &ThreadRec) -> Result
     Ok(())
 }
 
-/// Applies the rows of a commit (see [`rows::apply`]).
-pub(super) async fn apply_writes(
-    txn: &Transaction<'_>,
-    thread: &str,
-    rec: Option<&mut ThreadRec>,
-    writes: &[Write],
-) -> Result<Vec<RecordedEvent>, StoreError> {
-    rows::apply(txn, thread, rec, writes).await
-}
-
 pub(super) async fn put_plan(db: &Db, hash: &str, plan: &str) -> Result<(), StoreError> {
     let client = db.client().await?;
     exec(
@@ -452,7 +442,7 @@ pub(super) async fn answer(
         gates.insert(name, g);
     }
     let writes = answer_writes(&gates, &answers, by, ids::now_ms())?;
-    let events = apply_writes(&txn, &id, Some(&mut rec), &writes).await?;
+    let events = rows::apply(&txn, &id, Some(&mut rec), &writes).await?;
     put_thread(&txn, &rec).await?;
     if !events.is_empty() {
         super::queue::notify(&txn).await?;
@@ -488,7 +478,7 @@ pub(super) async fn request_cancel(
         rec.holder = None;
         (CancelOutcome::Cancelled, Event::ThreadCancelled {})
     };
-    let events = apply_writes(&txn, &id, Some(&mut rec), &[Write::Event(event)]).await?;
+    let events = rows::apply(&txn, &id, Some(&mut rec), &[Write::Event(event)]).await?;
     put_thread(&txn, &rec).await?;
     super::queue::notify(&txn).await?;
     txn.commit().await.map_err(pg)?;
