@@ -150,6 +150,20 @@ fn completed(rt: &tokio::runtime::Runtime, store: &PostgresStore, want: usize) -
     rt.block_on(store.list(q)).map(|l| l.len()).unwrap_or(0)
 }
 
+/// The machine's busy CPU time so far (every core, idle, I/O wait and steal left out),
+/// in seconds; `None` off Linux.
+fn busy_cpu_s() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?.strip_prefix("cpu ")?;
+    let v: Vec<f64> = line
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal ...
+    let busy = v.first()? + v.get(1)? + v.get(2)? + v.get(5)? + v.get(6)?;
+    Some(busy / 100.0)
+}
+
 /// How the runs reach the workers.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Feed {
@@ -167,7 +181,7 @@ fn throughput(
     threads: usize,
     concurrency: usize,
     feed: Feed,
-) -> (f64, Duration) {
+) -> (f64, Duration, Option<f64>) {
     const NODES: usize = 5;
     empty(url);
     let store = PostgresStore::connect(url, PgOpen::Create).expect("postgres store");
@@ -197,11 +211,13 @@ fn throughput(
         })
         .collect();
     let mut t = t;
+    let mut cpu = busy_cpu_s();
     let mut submitted = Duration::ZERO;
     if feed == Feed::Live {
         // Started and waiting for work.
         std::thread::sleep(Duration::from_millis(1500));
         t = Instant::now();
+        cpu = busy_cpu_s();
         submit_all(rt, &runner, threads, 4);
         submitted = t.elapsed();
     }
@@ -212,6 +228,11 @@ fn throughput(
         std::thread::sleep(Duration::from_millis(40));
     }
     let took = t.elapsed();
+    // Everything the machine did meanwhile (workers, database, submits, this loop), per
+    // step: steadier than the rate on a machine shared with others.
+    let cpu_ms = busy_cpu_s()
+        .zip(cpu)
+        .map(|(b, a)| (b - a) * 1000.0 / (threads * NODES) as f64);
     for p in &mut procs {
         let _ = Command::new("kill")
             .args(["-TERM", &p.id().to_string()])
@@ -226,7 +247,7 @@ fn throughput(
             submitted.as_secs_f64() * 1000.0
         );
     }
-    ((threads * NODES) as f64 / took.as_secs_f64(), took)
+    ((threads * NODES) as f64 / took.as_secs_f64(), took, cpu_ms)
 }
 
 /// The median and 90th percentile of `rounds` wall times of `pipec ARGS --store URL`, ms.
@@ -371,12 +392,19 @@ fn main() {
             (Feed::Backlog, "backlog", "submitted before"),
         ] {
             for &w in &worker_counts {
-                let (rate, took) = throughput(&rt, &url, w, threads, worker_concurrency, feed);
+                let (rate, took, cpu_ms) =
+                    throughput(&rt, &url, w, threads, worker_concurrency, feed);
                 println!(
-                    "{w} worker(s): {threads} runs of 5 nodes ({how}) in {:.0} ms = {rate:.0} durable steps/s",
-                    took.as_secs_f64() * 1000.0
+                    "{w} worker(s): {threads} runs of 5 nodes ({how}) in {:.0} ms = {rate:.0} durable steps/s{}",
+                    took.as_secs_f64() * 1000.0,
+                    cpu_ms
+                        .map(|c| format!(", {c:.3} CPU ms a step (whole machine)"))
+                        .unwrap_or_default()
                 );
                 results.push((format!("{key}.{w}.steps_per_s"), rate));
+                if let Some(c) = cpu_ms {
+                    results.push((format!("{key}.{w}.cpu_ms_per_step"), c));
+                }
             }
         }
     }

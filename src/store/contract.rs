@@ -1362,6 +1362,8 @@ fn an_imported_thread_whose_gate_deadline_passed_is_due(store: &dyn Store) {
     *review = gate("review");
     review.deadline_ms = Some(1);
     exported.events.pop();
+    let next = exported.events.len() as u64;
+    exported.state.thread.as_mut().expect("record").next_seq = next;
     rt.block_on(store.import(exported.state.clone(), exported.events.clone()))
         .expect("import");
     assert_eq!(runnable_now(store, &rt), [(id.clone(), Why::Due)]);

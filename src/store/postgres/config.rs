@@ -225,6 +225,18 @@ pub fn pool(url: &str, options: &PgOptions) -> Result<Pool, StoreError> {
         },
     );
     Pool::builder(manager)
+        .post_create(deadpool_postgres::Hook::async_fn(|client, _| {
+            Box::pin(async move {
+                // Every statement is prepared once per connection and run with values
+                // that do not change its best plan (a thread's id, a status): planned
+                // once, not for each run (the server's default plans each of the first
+                // five runs and keeps planning when the generic plan looks no cheaper).
+                client
+                    .batch_execute("SET plan_cache_mode = force_generic_plan")
+                    .await
+                    .map_err(deadpool_postgres::HookError::Backend)
+            })
+        }))
         .max_size(options.max_connections.max(2))
         .runtime(deadpool_postgres::Runtime::Tokio1)
         .wait_timeout(Some(Duration::from_secs(30)))

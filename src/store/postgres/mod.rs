@@ -21,6 +21,7 @@ mod reads;
 mod rows;
 mod schema;
 mod sql;
+mod txn;
 mod writes;
 
 #[cfg(test)]

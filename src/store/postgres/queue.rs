@@ -32,8 +32,15 @@ pub(crate) const CHANNEL: &str = "pipec_work";
 /// The payload names the store's schema: stores in other schemas of the database hear
 /// the channel too, and ignore it.
 pub(super) async fn notify<C: GenericClient>(c: &C) -> Result<(), StoreError> {
-    exec(c, "SELECT pg_notify('pipec_work', current_schema())", &[]).await?;
+    exec(c, NOTIFY, &[]).await?;
     Ok(())
+}
+
+const NOTIFY: &str = "SELECT pg_notify('pipec_work', current_schema())";
+
+/// [`notify`] as a statement to send with others.
+pub(super) fn notify_stmt() -> super::rows::Stmt {
+    super::rows::Stmt::new(NOTIFY, Vec::new())
 }
 
 /// The listening side: one connection per store, started by the first look at the
@@ -148,23 +155,35 @@ pub(super) async fn submit(db: &Db, rec: ThreadRec) -> Result<Vec<RecordedEvent>
     rec.status = Status::Queued;
     rec.holder = None;
     rec.attempts = 0;
-    let mut client = db.client().await?;
-    let txn = client.transaction().await.map_err(pg)?;
-    if !super::writes::insert_thread(&txn, &rec).await? {
-        return Err(StoreError::Io(format!("thread {} already exists", rec.id)));
-    }
     let id = rec.id.clone();
-    let events = super::rows::apply(
-        &txn,
-        &id,
-        Some(&mut rec),
-        &[Write::Event(Event::ThreadQueued {})],
-    )
-    .await?;
-    super::writes::put_thread(&txn, &rec).await?;
-    notify(&txn).await?;
-    txn.commit().await.map_err(pg)?;
-    Ok(events)
+    // One transaction in one round trip: the row (refused when the id is taken), the
+    // event, the notification.
+    let super::rows::Planned { parts, events } =
+        super::rows::plan(&id, None, &[Write::Event(Event::ThreadQueued {})])?;
+    let mut stmts = vec![super::rows::new_thread(&rec)?];
+    stmts.extend(parts.into_iter().filter_map(|p| match p {
+        super::rows::Part::Sql(s) => Some(s),
+        super::rows::Part::Rename { .. } => None,
+    }));
+    let written = stmts.len();
+    stmts.push(notify_stmt());
+    let client = db.client().await?;
+    match super::txn::at_once(&client, stmts).await {
+        Ok(answers) => Ok(super::rows::recorded(
+            &id,
+            events,
+            &answers[1..written],
+            None,
+        )),
+        Err(e) => {
+            match super::sql::row(&client, "SELECT 1 FROM pipec_threads WHERE id = $1", &[&id])
+                .await
+            {
+                Ok(Some(_)) => Err(StoreError::Io(format!("thread {id} already exists"))),
+                _ => Err(e),
+            }
+        }
+    }
 }
 
 pub(super) async fn runnable(

@@ -75,9 +75,13 @@ async fn existing_id<C: GenericClient>(
 
 /// Every row of a thread in one statement, so in one round trip and one snapshot: a
 /// commit landing meanwhile is seen whole or not at all. Each row says its table
-/// (`kind`) and carries the parts of its key that table has.
+/// (`kind`) and carries the parts of its key that table has. The thread's row carries
+/// its next event number: a commit sent whole rewrites the record without waiting for
+/// the numbers its events were given, so the number kept in the record may be behind.
 const LOAD: &str = "
-    SELECT 0::int4, NULL::bytea, 0::int8, 0::int8, 0::int8, 0::int8, rec
+    SELECT 0::int4, NULL::bytea,
+           (SELECT COALESCE(MAX(seq) + 1, 0) FROM pipec_events WHERE thread = $1),
+           0::int8, 0::int8, 0::int8, rec
       FROM pipec_threads WHERE id = $1
     UNION ALL SELECT 1, name, 0, 0, 0, 0, rec FROM pipec_nodes WHERE thread = $1
     UNION ALL SELECT 2, node, generation, item, 0, 0, rec FROM pipec_items WHERE thread = $1
@@ -107,7 +111,11 @@ pub(super) fn state_of(found: &[tokio_postgres::Row], id: &str) -> Result<Thread
         let kind: i32 = r.get(0);
         let rec: &[u8] = r.get(6);
         match kind {
-            0 => st.thread = Some(decode(rec, &|| format!("thread {id}"))?),
+            0 => {
+                let mut t: ThreadRec = decode(rec, &|| format!("thread {id}"))?;
+                t.next_seq = sql::u64_of(r, 2);
+                st.thread = Some(t);
+            }
             1 => {
                 let node = sql::name_of(r, 1)?;
                 let n: NodeRec = decode(rec, &|| format!("thread {id}, node `{node}`"))?;

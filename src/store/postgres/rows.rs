@@ -252,6 +252,34 @@ pub(super) fn fence(thread: &str) -> Stmt {
     )
 }
 
+/// The statement that locks a thread's row for a commit sent whole and fails (aborting
+/// the transaction) unless `epoch` is the thread's, its lease is live and no cancel was
+/// asked (the schema's `pipec_fence`).
+pub(super) fn fence_check(thread: &str, epoch: u64) -> Stmt {
+    Stmt::new(
+        "SELECT pipec_fence($1, $2)",
+        vec![Box::new(thread.to_string()), Box::new(epoch as i64)],
+    )
+}
+
+/// The statement that inserts a new thread's row; it fails when the id is taken.
+pub(super) fn new_thread(rec: &ThreadRec) -> Result<Stmt, StoreError> {
+    Ok(Stmt::new(
+        "INSERT INTO pipec_threads (id, pipeline, status, epoch, cancel_requested, created_ms, updated_ms, rec)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        vec![
+            Box::new(rec.id.clone()),
+            Box::new(rec.pipeline.clone()),
+            Box::new(rec.status.as_str()),
+            Box::new(rec.epoch as i64),
+            Box::new(rec.cancel_requested),
+            Box::new(rec.created_ms as i64),
+            Box::new(rec.updated_ms as i64),
+            Box::new(encode(rec)?),
+        ],
+    ))
+}
+
 /// The statement that rewrites the thread's record and the columns queries use,
 /// stamped with now.
 pub(super) fn thread_update(rec: &ThreadRec) -> Result<Stmt, StoreError> {

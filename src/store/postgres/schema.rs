@@ -16,13 +16,14 @@ use super::{PgError, pg};
 use crate::store::StoreError;
 
 /// The schema version this pipec writes and reads.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The advisory lock key `migrate` takes ("pipec" in ASCII).
 const MIGRATE_LOCK: i64 = 0x0070_6970_6563;
 
 /// The steps from version N-1 to N, in order (index 0 makes version 1).
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE IF NOT EXISTS pipec_plans (
     hash text COLLATE "C" PRIMARY KEY,
     plan text NOT NULL
@@ -101,7 +102,27 @@ CREATE TABLE IF NOT EXISTS pipec_heals (
     rec bytea NOT NULL,
     PRIMARY KEY (thread, node, generation, item, idx)
 );
-"#];
+"#,
+    r#"
+-- The fence of a commit sent in one round trip with its rows: locks the thread's row
+-- and fails the statement (so the transaction) unless the writer holds the thread's
+-- current epoch, its lease is live and no cancel was asked.
+CREATE OR REPLACE FUNCTION pipec_fence(thread_id text, writer_epoch bigint) RETURNS void
+LANGUAGE plpgsql AS $fence$
+BEGIN
+    PERFORM 1 FROM pipec_threads t
+     WHERE t.id = thread_id AND t.epoch = writer_epoch AND NOT t.cancel_requested
+       AND EXISTS (SELECT 1 FROM pipec_leases l
+                    WHERE l.thread = t.id AND l.epoch = writer_epoch AND l.expires_at > now())
+     FOR UPDATE OF t;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'pipec: the commit of thread % at epoch % is fenced', thread_id, writer_epoch
+            USING ERRCODE = 'PF405';
+    END IF;
+END
+$fence$;
+"#,
+];
 
 /// The tables of this version, for statistics and the check.
 pub const TABLES: [&str; 10] = [

@@ -332,3 +332,174 @@ fn a_thread_being_taken_or_held_is_not_untaken() {
         None
     );
 }
+
+/// A batch is sent whole (one round trip) until a commit in it fails its fence; then
+/// the batch is decided commit by commit: the others are written, the fenced one is
+/// told why and writes nothing.
+#[test]
+fn a_fenced_commit_among_others_writes_nothing_and_the_others_are_written() {
+    let Some(server) = server("a_fenced_commit_among_others") else {
+        return;
+    };
+    let schema = TestSchema::new(&server, "fencedbatch");
+    let store = schema.store();
+    let rt = rt();
+    let (good, _) = rt
+        .block_on(store.create_thread(thread_rec(), attempt()))
+        .expect("create");
+    let (taken, _) = rt
+        .block_on(store.create_thread(thread_rec(), attempt()))
+        .expect("create");
+    // Its holder's lease as it kept it after another process took the thread over.
+    let old = crate::store::contract::stale(&taken);
+    let thread = taken.thread.clone();
+    drop(taken);
+    let (_now, _, _) = rt
+        .block_on(store.claim(&thread, attempt()))
+        .expect("taken over");
+    let mut commits = Vec::new();
+    for i in 0..8 {
+        commits.push(store.commit(&good, vec![node(i)]));
+        if i == 3 {
+            commits.push(store.commit(&old, vec![node(99)]));
+        }
+    }
+    let results = rt.block_on(futures::future::join_all(commits));
+    for (i, r) in results.iter().enumerate() {
+        if i == 4 {
+            assert!(matches!(r, Err(StoreError::Fenced { .. })), "{r:?}");
+        } else {
+            assert!(r.is_ok(), "commit {i}: {r:?}");
+        }
+    }
+    let fenced = rt.block_on(store.load(&thread)).expect("load");
+    assert!(fenced.nodes.is_empty(), "{:?}", fenced.nodes);
+    let written = rt.block_on(store.load(&good.thread)).expect("load");
+    assert_eq!(written.nodes.len(), 1, "every commit wrote the same node");
+    assert_eq!(
+        written.nodes.values().next().and_then(|n| n.value.clone()),
+        Some(serde_json::json!(7)),
+        "the last commit's row is the one left"
+    );
+}
+
+/// A transaction sent whole that fails part way took no effect, and its connection is
+/// left outside any transaction for the next user of the pool.
+#[test]
+fn a_transaction_sent_whole_that_fails_leaves_nothing_and_its_connection_free() {
+    let Some(server) = server("a_transaction_sent_whole_that_fails") else {
+        return;
+    };
+    let schema = TestSchema::new(&server, "atonce");
+    let store = schema.store();
+    let db = store.db().clone();
+    let plan = |hash: &'static str| {
+        super::rows::Stmt::new(
+            "INSERT INTO pipec_plans (hash, plan) VALUES ($1, '{}')",
+            vec![Box::new(hash.to_string())],
+        )
+    };
+    let (failed, then, stored) = store
+        .block_on(async move {
+            let client = db.client().await?;
+            let failed = super::txn::at_once(
+                &client,
+                vec![plan("first"), super::rows::fence_check("no-such-thread", 1)],
+            )
+            .await;
+            let then = super::txn::at_once(&client, vec![plan("second")]).await;
+            let stored: Vec<String> = client
+                .query("SELECT hash FROM pipec_plans ORDER BY hash", &[])
+                .await
+                .map_err(pg)?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            Ok((failed.map(|_| ()), then.map(|_| ()), stored))
+        })
+        .expect("ran");
+    let err = failed.expect_err("the fence fails");
+    assert!(err.to_string().contains("PF405"), "{err}");
+    assert_eq!(then, Ok(()), "the connection is usable at once");
+    assert_eq!(stored, ["second"], "the failed transaction wrote nothing");
+}
+
+/// A transaction between its two pipelines whose future is dropped (a cancelled call)
+/// does not go back to the pool open: its connection is closed, so its locks go.
+#[test]
+fn a_transaction_dropped_between_its_pipelines_holds_no_lock() {
+    let Some(server) = server("a_transaction_dropped_between") else {
+        return;
+    };
+    let schema = TestSchema::new(&server, "droppedtx");
+    let store = schema.store();
+    let rt = rt();
+    let (lease, _) = rt
+        .block_on(store.create_thread(thread_rec(), attempt()))
+        .expect("create");
+    let thread = lease.thread.clone();
+    drop(lease);
+    let db = store.db().clone();
+    let locked_then_free = store
+        .block_on(async move {
+            let client = db.client().await?;
+            let (tx, found) =
+                super::txn::Tx::begin(client, vec![super::rows::lock(&thread)]).await?;
+            assert_eq!(found[0].len(), 1, "the row is locked");
+            // Another connection, kept: the pool could hand the dropped one back to it.
+            let other = db.client().await?;
+            let try_lock = || async {
+                other
+                    .query(
+                        "SELECT 1 FROM pipec_threads WHERE id = $1 FOR UPDATE NOWAIT",
+                        &[&thread],
+                    )
+                    .await
+                    .is_ok()
+            };
+            let while_open = try_lock().await;
+            drop(tx);
+            let mut after = false;
+            for _ in 0..100 {
+                if try_lock().await {
+                    after = true;
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Ok((while_open, after))
+        })
+        .expect("ran");
+    assert_eq!(locked_then_free, (false, true));
+}
+
+/// A database of store schema 1 has no `pipec_fence`: opened as an existing store it is
+/// refused with the command that upgrades it, and once migrated its commits work.
+#[test]
+fn a_store_of_schema_1_is_refused_until_migrated() {
+    let Some(server) = server("a_store_of_schema_1_is_refused") else {
+        return;
+    };
+    let schema = TestSchema::new(&server, "schemaone");
+    drop(schema.store());
+    admin(
+        &schema.url,
+        "DROP FUNCTION pipec_fence(text, bigint);
+         UPDATE pipec_meta SET value = '1' WHERE key = 'schema_version'",
+    )
+    .expect("back to schema 1");
+    let err = PostgresStore::connect_with(&schema.url, PgOpen::Existing, PgOptions::default())
+        .err()
+        .expect("refused");
+    assert!(err.to_string().contains("pipec store migrate"), "{err}");
+    assert_eq!(PostgresStore::migrate(&schema.url), Ok(1));
+    assert_eq!(PostgresStore::version_at(&schema.url), Ok(SCHEMA_VERSION));
+    let store = PostgresStore::connect_with(&schema.url, PgOpen::Existing, PgOptions::default())
+        .expect("migrated");
+    let rt = rt();
+    let (lease, _) = rt
+        .block_on(store.create_thread(thread_rec(), attempt()))
+        .expect("create");
+    rt.block_on(store.commit(&lease, vec![node(1)]))
+        .expect("a commit sent whole");
+}

@@ -18,7 +18,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::sql::{self, exec, row, rows};
-use super::{Db, leases, pg, reads, rows};
+use super::{Db, leases, pg, reads, rows, txn};
 use crate::store::envelope::{decode, encode};
 use crate::store::ids;
 use crate::store::*;
@@ -153,6 +153,25 @@ type Outcome = Result<Vec<RecordedEvent>, StoreError>;
 
 async fn try_batch(db: &Db, commits: &[Pending]) -> Result<Vec<Outcome>, StoreError> {
     let mut client = db.client().await?;
+    // Sent whole when it can be. When a fence fails (or anything else does) nothing was
+    // written, and the batch is decided commit by commit below, each answered with its
+    // own reason.
+    if let Some(whole) = at_once(commits)?
+        && let Ok(answers) = txn::at_once(&client, whole.stmts).await
+    {
+        return Ok(whole
+            .commits
+            .into_iter()
+            .map(|(i, events, range)| {
+                Ok(rows::recorded(
+                    &commits[i].thread,
+                    events,
+                    &answers[range],
+                    None,
+                ))
+            })
+            .collect());
+    }
     let txn = client.transaction().await.map_err(pg)?;
     match batch_in(&txn, commits).await {
         Ok(outcomes) => {
@@ -164,6 +183,61 @@ async fn try_batch(db: &Db, commits: &[Pending]) -> Result<Vec<Outcome>, StoreEr
             Err(e)
         }
     }
+}
+
+/// A batch as one transaction sent whole.
+struct Whole {
+    stmts: Vec<rows::Stmt>,
+    /// Each commit (by its place in the batch), its events, and the answers of its
+    /// rows (the last one numbers its events).
+    commits: Vec<(usize, Vec<EventRow>, std::ops::Range<usize>)>,
+}
+
+/// The batch as one transaction of statements that need no answer before it ends: the
+/// fences (`pipec_fence`, in id order), then each commit's rows and record. A commit
+/// that passes its fence writes a record that is already known: its own, with the
+/// epoch it holds and no cancel asked (the fence passed only so). `None` when a commit
+/// needs what the database holds first: a rename (it reads the rows it moves), or the
+/// record of a cancellation (which keeps the request).
+fn at_once(commits: &[Pending]) -> Result<Option<Whole>, StoreError> {
+    let mut order: Vec<usize> = (0..commits.len()).collect();
+    order.sort_by(|a, b| commits[*a].thread.cmp(&commits[*b].thread));
+    let mut stmts: Vec<rows::Stmt> = order
+        .iter()
+        .map(|&i| rows::fence_check(&commits[i].thread, commits[i].epoch))
+        .collect();
+    let mut planned = Vec::with_capacity(commits.len());
+    for &i in &order {
+        let c = &commits[i];
+        let mut record = None;
+        for w in &c.writes {
+            match w {
+                Write::Rename { .. } => return Ok(None),
+                Write::Thread(t) if t.status == Status::Cancelled => return Ok(None),
+                Write::Thread(t) => record = Some(t),
+                _ => {}
+            }
+        }
+        let rows::Planned { parts, events } = rows::plan(&c.thread, None, &c.writes)?;
+        let start = stmts.len();
+        for part in parts {
+            match part {
+                rows::Part::Sql(s) => stmts.push(s),
+                rows::Part::Rename { .. } => return Ok(None),
+            }
+        }
+        planned.push((i, events, start..stmts.len()));
+        if let Some(t) = record {
+            let mut rec = t.clone();
+            rec.epoch = c.epoch;
+            rec.cancel_requested = false;
+            stmts.push(rows::thread_update(&rec)?);
+        }
+    }
+    Ok(Some(Whole {
+        stmts,
+        commits: planned,
+    }))
 }
 
 /// The batch inside its transaction, in three pipelines: the fences (rows locked in id
@@ -361,13 +435,43 @@ pub(super) async fn claim(
     thread: &str,
     attempt: AttemptRec,
 ) -> Result<ClaimedRows, StoreError> {
-    let mut client = db.client().await?;
+    let client = db.client().await?;
     let id = reads::id_of(&client, db, thread).await?;
-    let txn = client.transaction().await.map_err(pg)?;
-    // The lease is read by a statement of its own sent after the lock: it sees a lease
-    // that a claim which held the lock just committed (a join in the locking statement
-    // would see the rows of its snapshot from before the wait).
-    let found = rows::pipeline(&txn, &[rows::lock(&id), leases::holder(&id)]).await?;
+    // Two round trips: the lock (with BEGIN), then the rows and COMMIT. The lease is
+    // read by a statement of its own sent after the lock: it sees a lease that a claim
+    // which held the lock just committed (a join in the locking statement would see the
+    // rows of its snapshot from before the wait).
+    let (tx, found) = txn::Tx::begin(client, vec![rows::lock(&id), leases::holder(&id)]).await?;
+    let claimed = claimed_rows(db, thread, &id, &found, attempt);
+    let (stmts, sent, events, epoch, number) = match claimed {
+        Ok(c) => c,
+        Err(e) => {
+            tx.rollback().await;
+            return Err(e);
+        }
+    };
+    let answers = tx.commit(stmts).await?;
+    let events = rows::recorded(&id, events, &answers[1..1 + sent], None);
+    let state = reads::state_of(answers.last().map_or(&[][..], Vec::as_slice), &id)?;
+    Ok((id, epoch, number, state, events))
+}
+
+/// A claim's statements, how many after the lease are the attempt's rows, its events,
+/// the new epoch, the attempt's number.
+type ClaimStmts = (Vec<rows::Stmt>, usize, Vec<EventRow>, u64, u32);
+
+/// What a claim writes, from the thread's locked row and live lease as `found` holds
+/// them: the statements (the lease, the attempt and its event, the record, then the
+/// whole thread as the claim leaves it), how many of them after the lease are the
+/// attempt's rows, its events, the new epoch and the attempt's number. Refused when
+/// the thread is held or has ended.
+fn claimed_rows(
+    db: &Db,
+    thread: &str,
+    id: &str,
+    found: &[Vec<tokio_postgres::Row>],
+    attempt: AttemptRec,
+) -> Result<ClaimStmts, StoreError> {
     let locked = found
         .first()
         .and_then(|rows| rows.first())
@@ -375,13 +479,13 @@ pub(super) async fn claim(
     let mut rec: ThreadRec = decode(locked.get::<_, &[u8]>(0), &|| format!("thread {id}"))?;
     if let Some(holder) = found.get(1).and_then(|rows| rows.first()) {
         return Err(StoreError::Locked {
-            thread: id,
+            thread: id.to_string(),
             holder: Some(leases::holder_of(holder)),
         });
     }
     if matches!(rec.status, Status::Completed | Status::Cancelled) {
         return Err(StoreError::Ended {
-            thread: id,
+            thread: id.to_string(),
             status: rec.status,
         });
     }
@@ -397,19 +501,24 @@ pub(super) async fn claim(
     let mut attempt = attempt;
     attempt.number = rec.attempts;
     let number = attempt.number;
-    let events = start_attempt(
-        &txn,
-        db,
-        &mut rec,
-        attempt,
-        Event::AttemptStarted { attempt: number },
-    )
-    .await?;
-    // The record, then the whole thread as the claim leaves it.
-    let found = rows::pipeline(&txn, &[rows::thread_update(&rec)?, reads::load_stmt(&id)]).await?;
-    let state = reads::state_of(found.get(1).map_or(&[][..], Vec::as_slice), &id)?;
-    txn.commit().await.map_err(pg)?;
-    Ok((id, rec.epoch, number, state, events))
+    let lease = leases::take(db, id, rec.epoch, &attempt);
+    let rows::Planned { parts, events } = rows::plan(
+        id,
+        None,
+        &[
+            Write::Attempt(attempt),
+            Write::Event(Event::AttemptStarted { attempt: number }),
+        ],
+    )?;
+    let mut stmts = vec![lease];
+    stmts.extend(parts.into_iter().filter_map(|p| match p {
+        rows::Part::Sql(s) => Some(s),
+        rows::Part::Rename { .. } => None,
+    }));
+    let sent = stmts.len() - 1;
+    stmts.push(rows::thread_update(&rec)?);
+    stmts.push(reads::load_stmt(id));
+    Ok((stmts, sent, events, rec.epoch, number))
 }
 
 pub(super) async fn answer(
