@@ -161,10 +161,8 @@ pub(super) async fn submit(db: &Db, rec: ThreadRec) -> Result<Vec<RecordedEvent>
     let super::rows::Planned { parts, events } =
         super::rows::plan(&id, None, &[Write::Event(Event::ThreadQueued {})])?;
     let mut stmts = vec![super::rows::new_thread(&rec)?];
-    stmts.extend(parts.into_iter().filter_map(|p| match p {
-        super::rows::Part::Sql(s) => Some(s),
-        super::rows::Part::Rename { .. } => None,
-    }));
+    // An event alone: no rename.
+    stmts.extend(super::rows::Planned::statements(parts).unwrap_or_default());
     let written = stmts.len();
     stmts.push(notify_stmt());
     let client = db.client().await?;

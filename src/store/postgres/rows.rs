@@ -193,6 +193,20 @@ pub(super) fn plan(
     Ok(Planned { parts, events })
 }
 
+impl Planned {
+    /// The statements alone, to send in one pipeline; `None` when a part is a rename
+    /// (it reads before it writes).
+    pub(super) fn statements(parts: Vec<Part>) -> Option<Vec<Stmt>> {
+        parts
+            .into_iter()
+            .map(|p| match p {
+                Part::Sql(s) => Some(s),
+                Part::Rename { .. } => None,
+            })
+            .collect()
+    }
+}
+
 /// The events of a commit as recorded, from the rows the last of its parts returned;
 /// the next event number goes into `rec`.
 pub(super) fn recorded(
@@ -264,9 +278,26 @@ pub(super) fn fence_check(thread: &str, epoch: u64) -> Stmt {
 
 /// The statement that inserts a new thread's row; it fails when the id is taken.
 pub(super) fn new_thread(rec: &ThreadRec) -> Result<Stmt, StoreError> {
-    Ok(Stmt::new(
+    thread_row(
         "INSERT INTO pipec_threads (id, pipeline, status, epoch, cancel_requested, created_ms, updated_ms, rec)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        rec,
+    )
+}
+
+/// The statement that inserts a new thread's row unless the id is taken; it returns
+/// the id when it inserted.
+pub(super) fn new_thread_unless_taken(rec: &ThreadRec) -> Result<Stmt, StoreError> {
+    thread_row(
+        "INSERT INTO pipec_threads (id, pipeline, status, epoch, cancel_requested, created_ms, updated_ms, rec)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING RETURNING id",
+        rec,
+    )
+}
+
+fn thread_row(sql: &'static str, rec: &ThreadRec) -> Result<Stmt, StoreError> {
+    Ok(Stmt::new(
+        sql,
         vec![
             Box::new(rec.id.clone()),
             Box::new(rec.pipeline.clone()),

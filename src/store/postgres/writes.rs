@@ -200,8 +200,7 @@ struct Whole {
 /// needs what the database holds first: a rename (it reads the rows it moves), or the
 /// record of a cancellation (which keeps the request).
 fn at_once(commits: &[Pending]) -> Result<Option<Whole>, StoreError> {
-    let mut order: Vec<usize> = (0..commits.len()).collect();
-    order.sort_by(|a, b| commits[*a].thread.cmp(&commits[*b].thread));
+    let order = in_id_order(commits);
     let mut stmts: Vec<rows::Stmt> = order
         .iter()
         .map(|&i| rows::fence_check(&commits[i].thread, commits[i].epoch))
@@ -219,13 +218,11 @@ fn at_once(commits: &[Pending]) -> Result<Option<Whole>, StoreError> {
             }
         }
         let rows::Planned { parts, events } = rows::plan(&c.thread, None, &c.writes)?;
+        let Some(parts) = rows::Planned::statements(parts) else {
+            return Ok(None);
+        };
         let start = stmts.len();
-        for part in parts {
-            match part {
-                rows::Part::Sql(s) => stmts.push(s),
-                rows::Part::Rename { .. } => return Ok(None),
-            }
-        }
+        stmts.extend(parts);
         planned.push((i, events, start..stmts.len()));
         if let Some(t) = record {
             let mut rec = t.clone();
@@ -248,9 +245,7 @@ fn at_once(commits: &[Pending]) -> Result<Option<Whole>, StoreError> {
 /// which no commit changes, and the statements run in the order given, so events are
 /// numbered on and the later commit's rows and record are the ones left.
 async fn batch_in(txn: &Transaction<'_>, commits: &[Pending]) -> Result<Vec<Outcome>, StoreError> {
-    let mut order: Vec<usize> = (0..commits.len()).collect();
-    // Stable: a thread's commits keep their order.
-    order.sort_by(|a, b| commits[*a].thread.cmp(&commits[*b].thread));
+    let order = in_id_order(commits);
     let mut outcomes: Vec<Option<Outcome>> = commits.iter().map(|_| None).collect();
     let fences: Vec<rows::Stmt> = order
         .iter()
@@ -286,6 +281,14 @@ async fn batch_in(txn: &Transaction<'_>, commits: &[Pending]) -> Result<Vec<Outc
         .into_iter()
         .map(|o| o.unwrap_or_else(|| Err(StoreError::Io("a commit was left out".into()))))
         .collect())
+}
+
+/// The places of a batch's commits by thread id, the order their rows are locked in
+/// (stable: a thread's commits keep their order).
+fn in_id_order(commits: &[Pending]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..commits.len()).collect();
+    order.sort_by(|a, b| commits[*a].thread.cmp(&commits[*b].thread));
+    order
 }
 
 /// Whether a commit passes its fence (`fence` is its thread's row as [`rows::fence`]
@@ -357,23 +360,8 @@ pub(super) async fn insert_thread(
     txn: &Transaction<'_>,
     rec: &ThreadRec,
 ) -> Result<bool, StoreError> {
-    let inserted = exec(
-        txn,
-        "INSERT INTO pipec_threads (id, pipeline, status, epoch, cancel_requested, created_ms, updated_ms, rec)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
-        &[
-            &rec.id,
-            &rec.pipeline,
-            &rec.status.as_str(),
-            &(rec.epoch as i64),
-            &rec.cancel_requested,
-            &(rec.created_ms as i64),
-            &(rec.updated_ms as i64),
-            &encode(rec)?,
-        ],
-    )
-    .await?;
-    Ok(inserted > 0)
+    let inserted = rows::pipeline(txn, &[rows::new_thread_unless_taken(rec)?]).await?;
+    Ok(inserted.first().is_some_and(|rows| !rows.is_empty()))
 }
 
 pub(super) async fn create_thread(
@@ -511,10 +499,8 @@ fn claimed_rows(
         ],
     )?;
     let mut stmts = vec![lease];
-    stmts.extend(parts.into_iter().filter_map(|p| match p {
-        rows::Part::Sql(s) => Some(s),
-        rows::Part::Rename { .. } => None,
-    }));
+    // An attempt and an event: no rename among them.
+    stmts.extend(rows::Planned::statements(parts).unwrap_or_default());
     let sent = stmts.len() - 1;
     stmts.push(rows::thread_update(&rec)?);
     stmts.push(reads::load_stmt(id));
