@@ -463,6 +463,57 @@ fn a_cancel_asked_of_a_killed_workers_thread_is_carried_out_by_the_next_worker(p
     assert_eq!(wait_exit(&mut w2, WITHIN), 0);
 }
 
+/// A thread this worker cannot run (a secret its machine lacks) is given back as it was
+/// taken: still queued, nothing run, nothing held; a worker that has the secret runs it.
+fn a_thread_the_worker_cannot_run_is_given_back_as_it_was(p: &Ctx) {
+    p.write(
+        "keyed.pipe",
+        "node a(k: string = secret(\"WORKER_KEY\")) -> { v: string } {\n  exec = [\"./keyed.sh\"]\n  idempotent = true\n}\n\noutput a = a\n",
+    );
+    p.script(
+        "keyed.sh",
+        "#!/bin/sh\ncat >/dev/null\necho \"$PIPEC_THREAD a\" >> effects.log\nprintf '{\"v\":\"ok\"}'\n",
+    );
+    let out = p
+        .cmd(&["run", "keyed.pipe", "--submit"])
+        .env("WORKER_KEY", "k-1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("pipec runs");
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let thread = stdout(&out).trim().to_string();
+    let spawn = |n: u32, key: Option<&str>| {
+        let log = std::fs::File::create(p.dir.join(format!("worker-{n}.log"))).expect("log");
+        let mut c = p.cmd(&["worker", "--verbose", "--poll", "200ms"]);
+        match key {
+            Some(k) => c.env("WORKER_KEY", k),
+            None => c.env_remove("WORKER_KEY"),
+        };
+        c.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("pipec worker starts")
+    };
+    let mut w1 = spawn(1, None);
+    let start = Instant::now();
+    while !p.read("worker-1.log").contains("WORKER_KEY") {
+        assert!(start.elapsed() < WITHIN, "{}", worker_logs(p));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let shown = show(p, &thread);
+    assert_eq!(shown["status"], "queued", "{shown}");
+    assert!(shown["holder"].is_null(), "nobody holds it: {shown}");
+    assert_eq!(effects(p, &thread, "a"), 0);
+    signal(&w1, "-TERM");
+    assert_eq!(wait_exit(&mut w1, WITHIN), 0);
+    let mut w2 = spawn(2, Some("k-2"));
+    wait_status(p, &thread, "completed");
+    assert_eq!(effects(p, &thread, "a"), 1);
+    signal(&w2, "-TERM");
+    assert_eq!(wait_exit(&mut w2, WITHIN), 0);
+}
+
 macro_rules! on_every_store {
     ($($case:ident),* $(,)?) => {
         mod on_redb {
@@ -495,6 +546,7 @@ on_every_store!(
     a_worker_killed_with_sigkill_is_taken_over_without_repeating_a_finished_effect,
     pipelines_limits_a_worker_to_a_folders_pipelines,
     a_cancel_asked_of_a_killed_workers_thread_is_carried_out_by_the_next_worker,
+    a_thread_the_worker_cannot_run_is_given_back_as_it_was,
 );
 
 /// On PostgreSQL an answer given anywhere wakes a waiting worker through `LISTEN/NOTIFY`,

@@ -24,6 +24,7 @@ mod plan_change;
 mod preflight;
 pub mod progress;
 mod resources;
+mod resume;
 mod runner;
 pub mod secrets;
 mod tries;

@@ -25,6 +25,7 @@ use super::preflight::DEFAULT_MAX_ANSWER_BYTES;
 use super::progress::Progress;
 use super::resources::servers::{Fetcher, McpServers, Replayer, Servers, WithOverrides};
 use super::resources::tools_check;
+use super::resume::{Decided, Ready};
 use super::secrets::Scrubber;
 use super::validate::Validators;
 use crate::diagnostic as codes;
@@ -474,37 +475,25 @@ impl Runner {
                 outputs,
             });
         }
-        let inputs =
-            plan_change::check_identity(&self.plan, &state, &opts.renames, &self.validators)?;
-        self.check_resume_options(&state, &opts)?;
-        self.check_answers(&answers, Some(&state.gates))?;
-        let (mut plan_changes, blocked) = self.what_the_state_decides(&state, &opts).await?;
-        if !blocked.is_empty() {
-            if rec.status != Status::Blocked {
-                self.record_blocked(&rec, &blocked).await?;
+        let Ready {
+            inputs,
+            mut plan_changes,
+            to_run,
+            config,
+            secrets,
+            models,
+        } = match self.decide(&state, &answers, &opts).await? {
+            Decided::Ready(ready) => ready,
+            Decided::Blocked(blocked) => {
+                if rec.status != Status::Blocked {
+                    self.record_blocked(&rec, &blocked).await?;
+                }
+                return Ok(Outcome::Blocked {
+                    thread: rec.id,
+                    reasons: blocked,
+                });
             }
-            return Ok(Outcome::Blocked {
-                thread: rec.id,
-                reasons: blocked,
-            });
-        }
-        let to_run = self.still_to_run(&state, &opts);
-        self.check_runnable(Some(&to_run))?;
-        let overrides = rec.model_overrides.clone();
-        let needs = config::needs(&self.plan, Some(&to_run), &|m| {
-            self.models.contains_key(m) || overrides.contains_key(m)
-        });
-        let config::Values { config, secrets } =
-            config::read(&needs, &rec.config, &*self.environment)?;
-        let models = models::build(
-            &self.plan,
-            Some(&to_run),
-            &self.models,
-            &rec.model_overrides,
-            &secrets,
-            &config,
-            &self.project_root,
-        )?;
+        };
         // Answers to pending gates go in without a lease (so a live holder sees them too);
         // an answer equal to the one a gate has changes nothing; the rest wait for their
         // gate.
@@ -525,7 +514,7 @@ impl Runner {
         let servers = self.servers_for(&config, &secrets);
         self.check_servers(&servers, Some(&to_run)).await?;
         let attempt_rec = self.attempt_rec(rec.attempts + 1);
-        let (lease, mut state, claimed) = self.store.claim(&rec.id, attempt_rec).await?;
+        let (lease, state, claimed) = self.store.claim(&rec.id, attempt_rec).await?;
         committed.extend(claimed);
         // Another attempt may have run between the look above and this claim (a worker
         // that took the thread and died): what it left decides, not what was there
@@ -558,30 +547,24 @@ impl Runner {
                 });
             }
         }
-        if let Some(t) = &mut state.thread {
-            // Inputs the new plan added come with their defaults; recorded config stays.
-            t.inputs = inputs;
-            t.config = config;
-        }
         let mut opts = opts;
         opts.pre_answers.extend(later);
-        let attempt = Attempt::new(
-            self,
-            lease,
-            state,
-            models,
+        let ready = Ready {
+            inputs,
+            plan_changes,
+            to_run,
+            config,
             secrets,
-            servers,
-            Start::Resume { plan_changes },
-        )?;
-        attempt.stream(&committed);
-        attempt.run(opts).await
+            models,
+        };
+        self.start_resumed(lease, state, ready, servers, &committed, opts)
+            .await
     }
 
     /// What a thread's stored state decides for a resume: the nodes the plan changed,
     /// and the calls that started, may or may not have happened and wait for a person
     /// (looked at once what they started is gone).
-    async fn what_the_state_decides(
+    pub(super) async fn what_the_state_decides(
         &self,
         state: &ThreadState,
         opts: &RunOptions,
@@ -593,7 +576,7 @@ impl Runner {
 
     /// The MCP servers of an attempt: the embedder's, or the plan's own (started when
     /// first used), with the embedder's fetchers and replayers in front.
-    fn servers_for(
+    pub(super) fn servers_for(
         &self,
         config: &BTreeMap<String, String>,
         secrets: &BTreeMap<String, String>,
@@ -623,7 +606,7 @@ impl Runner {
 
     /// The declared tools of the nodes still to run, against what their servers list,
     /// before anything is written: a missing or changed tool refuses the run.
-    async fn check_servers(
+    pub(super) async fn check_servers(
         &self,
         servers: &WithOverrides,
         to_run: Option<&BTreeSet<String>>,
@@ -708,7 +691,7 @@ impl Runner {
     }
 
     /// Ends the claimed attempt as blocked on `blocked`, and lets the thread go.
-    async fn end_blocked(
+    pub(super) async fn end_blocked(
         &self,
         lease: crate::store::Lease,
         state: ThreadState,

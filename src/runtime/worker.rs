@@ -23,10 +23,11 @@ use tokio::task::JoinSet;
 use super::error::RuntimeError;
 use super::options::{RunOptions, StopSignal};
 use super::outcome::Outcome;
+use super::resume::give_back;
 use super::runner::Runner;
 use crate::diagnostic as codes;
 use crate::plan::Plan;
-use crate::store::{RunnableQuery, RunnableThread, Store, Why, ids};
+use crate::store::{AttemptRec, RunnableQuery, RunnableThread, Store, Taken, Why, ids};
 
 /// Where a worker's lines go (one per claim and per finish).
 pub type WorkerLog = Arc<dyn Fn(&str) + Send + Sync>;
@@ -139,30 +140,57 @@ impl Worker {
             if self.stop.is_stopped() {
                 break;
             }
-            let room = concurrency.saturating_sub(running.len());
+            let mut room = concurrency.saturating_sub(running.len());
             if room > 0 {
                 let now = Instant::now();
                 left_alone.retain(|_, until| *until > now);
-                // More than there is room for: workers that look at once are offered the
-                // same oldest threads, and each takes its own random few of them, so they
-                // rarely reach for the same one (only one of them could have it).
+                let except: Vec<String> = busy.iter().chain(left_alone.keys()).cloned().collect();
+                // Queued threads come claimed, in one transaction, where the store can.
+                let mut look = true;
                 let query = RunnableQuery {
                     now_ms: ids::now_ms(),
                     pipelines: self.opts.pipelines.clone(),
-                    limit: room * SPREAD + busy.len() + left_alone.len(),
+                    limit: room,
+                    except: except.clone(),
                 };
-                match self.store.runnable(query).await {
-                    Ok(found) => {
-                        let fresh: Vec<RunnableThread> = found
-                            .into_iter()
-                            .filter(|t| !busy.contains(&t.id) && !left_alone.contains_key(&t.id))
-                            .collect();
-                        for t in pick(fresh, room, &mut rng) {
-                            busy.insert(t.id.clone());
-                            self.spawn(&mut running, t);
+                match self.store.take(query, attempt_template()).await {
+                    Ok(Some(taken)) => {
+                        look = taken.len() < room;
+                        room -= taken.len();
+                        for t in taken {
+                            busy.insert(t.lease.thread.clone());
+                            self.spawn(&mut running, Work::Taken(t));
                         }
                     }
-                    Err(e) => self.error(&format!("error: cannot read the queue: {e}")),
+                    Ok(None) => {}
+                    Err(e) => self.error(&format!("error: cannot take from the queue: {e}")),
+                }
+                if look && room > 0 {
+                    // More than there is room for: workers that look at once are offered
+                    // the same oldest threads, and each takes its own random few of them,
+                    // so they rarely reach for the same one (only one of them could have
+                    // it).
+                    let query = RunnableQuery {
+                        now_ms: ids::now_ms(),
+                        pipelines: self.opts.pipelines.clone(),
+                        limit: room * SPREAD,
+                        except,
+                    };
+                    match self.store.runnable(query).await {
+                        Ok(found) => {
+                            let fresh: Vec<RunnableThread> = found
+                                .into_iter()
+                                .filter(|t| {
+                                    !busy.contains(&t.id) && !left_alone.contains_key(&t.id)
+                                })
+                                .collect();
+                            for t in pick(fresh, room, &mut rng) {
+                                busy.insert(t.id.clone());
+                                self.spawn(&mut running, Work::Offered(t));
+                            }
+                        }
+                        Err(e) => self.error(&format!("error: cannot read the queue: {e}")),
+                    }
                 }
             }
             let room = concurrency.saturating_sub(running.len());
@@ -190,7 +218,7 @@ impl Worker {
     fn spawn(
         &self,
         running: &mut JoinSet<(String, Result<Outcome, RuntimeError>, Duration)>,
-        t: RunnableThread,
+        work: Work,
     ) {
         let store = self.store.clone();
         let opts = self.opts.clone();
@@ -198,8 +226,17 @@ impl Worker {
         let runners = self.runners.clone();
         running.spawn(async move {
             let start = Instant::now();
-            let result = run_thread(store, &opts, &runners, stop, &t).await;
-            (t.id, result, start.elapsed())
+            let (id, result) = match work {
+                Work::Offered(t) => {
+                    let result = run_thread(store, &opts, &runners, stop, &t).await;
+                    (t.id, result)
+                }
+                Work::Taken(t) => {
+                    let id = t.lease.thread.clone();
+                    (id, run_taken(store, &opts, &runners, stop, t).await)
+                }
+            };
+            (id, result, start.elapsed())
         });
     }
 
@@ -253,6 +290,81 @@ impl Worker {
     }
 }
 
+/// What a worker starts: a thread it was offered (to claim), or one it took claimed.
+enum Work {
+    Offered(RunnableThread),
+    Taken(Taken),
+}
+
+/// What every attempt a worker takes has in common; the store gives each its number,
+/// run id and plan.
+fn attempt_template() -> AttemptRec {
+    AttemptRec {
+        number: 0,
+        run_id: String::new(),
+        pid: std::process::id(),
+        host: super::runner::host_name(),
+        started_ms: ids::now_ms(),
+        ended_ms: 0,
+        end: None,
+        plan_hash: String::new(),
+        pipec: env!("CARGO_PKG_VERSION").into(),
+    }
+}
+
+/// Runs a thread the worker took to its next pause or end, as `pipec resume` would,
+/// with the plan the store keeps for it. One this worker cannot run (its plan
+/// unreadable) is given back as it was.
+async fn run_taken(
+    store: Arc<dyn Store>,
+    opts: &WorkerOptions,
+    runners: &Runners,
+    stop: StopSignal,
+    taken: Taken,
+) -> Result<Outcome, RuntimeError> {
+    let Some(rec) = taken.state.thread.clone() else {
+        return Err(crate::store::StoreError::Locked {
+            thread: taken.lease.thread.clone(),
+            holder: None,
+        }
+        .into());
+    };
+    took(opts, &rec, taken.why, rec.attempts);
+    let root = opts
+        .project_root
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(&rec.project_root));
+    let runner = match runners.get(&store, opts, &rec, root).await {
+        Ok(runner) => runner,
+        Err(e) => {
+            give_back(&*store, taken.lease, taken.state, taken.why).await?;
+            return Err(e);
+        }
+    };
+    runner.resume_taken(taken, run_options(opts, stop)).await
+}
+
+/// The line a worker logs when it takes a thread for its attempt `attempt`.
+fn took(opts: &WorkerOptions, rec: &crate::store::ThreadRec, why: Why, attempt: u32) {
+    if let Some(log) = &opts.log {
+        log(&format!(
+            "took {} ({}, {}, attempt {attempt})",
+            rec.id,
+            rec.pipeline,
+            why_text(why),
+        ));
+    }
+}
+
+/// How a worker runs an attempt.
+fn run_options(opts: &WorkerOptions, stop: StopSignal) -> RunOptions {
+    RunOptions {
+        concurrency: Some(opts.node_concurrency),
+        stop: Some(stop),
+        ..Default::default()
+    }
+}
+
 /// Runs one thread to its next pause or end, as `pipec resume` would, with the plan the
 /// store keeps for it.
 async fn run_thread(
@@ -289,26 +401,15 @@ async fn run_thread(
         }
         .into());
     };
-    if let Some(log) = &opts.log {
-        log(&format!(
-            "took {} ({}, {}, attempt {})",
-            rec.id,
-            rec.pipeline,
-            why_text(why),
-            rec.attempts + 1
-        ));
-    }
+    took(opts, &rec, why, rec.attempts + 1);
     let root = opts
         .project_root
         .clone()
         .unwrap_or_else(|| PathBuf::from(&rec.project_root));
     let runner = runners.get(&store, opts, &rec, root).await?;
-    let run = RunOptions {
-        concurrency: Some(opts.node_concurrency),
-        stop: Some(stop),
-        ..Default::default()
-    };
-    runner.resume_with(&rec.id, Vec::new(), run).await
+    runner
+        .resume_with(&rec.id, Vec::new(), run_options(opts, stop))
+        .await
 }
 
 impl Runners {

@@ -1071,6 +1071,7 @@ fn runnable_now(store: &dyn Store, rt: &tokio::runtime::Runtime) -> Vec<(String,
         now_ms: ids::now_ms(),
         pipelines: None,
         limit: 0,
+        except: Vec::new(),
     }))
     .expect("runnable")
     .into_iter()
@@ -1127,6 +1128,7 @@ fn paused_threads_are_runnable_once_a_gate_is_answered_or_due(store: &dyn Store)
             now_ms: ids::now_ms(),
             pipelines: Some(vec!["other".into()]),
             limit: 0,
+            except: Vec::new(),
         }))
         .expect("runnable");
     assert!(other.is_empty(), "only the pipelines asked for");

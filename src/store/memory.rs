@@ -771,7 +771,7 @@ impl Store for MemoryStore {
                     break;
                 }
                 let rec = &rows.rec;
-                if rec.status != status || !query.wants(&rec.pipeline) {
+                if rec.status != status || !query.wants(&rec.id, &rec.pipeline) {
                     continue;
                 }
                 let gates = rows.gates.values().map(|g| (g, rows.nodes.get(&g.node)));

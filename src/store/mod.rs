@@ -31,7 +31,7 @@ pub use memory::MemoryStore;
 pub use postgres::{
     PgCheck, PgOpen, PgOptions, PgStats, PostgresStore, SCHEMA_VERSION, is_postgres_url, redact,
 };
-pub use queue::{DEFAULT_POLL, RunnableQuery, RunnableThread, Why, why_runnable};
+pub use queue::{DEFAULT_POLL, RunnableQuery, RunnableThread, Taken, Why, why_runnable};
 pub use records::*;
 pub use redb_store::{CheckReport, RedbStore, STORE_FORMAT, quiet_contained_panics};
 pub use select::{OpenMode, open};
@@ -450,7 +450,7 @@ pub trait Store: Send + Sync {
                     let Some(last) = page.last() else { break };
                     before = Some(last.id.clone());
                     for t in page {
-                        if !query.wants(&t.pipeline) || self.is_held(&t.id) {
+                        if !query.wants(&t.id, &t.pipeline) || self.is_held(&t.id) {
                             continue;
                         }
                         let why = if status == Status::Paused {
@@ -484,6 +484,22 @@ pub trait Store: Send + Sync {
             out.truncate(query.max());
             Ok(out)
         })
+    }
+
+    /// Takes up to `query.limit` queued threads, each claimed for an attempt like
+    /// `attempt` (every thread gets its own number, run id and plan hash): what a worker
+    /// runs next, found and claimed together. Threads in `query.except`, and threads
+    /// another process is writing or taking at that moment, are passed over.
+    ///
+    /// `None` when the store takes one thread at a time; a worker then looks with
+    /// [`Store::runnable`] and claims each. Answered and due gates and threads whose
+    /// holder died are found by `runnable` on every store.
+    fn take(
+        &self,
+        _query: RunnableQuery,
+        _attempt: AttemptRec,
+    ) -> StoreFuture<'_, Option<Vec<Taken>>> {
+        Box::pin(std::future::ready(Ok(None)))
     }
 
     /// Waits until the store may have new work (a thread queued or released, a gate

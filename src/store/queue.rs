@@ -15,7 +15,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{GateRec, GateState, NodeRec, NodeState, Status, ThreadId, ThreadRec};
+use super::{
+    GateRec, GateState, Lease, NodeRec, NodeState, RecordedEvent, Status, ThreadId, ThreadRec,
+    ThreadState,
+};
 
 /// Why a thread is runnable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -50,6 +53,15 @@ pub struct RunnableThread {
     pub why: Why,
 }
 
+/// A thread a worker took with its claim (`Store::take`): why it was runnable, the
+/// lease, everything stored about it as the claim left it, the events the claim wrote.
+pub struct Taken {
+    pub why: Why,
+    pub lease: Lease,
+    pub state: ThreadState,
+    pub events: Vec<RecordedEvent>,
+}
+
 /// Which runnable threads to list (`Store::runnable`).
 #[derive(Clone, Debug, Default)]
 pub struct RunnableQuery {
@@ -59,13 +71,17 @@ pub struct RunnableQuery {
     pub pipelines: Option<Vec<String>>,
     /// At most this many (0: 50).
     pub limit: usize,
+    /// Threads to pass over (the ones the worker runs already, or leaves alone for a
+    /// while).
+    pub except: Vec<ThreadId>,
 }
 
 impl RunnableQuery {
-    pub(crate) fn wants(&self, pipeline: &str) -> bool {
+    pub(crate) fn wants(&self, id: &str, pipeline: &str) -> bool {
         self.pipelines
             .as_ref()
             .is_none_or(|p| p.iter().any(|x| x == pipeline))
+            && !self.except.iter().any(|x| x == id)
     }
 
     pub(crate) fn max(&self) -> usize {

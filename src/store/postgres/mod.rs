@@ -340,6 +340,17 @@ impl PostgresStore {
         }
     }
 
+    /// The lease of a claim this store made: dropped, its row goes.
+    fn lease(&self, thread: String, epoch: u64, run_id: String, attempt: u32) -> Lease {
+        Lease {
+            _guard: self.guard(&thread, epoch),
+            thread,
+            epoch,
+            run_id,
+            attempt,
+        }
+    }
+
     /// Table sizes from the catalogues (`pipec store stats`).
     pub fn stats(&self) -> Result<PgStats, StoreError> {
         let db = self.inner.db.clone();
@@ -409,17 +420,7 @@ impl Store for PostgresStore {
             self.write(move |db| async move { writes::claim(&db, &thread, attempt).await });
         Box::pin(async move {
             let (id, epoch, number, state, events) = claimed.await?;
-            Ok((
-                Lease {
-                    _guard: self.guard(&id, epoch),
-                    thread: id,
-                    epoch,
-                    run_id,
-                    attempt: number,
-                },
-                state,
-                events,
-            ))
+            Ok((self.lease(id, epoch, run_id, number), state, events))
         })
     }
 
@@ -519,6 +520,28 @@ impl Store for PostgresStore {
     fn runnable(&self, query: RunnableQuery) -> StoreFuture<'_, Vec<RunnableThread>> {
         let db = self.inner.db.clone();
         self.run(async move { queue::runnable(&db, query).await })
+    }
+
+    fn take(
+        &self,
+        query: RunnableQuery,
+        attempt: AttemptRec,
+    ) -> StoreFuture<'_, Option<Vec<Taken>>> {
+        let taken = self.write(move |db| async move { queue::take(&db, query, attempt).await });
+        Box::pin(async move {
+            let taken = taken.await?;
+            Ok(Some(
+                taken
+                    .into_iter()
+                    .map(|((id, epoch, number, state, events), run_id)| Taken {
+                        why: Why::Queued,
+                        lease: self.lease(id, epoch, run_id, number),
+                        state,
+                        events,
+                    })
+                    .collect(),
+            ))
+        })
     }
 
     fn wait_for_work(&self, timeout: std::time::Duration) -> StoreFuture<'_, ()> {

@@ -184,6 +184,82 @@ pub(super) async fn submit(db: &Db, rec: ThreadRec) -> Result<Vec<RecordedEvent>
     }
 }
 
+/// A thread [`take`] claimed: its claim's rows and the run id of its attempt.
+pub(super) type TakenRows = (super::writes::ClaimedRows, String);
+
+/// Takes up to `query`'s limit of queued threads in one transaction of two round trips:
+/// the oldest queued rows with no live lease, locked, then each one's claim with the
+/// `COMMIT`. A row another process is writing or taking at that moment is passed over
+/// (`SKIP LOCKED`); one whose claim committed while the look read it is checked again
+/// by the server against `queued` as it now stands, and passed over too.
+pub(super) async fn take(
+    db: &Arc<Db>,
+    query: RunnableQuery,
+    attempt: AttemptRec,
+) -> Result<Vec<TakenRows>, StoreError> {
+    let _ = listen(db).await;
+    db.queue
+        .seen
+        .store(db.queue.generation.load(Ordering::SeqCst), Ordering::SeqCst);
+    let client = db.client().await?;
+    let (tx, found) = super::txn::Tx::begin(
+        client,
+        vec![super::rows::Stmt::new(
+            "SELECT t.rec FROM pipec_threads t
+             WHERE t.status = 'queued' AND NOT t.cancel_requested
+               AND ($1::text[] IS NULL OR t.pipeline = ANY($1))
+               AND NOT (t.id = ANY($2))
+               AND NOT EXISTS (SELECT 1 FROM pipec_leases l WHERE l.thread = t.id AND l.expires_at > now())
+             ORDER BY t.id
+             LIMIT $3
+             FOR UPDATE OF t SKIP LOCKED",
+            vec![
+                Box::new(query.pipelines.clone()),
+                Box::new(query.except.clone()),
+                Box::new(query.max() as i64),
+            ],
+        )],
+    )
+    .await?;
+    let mut stmts = Vec::new();
+    let mut claims = Vec::new();
+    for r in found.into_iter().next().unwrap_or_default() {
+        // A record that cannot be read is left for `runnable`, whose claim reports it.
+        let Ok(rec) = decode::<ThreadRec>(r.get::<_, &[u8]>(0), &|| "a queued thread".into())
+        else {
+            continue;
+        };
+        let mut attempt = attempt.clone();
+        attempt.run_id = crate::store::ids::new_thread_id();
+        attempt.plan_hash = rec.plan_hash.clone();
+        let run_id = attempt.run_id.clone();
+        let id = rec.id.clone();
+        let (claim, sent, events, epoch, number) =
+            match super::writes::claim_stmts(db, rec, attempt) {
+                Ok(c) => c,
+                Err(e) => {
+                    tx.rollback().await;
+                    return Err(e);
+                }
+            };
+        let start = stmts.len();
+        stmts.extend(claim);
+        claims.push((id, start..stmts.len(), sent, events, epoch, number, run_id));
+    }
+    if claims.is_empty() {
+        tx.rollback().await;
+        return Ok(Vec::new());
+    }
+    let answers = tx.commit(stmts).await?;
+    claims
+        .into_iter()
+        .map(|(id, range, sent, events, epoch, number, run_id)| {
+            let (events, state) = super::writes::claimed(&id, sent, events, &answers[range])?;
+            Ok(((id, epoch, number, state, events), run_id))
+        })
+        .collect()
+}
+
 pub(super) async fn runnable(
     db: &Arc<Db>,
     query: RunnableQuery,
@@ -209,21 +285,27 @@ pub(super) async fn runnable(
                 "SELECT t.id, t.pipeline, t.status FROM pipec_threads t
                  WHERE (t.status = 'queued' AND NOT t.cancel_requested OR t.status = 'running')
                    AND ($1::text[] IS NULL OR t.pipeline = ANY($1))
+                   AND NOT (t.id = ANY($3))
                    AND NOT EXISTS (SELECT 1 FROM pipec_leases l WHERE l.thread = t.id AND l.expires_at > now())
                  ORDER BY (t.status = 'running'), t.id
                  LIMIT $2
                  FOR UPDATE OF t SKIP LOCKED",
-                vec![Box::new(pipelines.clone()), Box::new(limit)],
+                vec![
+                    Box::new(pipelines.clone()),
+                    Box::new(limit),
+                    Box::new(query.except.clone()),
+                ],
             ),
             // Paused threads with no live lease: their gates say whether they can go on.
             super::rows::Stmt::new(
                 "SELECT t.id, t.rec FROM pipec_threads t
                  WHERE t.status = 'paused' AND NOT t.cancel_requested
                    AND ($1::text[] IS NULL OR t.pipeline = ANY($1))
+                   AND NOT (t.id = ANY($2))
                    AND NOT EXISTS (SELECT 1 FROM pipec_leases l WHERE l.thread = t.id AND l.expires_at > now())
                  ORDER BY t.id
                  FOR UPDATE OF t SKIP LOCKED",
-                vec![Box::new(pipelines)],
+                vec![Box::new(pipelines), Box::new(query.except.clone())],
             ),
         ],
     )
@@ -331,6 +413,7 @@ mod tests {
             now_ms: ids::now_ms(),
             pipelines: None,
             limit: 0,
+            except: Vec::new(),
         };
         // The look listens; what it saw is not news to the next wait.
         runtime.block_on(worker.runnable(query())).expect("look");
@@ -420,6 +503,7 @@ mod tests {
             now_ms: ids::now_ms(),
             pipelines: None,
             limit: 0,
+            except: Vec::new(),
         };
         // Wait for the release of the lease to be heard, then look: nothing to do.
         runtime

@@ -503,3 +503,147 @@ fn a_store_of_schema_1_is_refused_until_migrated() {
     rt.block_on(store.commit(&lease, vec![node(1)]))
         .expect("a commit sent whole");
 }
+
+/// `take` claims the oldest queued threads with their states in one transaction, passes
+/// over the ones it is told to and the ones no longer queued, and two stores taking at
+/// once never take the same thread.
+#[test]
+fn queued_threads_are_taken_claimed_oldest_first_and_never_twice() {
+    let Some(server) = server("queued_threads_are_taken_claimed_oldest_first") else {
+        return;
+    };
+    let schema = TestSchema::new(&server, "take");
+    let (a, b) = (schema.store(), schema.store());
+    let rt = rt();
+    let mut queued = Vec::new();
+    for _ in 0..24 {
+        let rec = thread_rec();
+        queued.push(rec.id.clone());
+        rt.block_on(a.submit(rec)).expect("submit");
+    }
+    queued.sort();
+    let query = |limit: usize, except: Vec<String>| RunnableQuery {
+        now_ms: ids::now_ms(),
+        pipelines: None,
+        limit,
+        except,
+    };
+    // The two oldest but one passed over: the oldest and the third.
+    let taken = rt
+        .block_on(a.take(query(2, vec![queued[1].clone()]), attempt()))
+        .expect("take")
+        .expect("the store takes at once");
+    let ids: Vec<&str> = taken.iter().map(|t| t.lease.thread.as_str()).collect();
+    assert_eq!(ids, [queued[0].as_str(), queued[2].as_str()]);
+    for t in &taken {
+        assert_eq!(t.why, Why::Queued);
+        let rec = t.state.thread.as_ref().expect("the state as claimed");
+        assert_eq!(rec.status, Status::Running);
+        assert_eq!((rec.epoch, rec.attempts), (t.lease.epoch, 1));
+        assert_eq!(t.lease.attempt, 1);
+        assert_eq!(
+            rec.holder.as_ref().map(|h| h.run_id.clone()),
+            Some(t.lease.run_id.clone())
+        );
+        assert_eq!(t.state.attempts.last().map(|a| a.number), Some(1));
+        assert!(
+            matches!(
+                t.events.as_slice(),
+                [e] if matches!(e.event, Event::AttemptStarted { attempt: 1 })
+            ),
+            "the claim's event: {:?}",
+            t.events.iter().map(|e| &e.event).collect::<Vec<_>>()
+        );
+        // Numbered after the submit's `thread_queued`.
+        assert_eq!(t.events[0].seq, 1);
+        assert!(a.is_held(&t.lease.thread));
+    }
+    // Taken ones are no longer offered, to anyone.
+    let again: Vec<String> = rt
+        .block_on(b.take(query(50, Vec::new()), attempt()))
+        .expect("take")
+        .expect("at once")
+        .into_iter()
+        .map(|t| t.lease.thread.clone())
+        .collect();
+    assert!(!again.contains(&queued[0]) && !again.contains(&queued[2]));
+    assert_eq!(again.len(), 22);
+    drop(taken);
+
+    // Two stores taking from the same queue at once split it.
+    let mut more = Vec::new();
+    for _ in 0..40 {
+        let rec = thread_rec();
+        more.push(rec.id.clone());
+        rt.block_on(a.submit(rec)).expect("submit");
+    }
+    let takers: Vec<_> = [a.clone(), b.clone()]
+        .into_iter()
+        .map(|store| {
+            std::thread::spawn(move || {
+                let rt = crate::store::contract::rt();
+                let mut got = Vec::new();
+                loop {
+                    let q = RunnableQuery {
+                        now_ms: ids::now_ms(),
+                        pipelines: None,
+                        limit: 3,
+                        except: Vec::new(),
+                    };
+                    let taken = rt.block_on(store.take(q, attempt())).expect("take");
+                    let taken = taken.expect("at once");
+                    if taken.is_empty() {
+                        return got;
+                    }
+                    got.extend(taken.into_iter().map(|t| t.lease.thread.clone()));
+                }
+            })
+        })
+        .collect();
+    let mut all: Vec<String> = takers
+        .into_iter()
+        .flat_map(|h| h.join().expect("a taker"))
+        .collect();
+    let n = all.len();
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), n, "no thread taken twice");
+    more.sort();
+    assert_eq!(all, more, "every queued thread taken");
+}
+
+/// A thread whose record was answered or is held is not `take`n: only queued ones are.
+#[test]
+fn take_passes_over_threads_that_are_not_queued() {
+    let Some(server) = server("take_passes_over_threads_that_are_not_queued") else {
+        return;
+    };
+    let schema = TestSchema::new(&server, "take_not_queued");
+    let store = schema.store();
+    let rt = rt();
+    // Created with a lease (running, held), and one cancelled while queued.
+    let (held, _) = rt
+        .block_on(store.create_thread(thread_rec(), attempt()))
+        .expect("create");
+    let cancelled = thread_rec();
+    rt.block_on(store.submit(cancelled.clone()))
+        .expect("submit");
+    rt.block_on(store.request_cancel(&cancelled.id))
+        .expect("cancel");
+    let q = RunnableQuery {
+        now_ms: ids::now_ms(),
+        pipelines: None,
+        limit: 10,
+        except: Vec::new(),
+    };
+    let taken = rt
+        .block_on(store.take(q, attempt()))
+        .expect("take")
+        .expect("at once");
+    assert!(
+        taken.is_empty(),
+        "{:?}",
+        taken.iter().map(|t| &t.lease.thread).collect::<Vec<_>>()
+    );
+    drop(held);
+}

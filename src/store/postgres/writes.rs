@@ -430,8 +430,8 @@ pub(super) async fn claim(
     // which held the lock just committed (a join in the locking statement would see the
     // rows of its snapshot from before the wait).
     let (tx, found) = txn::Tx::begin(client, vec![rows::lock(&id), leases::holder(&id)]).await?;
-    let claimed = claimed_rows(db, thread, &id, &found, attempt);
-    let (stmts, sent, events, epoch, number) = match claimed {
+    let (stmts, sent, events, epoch, number) = match claimed_rows(db, thread, &id, &found, attempt)
+    {
         Ok(c) => c,
         Err(e) => {
             tx.rollback().await;
@@ -439,20 +439,16 @@ pub(super) async fn claim(
         }
     };
     let answers = tx.commit(stmts).await?;
-    let events = rows::recorded(&id, events, &answers[1..1 + sent], None);
-    let state = reads::state_of(answers.last().map_or(&[][..], Vec::as_slice), &id)?;
+    let (events, state) = claimed(&id, sent, events, &answers)?;
     Ok((id, epoch, number, state, events))
 }
 
 /// A claim's statements, how many after the lease are the attempt's rows, its events,
 /// the new epoch, the attempt's number.
-type ClaimStmts = (Vec<rows::Stmt>, usize, Vec<EventRow>, u64, u32);
+pub(super) type ClaimStmts = (Vec<rows::Stmt>, usize, Vec<EventRow>, u64, u32);
 
 /// What a claim writes, from the thread's locked row and live lease as `found` holds
-/// them: the statements (the lease, the attempt and its event, the record, then the
-/// whole thread as the claim leaves it), how many of them after the lease are the
-/// attempt's rows, its events, the new epoch and the attempt's number. Refused when
-/// the thread is held or has ended.
+/// them; refused when the thread is held or has ended.
 fn claimed_rows(
     db: &Db,
     thread: &str,
@@ -464,13 +460,28 @@ fn claimed_rows(
         .first()
         .and_then(|rows| rows.first())
         .ok_or_else(|| db.not_found(thread))?;
-    let mut rec: ThreadRec = decode(locked.get::<_, &[u8]>(0), &|| format!("thread {id}"))?;
+    let rec: ThreadRec = decode(locked.get::<_, &[u8]>(0), &|| format!("thread {id}"))?;
     if let Some(holder) = found.get(1).and_then(|rows| rows.first()) {
         return Err(StoreError::Locked {
             thread: id.to_string(),
             holder: Some(leases::holder_of(holder)),
         });
     }
+    claim_stmts(db, rec, attempt)
+}
+
+/// What a claim of the thread `rec` (its row locked, no live lease) writes: the
+/// statements (the lease, the attempt and its event, the record, then the whole thread
+/// as the claim leaves it), how many of them after the lease are the attempt's rows,
+/// its events, the new epoch and the attempt's number. Refused when the thread has
+/// ended.
+pub(super) fn claim_stmts(
+    db: &Db,
+    mut rec: ThreadRec,
+    attempt: AttemptRec,
+) -> Result<ClaimStmts, StoreError> {
+    let id = rec.id.clone();
+    let id = id.as_str();
     if matches!(rec.status, Status::Completed | Status::Cancelled) {
         return Err(StoreError::Ended {
             thread: id.to_string(),
@@ -505,6 +516,20 @@ fn claimed_rows(
     stmts.push(rows::thread_update(&rec)?);
     stmts.push(reads::load_stmt(id));
     Ok((stmts, sent, events, rec.epoch, number))
+}
+
+/// What a claim left, from the answers of its statements ([`claim_stmts`]): the
+/// events it wrote and the thread's state.
+pub(super) fn claimed(
+    id: &str,
+    sent: usize,
+    events: Vec<EventRow>,
+    answers: &[Vec<tokio_postgres::Row>],
+) -> Result<(Vec<RecordedEvent>, ThreadState), StoreError> {
+    let written = answers.get(1..1 + sent).unwrap_or_default();
+    let events = rows::recorded(id, events, written, None);
+    let state = reads::state_of(answers.last().map_or(&[][..], Vec::as_slice), id)?;
+    Ok((events, state))
 }
 
 pub(super) async fn answer(

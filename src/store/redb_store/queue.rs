@@ -137,7 +137,7 @@ pub(super) fn runnable<'a>(
                 let Some(rec) = read_thread(txn, id)? else {
                     continue;
                 };
-                if !query.wants(&rec.pipeline) || lock::is_locked(&path, &rec.id) {
+                if !query.wants(&rec.id, &rec.pipeline) || lock::is_locked(&path, &rec.id) {
                     continue;
                 }
                 let gates = if status == Status::Paused {
