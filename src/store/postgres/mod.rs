@@ -133,6 +133,9 @@ struct Inner {
     runtime: Option<tokio::runtime::Runtime>,
     handle: tokio::runtime::Handle,
     jobs: Mutex<mpsc::UnboundedSender<Job>>,
+    /// The plans this store has stored (a plan is kept by its hash and never changes
+    /// or goes), so that every submit of one pipeline does not store its plan again.
+    plans: Mutex<std::collections::HashSet<String>>,
 }
 
 impl Drop for Inner {
@@ -232,6 +235,7 @@ impl PostgresStore {
                 runtime: Some(runtime),
                 handle,
                 jobs: Mutex::new(tx),
+                plans: Mutex::default(),
             }),
         })
     }
@@ -365,6 +369,10 @@ impl PostgresStore {
 }
 
 impl Inner {
+    fn stored_plans(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
+        self.plans.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn jobs_sender(&self) -> mpsc::UnboundedSender<Job> {
         self.jobs.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
@@ -376,8 +384,19 @@ impl Store for PostgresStore {
     }
 
     fn put_plan(&self, hash: &str, plan_json: &str) -> StoreFuture<'_, ()> {
+        if self.inner.stored_plans().contains(hash) {
+            return Box::pin(std::future::ready(Ok(())));
+        }
         let (hash, plan) = (hash.to_string(), plan_json.to_string());
-        self.write(move |db| async move { writes::put_plan(&db, &hash, &plan).await })
+        let put = {
+            let hash = hash.clone();
+            self.write(move |db| async move { writes::put_plan(&db, &hash, &plan).await })
+        };
+        Box::pin(async move {
+            put.await?;
+            self.inner.stored_plans().insert(hash);
+            Ok(())
+        })
     }
 
     fn get_plan(&self, hash: &str) -> StoreFuture<'_, Option<String>> {

@@ -647,3 +647,45 @@ fn take_passes_over_threads_that_are_not_queued() {
     );
     drop(held);
 }
+
+/// A plan is stored once by its hash and never changes or goes, so a store that has
+/// stored it does not send it again (every submit of a pipeline would): the second put
+/// leaves the table as it is, and another store (another process) still stores it.
+#[test]
+fn a_plan_this_store_stored_is_not_sent_again() {
+    let Some(server) = server("a_plan_this_store_stored_is_not_sent_again") else {
+        return;
+    };
+    let schema = TestSchema::new(&server, "plans");
+    let (store, other) = (schema.store(), schema.store());
+    let rt = rt();
+    let count = |store: &PostgresStore| {
+        let db = store.db().clone();
+        store
+            .block_on(async move {
+                let client = db.client().await?;
+                let n: i64 = client
+                    .query_one("SELECT count(*) FROM pipec_plans WHERE hash = 'h1'", &[])
+                    .await
+                    .map_err(pg)?
+                    .get(0);
+                client
+                    .execute("DELETE FROM pipec_plans", &[])
+                    .await
+                    .map_err(pg)?;
+                Ok(n)
+            })
+            .expect("counted")
+    };
+    rt.block_on(store.put_plan("h1", "{}")).expect("put");
+    assert_eq!(
+        count(&store),
+        1,
+        "stored, then removed behind the store's back"
+    );
+    rt.block_on(store.put_plan("h1", "{}")).expect("put again");
+    assert_eq!(count(&store), 0, "not sent again");
+    rt.block_on(other.put_plan("h1", "{}"))
+        .expect("another store puts it");
+    assert_eq!(count(&other), 1);
+}
