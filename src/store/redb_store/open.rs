@@ -58,6 +58,10 @@ const TABLE_NAMES: [&str; 11] = [
     "fences",
 ];
 
+/// How many more times a read-only open that found the file unfinished makes the
+/// change and looks again (25 ms apart).
+const READ_ONLY_TRIES: u32 = 40;
+
 fn multi_writer() -> Builder {
     let mut builder = Builder::new();
     builder.set_concurrency_mode(ConcurrencyMode::MultiWriter);
@@ -174,23 +178,33 @@ impl RedbStore {
                     }
                 };
                 // Any writing open makes the change (a repair, the tables of this format).
-                drop(
-                    open_writable(path.clone()).map_err(|e| StoreError::Corrupt {
-                        what: format!(
-                            "{} {why}; reading it needs a change that needs write access ({e})",
-                            path.display()
-                        ),
-                    })?,
-                );
-                match try_read_only(&path, &health)? {
-                    ReadOnlyOpen::Ready(db) => db,
-                    _ => {
-                        return Err(StoreError::Corrupt {
+                // Another process may be opening the file for writing at the same moment
+                // (a worker starting after one died mid-write), and until it is done the
+                // file still reads as unfinished: the open is tried again for a moment.
+                let mut tries = 0;
+                loop {
+                    drop(
+                        open_writable(path.clone()).map_err(|e| StoreError::Corrupt {
                             what: format!(
-                                "{} {why}, and opening it did not fix that",
+                                "{} {why}; reading it needs a change that needs write access ({e})",
                                 path.display()
                             ),
-                        });
+                        })?,
+                    );
+                    match try_read_only(&path, &health)? {
+                        ReadOnlyOpen::Ready(db) => break db,
+                        _ if tries < READ_ONLY_TRIES => {
+                            tries += 1;
+                            std::thread::sleep(std::time::Duration::from_millis(25));
+                        }
+                        _ => {
+                            return Err(StoreError::Corrupt {
+                                what: format!(
+                                    "{} {why}, and opening it did not fix that",
+                                    path.display()
+                                ),
+                            });
+                        }
                     }
                 }
             }
