@@ -25,7 +25,7 @@ use super::preflight::DEFAULT_MAX_ANSWER_BYTES;
 use super::progress::Progress;
 use super::resources::servers::{Fetcher, McpServers, Replayer, Servers, WithOverrides};
 use super::resources::tools_check;
-use super::resume::{Decided, Ready};
+use super::resume::Decided;
 use super::secrets::Scrubber;
 use super::validate::Validators;
 use crate::diagnostic as codes;
@@ -475,14 +475,7 @@ impl Runner {
                 outputs,
             });
         }
-        let Ready {
-            inputs,
-            mut plan_changes,
-            to_run,
-            config,
-            secrets,
-            models,
-        } = match self.decide(&state, &answers, &opts).await? {
+        let mut ready = match self.decide(&state, &answers, &opts).await? {
             Decided::Ready(ready) => ready,
             Decided::Blocked(blocked) => {
                 if rec.status != Status::Blocked {
@@ -511,8 +504,8 @@ impl Runner {
         if !now_answers.is_empty() {
             committed = self.store.answer(&rec.id, now_answers, "cli").await?;
         }
-        let servers = self.servers_for(&config, &secrets);
-        self.check_servers(&servers, Some(&to_run)).await?;
+        let servers = self.servers_for(&ready.config, &ready.secrets);
+        self.check_servers(&servers, Some(&ready.to_run)).await?;
         let attempt_rec = self.attempt_rec(rec.attempts + 1);
         let (lease, state, claimed) = self.store.claim(&rec.id, attempt_rec).await?;
         committed.extend(claimed);
@@ -527,7 +520,7 @@ impl Runner {
         {
             let blocked = match self.what_the_state_decides(&state, &opts).await {
                 Ok((changes, blocked)) => {
-                    plan_changes = changes;
+                    ready.plan_changes = changes;
                     blocked
                 }
                 Err(e) => {
@@ -549,14 +542,6 @@ impl Runner {
         }
         let mut opts = opts;
         opts.pre_answers.extend(later);
-        let ready = Ready {
-            inputs,
-            plan_changes,
-            to_run,
-            config,
-            secrets,
-            models,
-        };
         self.start_resumed(lease, state, ready, servers, &committed, opts)
             .await
     }

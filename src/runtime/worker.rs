@@ -177,14 +177,9 @@ impl Worker {
                         except,
                     };
                     match self.store.runnable(query).await {
+                        // The store passed over the threads in `except`.
                         Ok(found) => {
-                            let fresh: Vec<RunnableThread> = found
-                                .into_iter()
-                                .filter(|t| {
-                                    !busy.contains(&t.id) && !left_alone.contains_key(&t.id)
-                                })
-                                .collect();
-                            for t in pick(fresh, room, &mut rng) {
+                            for t in pick(found, room, &mut rng) {
                                 busy.insert(t.id.clone());
                                 self.spawn(&mut running, Work::Offered(t));
                             }

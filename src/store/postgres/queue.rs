@@ -184,6 +184,16 @@ pub(super) async fn submit(db: &Db, rec: ThreadRec) -> Result<Vec<RecordedEvent>
     }
 }
 
+/// What a look at the queue (`take`, `runnable`) does first: it listens, so that a
+/// notification sent during the look is news to the next wait, and notes the
+/// notifications seen so far. A worker that cannot listen still polls.
+async fn before_a_look(db: &Arc<Db>) {
+    let _ = listen(db).await;
+    db.queue
+        .seen
+        .store(db.queue.generation.load(Ordering::SeqCst), Ordering::SeqCst);
+}
+
 /// A thread [`take`] claimed: its claim's rows and the run id of its attempt.
 pub(super) type TakenRows = (super::writes::ClaimedRows, String);
 
@@ -197,10 +207,7 @@ pub(super) async fn take(
     query: RunnableQuery,
     attempt: AttemptRec,
 ) -> Result<Vec<TakenRows>, StoreError> {
-    let _ = listen(db).await;
-    db.queue
-        .seen
-        .store(db.queue.generation.load(Ordering::SeqCst), Ordering::SeqCst);
+    before_a_look(db).await;
     let client = db.client().await?;
     let (tx, found) = super::txn::Tx::begin(
         client,
@@ -264,12 +271,7 @@ pub(super) async fn runnable(
     db: &Arc<Db>,
     query: RunnableQuery,
 ) -> Result<Vec<RunnableThread>, StoreError> {
-    // Listening before the look: a notification sent during it is news to the next wait.
-    // A worker that cannot listen still polls.
-    let _ = listen(db).await;
-    db.queue
-        .seen
-        .store(db.queue.generation.load(Ordering::SeqCst), Ordering::SeqCst);
+    before_a_look(db).await;
     let client = db.client().await?;
     let pipelines: Option<Vec<String>> = query.pipelines.clone();
     let limit = query.max() as i64;
