@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pipec::runtime::{Outcome, RunOptions, Runner};
-use pipec::store::{MemoryStore, NodeState, Store};
+use pipec::store::*;
 use serde_json::{Value, json};
 
 fn rt() -> tokio::runtime::Runtime {
@@ -337,4 +337,159 @@ output b = b
         .expect("resumes");
     assert!(matches!(out, Outcome::Completed { .. }), "{out:?}");
     assert_eq!(log_of(&log), ["start:a", "end:a", "start:b", "end:b"]);
+}
+
+/// A commit as [`Commits`] saw it: whether it was the attempt's last, and its node rows.
+type Seen = (bool, Vec<String>);
+
+/// A memory store that records each commit: whether it was the attempt's last
+/// (`Store::commit_last`) and the node rows in it.
+#[derive(Clone)]
+struct Commits {
+    inner: MemoryStore,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Commits {
+    fn record(&self, last: bool, writes: &[Write]) {
+        let nodes = writes
+            .iter()
+            .filter_map(|w| match w {
+                Write::Node(name, _) => Some(name.clone()),
+                _ => None,
+            })
+            .collect();
+        if let Ok(mut s) = self.seen.lock() {
+            s.push((last, nodes));
+        }
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+}
+
+impl Store for Commits {
+    fn location(&self) -> String {
+        self.inner.location()
+    }
+    fn put_plan(&self, hash: &str, plan_json: &str) -> StoreFuture<'_, ()> {
+        self.inner.put_plan(hash, plan_json)
+    }
+    fn get_plan(&self, hash: &str) -> StoreFuture<'_, Option<String>> {
+        self.inner.get_plan(hash)
+    }
+    fn create_thread(
+        &self,
+        rec: ThreadRec,
+        attempt: AttemptRec,
+    ) -> StoreFuture<'_, (Lease, Vec<RecordedEvent>)> {
+        self.inner.create_thread(rec, attempt)
+    }
+    fn claim(&self, thread: &str, attempt: AttemptRec) -> StoreFuture<'_, Claimed> {
+        self.inner.claim(thread, attempt)
+    }
+    fn commit<'a>(
+        &'a self,
+        lease: &'a Lease,
+        writes: Vec<Write>,
+    ) -> StoreFuture<'a, Vec<RecordedEvent>> {
+        self.record(false, &writes);
+        self.inner.commit(lease, writes)
+    }
+    fn commit_last<'a>(
+        &'a self,
+        lease: &'a Lease,
+        writes: Vec<Write>,
+    ) -> StoreFuture<'a, Vec<RecordedEvent>> {
+        self.record(true, &writes);
+        self.inner.commit_last(lease, writes)
+    }
+    fn answer(
+        &self,
+        thread: &str,
+        answers: Vec<(String, Value)>,
+        by: &str,
+    ) -> StoreFuture<'_, Vec<RecordedEvent>> {
+        self.inner.answer(thread, answers, by)
+    }
+    fn request_cancel(&self, thread: &str) -> StoreFuture<'_, (CancelOutcome, Vec<RecordedEvent>)> {
+        self.inner.request_cancel(thread)
+    }
+    fn load(&self, thread: &str) -> StoreFuture<'_, ThreadState> {
+        self.inner.load(thread)
+    }
+    fn is_held(&self, thread: &str) -> bool {
+        self.inner.is_held(thread)
+    }
+    fn list(&self, query: ListQuery) -> StoreFuture<'_, Vec<ThreadSummary>> {
+        self.inner.list(query)
+    }
+    fn events(&self, thread: &str, since: u64) -> StoreFuture<'_, Vec<RecordedEvent>> {
+        self.inner.events(thread, since)
+    }
+    fn prune(&self, before_ms: u64, statuses: Vec<Status>) -> StoreFuture<'_, usize> {
+        self.inner.prune(before_ms, statuses)
+    }
+}
+
+#[test]
+fn an_attempt_of_pure_nodes_commits_once_and_that_commit_is_its_last() {
+    // Five pure nodes: nothing to start, so nothing commits until the thread ends,
+    // and then all of it at once with the end (the claim wrote the thread running).
+    let src = r#"
+input x: int
+node n0(x: int = input.x) -> int { return = x }
+node n1(p: int = n0) -> int { return = p }
+node n2(p: int = n1) -> int { return = p }
+node n3(p: int = n2) -> int { return = p }
+node n4(p: int = n3) -> int { return = p }
+output last = n4
+"#;
+    let plan = pipec::compile_str("pure.pipe", src).expect("compiles");
+    let store = Commits {
+        inner: MemoryStore::new(),
+        seen: Arc::default(),
+    };
+    let runner = Runner::new(plan, store.clone());
+    let rt = rt();
+    let out = rt.block_on(runner.start(json!({ "x": 7 }))).expect("runs");
+    let Outcome::Completed { thread, outputs } = out else {
+        panic!("{out:?}");
+    };
+    assert_eq!(outputs, json!({ "last": 7 }));
+    let nodes: Vec<String> = (0..5).map(|i| format!("n{i}")).collect();
+    assert_eq!(store.seen(), vec![(true, nodes)]);
+    assert!(!store.is_held(&thread));
+    let state = rt.block_on(store.load(&thread)).expect("load");
+    assert!(state.nodes.values().all(|n| n.state == NodeState::Done));
+}
+
+#[test]
+fn what_pure_nodes_wrote_commits_with_the_started_row_of_the_next_call() {
+    // A pure node, then a host call: the pure node's row goes with the call's started
+    // row, in the commit before the call starts; the call's end and the thread's end go
+    // together in the last.
+    let src = r#"
+node a(x: int = 1) -> int { return = x }
+node b(n: string = "b", ms: int = 0, x: int = a) -> { v: int } { host = "step" }
+output b = b
+"#;
+    let plan = pipec::compile_str("mixed.pipe", src).expect("compiles");
+    let store = Commits {
+        inner: MemoryStore::new(),
+        seen: Arc::default(),
+    };
+    let log: Log = Arc::default();
+    let runner = with_step(Runner::new(plan, store.clone()), &log);
+    let out = rt().block_on(runner.start(json!({}))).expect("runs");
+    assert!(matches!(out, Outcome::Completed { .. }), "{out:?}");
+    let seen = store.seen();
+    assert_eq!(
+        seen.first(),
+        Some(&(false, vec!["a".into(), "b".into()])),
+        "{seen:?}"
+    );
+    assert_eq!(seen.last(), Some(&(true, vec!["b".into()])), "{seen:?}");
+    assert_eq!(seen.iter().filter(|(last, _)| *last).count(), 1, "{seen:?}");
 }

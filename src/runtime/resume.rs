@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::attempt::{Attempt, Start, commit, event_write};
+use super::attempt::{Attempt, Last, Start, commit, event_write};
 use super::config;
 use super::error::RuntimeError;
 use super::models;
@@ -212,5 +212,5 @@ pub(crate) async fn give_back(
         a.end = Some("refused".into());
         writes.push(Write::Attempt(a));
     }
-    commit(store, &lease, &Scrubber::default(), writes).await
+    commit(store, &lease, &Scrubber::default(), writes, Last::Yes).await
 }

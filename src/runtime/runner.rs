@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::attempt::{Attempt, Start, commit, event_write};
+use super::attempt::{Attempt, Last, Start, commit, event_write};
 use super::config;
 use super::error::RuntimeError;
 use super::hosts::{HostFn, check_host_types};
@@ -722,7 +722,14 @@ impl Runner {
         };
         let mut writes = vec![Write::Thread(t), event_write(event)];
         writes.extend(attempt.map(Write::Attempt));
-        let committed = commit(&*self.store, &lease, &Scrubber::default(), writes).await?;
+        let committed = commit(
+            &*self.store,
+            &lease,
+            &Scrubber::default(),
+            writes,
+            Last::Yes,
+        )
+        .await?;
         if let Some(sink) = &self.events {
             committed.iter().for_each(|e| sink(e));
         }

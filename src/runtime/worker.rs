@@ -136,12 +136,14 @@ impl Worker {
         let mut left_alone: HashMap<String, Instant> = HashMap::new();
         let concurrency = self.opts.concurrency.max(1);
         let mut rng = Rng::seeded();
+        let mut gather = Gather::new(concurrency);
         loop {
             if self.stop.is_stopped() {
                 break;
             }
             let mut room = concurrency.saturating_sub(running.len());
-            if room > 0 {
+            gather.room(room, Instant::now());
+            if room > 0 && !gather.waits(running.len(), Instant::now()) {
                 let now = Instant::now();
                 left_alone.retain(|_, until| *until > now);
                 let except: Vec<String> = busy.iter().chain(left_alone.keys()).cloned().collect();
@@ -153,8 +155,11 @@ impl Worker {
                     limit: room,
                     except: except.clone(),
                 };
+                let asked = room;
+                gather.took(None);
                 match self.store.take(query, attempt_template()).await {
                     Ok(Some(taken)) => {
+                        gather.took(Some(taken.len() == asked));
                         look = taken.len() < room;
                         room -= taken.len();
                         for t in taken {
@@ -189,11 +194,14 @@ impl Worker {
                 }
             }
             let room = concurrency.saturating_sub(running.len());
+            gather.room(room, Instant::now());
+            let gathering = gather.waits(running.len(), Instant::now());
             tokio::select! {
                 Some(joined) = running.join_next(), if !running.is_empty() => {
                     self.finished(joined, &mut busy, &mut left_alone, &mut report);
                 }
-                _ = self.store.wait_for_work(self.opts.poll), if room > 0 => {
+                _ = tokio::time::sleep_until(gather.until().into()), if gathering => {}
+                _ = self.store.wait_for_work(self.opts.poll), if room > 0 && !gathering => {
                     // Every worker hears a notification at once. Each waits a random
                     // moment before it looks, so that the first has locked what it took
                     // when the others look (a look passes over locked threads), and they
@@ -457,6 +465,65 @@ impl Runners {
     }
 }
 
+/// When a worker takes again while the queue holds more than it could take: a take
+/// costs a transaction of two round trips however many threads it takes, so a worker
+/// whose last take was full (more were waiting) and that still runs threads lets the
+/// room of a few gather first, for a moment at most. A worker whose last take found
+/// less than it had room for takes as soon as there is room.
+struct Gather {
+    /// The room worth a take of its own.
+    enough: usize,
+    /// Whether the last take was full.
+    backlog: bool,
+    /// The room the worker has, and since when it has had room it has not taken.
+    room: usize,
+    since: Option<Instant>,
+}
+
+/// The longest a worker lets room gather.
+const GATHER: Duration = Duration::from_millis(2);
+
+impl Gather {
+    fn new(concurrency: usize) -> Gather {
+        Gather {
+            enough: concurrency.div_ceil(2),
+            backlog: false,
+            room: 0,
+            since: None,
+        }
+    }
+
+    /// The room the worker has now.
+    fn room(&mut self, room: usize, now: Instant) {
+        self.room = room;
+        if room == 0 {
+            self.since = None;
+        } else if self.since.is_none() {
+            self.since = Some(now);
+        }
+    }
+
+    /// A take was made: `Some(full)` when the store takes (whether it filled the room),
+    /// `None` before it answers or when it does not take.
+    fn took(&mut self, full: Option<bool>) {
+        self.backlog = full.unwrap_or(false);
+        self.since = None;
+    }
+
+    /// Whether to wait before taking, with `running` threads running.
+    fn waits(&self, running: usize, now: Instant) -> bool {
+        let Some(since) = self.since else {
+            return false;
+        };
+        self.backlog && running > 0 && self.room < self.enough && now < since + GATHER
+    }
+
+    /// When the wait ends.
+    fn until(&self) -> Instant {
+        self.since.map_or_else(Instant::now, |s| s + GATHER)
+    }
+}
+
 /// Up to how long a woken worker waits before it looks (microseconds).
 const WAKE_SPREAD_US: usize = 8_000;
 
@@ -524,6 +591,37 @@ mod tests {
                 why: Why::Queued,
             })
             .collect()
+    }
+
+    #[test]
+    fn room_gathers_for_a_take_only_while_the_queue_had_more_and_only_for_a_moment() {
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let mut g = Gather::new(8);
+        // The first take: nothing known of the queue, room is taken at once.
+        g.room(8, t0);
+        assert!(!g.waits(0, t0));
+        g.took(Some(true));
+        // Full: more wait. One slot frees up while seven run: wait for more room...
+        g.room(1, ms(1));
+        assert!(g.waits(7, ms(1)));
+        assert_eq!(g.until(), ms(1) + GATHER);
+        // ...but not past the moment, and not once there is room for half.
+        assert!(!g.waits(7, ms(1) + GATHER));
+        g.room(4, ms(2));
+        assert!(!g.waits(4, ms(2)));
+        // Nothing running: no reason to wait.
+        g.room(1, ms(2));
+        assert!(!g.waits(0, ms(2)));
+        // A take that found less than there was room for: the queue is empty, so a
+        // thread that comes is taken as soon as there is room.
+        g.took(Some(false));
+        g.room(1, ms(3));
+        assert!(!g.waits(7, ms(3)));
+        // A store that takes nothing (redb) never waits.
+        g.took(None);
+        g.room(1, ms(4));
+        assert!(!g.waits(7, ms(4)));
     }
 
     #[test]

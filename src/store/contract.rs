@@ -1504,6 +1504,48 @@ fn commits_of_one_thread_at_once_apply_in_order(store: &dyn Store) {
     assert_eq!(seqs_of(&all), (0..7).collect::<Vec<u64>>());
 }
 
+fn an_attempts_last_commit_writes_its_rows_and_the_thread_is_free_after_it(store: &dyn Store) {
+    let rt = rt();
+    let lease = rt
+        .block_on(store.create_thread(thread_rec(), attempt()))
+        .map(|(lease, _)| lease)
+        .expect("create");
+    let thread = lease.thread.clone();
+    // A stale holder's last commit is fenced like any other, and frees nothing.
+    let mut newer = attempt();
+    newer.run_id = "r2".into();
+    drop(lease);
+    let (lease, _, _) = rt
+        .block_on(store.claim(&thread, newer))
+        .expect("claimed again");
+    let mut old = stale(&lease);
+    old.epoch -= 1;
+    let err = rt
+        .block_on(store.commit_last(&old, vec![node(9)]))
+        .expect_err("fenced");
+    assert!(matches!(err, StoreError::Fenced { .. }), "{err:?}");
+    assert!(store.is_held(&thread), "the live holder keeps the thread");
+    // The holder's last commit: its rows and events, as a commit writes them.
+    let paused = with_status(store, &rt, &thread, Status::Paused);
+    let events = rt
+        .block_on(store.commit_last(&lease, vec![node(1), paused, event("thread_paused")]))
+        .map(values)
+        .expect("last commit");
+    assert_eq!(types_of(&events), ["thread_paused"]);
+    drop(lease);
+    assert!(!store.is_held(&thread));
+    let state = rt.block_on(store.load(&thread)).expect("load");
+    assert_eq!(
+        state.thread.as_ref().map(|t| t.status),
+        Some(Status::Paused)
+    );
+    assert_eq!(state.nodes["n"].value, Some(json!(1)));
+    let (again, _, _) = rt
+        .block_on(store.claim(&thread, attempt()))
+        .expect("free after the last commit");
+    assert_eq!(again.epoch, 3);
+}
+
 macro_rules! contract {
     ($($case:ident),* $(,)?) => {
         mod redb {
@@ -1564,4 +1606,5 @@ contract!(
     an_ended_thread_is_not_claimed,
     a_threads_record_alone_is_the_loaded_one,
     commits_of_one_thread_at_once_apply_in_order,
+    an_attempts_last_commit_writes_its_rows_and_the_thread_is_free_after_it,
 );

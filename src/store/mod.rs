@@ -296,6 +296,18 @@ pub trait Store: Send + Sync {
         writes: Vec<Write>,
     ) -> StoreFuture<'a, Vec<RecordedEvent>>;
 
+    /// The last commit of an attempt: [`Store::commit`], after which the lease is only
+    /// dropped. A store may free the thread in the same transaction (Postgres deletes
+    /// the lease row with it, so an attempt's end costs no round trip of its own); a
+    /// later commit under the lease may then be fenced.
+    fn commit_last<'a>(
+        &'a self,
+        lease: &'a Lease,
+        writes: Vec<Write>,
+    ) -> StoreFuture<'a, Vec<RecordedEvent>> {
+        self.commit(lease, writes)
+    }
+
     /// Answers pending gates (all or none), without a lease: compare-and-set on each
     /// gate. Returns the events written (`gate_answered`).
     fn answer(

@@ -96,7 +96,7 @@ impl Attempt {
         self.end_attempt("cancelled");
         let writes = std::mem::take(&mut self.buffer);
         // The one commit allowed past the cancel fence: it records the cancellation.
-        let _ = self.shared.commit(writes).await;
+        let _ = self.shared.commit_last(writes).await;
         error
     }
 }

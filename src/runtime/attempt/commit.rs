@@ -50,11 +50,21 @@ pub(crate) fn event_write(event: Event) -> Write {
 impl Shared {
     /// Commits writes (scrubbed of secrets), then streams their events.
     pub(crate) async fn commit(&self, writes: Vec<Write>) -> Result<(), RuntimeError> {
+        self.commit_as(writes, Last::No).await
+    }
+
+    /// The attempt's last commit ([`Store::commit_last`]): the thread is free once it
+    /// returns, and nothing more is committed under the lease.
+    pub(crate) async fn commit_last(&self, writes: Vec<Write>) -> Result<(), RuntimeError> {
+        self.commit_as(writes, Last::Yes).await
+    }
+
+    async fn commit_as(&self, writes: Vec<Write>, last: Last) -> Result<(), RuntimeError> {
         if writes.is_empty() {
             return Ok(());
         }
         let in_flight = self.stream.begin(self.events.as_ref());
-        let result = commit(&*self.store, &self.lease, &self.scrubber, writes).await;
+        let result = commit(&*self.store, &self.lease, &self.scrubber, writes, last).await;
         if in_flight.end(result.as_deref().unwrap_or_default()) {
             self.catch_up().await;
         }
@@ -188,6 +198,13 @@ impl Shared {
     }
 }
 
+/// Whether a commit is the last one under its lease (the attempt ends with it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Last {
+    No,
+    Yes,
+}
+
 /// Commits writes under `lease`, scrubbed of secrets; returns the committed events as
 /// the store numbered and stamped them (the live `thread_completed` with its outputs).
 pub(crate) async fn commit(
@@ -195,6 +212,7 @@ pub(crate) async fn commit(
     lease: &Lease,
     scrubber: &Scrubber,
     mut writes: Vec<Write>,
+    last: Last,
 ) -> Result<Vec<RecordedEvent>, RuntimeError> {
     if writes.is_empty() {
         return Ok(Vec::new());
@@ -208,7 +226,10 @@ pub(crate) async fn commit(
             outputs = o.take();
         }
     }
-    let mut committed = store.commit(lease, writes).await?;
+    let mut committed = match last {
+        Last::No => store.commit(lease, writes).await?,
+        Last::Yes => store.commit_last(lease, writes).await?,
+    };
     for e in &mut committed {
         if let Event::ThreadCompleted { outputs: o } = &mut e.event {
             *o = outputs.clone();

@@ -1,7 +1,9 @@
 //! How an attempt ends, once nothing runs and nothing can start: completed (every node
 //! done or skipped, and no gate pending), paused (gates wait), failed, blocked (an
-//! effect's outcome is unknown), or released to the queue (a worker's stop). The final commit writes the thread's status, the
-//! thread event and the attempt's end together.
+//! effect's outcome is unknown), or released to the queue (a worker's stop). The last
+//! commit writes what is still buffered, the thread's status, the thread event and the
+//! attempt's end together, and lets the thread go where the store can
+//! ([`crate::store::Store::commit_last`]).
 
 use super::Attempt;
 use super::commit::event_write;
@@ -15,7 +17,7 @@ use crate::store::{Event, GateState, Status, Write, ids};
 impl Attempt {
     /// Nothing runs and nothing can start: complete, pause, or end.
     pub(super) async fn quiesce(&mut self) -> Result<Outcome, RuntimeError> {
-        self.flush().await?;
+        // What is buffered goes with the end's commit, in one transaction.
         if self.nodes.stopping() {
             return self.end_badly().await;
         }
@@ -35,6 +37,8 @@ impl Attempt {
             );
             return self.end_badly().await;
         }
+        // Gates wait: what is buffered commits before the answers are read.
+        self.flush().await?;
         if self.take_new_answers().await? {
             return Box::pin(self.drive()).await;
         }
@@ -51,7 +55,7 @@ impl Attempt {
         self.buffer
             .push(event_write(Event::ThreadPaused { gates: names }));
         self.end_attempt("paused");
-        self.flush().await?;
+        self.flush_last().await?;
         Ok(Outcome::Paused {
             thread: self.shared.thread_id.clone(),
             gates,
@@ -102,7 +106,7 @@ impl Attempt {
             outputs: Some(outputs.clone()),
         }));
         self.end_attempt("completed");
-        self.flush().await?;
+        self.flush_last().await?;
         Ok(Outcome::Completed {
             thread: self.shared.thread_id.clone(),
             outputs,
@@ -120,7 +124,7 @@ impl Attempt {
                 calls: reasons.iter().map(|r| r.message.clone()).collect(),
             }));
             self.end_attempt("blocked");
-            self.flush().await?;
+            self.flush_last().await?;
             return Ok(Outcome::Blocked {
                 thread: self.shared.thread_id.clone(),
                 reasons,
@@ -142,7 +146,7 @@ impl Attempt {
             node: error.node.clone(),
         }));
         self.end_attempt("failed");
-        self.flush().await?;
+        self.flush_last().await?;
         Ok(Outcome::Failed {
             thread: self.shared.thread_id.clone(),
             error,
@@ -152,13 +156,12 @@ impl Attempt {
     /// A worker's stop with nothing in flight: the thread goes back to the queue as it
     /// stands (every finished step committed, nothing started), for another worker.
     pub(super) async fn release(&mut self) -> Result<Outcome, RuntimeError> {
-        self.flush().await?;
         self.thread.status = Status::Queued;
         self.thread.holder = None;
         self.buffer.push(Write::Thread(self.thread.clone()));
         self.buffer.push(event_write(Event::ThreadReleased {}));
         self.end_attempt("released");
-        self.flush().await?;
+        self.flush_last().await?;
         Ok(Outcome::Released {
             thread: self.shared.thread_id.clone(),
         })

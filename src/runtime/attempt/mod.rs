@@ -32,7 +32,7 @@ use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-pub(crate) use commit::{Shared, commit, event_write};
+pub(crate) use commit::{Last, Shared, commit, event_write};
 use nodes::{NodeTable, Slot};
 use tasks::TaskDone;
 
@@ -203,6 +203,13 @@ impl Attempt {
         self.shared.commit(writes).await
     }
 
+    /// The attempt's last commit: whatever is buffered, with the thread's end, and the
+    /// thread let go in the same transaction where the store can.
+    async fn flush_last(&mut self) -> Result<(), RuntimeError> {
+        let writes = std::mem::take(&mut self.buffer);
+        self.shared.commit_last(writes).await
+    }
+
     /// Streams events the store committed for this attempt before it began.
     pub(crate) fn stream(&self, events: &[RecordedEvent]) {
         self.shared.stream(events);
@@ -216,12 +223,11 @@ impl Attempt {
         if self.nodes.first_failure().is_none() {
             self.thread.error = None;
         }
+        // What recovery decided and the thread's record go with the attempt's first
+        // commit: the one before its first effect or call starts, or its last.
         self.buffer.push(Write::Thread(self.thread.clone()));
         let heartbeat = heartbeat::Heartbeat::start(&self.shared);
-        let result = match self.flush().await {
-            Ok(()) => self.drive().await,
-            Err(e) => Err(e),
-        };
+        let result = self.drive().await;
         // The attempt's MCP sessions end with it, however it ends.
         self.shared.resources.close().await;
         let outcome = match result.map_err(Stop::from) {
@@ -347,7 +353,12 @@ impl Attempt {
                     units.push((i, work, items));
                 }
             }
-            self.flush().await?;
+            // Started rows commit before their work starts; what pure nodes and gates
+            // wrote meanwhile goes with them, or with a later commit (a pure node is
+            // run again after a crash, the same way).
+            if !units.is_empty() {
+                self.flush().await?;
+            }
             // With nothing else in flight, a lone unit runs in this task: the scheduler
             // would only wait for it, and a task of its own costs two thread wake-ups.
             let inline = running == 0 && units.len() == 1 && !deferred;

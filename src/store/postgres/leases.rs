@@ -96,20 +96,23 @@ pub(super) async fn renew(db: &Db, thread: &str, epoch: u64) -> Result<(), Store
 /// Deletes the lease row of a holder that is done with the thread.
 pub(super) async fn release(db: &Db, thread: &str, epoch: u64) -> Result<(), StoreError> {
     let client = db.client().await?;
-    exec(
-        &client,
-        // A released lease may leave work (a thread given back to the queue, one whose
-        // gate was answered meanwhile): the workers hear of it. One that ended, or waits
-        // for a person, leaves none, and waking every worker for it would cost each a
-        // look at the queue.
+    pipeline(&client, &[release_stmt(thread, epoch)]).await?;
+    Ok(())
+}
+
+/// The statement that deletes the lease row of the holder of `epoch`, and tells the
+/// workers when that leaves work: a thread given back to the queue, or one whose gate
+/// was answered meanwhile. One that ended, or waits for a person, leaves none, and
+/// waking every worker for it would cost each a look at the queue. Sent inside a
+/// commit (the attempt's last), it sees the thread's status as the commit left it.
+pub(super) fn release_stmt(thread: &str, epoch: u64) -> Stmt {
+    Stmt::new(
         "WITH gone AS (DELETE FROM pipec_leases WHERE thread = $1 AND epoch = $2 RETURNING thread)
          SELECT pg_notify('pipec_work', current_schema())
          WHERE EXISTS (SELECT 1 FROM gone JOIN pipec_threads t ON t.id = gone.thread
                        WHERE t.status IN ('queued', 'running', 'paused'))",
-        &[&thread, &(epoch as i64)],
+        vec![Box::new(thread.to_string()), Box::new(epoch as i64)],
     )
-    .await?;
-    Ok(())
 }
 
 /// Deletes the lease rows of several holders that are done, in one statement: what the
@@ -144,6 +147,8 @@ pub struct Release {
     releases: Arc<Releases>,
     thread: String,
     epoch: u64,
+    /// Set when the row went with the attempt's last commit: nothing is left to do.
+    freed: std::sync::atomic::AtomicBool,
     /// The store, kept until the release is handed over: a store goes away only after
     /// its last lease, so the releases it makes before it goes include this one.
     _store: Keep,
@@ -171,13 +176,23 @@ impl Release {
             releases,
             thread: thread.to_string(),
             epoch,
+            freed: std::sync::atomic::AtomicBool::new(false),
             _store: store,
         }
+    }
+
+    /// The lease row was deleted in a commit of its holder's: dropping the lease does
+    /// nothing more.
+    pub(super) fn freed(&self) {
+        self.freed.store(true, Ordering::SeqCst);
     }
 }
 
 impl Drop for Release {
     fn drop(&mut self) {
+        if self.freed.load(Ordering::SeqCst) {
+            return;
+        }
         let number = self.releases.sent.fetch_add(1, Ordering::SeqCst) + 1;
         let sent = self.jobs.send(Job::Release {
             thread: std::mem::take(&mut self.thread),

@@ -344,6 +344,36 @@ impl PostgresStore {
         }
     }
 
+    /// Hands a commit to the writer; `release` deletes the lease row with it, and a
+    /// lease whose row went so has nothing left to release when dropped.
+    fn commit_as<'a>(
+        &'a self,
+        lease: &'a Lease,
+        writes: Vec<Write>,
+        release: bool,
+    ) -> StoreFuture<'a, Vec<RecordedEvent>> {
+        let (reply, rx) = oneshot::channel();
+        let sent = self.send(Job::Commit {
+            thread: lease.thread.clone(),
+            epoch: lease.epoch,
+            writes,
+            release,
+            reply,
+        });
+        let db = self.inner.db.clone();
+        Box::pin(async move {
+            sent?;
+            let committed = rx
+                .await
+                .map_err(|_| StoreError::Io("the store's writer stopped".into()))?
+                .map_err(|e| db.scrub(e))?;
+            if release && let LeaseGuard::Postgres { _release: row } = &lease._guard {
+                row.freed();
+            }
+            Ok(committed)
+        })
+    }
+
     /// The lease of a claim this store made: dropped, its row goes.
     fn lease(&self, thread: String, epoch: u64, run_id: String, attempt: u32) -> Lease {
         Lease {
@@ -448,20 +478,17 @@ impl Store for PostgresStore {
         lease: &'a Lease,
         writes: Vec<Write>,
     ) -> StoreFuture<'a, Vec<RecordedEvent>> {
-        let (reply, rx) = oneshot::channel();
-        let sent = self.send(Job::Commit {
-            thread: lease.thread.clone(),
-            epoch: lease.epoch,
-            writes,
-            reply,
-        });
-        let db = self.inner.db.clone();
-        Box::pin(async move {
-            sent?;
-            rx.await
-                .map_err(|_| StoreError::Io("the store's writer stopped".into()))?
-                .map_err(|e| db.scrub(e))
-        })
+        self.commit_as(lease, writes, false)
+    }
+
+    /// The lease row is deleted in the commit's transaction, so ending an attempt costs
+    /// no round trip of its own; dropping the lease then does nothing more.
+    fn commit_last<'a>(
+        &'a self,
+        lease: &'a Lease,
+        writes: Vec<Write>,
+    ) -> StoreFuture<'a, Vec<RecordedEvent>> {
+        self.commit_as(lease, writes, true)
     }
 
     fn answer(

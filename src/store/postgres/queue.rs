@@ -298,16 +298,22 @@ pub(super) async fn runnable(
                     Box::new(query.except.clone()),
                 ],
             ),
-            // Paused threads with no live lease: their gates say whether they can go on.
+            // Paused threads with no live lease that may go on: answered since a holder
+            // last took them, or past a deadline. Their gates say whether they can.
             super::rows::Stmt::new(
-                "SELECT t.id, t.rec FROM pipec_threads t
+                "SELECT t.id, t.rec, t.answers FROM pipec_threads t
                  WHERE t.status = 'paused' AND NOT t.cancel_requested
+                   AND (t.answers > 0 OR t.due_ms <= $3)
                    AND ($1::text[] IS NULL OR t.pipeline = ANY($1))
                    AND NOT (t.id = ANY($2))
                    AND NOT EXISTS (SELECT 1 FROM pipec_leases l WHERE l.thread = t.id AND l.expires_at > now())
                  ORDER BY t.id
                  FOR UPDATE OF t SKIP LOCKED",
-                vec![Box::new(pipelines), Box::new(query.except.clone())],
+                vec![
+                    Box::new(pipelines),
+                    Box::new(query.except.clone()),
+                    Box::new(query.now_ms as i64),
+                ],
             ),
         ],
     )
@@ -363,12 +369,27 @@ pub(super) async fn runnable(
             query.now_ms,
             false,
         );
-        if let Some(why) = why {
-            out.push(RunnableThread {
+        match why {
+            Some(why) => out.push(RunnableThread {
                 id: rec.id,
                 pipeline: rec.pipeline,
                 why,
-            });
+            }),
+            // Its answers were taken in by the attempt they came during: they make it
+            // work no more, unless another came since this look read the row (or a
+            // claim took them in). Its deadline column is the record's again.
+            None => {
+                let answers: i64 = r.get(2);
+                if answers > 0 {
+                    exec(
+                        &client,
+                        "UPDATE pipec_threads SET answers = 0, due_ms = $3
+                         WHERE id = $1 AND answers = $2 AND status = 'paused'",
+                        &[&id, &answers, &rec.due_ms.map(|d| d as i64)],
+                    )
+                    .await?;
+                }
+            }
         }
     }
     out.extend(orphaned);

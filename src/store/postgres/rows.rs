@@ -279,8 +279,8 @@ pub(super) fn fence_check(thread: &str, epoch: u64) -> Stmt {
 /// The statement that inserts a new thread's row; it fails when the id is taken.
 pub(super) fn new_thread(rec: &ThreadRec) -> Result<Stmt, StoreError> {
     thread_row(
-        "INSERT INTO pipec_threads (id, pipeline, status, epoch, cancel_requested, created_ms, updated_ms, rec)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        "INSERT INTO pipec_threads (id, pipeline, status, epoch, cancel_requested, created_ms, updated_ms, rec, due_ms, answers)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
         rec,
     )
 }
@@ -289,8 +289,8 @@ pub(super) fn new_thread(rec: &ThreadRec) -> Result<Stmt, StoreError> {
 /// the id when it inserted.
 pub(super) fn new_thread_unless_taken(rec: &ThreadRec) -> Result<Stmt, StoreError> {
     thread_row(
-        "INSERT INTO pipec_threads (id, pipeline, status, epoch, cancel_requested, created_ms, updated_ms, rec)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING RETURNING id",
+        "INSERT INTO pipec_threads (id, pipeline, status, epoch, cancel_requested, created_ms, updated_ms, rec, due_ms, answers)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING RETURNING id",
         rec,
     )
 }
@@ -307,6 +307,10 @@ fn thread_row(sql: &'static str, rec: &ThreadRec) -> Result<Stmt, StoreError> {
             Box::new(rec.created_ms as i64),
             Box::new(rec.updated_ms as i64),
             Box::new(encode(rec)?),
+            Box::new(rec.due_ms.map(|d| d as i64)),
+            // A thread that arrives paused (an import) has its gates read once by the
+            // next look, as if answered: they may be.
+            Box::new(i64::from(rec.status == Status::Paused)),
         ],
     ))
 }
@@ -314,12 +318,29 @@ fn thread_row(sql: &'static str, rec: &ThreadRec) -> Result<Stmt, StoreError> {
 /// The statement that rewrites the thread's record and the columns queries use,
 /// stamped with now.
 pub(super) fn thread_update(rec: &ThreadRec) -> Result<Stmt, StoreError> {
+    record_update(
+        "UPDATE pipec_threads SET pipeline = $2, status = $3, epoch = $4,
+         cancel_requested = $5, updated_ms = $6, rec = $7, due_ms = $8 WHERE id = $1",
+        rec,
+    )
+}
+
+/// [`thread_update`] for a claim: the new holder takes in every answer given so far,
+/// so none of them makes the thread work for another worker any more.
+pub(super) fn claim_update(rec: &ThreadRec) -> Result<Stmt, StoreError> {
+    record_update(
+        "UPDATE pipec_threads SET pipeline = $2, status = $3, epoch = $4,
+         cancel_requested = $5, updated_ms = $6, rec = $7, due_ms = $8, answers = 0 WHERE id = $1",
+        rec,
+    )
+}
+
+fn record_update(sql: &'static str, rec: &ThreadRec) -> Result<Stmt, StoreError> {
     let mut rec = rec.clone();
     rec.updated_ms = ids::now_ms();
     let bytes = encode(&rec)?;
     Ok(Stmt::new(
-        "UPDATE pipec_threads SET pipeline = $2, status = $3, epoch = $4,
-         cancel_requested = $5, updated_ms = $6, rec = $7 WHERE id = $1",
+        sql,
         vec![
             Box::new(rec.id.clone()),
             Box::new(rec.pipeline.clone()),
@@ -328,6 +349,7 @@ pub(super) fn thread_update(rec: &ThreadRec) -> Result<Stmt, StoreError> {
             Box::new(rec.cancel_requested),
             Box::new(rec.updated_ms as i64),
             Box::new(bytes),
+            Box::new(rec.due_ms.map(|d| d as i64)),
         ],
     ))
 }

@@ -16,7 +16,7 @@ use super::{PgError, pg};
 use crate::store::StoreError;
 
 /// The schema version this pipec writes and reads.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The advisory lock key `migrate` takes ("pipec" in ASCII).
 const MIGRATE_LOCK: i64 = 0x0070_6970_6563;
@@ -121,6 +121,18 @@ BEGIN
     END IF;
 END
 $fence$;
+"#,
+    r#"
+-- What makes a paused thread work for a worker, beside its record, so that a look at
+-- the queue reads only the paused threads that may go on rather than every one: the
+-- earliest deadline of its gates (from the record), and how many answers were given
+-- since a holder last took it (a claim sets it to 0). A thread paused before this
+-- version counts one answer, so the first look reads its gates and record once.
+ALTER TABLE pipec_threads ADD COLUMN IF NOT EXISTS due_ms bigint;
+ALTER TABLE pipec_threads ADD COLUMN IF NOT EXISTS answers bigint NOT NULL DEFAULT 0;
+UPDATE pipec_threads SET answers = 1 WHERE status = 'paused';
+CREATE INDEX IF NOT EXISTS pipec_threads_waking ON pipec_threads (id)
+    WHERE status = 'paused' AND (answers > 0 OR due_ms IS NOT NULL);
 "#,
 ];
 

@@ -92,3 +92,17 @@ pub(crate) fn admin(url: &str, statements: &str) -> Result<(), StoreError> {
         client.batch_execute(&statements).await.map_err(super::pg)
     })
 }
+
+/// The first column of each row a query returns, as text (the query casts it).
+pub(crate) fn texts(url: &str, query: &str) -> Vec<String> {
+    let store = PostgresStore::unchecked(url, PgOptions::default()).expect("store");
+    let db = store.db().clone();
+    let query = query.to_string();
+    store
+        .block_on(async move {
+            let client = db.client().await?;
+            let rows = client.query(&query, &[]).await.map_err(super::pg)?;
+            Ok::<_, StoreError>(rows.iter().map(|r| r.get::<_, String>(0)).collect())
+        })
+        .expect("query")
+}

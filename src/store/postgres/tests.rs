@@ -689,3 +689,188 @@ fn a_plan_this_store_stored_is_not_sent_again() {
         .expect("another store puts it");
     assert_eq!(count(&other), 1);
 }
+
+/// An attempt's last commit deletes its lease row in the commit's own transaction: the
+/// thread is free to every other process as soon as the commit returns, and dropping
+/// the lease afterwards hands the writer nothing. Ending so wakes the workers when it
+/// leaves work (a paused thread, whose gate may be answered), and not when the thread
+/// ended.
+#[test]
+fn the_last_commit_lets_the_thread_go_in_its_own_transaction() {
+    let Some(server) = server("the_last_commit_lets_the_thread_go_in_its_own_transaction") else {
+        return;
+    };
+    let schema = TestSchema::new(&server, "last");
+    let (a, b) = (schema.store(), schema.store());
+    let rt = rt();
+    let quiet = RunnableQuery {
+        now_ms: ids::now_ms(),
+        pipelines: None,
+        limit: 0,
+        except: Vec::new(),
+    };
+    for (status, wakes) in [(Status::Paused, true), (Status::Completed, false)] {
+        let (lease, _) = rt
+            .block_on(a.create_thread(thread_rec(), attempt()))
+            .expect("create");
+        let thread = lease.thread.clone();
+        // The look listens, and what it saw is not news to the next wait.
+        rt.block_on(b.runnable(quiet.clone())).expect("look");
+        let mut rec = rt
+            .block_on(a.load(&thread))
+            .expect("load")
+            .thread
+            .expect("t");
+        rec.status = status;
+        rec.holder = None;
+        let handed = a.inner.db.releases.handed_over();
+        rt.block_on(a.commit_last(&lease, vec![node(1), Write::Thread(rec)]))
+            .expect("last commit");
+        assert!(
+            !b.is_held(&thread),
+            "{status:?}: another process sees the thread free before the lease is dropped"
+        );
+        drop(lease);
+        assert_eq!(
+            a.inner.db.releases.handed_over(),
+            handed,
+            "{status:?}: nothing is left to release"
+        );
+        let start = std::time::Instant::now();
+        rt.block_on(b.wait_for_work(Duration::from_millis(400)))
+            .expect("wait");
+        assert_eq!(
+            start.elapsed() < Duration::from_millis(300),
+            wakes,
+            "{status:?}: woken after {:?}",
+            start.elapsed()
+        );
+    }
+}
+
+fn pending_gate(node: &str) -> GateRec {
+    GateRec {
+        node: node.into(),
+        state: GateState::Pending,
+        message: format!("{node}?"),
+        schema: serde_json::json!({ "type": "boolean" }),
+        pending_ms: 1,
+        deadline_ms: None,
+        answer: None,
+        answered_ms: 0,
+        answered_by: None,
+    }
+}
+
+/// The paused threads a look reads gates of: the ones answered since a holder last took
+/// them, or with a deadline (columns beside the record), not every paused one.
+fn waking(url: &str) -> Vec<String> {
+    super::testing::texts(
+        url,
+        "SELECT id FROM pipec_threads WHERE status = 'paused'
+           AND (answers > 0 OR due_ms IS NOT NULL) ORDER BY id",
+    )
+}
+
+#[test]
+fn a_look_reads_only_the_paused_threads_an_answer_or_a_deadline_may_move_on() {
+    let Some(server) =
+        server("a_look_reads_only_the_paused_threads_an_answer_or_a_deadline_may_move_on")
+    else {
+        return;
+    };
+    let schema = TestSchema::new(&server, "waking");
+    let (a, b) = (schema.store(), schema.store());
+    let rt = rt();
+    let look = || {
+        let q = RunnableQuery {
+            now_ms: ids::now_ms(),
+            pipelines: None,
+            limit: 0,
+            except: Vec::new(),
+        };
+        let mut found: Vec<(String, Why)> = rt
+            .block_on(b.runnable(q))
+            .expect("look")
+            .into_iter()
+            .map(|t| (t.id, t.why))
+            .collect();
+        found.sort_by(|x, y| x.0.cmp(&y.0));
+        found
+    };
+    // A thread held by `a`, its record as paused by it, and the pending gate `g`.
+    let held = || {
+        let (lease, _) = rt
+            .block_on(a.create_thread(thread_rec(), attempt()))
+            .expect("create");
+        let mut rec = rt
+            .block_on(a.load(&lease.thread))
+            .expect("load")
+            .thread
+            .expect("t");
+        rec.status = Status::Paused;
+        rec.holder = None;
+        (lease, rec, vec![Write::Gate("g".into(), pending_gate("g"))])
+    };
+    // Ten threads waiting for a person: no look reads them.
+    for _ in 0..10 {
+        let (lease, rec, mut writes) = held();
+        writes.push(Write::Thread(rec));
+        rt.block_on(a.commit_last(&lease, writes)).expect("pause");
+    }
+    assert_eq!(waking(&schema.url), Vec::<String>::new());
+    assert_eq!(look(), Vec::new());
+    // Answered while its holder ran, after the holder last read its gates: the pause
+    // that follows keeps the answer's mark, and the thread is work once let go.
+    let (lease, rec, writes) = held();
+    let late = lease.thread.clone();
+    rt.block_on(a.commit(&lease, writes)).expect("gate pending");
+    rt.block_on(b.answer(&late, vec![("g".into(), serde_json::json!(true))], "web"))
+        .expect("answer");
+    rt.block_on(a.commit_last(&lease, vec![Write::Thread(rec)]))
+        .expect("pause");
+    drop(lease);
+    assert_eq!(look(), vec![(late.clone(), Why::Answered)]);
+    // Answered while its holder ran, and taken in by it (the gate's node done) before it
+    // paused at the next gate: the first look reads its gates once and clears the mark.
+    let (lease, mut rec, writes) = held();
+    let taken_in = lease.thread.clone();
+    rt.block_on(a.commit(&lease, writes)).expect("gate pending");
+    rt.block_on(b.answer(
+        &taken_in,
+        vec![("g".into(), serde_json::json!(true))],
+        "web",
+    ))
+    .expect("answer");
+    rec.due_ms = Some(ids::now_ms() + 3_600_000);
+    rt.block_on(a.commit_last(
+        &lease,
+        vec![
+            Write::Node("g".into(), NodeRec::done(serde_json::json!(true))),
+            Write::Gate("h".into(), pending_gate("h")),
+            Write::Thread(rec),
+        ],
+    ))
+    .expect("pause at the next gate");
+    drop(lease);
+    let mut expect = vec![late.clone(), taken_in.clone()];
+    expect.sort();
+    assert_eq!(waking(&schema.url), expect);
+    assert_eq!(look(), vec![(late.clone(), Why::Answered)]);
+    // Its deadline is an hour away: still read by none until then.
+    let marks = super::testing::texts(
+        &schema.url,
+        &format!(
+            "SELECT answers || ',' || (due_ms IS NOT NULL) FROM pipec_threads WHERE id = '{taken_in}'"
+        ),
+    );
+    assert_eq!(marks, ["0,true"], "the mark is cleared, the deadline kept");
+    // A claim takes every answer in.
+    let (lease, _, _) = rt.block_on(b.claim(&late, attempt())).expect("claim");
+    let marks = super::testing::texts(
+        &schema.url,
+        &format!("SELECT answers::text FROM pipec_threads WHERE id = '{late}'"),
+    );
+    assert_eq!(marks, ["0"], "a claim takes the answers in");
+    drop(lease);
+}

@@ -33,6 +33,8 @@ pub(crate) enum Job {
         thread: String,
         epoch: u64,
         writes: Vec<Write>,
+        /// The attempt's last commit: its lease row goes in the same transaction.
+        release: bool,
         reply: Reply<Vec<RecordedEvent>>,
     },
     /// A dropped lease: its row goes (best effort; its expiry is the backstop).
@@ -53,6 +55,7 @@ struct Pending {
     thread: String,
     epoch: u64,
     writes: Vec<Write>,
+    release: bool,
     reply: Reply<Vec<RecordedEvent>>,
 }
 
@@ -67,11 +70,13 @@ pub(super) async fn writer(db: Arc<Db>, mut rx: mpsc::UnboundedReceiver<Job>) {
                 thread,
                 epoch,
                 writes,
+                release,
                 reply,
             } => commits.push(Pending {
                 thread,
                 epoch,
                 writes,
+                release,
                 reply,
             }),
             other => others.push(other),
@@ -230,6 +235,9 @@ fn at_once(commits: &[Pending]) -> Result<Option<Whole>, StoreError> {
             rec.cancel_requested = false;
             stmts.push(rows::thread_update(&rec)?);
         }
+        if c.release {
+            stmts.push(leases::release_stmt(&c.thread, c.epoch));
+        }
     }
     Ok(Some(Whole {
         stmts,
@@ -273,6 +281,9 @@ async fn batch_in(txn: &Transaction<'_>, commits: &[Pending]) -> Result<Vec<Outc
         let recorded = rows::recorded(&commits[i].thread, events, &answers[range], rec.as_mut());
         if let Some(rec) = &rec {
             records.push(rows::thread_update(rec)?);
+        }
+        if commits[i].release {
+            records.push(leases::release_stmt(&commits[i].thread, commits[i].epoch));
         }
         outcomes[i] = Some(Ok(recorded));
     }
@@ -513,7 +524,7 @@ pub(super) fn claim_stmts(
     // An attempt and an event: no rename among them.
     stmts.extend(rows::Planned::statements(parts).unwrap_or_default());
     let sent = stmts.len() - 1;
-    stmts.push(rows::thread_update(&rec)?);
+    stmts.push(rows::claim_update(&rec)?);
     stmts.push(reads::load_stmt(id));
     Ok((stmts, sent, events, rec.epoch, number))
 }
@@ -565,6 +576,13 @@ pub(super) async fn answer(
     let events = rows::apply(&txn, &id, Some(&mut rec), &writes).await?;
     put_thread(&txn, &rec).await?;
     if !events.is_empty() {
+        // Work for a worker once nobody holds the thread (queue.rs).
+        exec(
+            &txn,
+            "UPDATE pipec_threads SET answers = answers + 1 WHERE id = $1",
+            &[&id],
+        )
+        .await?;
         super::queue::notify(&txn).await?;
     }
     txn.commit().await.map_err(pg)?;
