@@ -15,6 +15,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+mod common;
+
+use common::hooked::{Hooked, Hooks};
 use pipec::runtime::{Outcome, Runner};
 use pipec::store::*;
 use serde_json::{Value, json};
@@ -42,9 +45,8 @@ output done = apply
 
 const EFFECT: &str = "#!/bin/sh\ncat >/dev/null\necho ran >> effects.log\necho '{\"n\": 1}'\n";
 
-/// A store that runs `interlude` on the inner store just before the first claim.
+/// Runs `interlude` on the inner store just before the first claim.
 struct Interleaved {
-    inner: Arc<dyn Store>,
     fired: AtomicBool,
 }
 
@@ -53,7 +55,7 @@ type Fut<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a
 impl Interleaved {
     /// What a worker that took the thread and was killed mid-effect leaves: an attempt
     /// that claimed it, the node running, the call's `started` row; then its lease gone.
-    fn interlude<'a>(&'a self, thread: &'a str) -> Fut<'a, ()> {
+    fn interlude<'a>(inner: &'a dyn Store, thread: &'a str) -> Fut<'a, ()> {
         Box::pin(async move {
             let attempt = AttemptRec {
                 number: 0,
@@ -66,7 +68,7 @@ impl Interleaved {
                 plan_hash: String::new(),
                 pipec: String::new(),
             };
-            let (lease, state, _) = self.inner.claim(thread, attempt).await?;
+            let (lease, state, _) = inner.claim(thread, attempt).await?;
             let plan_node = state.nodes.get("review").map(|n| n.fingerprint.clone());
             let node = NodeRec {
                 state: NodeState::Running,
@@ -98,7 +100,7 @@ impl Interleaved {
                 seq: 0,
                 call: 0,
             };
-            self.inner
+            inner
                 .commit(
                     &lease,
                     vec![Write::Node("apply".into(), node), Write::Call(key, call)],
@@ -110,64 +112,20 @@ impl Interleaved {
     }
 }
 
-impl Store for Interleaved {
-    fn location(&self) -> String {
-        self.inner.location()
-    }
-    fn put_plan(&self, hash: &str, plan_json: &str) -> StoreFuture<'_, ()> {
-        self.inner.put_plan(hash, plan_json)
-    }
-    fn get_plan(&self, hash: &str) -> StoreFuture<'_, Option<String>> {
-        self.inner.get_plan(hash)
-    }
-    fn create_thread(
-        &self,
-        rec: ThreadRec,
+impl Hooks for Interleaved {
+    fn claim<'a>(
+        &'a self,
+        inner: &'a dyn Store,
+        thread: &str,
         attempt: AttemptRec,
-    ) -> StoreFuture<'_, (Lease, Vec<RecordedEvent>)> {
-        self.inner.create_thread(rec, attempt)
-    }
-    fn claim(&self, thread: &str, attempt: AttemptRec) -> StoreFuture<'_, Claimed> {
+    ) -> StoreFuture<'a, Claimed> {
         let thread = thread.to_string();
         Box::pin(async move {
             if !self.fired.swap(true, Ordering::SeqCst) {
-                self.interlude(&thread).await?;
+                Interleaved::interlude(inner, &thread).await?;
             }
-            self.inner.claim(&thread, attempt).await
+            inner.claim(&thread, attempt).await
         })
-    }
-    fn commit<'a>(
-        &'a self,
-        lease: &'a Lease,
-        writes: Vec<Write>,
-    ) -> StoreFuture<'a, Vec<RecordedEvent>> {
-        self.inner.commit(lease, writes)
-    }
-    fn answer(
-        &self,
-        thread: &str,
-        answers: Vec<(String, Value)>,
-        by: &str,
-    ) -> StoreFuture<'_, Vec<RecordedEvent>> {
-        self.inner.answer(thread, answers, by)
-    }
-    fn request_cancel(&self, thread: &str) -> StoreFuture<'_, (CancelOutcome, Vec<RecordedEvent>)> {
-        self.inner.request_cancel(thread)
-    }
-    fn load(&self, thread: &str) -> StoreFuture<'_, ThreadState> {
-        self.inner.load(thread)
-    }
-    fn is_held(&self, thread: &str) -> bool {
-        self.inner.is_held(thread)
-    }
-    fn list(&self, query: ListQuery) -> StoreFuture<'_, Vec<ThreadSummary>> {
-        self.inner.list(query)
-    }
-    fn events(&self, thread: &str, since: u64) -> StoreFuture<'_, Vec<RecordedEvent>> {
-        self.inner.events(thread, since)
-    }
-    fn prune(&self, before_ms: u64, statuses: Vec<Status>) -> StoreFuture<'_, usize> {
-        self.inner.prune(before_ms, statuses)
     }
 }
 
@@ -205,13 +163,18 @@ fn an_effect_started_by_an_attempt_between_a_resumes_look_and_its_claim_blocks_t
             .answer(&thread, vec![("review".into(), json!({"approved": true}))])
             .await
             .expect("answered");
-        let store = Arc::new(Interleaved {
+        let store = Arc::new(Hooked {
             inner: inner.clone(),
-            fired: AtomicBool::new(false),
+            hooks: Interleaved {
+                fired: AtomicBool::new(false),
+            },
         });
         let resumed = Runner::with_store(plan(), store.clone()).project_root(&dir);
         let outcome = resumed.resume(&thread, Vec::new()).await.expect("resumes");
-        assert!(store.fired.load(Ordering::SeqCst), "the interloper ran");
+        assert!(
+            store.hooks.fired.load(Ordering::SeqCst),
+            "the interloper ran"
+        );
         assert!(
             matches!(outcome, Outcome::Blocked { .. }),
             "the effect the interloper started blocks the thread: {outcome:?}"

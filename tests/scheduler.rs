@@ -5,6 +5,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod common;
+
+use common::hooked::{Hooked, Hooks, pass_commit};
 use pipec::runtime::{Outcome, RunOptions, Runner};
 use pipec::store::*;
 use serde_json::{Value, json};
@@ -342,16 +345,33 @@ output b = b
 /// A commit as [`Commits`] saw it: whether it was the attempt's last, and its node rows.
 type Seen = (bool, Vec<String>);
 
-/// A memory store that records each commit: whether it was the attempt's last
-/// (`Store::commit_last`) and the node rows in it.
-#[derive(Clone)]
-struct Commits {
-    inner: MemoryStore,
-    seen: Arc<Mutex<Vec<Seen>>>,
-}
+/// Records each commit: whether it was the attempt's last (`Store::commit_last`) and the
+/// node rows in it.
+#[derive(Clone, Default)]
+struct Commits(Arc<Mutex<Vec<Seen>>>);
 
 impl Commits {
-    fn record(&self, last: bool, writes: &[Write]) {
+    fn seen(&self) -> Vec<Seen> {
+        self.0.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// A memory store behind this record.
+    fn store(&self) -> Arc<Hooked<Commits>> {
+        Arc::new(Hooked {
+            inner: Arc::new(MemoryStore::new()),
+            hooks: self.clone(),
+        })
+    }
+}
+
+impl Hooks for Commits {
+    fn commit<'a>(
+        &'a self,
+        inner: &'a dyn Store,
+        lease: &'a Lease,
+        writes: Vec<Write>,
+        last: bool,
+    ) -> StoreFuture<'a, Vec<RecordedEvent>> {
         let nodes = writes
             .iter()
             .filter_map(|w| match w {
@@ -359,77 +379,10 @@ impl Commits {
                 _ => None,
             })
             .collect();
-        if let Ok(mut s) = self.seen.lock() {
+        if let Ok(mut s) = self.0.lock() {
             s.push((last, nodes));
         }
-    }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().map(|s| s.clone()).unwrap_or_default()
-    }
-}
-
-impl Store for Commits {
-    fn location(&self) -> String {
-        self.inner.location()
-    }
-    fn put_plan(&self, hash: &str, plan_json: &str) -> StoreFuture<'_, ()> {
-        self.inner.put_plan(hash, plan_json)
-    }
-    fn get_plan(&self, hash: &str) -> StoreFuture<'_, Option<String>> {
-        self.inner.get_plan(hash)
-    }
-    fn create_thread(
-        &self,
-        rec: ThreadRec,
-        attempt: AttemptRec,
-    ) -> StoreFuture<'_, (Lease, Vec<RecordedEvent>)> {
-        self.inner.create_thread(rec, attempt)
-    }
-    fn claim(&self, thread: &str, attempt: AttemptRec) -> StoreFuture<'_, Claimed> {
-        self.inner.claim(thread, attempt)
-    }
-    fn commit<'a>(
-        &'a self,
-        lease: &'a Lease,
-        writes: Vec<Write>,
-    ) -> StoreFuture<'a, Vec<RecordedEvent>> {
-        self.record(false, &writes);
-        self.inner.commit(lease, writes)
-    }
-    fn commit_last<'a>(
-        &'a self,
-        lease: &'a Lease,
-        writes: Vec<Write>,
-    ) -> StoreFuture<'a, Vec<RecordedEvent>> {
-        self.record(true, &writes);
-        self.inner.commit_last(lease, writes)
-    }
-    fn answer(
-        &self,
-        thread: &str,
-        answers: Vec<(String, Value)>,
-        by: &str,
-    ) -> StoreFuture<'_, Vec<RecordedEvent>> {
-        self.inner.answer(thread, answers, by)
-    }
-    fn request_cancel(&self, thread: &str) -> StoreFuture<'_, (CancelOutcome, Vec<RecordedEvent>)> {
-        self.inner.request_cancel(thread)
-    }
-    fn load(&self, thread: &str) -> StoreFuture<'_, ThreadState> {
-        self.inner.load(thread)
-    }
-    fn is_held(&self, thread: &str) -> bool {
-        self.inner.is_held(thread)
-    }
-    fn list(&self, query: ListQuery) -> StoreFuture<'_, Vec<ThreadSummary>> {
-        self.inner.list(query)
-    }
-    fn events(&self, thread: &str, since: u64) -> StoreFuture<'_, Vec<RecordedEvent>> {
-        self.inner.events(thread, since)
-    }
-    fn prune(&self, before_ms: u64, statuses: Vec<Status>) -> StoreFuture<'_, usize> {
-        self.inner.prune(before_ms, statuses)
+        pass_commit(inner, lease, writes, last)
     }
 }
 
@@ -447,11 +400,9 @@ node n4(p: int = n3) -> int { return = p }
 output last = n4
 "#;
     let plan = pipec::compile_str("pure.pipe", src).expect("compiles");
-    let store = Commits {
-        inner: MemoryStore::new(),
-        seen: Arc::default(),
-    };
-    let runner = Runner::new(plan, store.clone());
+    let commits = Commits::default();
+    let store = commits.store();
+    let runner = Runner::with_store(plan, store.clone());
     let rt = rt();
     let out = rt.block_on(runner.start(json!({ "x": 7 }))).expect("runs");
     let Outcome::Completed { thread, outputs } = out else {
@@ -459,7 +410,7 @@ output last = n4
     };
     assert_eq!(outputs, json!({ "last": 7 }));
     let nodes: Vec<String> = (0..5).map(|i| format!("n{i}")).collect();
-    assert_eq!(store.seen(), vec![(true, nodes)]);
+    assert_eq!(commits.seen(), vec![(true, nodes)]);
     assert!(!store.is_held(&thread));
     let state = rt.block_on(store.load(&thread)).expect("load");
     assert!(state.nodes.values().all(|n| n.state == NodeState::Done));
@@ -476,15 +427,12 @@ node b(n: string = "b", ms: int = 0, x: int = a) -> { v: int } { host = "step" }
 output b = b
 "#;
     let plan = pipec::compile_str("mixed.pipe", src).expect("compiles");
-    let store = Commits {
-        inner: MemoryStore::new(),
-        seen: Arc::default(),
-    };
+    let commits = Commits::default();
     let log: Log = Arc::default();
-    let runner = with_step(Runner::new(plan, store.clone()), &log);
+    let runner = with_step(Runner::with_store(plan, commits.store()), &log);
     let out = rt().block_on(runner.start(json!({}))).expect("runs");
     assert!(matches!(out, Outcome::Completed { .. }), "{out:?}");
-    let seen = store.seen();
+    let seen = commits.seen();
     assert_eq!(
         seen.first(),
         Some(&(false, vec!["a".into(), "b".into()])),

@@ -155,11 +155,13 @@ impl Worker {
                     limit: room,
                     except: except.clone(),
                 };
-                let asked = room;
-                gather.took(None);
-                match self.store.take(query, attempt_template()).await {
+                let taking = self.store.take(query, attempt_template()).await;
+                gather.took(match &taking {
+                    Ok(Some(taken)) => Some(taken.len() == room),
+                    _ => None,
+                });
+                match taking {
                     Ok(Some(taken)) => {
-                        gather.took(Some(taken.len() == asked));
                         look = taken.len() < room;
                         room -= taken.len();
                         for t in taken {
@@ -503,8 +505,8 @@ impl Gather {
         }
     }
 
-    /// A take was made: `Some(full)` when the store takes (whether it filled the room),
-    /// `None` before it answers or when it does not take.
+    /// A take was made: `Some(full)` when the store took (whether it filled the room),
+    /// `None` when it does not take or failed.
     fn took(&mut self, full: Option<bool>) {
         self.backlog = full.unwrap_or(false);
         self.since = None;

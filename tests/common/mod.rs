@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod chat_server;
+pub mod hooked;
 pub mod lsp_client;
 pub mod pg_schema;
 pub mod python;
