@@ -335,6 +335,16 @@ pub(super) fn claim_update(rec: &ThreadRec) -> Result<Stmt, StoreError> {
     )
 }
 
+/// [`thread_update`] for answers given without a lease: each counts, so the thread is
+/// work for a worker once nobody holds it (`queue.rs`).
+pub(super) fn answered_update(rec: &ThreadRec) -> Result<Stmt, StoreError> {
+    record_update(
+        "UPDATE pipec_threads SET pipeline = $2, status = $3, epoch = $4,
+         cancel_requested = $5, updated_ms = $6, rec = $7, due_ms = $8, answers = answers + 1 WHERE id = $1",
+        rec,
+    )
+}
+
 fn record_update(sql: &'static str, rec: &ThreadRec) -> Result<Stmt, StoreError> {
     let mut rec = rec.clone();
     rec.updated_ms = ids::now_ms();

@@ -574,16 +574,15 @@ pub(super) async fn answer(
     }
     let writes = answer_writes(&gates, &answers, by, ids::now_ms())?;
     let events = rows::apply(&txn, &id, Some(&mut rec), &writes).await?;
-    put_thread(&txn, &rec).await?;
-    if !events.is_empty() {
-        // Work for a worker once nobody holds the thread (queue.rs).
-        exec(
+    if events.is_empty() {
+        // The answers it has already: nothing changes.
+        put_thread(&txn, &rec).await?;
+    } else {
+        rows::pipeline(
             &txn,
-            "UPDATE pipec_threads SET answers = answers + 1 WHERE id = $1",
-            &[&id],
+            &[rows::answered_update(&rec)?, super::queue::notify_stmt()],
         )
         .await?;
-        super::queue::notify(&txn).await?;
     }
     txn.commit().await.map_err(pg)?;
     Ok(events)
