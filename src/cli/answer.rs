@@ -44,7 +44,7 @@ pub fn run(args: Args) -> u8 {
                 format!("no thread `{}`", args.thread),
             ));
         };
-        let plan = common::stored_plan(&*store, &rec).await?;
+        let plan = crate::runtime::stored_plan(&*store, &rec).await?;
         let mut runner =
             Runner::with_store(plan, store.clone()).max_answer_bytes(args.max_answer_bytes);
         if args.events.is_some() {

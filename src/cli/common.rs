@@ -219,32 +219,6 @@ pub fn load_plan(file: &Path) -> Result<Loaded, u8> {
     }
 }
 
-/// The plan a thread was started with, as the store keeps it.
-pub async fn stored_plan(
-    store: &dyn crate::store::Store,
-    thread: &crate::store::ThreadRec,
-) -> Result<Plan, RuntimeError> {
-    let json = store.get_plan(&thread.plan_hash).await?.ok_or_else(|| {
-        RuntimeError::new(
-            &crate::diagnostic::STORE_UNREADABLE,
-            format!(
-                "the store has no copy of the plan {} of thread {}",
-                thread.plan_hash, thread.id
-            ),
-        )
-    })?;
-    Plan::from_json(&json).map_err(|e| {
-        RuntimeError::new(
-            e.rule(),
-            format!(
-                "the stored plan of thread {} cannot be used: {e}",
-                thread.id
-            ),
-        )
-        .help(e.help())
-    })
-}
-
 /// `k=v` pairs: JSON unless the input is a string.
 pub fn parse_inputs(plan: &Plan, pairs: &[String], files: &[PathBuf]) -> Result<Value, String> {
     let mut out = Map::new();

@@ -205,7 +205,7 @@ fn resume_one(
             Ok(l) => l,
             Err(code) => return code,
         },
-        None => match rt.block_on(common::stored_plan(&**store, &rec)) {
+        None => match rt.block_on(crate::runtime::stored_plan(&**store, &rec)) {
             Ok(plan) => common::Loaded {
                 plan,
                 root: PathBuf::from(&rec.project_root),

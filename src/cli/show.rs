@@ -47,23 +47,16 @@ pub fn run(args: Args) -> u8 {
             Vec::new()
         };
         let reads = resource_reads(&all);
-        let plan =
-            match &state.thread {
-                Some(t) => store.get_plan(&t.plan_hash).await?.and_then(|j| {
-                    match crate::plan::Plan::from_json(&j) {
-                        Ok(plan) => Some(plan),
-                        Err(e) => {
-                            super::err(&format!(
-                                "warning[{}]: the stored plan of thread {} cannot be used: {e}",
-                                e.code(),
-                                t.id
-                            ));
-                            None
-                        }
-                    }
-                }),
-                None => None,
-            };
+        let plan = match &state.thread {
+            Some(t) => match crate::runtime::stored_plan(&*store, t).await {
+                Ok(plan) => Some(plan),
+                Err(e) => {
+                    super::err(&format!("warning[{}]: {}", e.code, e.message));
+                    None
+                }
+            },
+            None => None,
+        };
         Ok::<_, crate::store::StoreError>((state, events, plan, reads))
     });
     let (state, mut events, plan, reads) = match loaded {

@@ -27,6 +27,7 @@ mod resources;
 mod resume;
 mod runner;
 pub mod secrets;
+mod stored_plan;
 mod tries;
 pub mod validate;
 mod worker;
@@ -43,4 +44,5 @@ pub use resources::servers::{
     Fetcher, Replayer, ServerFuture, Servers, server_config_from_environment,
 };
 pub use runner::{Environment, EventSink, Runner};
+pub use stored_plan::stored_plan;
 pub use worker::{Worker, WorkerLog, WorkerOptions, WorkerReport};

@@ -462,10 +462,10 @@ impl Runner {
         if rec.status == Status::Completed {
             // Nothing to change: the outputs again, as the plan the thread ran computes
             // them (answers equal to the stored ones are fine).
-            let ran = match self.store.get_plan(&rec.plan_hash).await? {
-                Some(json) if rec.plan_hash != self.plan.hash => Plan::from_json(&json)
-                    .map_err(|e| RuntimeError::new(e.rule(), format!("the stored plan: {e}")))?,
-                _ => (*self.plan).clone(),
+            let ran = if rec.plan_hash == self.plan.hash {
+                (*self.plan).clone()
+            } else {
+                super::stored_plan(&*self.store, &rec).await?
             };
             let outputs = crate::runtime::eval::outputs_of(&ran, &state).map_err(|(name, e)| {
                 RuntimeError::new(e.rule(), format!("the output `{name}`: {e}"))

@@ -26,7 +26,6 @@ use super::outcome::Outcome;
 use super::resume::give_back;
 use super::runner::Runner;
 use crate::diagnostic as codes;
-use crate::plan::Plan;
 use crate::store::{AttemptRec, RunnableQuery, RunnableThread, Store, Taken, Why, ids};
 
 /// Where a worker's lines go (one per claim and per finish).
@@ -430,22 +429,7 @@ impl Runners {
         if let Some(r) = self.lock().get(&key) {
             return Ok(r.clone());
         }
-        let json = store.get_plan(&rec.plan_hash).await?.ok_or_else(|| {
-            RuntimeError::new(
-                &codes::STORE_UNREADABLE,
-                format!(
-                    "the store has no copy of the plan {} of thread {}",
-                    rec.plan_hash, rec.id
-                ),
-            )
-        })?;
-        let plan = Plan::from_json(&json).map_err(|e| {
-            RuntimeError::new(
-                e.rule(),
-                format!("the stored plan of thread {} cannot be used: {e}", rec.id),
-            )
-            .help(e.help())
-        })?;
+        let plan = super::stored_plan(&**store, rec).await?;
         let runner = Arc::new(
             Runner::with_store(plan, store.clone())
                 .project_root(key.1.clone())

@@ -431,6 +431,47 @@ fn answers_are_compare_and_set_and_all_or_none(store: &dyn Store) {
     assert!(matches!(err, StoreError::NotFound { .. }), "{err:?}");
 }
 
+/// A paused thread without the rows of its gates is damage (a store page that decodes
+/// but lost its keys), and an answer to it says so instead of "no such gate".
+fn an_answer_to_a_paused_thread_without_gate_rows_is_refused_as_damage(store: &dyn Store) {
+    let rt = rt();
+    let lease = rt
+        .block_on(store.create_thread(thread_rec(), attempt()))
+        .map(|(lease, _)| lease)
+        .expect("create");
+    let thread = lease.thread.clone();
+    let paused = with_status(store, &rt, &thread, Status::Paused);
+    rt.block_on(store.commit_last(&lease, vec![paused]))
+        .expect("paused");
+    drop(lease);
+    let err = rt
+        .block_on(store.answer(&thread, vec![("review".into(), json!(true))], "cli"))
+        .expect_err("damage");
+    match &err {
+        StoreError::Corrupt { what } => assert!(
+            what.contains(&thread) && what.contains("no row of a gate"),
+            "{what}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    let events = rt.block_on(store.events(&thread, 0)).expect("events");
+    assert!(
+        values(events).iter().all(|e| e["type"] != "gate_answered"),
+        "nothing is written"
+    );
+    // A thread that is not paused has no gate to answer, which is no damage.
+    let running = rt
+        .block_on(store.create_thread(thread_rec(), attempt()))
+        .map(|(lease, _)| lease)
+        .expect("create");
+    let other = running.thread.clone();
+    drop(running);
+    let err = rt
+        .block_on(store.answer(&other, vec![("review".into(), json!(true))], "cli"))
+        .expect_err("no gate");
+    assert!(matches!(err, StoreError::NoSuchGate { .. }), "{err:?}");
+}
+
 fn events_are_numbered_from_zero_without_gaps_across_commits_and_claims(store: &dyn Store) {
     let rt = rt();
     let lease = rt
@@ -1587,6 +1628,7 @@ contract!(
     after_a_cancel_request_only_the_cancellation_is_written,
     a_thread_no_process_holds_is_cancelled_at_once,
     answers_are_compare_and_set_and_all_or_none,
+    an_answer_to_a_paused_thread_without_gate_rows_is_refused_as_damage,
     events_are_numbered_from_zero_without_gaps_across_commits_and_claims,
     load_returns_every_row_a_commit_wrote,
     a_thread_record_write_keeps_the_fence_and_the_status_index,

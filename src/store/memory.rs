@@ -283,7 +283,7 @@ impl MemoryStore {
         let Some(rows) = tables.threads.get_mut(&id) else {
             return Err(self.not_found(thread));
         };
-        let writes = answer_writes(&rows.gates, &answers, by, ids::now_ms())?;
+        let writes = answer_writes(&rows.rec, &rows.gates, &answers, by, ids::now_ms())?;
         let prepared = prepare(&writes)?;
         Ok(rows.apply(&prepared, true))
     }

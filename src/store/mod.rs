@@ -197,12 +197,25 @@ impl std::error::Error for StoreError {}
 /// (compare-and-set). An answer equal to the one a gate has is accepted and writes
 /// nothing; another answer to an answered gate, or an answer to no gate, refuses them all.
 /// Both stores answer through this, inside their write transaction.
+///
+/// A paused thread always has the rows of the gates it paused at, so one with none is
+/// a damaged store (say a gate table page that still decodes but lost its keys), not an
+/// answer to a gate that is not there.
 pub(crate) fn answer_writes(
+    rec: &ThreadRec,
     gates: &std::collections::BTreeMap<String, GateRec>,
     answers: &[(String, serde_json::Value)],
     by: &str,
     now_ms: u64,
 ) -> Result<Vec<Write>, StoreError> {
+    if rec.status == Status::Paused && gates.is_empty() {
+        return Err(StoreError::Corrupt {
+            what: format!(
+                "thread {} is paused, but no row of a gate it waits at is stored; `pipec store check` says what else is damaged",
+                rec.id
+            ),
+        });
+    }
     let pending: Vec<String> = gates
         .iter()
         .filter(|(_, g)| g.state == GateState::Pending)

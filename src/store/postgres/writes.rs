@@ -572,7 +572,7 @@ pub(super) async fn answer(
         let g: GateRec = decode(r.get::<_, &[u8]>(1), &|| format!("gate `{name}`"))?;
         gates.insert(name, g);
     }
-    let writes = answer_writes(&gates, &answers, by, ids::now_ms())?;
+    let writes = answer_writes(&rec, &gates, &answers, by, ids::now_ms())?;
     let events = rows::apply(&txn, &id, Some(&mut rec), &writes).await?;
     if events.is_empty() {
         // The answers it has already: nothing changes.

@@ -256,7 +256,7 @@ pub(super) fn answer<'a>(
                         gates.insert(name, g);
                     }
                 }
-                let writes = answer_writes(&gates, &answers, &by, ids::now_ms())?;
+                let writes = answer_writes(&rec, &gates, &answers, &by, ids::now_ms())?;
                 let old = rec.status;
                 let events = apply_writes(&txn, id, Some(&mut rec), &writes)?;
                 put_thread(&txn, id, Some(old), &rec)?;
