@@ -5,10 +5,15 @@
 //!
 //! Everything is checked before anything is written, so a refused copy leaves the target
 //! as it was (and creates no store where there was none): the threads named exist in the
-//! source, no live process holds one (it would be changing under the copy), the target
-//! has none of them (unless `--skip-existing`). The source is opened read-only.
+//! source and read whole, no live process holds one (it would be changing under the
+//! copy), the target has none of them (unless `--skip-existing`). The source is opened
+//! read-only.
+//!
+//! The copy streams: the check reads each thread and keeps only its id, status and plans;
+//! the write reads each thread again and writes it before it reads the next. So a copy
+//! holds one thread in memory at a time, however many the store has.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -17,7 +22,7 @@ use serde_json::json;
 use super::common;
 use crate::diagnostic as codes;
 use crate::runtime::RuntimeError;
-use crate::store::{Export, ListQuery, OpenMode, Store, StoreError};
+use crate::store::{Export, ListQuery, OpenMode, Status, Store, StoreError};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -85,15 +90,15 @@ pub fn run(args: Args) -> u8 {
         }
     };
     // Every check first: nothing below writes until they all pass.
-    let exports = match rt.block_on(read_source(source.as_ref(), &args.threads, &from)) {
+    let planned = match rt.block_on(check_source(source.as_ref(), &args.threads, &from)) {
         Ok(x) => x,
         Err(errors) => return refuse(&errors),
     };
-    let plans = match rt.block_on(plans_of(source.as_ref(), &exports)) {
+    let plans = match rt.block_on(plans_of(source.as_ref(), &planned)) {
         Ok(p) => p,
         Err(e) => return refuse(&[e.into()]),
     };
-    let existing = match rt.block_on(already_in_target(&args.to, &exports)) {
+    let existing = match rt.block_on(already_in_target(&args.to, &planned)) {
         Ok(x) => x,
         Err(e) => {
             common::print_store_error(e, &args.to);
@@ -118,17 +123,9 @@ pub fn run(args: Args) -> u8 {
             "`--skip-existing` copies the others and leaves these as the target has them; or copy to another store",
         )]);
     }
-    let (to_copy, skipped): (Vec<Export>, Vec<Export>) = exports
-        .into_iter()
-        .partition(|e| e.rec().is_some_and(|r| !existing.contains(&r.id)));
-    let skipped: Vec<String> = skipped
-        .iter()
-        .filter_map(|e| e.rec().map(|r| r.id.clone()))
-        .collect();
-    let needed: BTreeMap<String, String> = plans
-        .into_iter()
-        .filter(|(hash, _)| to_copy.iter().any(|e| e.plans().contains(hash)))
-        .collect();
+    let (to_copy, skipped): (Vec<Planned>, Vec<Planned>) =
+        planned.into_iter().partition(|t| !existing.contains(&t.id));
+    let skipped: Vec<String> = skipped.into_iter().map(|t| t.id).collect();
     let copied = if to_copy.is_empty() {
         // Nothing to write: no store is created at the target.
         Vec::new()
@@ -143,17 +140,20 @@ pub fn run(args: Args) -> u8 {
         match rt.block_on(write_target(
             source.as_ref(),
             target.as_ref(),
-            &needed,
+            &plans,
             &to_copy,
         )) {
             Ok(copied) => copied,
-            Err((copied, e)) => {
-                let mut error = RuntimeError::from(e);
+            Err((copied, mut error)) => {
                 if !copied.is_empty() {
                     error.message.push_str(&format!(
                         "; the {} threads before it were copied: {}",
                         copied.len(),
-                        copied.join(", ")
+                        copied
+                            .iter()
+                            .map(|c| c.id.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ));
                 }
                 common::print_error(&error);
@@ -161,7 +161,12 @@ pub fn run(args: Args) -> u8 {
             }
         }
     };
-    summary(&args, &from, &to, &to_copy, &copied, &skipped, needed.len());
+    let plans_copied = copied
+        .iter()
+        .flat_map(|c| c.plans.iter())
+        .collect::<BTreeSet<_>>()
+        .len();
+    summary(&args, &from, &to, &copied, &skipped, plans_copied);
     super::EXIT_OK
 }
 
@@ -193,12 +198,49 @@ async fn all_threads(store: &dyn Store) -> Result<Vec<String>, StoreError> {
     Ok(out)
 }
 
-/// The threads to copy, each read whole; every problem of every thread named, at once.
-async fn read_source(
+/// A thread the check passed, as the copy keeps it until it writes it: not its rows.
+struct Planned {
+    id: String,
+    plans: BTreeSet<String>,
+}
+
+/// A thread written to the target.
+struct Copied {
+    id: String,
+    status: Status,
+    events: usize,
+    /// The plans it names that went with it.
+    plans: BTreeSet<String>,
+}
+
+/// Reads a whole thread for the copy, refusing one a live process holds: it is changing,
+/// its copy would be out of date at once, and both stores would then run it.
+async fn read_whole(source: &dyn Store, id: &str) -> Result<Export, RuntimeError> {
+    let export = crate::store::export(source, id).await?;
+    if source.is_held(id) {
+        let holder = export.rec().and_then(|r| r.holder.clone());
+        let mut error = RuntimeError::from(StoreError::Locked {
+            thread: id.to_string(),
+            holder,
+        });
+        error.help = Some(
+            "a thread is copied while no process runs it: wait until it pauses or ends, or stop that process (a worker stopped with SIGTERM gives its threads back)"
+                .into(),
+        );
+        return Err(error);
+    }
+    // What every import checks before it writes, checked before anything is written.
+    export.check()?;
+    Ok(export)
+}
+
+/// The threads to copy, each read whole and let go; every problem of every thread named,
+/// at once.
+async fn check_source(
     source: &dyn Store,
     named: &[String],
     from: &str,
-) -> Result<Vec<Export>, Vec<RuntimeError>> {
+) -> Result<Vec<Planned>, Vec<RuntimeError>> {
     let one = |e: StoreError| vec![RuntimeError::from(e)];
     let ids = if named.is_empty() {
         all_threads(source).await.map_err(one)?
@@ -237,33 +279,19 @@ async fn read_source(
         }
         ids
     };
-    let mut exports = Vec::new();
+    let mut planned = Vec::new();
     let mut errors = Vec::new();
     for id in ids {
-        match crate::store::export(source, &id).await {
-            Ok(export) => {
-                // A live process's thread is changing: its copy would be out of date at
-                // once, and both stores would then run it.
-                if source.is_held(&id) {
-                    let holder = export.rec().and_then(|r| r.holder.clone());
-                    let mut error = RuntimeError::from(StoreError::Locked {
-                        thread: id.clone(),
-                        holder,
-                    });
-                    error.help = Some(
-                        "a thread is copied while no process runs it: wait until it pauses or ends, or stop that process (a worker stopped with SIGTERM gives its threads back)"
-                            .into(),
-                    );
-                    errors.push(error);
-                } else {
-                    exports.push(export);
-                }
-            }
-            Err(e) => errors.push(e.into()),
+        match read_whole(source, &id).await {
+            Ok(export) => planned.push(Planned {
+                plans: export.plans(),
+                id,
+            }),
+            Err(e) => errors.push(e),
         }
     }
     if errors.is_empty() {
-        Ok(exports)
+        Ok(planned)
     } else {
         Err(errors)
     }
@@ -273,32 +301,36 @@ async fn read_source(
 /// left out with a warning: the thread cannot run there either.
 async fn plans_of(
     source: &dyn Store,
-    exports: &[Export],
+    planned: &[Planned],
 ) -> Result<BTreeMap<String, String>, StoreError> {
     let mut out = BTreeMap::new();
-    for export in exports {
-        for hash in export.plans() {
-            if out.contains_key(&hash) {
+    let mut missing = BTreeSet::new();
+    for thread in planned {
+        for hash in &thread.plans {
+            if out.contains_key(hash) || missing.contains(hash) {
                 continue;
             }
-            match source.get_plan(&hash).await? {
+            match source.get_plan(hash).await? {
                 Some(plan) => {
-                    out.insert(hash, plan);
+                    out.insert(hash.clone(), plan);
                 }
-                None => super::err(&format!(
-                    "warning: the store {} has no copy of the plan {hash} that thread {} names; it is copied without it",
-                    source.location(),
-                    export.rec().map_or("?", |r| r.id.as_str())
-                )),
+                None => {
+                    super::err(&format!(
+                        "warning: the store {} has no copy of the plan {hash} that thread {} names; it is copied without it",
+                        source.location(),
+                        thread.id
+                    ));
+                    missing.insert(hash.clone());
+                }
             }
         }
     }
     Ok(out)
 }
 
-/// The threads among `exports` the target has. A target that does not exist yet has
+/// The threads among `planned` the target has. A target that does not exist yet has
 /// none, and is not created by the look.
-async fn already_in_target(to: &Path, exports: &[Export]) -> Result<Vec<String>, StoreError> {
+async fn already_in_target(to: &Path, planned: &[Planned]) -> Result<Vec<String>, StoreError> {
     let target: Arc<dyn Store> = if common::is_database(to) {
         match crate::store::open(&to.to_string_lossy(), OpenMode::Read) {
             Ok(s) => s,
@@ -311,10 +343,9 @@ async fn already_in_target(to: &Path, exports: &[Export]) -> Result<Vec<String>,
         crate::store::open(&to.to_string_lossy(), OpenMode::Read)?
     };
     let mut found = Vec::new();
-    for export in exports {
-        let Some(rec) = export.rec() else { continue };
-        match target.load(&rec.id).await {
-            Ok(_) => found.push(rec.id.clone()),
+    for thread in planned {
+        match target.load(&thread.id).await {
+            Ok(_) => found.push(thread.id.clone()),
             Err(StoreError::NotFound { .. }) => {}
             Err(e) => return Err(e),
         }
@@ -322,68 +353,80 @@ async fn already_in_target(to: &Path, exports: &[Export]) -> Result<Vec<String>,
     Ok(found)
 }
 
-/// The plans, then each thread in a transaction of its own. On an error, the threads
-/// copied before it. A thread that changed in the source since it was read (a process
-/// took it, or answered or cancelled it meanwhile) is copied as it was read, and said so:
-/// the copy cannot be taken back here, and the person should know which side is current.
+/// Each thread read again and written in a transaction of its own, after the plans it
+/// names that the target does not have yet. On an error, the threads copied before it.
+///
+/// A thread that changed since the check (an answer or a cancel came) is copied as it is
+/// now. One that changed in the source after it was read (a process took it, or answered
+/// or cancelled it meanwhile) is copied as it was read, and said so: the copy cannot be
+/// taken back here, and the person should know which side is current.
 async fn write_target(
     source: &dyn Store,
     target: &dyn Store,
     plans: &BTreeMap<String, String>,
-    exports: &[Export],
-) -> Result<Vec<String>, (Vec<String>, StoreError)> {
-    for (hash, plan) in plans {
-        target
-            .put_plan(hash, plan)
-            .await
-            .map_err(|e| (Vec::new(), e))?;
-    }
+    threads: &[Planned],
+) -> Result<Vec<Copied>, (Vec<Copied>, RuntimeError)> {
+    let mut written: BTreeSet<String> = BTreeSet::new();
     let mut copied = Vec::new();
-    for export in exports {
-        let id = export.rec().map(|r| r.id.clone()).unwrap_or_default();
-        if let Err(e) = target
-            .import(export.state.clone(), export.events.clone())
-            .await
-        {
-            return Err((copied, e));
+    for thread in threads {
+        let export = match read_whole(source, &thread.id).await {
+            Ok(export) => export,
+            Err(e) => return Err((copied, e)),
+        };
+        let mut with = BTreeSet::new();
+        for hash in export.plans() {
+            let text = match plans.get(&hash) {
+                Some(text) => Some(text.clone()),
+                // A plan the thread took up since the check.
+                None => match source.get_plan(&hash).await {
+                    Ok(text) => text,
+                    Err(e) => return Err((copied, e.into())),
+                },
+            };
+            let Some(text) = text else { continue };
+            if written.insert(hash.clone())
+                && let Err(e) = target.put_plan(&hash, &text).await
+            {
+                return Err((copied, e.into()));
+            }
+            with.insert(hash);
         }
-        let now = source.load(&id).await.ok().and_then(|st| st.thread);
-        if now.as_ref() != export.rec() || source.is_held(&id) {
+        let Some(rec) = export.rec().cloned() else {
+            continue;
+        };
+        let events = export.events.len();
+        if let Err(e) = target.import(export.state, export.events).await {
+            return Err((copied, e.into()));
+        }
+        let now = source.load(&rec.id).await.ok().and_then(|st| st.thread);
+        if now.as_ref() != Some(&rec) || source.is_held(&rec.id) {
             super::err(&format!(
-                "warning: thread {id} changed in {} while it was copied; {} has it as it was before",
+                "warning: thread {} changed in {} while it was copied; {} has it as it was before",
+                rec.id,
                 source.location(),
                 target.location()
             ));
         }
-        copied.push(id);
+        copied.push(Copied {
+            id: rec.id,
+            status: rec.status,
+            events,
+            plans: with,
+        });
     }
     Ok(copied)
 }
 
-fn summary(
-    args: &Args,
-    from: &str,
-    to: &str,
-    exports: &[Export],
-    copied: &[String],
-    skipped: &[String],
-    plans: usize,
-) {
+fn summary(args: &Args, from: &str, to: &str, copied: &[Copied], skipped: &[String], plans: usize) {
     let mut by_status: BTreeMap<&str, usize> = BTreeMap::new();
-    for e in exports {
-        if let Some(r) = e.rec() {
-            *by_status.entry(r.status.as_str()).or_default() += 1;
-        }
+    for c in copied {
+        *by_status.entry(c.status.as_str()).or_default() += 1;
     }
-    let events: usize = exports.iter().map(|e| e.events.len()).sum();
+    let events: usize = copied.iter().map(|c| c.events).sum();
     if args.json {
-        let threads: Vec<_> = exports
+        let threads: Vec<_> = copied
             .iter()
-            .filter_map(|e| {
-                e.rec().map(|r| {
-                    json!({ "thread": r.id, "status": r.status.as_str(), "events": e.events.len() })
-                })
-            })
+            .map(|c| json!({ "thread": c.id, "status": c.status.as_str(), "events": c.events }))
             .collect();
         let doc = json!({
             "from": from, "to": to, "copied": threads, "skipped": skipped,

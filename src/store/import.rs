@@ -44,6 +44,12 @@ impl Export {
         out.remove("");
         out
     }
+
+    /// What every store's `import` checks before it writes a row, checked without
+    /// writing.
+    pub fn check(&self) -> Result<(), StoreError> {
+        check(&self.state, &self.events).map(|_| ())
+    }
 }
 
 /// How often an export reads a thread again when a lease-free write (an answer, a
