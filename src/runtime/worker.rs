@@ -26,7 +26,7 @@ use super::outcome::Outcome;
 use super::resume::give_back;
 use super::runner::Runner;
 use crate::diagnostic as codes;
-use crate::store::{AttemptRec, RunnableQuery, RunnableThread, Store, Taken, Why, ids};
+use crate::store::{AttemptRec, News, RunnableQuery, RunnableThread, Store, Taken, Why, ids};
 
 /// Where a worker's lines go (one per claim and per finish).
 pub type WorkerLog = Arc<dyn Fn(&str) + Send + Sync>;
@@ -136,6 +136,7 @@ impl Worker {
         let concurrency = self.opts.concurrency.max(1);
         let mut rng = Rng::seeded();
         let mut gather = Gather::new(concurrency);
+        let mut heard = Heard::new(self.opts.poll);
         loop {
             if self.stop.is_stopped() {
                 break;
@@ -147,31 +148,40 @@ impl Worker {
                 left_alone.retain(|_, until| *until > now);
                 let except: Vec<String> = busy.iter().chain(left_alone.keys()).cloned().collect();
                 // Queued threads come claimed, in one transaction, where the store can.
-                let mut look = true;
-                let query = RunnableQuery {
-                    now_ms: ids::now_ms(),
-                    pipelines: self.opts.pipelines.clone(),
-                    limit: room,
-                    except: except.clone(),
-                };
-                let taking = self.store.take(query, attempt_template()).await;
-                gather.took(match &taking {
-                    Ok(Some(taken)) => Some(taken.len() == room),
-                    _ => None,
-                });
-                match taking {
-                    Ok(Some(taken)) => {
-                        look = taken.len() < room;
-                        room -= taken.len();
-                        for t in taken {
-                            busy.insert(t.lease.thread.clone());
-                            self.spawn(&mut running, Work::Taken(t));
+                let mut look = heard.look_needed(self.store.news(), now);
+                if heard.take_needed(self.store.news(), now) {
+                    let before = self.store.news();
+                    let query = RunnableQuery {
+                        now_ms: ids::now_ms(),
+                        pipelines: self.opts.pipelines.clone(),
+                        limit: room,
+                        except: except.clone(),
+                    };
+                    let taking = self.store.take(query, attempt_template()).await;
+                    gather.took(match &taking {
+                        Ok(Some(taken)) => Some(taken.len() == room),
+                        _ => None,
+                    });
+                    match taking {
+                        Ok(Some(taken)) => {
+                            // Room left: the queue was empty, until news of a submit.
+                            heard.took(before.filter(|_| taken.len() < room), now);
+                            look &= taken.len() < room;
+                            room -= taken.len();
+                            for t in taken {
+                                busy.insert(t.lease.thread.clone());
+                                self.spawn(&mut running, Work::Taken(t));
+                            }
+                        }
+                        Ok(None) => heard.took(None, now),
+                        Err(e) => {
+                            heard.took(None, now);
+                            self.error(&format!("error: cannot take from the queue: {e}"));
                         }
                     }
-                    Ok(None) => {}
-                    Err(e) => self.error(&format!("error: cannot take from the queue: {e}")),
                 }
                 if look && room > 0 {
+                    let before = self.store.news();
                     // More than there is room for: workers that look at once are offered
                     // the same oldest threads, and each takes its own random few of them,
                     // so they rarely reach for the same one (only one of them could have
@@ -185,12 +195,18 @@ impl Worker {
                     match self.store.runnable(query).await {
                         // The store passed over the threads in `except`.
                         Ok(found) => {
+                            // Threads left over are news to the next look.
+                            let all = found.len() <= room;
+                            heard.looked(before.filter(|_| all), now);
                             for t in pick(found, room, &mut rng) {
                                 busy.insert(t.id.clone());
                                 self.spawn(&mut running, Work::Offered(t));
                             }
                         }
-                        Err(e) => self.error(&format!("error: cannot read the queue: {e}")),
+                        Err(e) => {
+                            heard.looked(None, now);
+                            self.error(&format!("error: cannot read the queue: {e}"));
+                        }
                     }
                 }
             }
@@ -510,6 +526,53 @@ impl Gather {
     }
 }
 
+/// What the store had told a worker ([`News`]) before its last take and its last look
+/// that left nothing behind, and when they were, so that it asks again only what may
+/// have changed since: a take after news of any kind, a look after news other than a
+/// submit, and each once the poll interval has passed (what is never notified: a lease
+/// that expired, a deadline that passed). Without news (a store that does not hear
+/// notifications, or a take that filled the room) it asks at every turn.
+struct Heard {
+    poll: Duration,
+    take: Option<(News, Instant)>,
+    look: Option<(News, Instant)>,
+}
+
+impl Heard {
+    fn new(poll: Duration) -> Heard {
+        Heard {
+            poll,
+            take: None,
+            look: None,
+        }
+    }
+
+    fn take_needed(&self, now: Option<News>, at: Instant) -> bool {
+        match (self.take, now) {
+            (Some((then, when)), Some(now)) => now != then || at >= when + self.poll,
+            _ => true,
+        }
+    }
+
+    fn look_needed(&self, now: Option<News>, at: Instant) -> bool {
+        match (self.look, now) {
+            (Some((then, when)), Some(now)) => now.other != then.other || at >= when + self.poll,
+            _ => true,
+        }
+    }
+
+    /// A take was made that left the queue empty, with the news read before it; `None`
+    /// when the take filled the room, failed, or there was no news to read.
+    fn took(&mut self, before: Option<News>, at: Instant) {
+        self.take = before.map(|n| (n, at));
+    }
+
+    /// A look was made that offered every thread it found, with the news read before it.
+    fn looked(&mut self, before: Option<News>, at: Instant) {
+        self.look = before.map(|n| (n, at));
+    }
+}
+
 /// Up to how long a woken worker waits before it looks (microseconds).
 const WAKE_SPREAD_US: usize = 8_000;
 
@@ -577,6 +640,33 @@ mod tests {
                 why: Why::Queued,
             })
             .collect()
+    }
+
+    #[test]
+    fn a_worker_asks_again_only_what_news_or_its_poll_may_have_changed() {
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let news = |queued, other| Some(News { queued, other });
+        let mut h = Heard::new(Duration::from_secs(1));
+        // Nothing asked yet: both.
+        assert!(h.take_needed(news(0, 0), t0) && h.look_needed(news(0, 0), t0));
+        h.took(news(0, 0), t0);
+        h.looked(news(0, 0), t0);
+        // No news: neither, until the poll interval passes.
+        assert!(!h.take_needed(news(0, 0), ms(10)) && !h.look_needed(news(0, 0), ms(10)));
+        assert!(h.take_needed(news(0, 0), ms(1000)) && h.look_needed(news(0, 0), ms(1000)));
+        // A submit: a take, not a look.
+        assert!(h.take_needed(news(1, 0), ms(10)));
+        assert!(!h.look_needed(news(1, 0), ms(10)));
+        // Other news (an answer, a release, a lost connection): both.
+        assert!(h.take_needed(news(0, 1), ms(10)) && h.look_needed(news(0, 1), ms(10)));
+        // A store without news, or a take that filled the room: at every turn.
+        assert!(h.take_needed(None, ms(10)) && h.look_needed(None, ms(10)));
+        h.took(None, ms(10));
+        assert!(h.take_needed(news(0, 0), ms(11)));
+        // A look that left threads over is not done either.
+        h.looked(None, ms(10));
+        assert!(h.look_needed(news(0, 0), ms(11)));
     }
 
     #[test]

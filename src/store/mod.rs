@@ -31,7 +31,7 @@ pub use memory::MemoryStore;
 pub use postgres::{
     PgCheck, PgOpen, PgOptions, PgStats, PostgresStore, SCHEMA_VERSION, is_postgres_url, redact,
 };
-pub use queue::{DEFAULT_POLL, RunnableQuery, RunnableThread, Taken, Why, why_runnable};
+pub use queue::{DEFAULT_POLL, News, RunnableQuery, RunnableThread, Taken, Why, why_runnable};
 pub use records::*;
 pub use redb_store::{CheckReport, RedbStore, STORE_FORMAT, quiet_contained_panics};
 pub use select::{OpenMode, open};
@@ -537,6 +537,13 @@ pub trait Store: Send + Sync {
             tokio::time::sleep(timeout).await;
             Ok(())
         })
+    }
+
+    /// What the store's notifications said so far ([`News`]), when it hears them; `None`
+    /// when it does not (or does not yet), and a worker then takes and looks at every
+    /// turn.
+    fn news(&self) -> Option<News> {
+        None
     }
 }
 

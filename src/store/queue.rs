@@ -128,3 +128,17 @@ pub fn why_runnable<'a>(
 
 /// How long a worker waits between looks at the store when nothing tells it of work.
 pub const DEFAULT_POLL: Duration = Duration::from_secs(1);
+
+/// What a store's notifications have said since it began to listen, counted by kind. A
+/// worker compares the counts with those it read before its last take and its last look,
+/// and asks the store again only what may have changed; its poll covers what is never
+/// notified (a lease that expired, a gate deadline that passed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct News {
+    /// Threads queued (`run --submit`), and takes of this store that left queued
+    /// threads behind: a take finds them.
+    pub queued: u64,
+    /// Everything else that may be work: answers, releases, cancels, and a listening
+    /// connection that was lost (what it missed is unknown). A take and a look find it.
+    pub other: u64,
+}

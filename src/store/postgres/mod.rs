@@ -594,4 +594,8 @@ impl Store for PostgresStore {
         let db = self.inner.db.clone();
         self.run(queue::wait_for_work(db, timeout))
     }
+
+    fn news(&self) -> Option<crate::store::News> {
+        self.inner.db.queue.news()
+    }
 }

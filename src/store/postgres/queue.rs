@@ -8,6 +8,11 @@
 //! between the look and the wait is not missed. A lease that expired sends nothing: the
 //! worker's poll finds it.
 //!
+//! The payload is the store's schema, with `queued ` before it for a submit. The listener
+//! counts the two kinds apart ([`News`]): a worker woken only by submits takes from the
+//! queue and skips the look at answered, due and orphaned threads, which is most of what
+//! a look costs the database when runs arrive one by one.
+//!
 //! `runnable` reads candidates with `FOR UPDATE SKIP LOCKED` in a transaction that ends
 //! at once: a thread whose row another process is claiming or writing this very moment
 //! is left out rather than waited for.
@@ -43,6 +48,31 @@ pub(super) fn notify_stmt() -> super::rows::Stmt {
     super::rows::Stmt::new(NOTIFY, Vec::new())
 }
 
+/// The notification of a submit: a thread queued, which a take finds.
+const NOTIFY_QUEUED: &str = "SELECT pg_notify('pipec_work', 'queued ' || current_schema())";
+
+/// What a notification with `payload` tells the store of `schema` (the one it is in;
+/// `None` until the listener knows it, when every notification counts): nothing (another
+/// schema's), a thread queued, or other work.
+fn kind(schema: Option<&str>, payload: &str) -> Option<Kind> {
+    let Some(schema) = schema else {
+        return Some(Kind::Other);
+    };
+    if payload == schema {
+        Some(Kind::Other)
+    } else if payload.strip_prefix("queued ") == Some(schema) {
+        Some(Kind::Queued)
+    } else {
+        None
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Queued,
+    Other,
+}
+
 /// The listening side: one connection per store, started by the first look at the
 /// queue.
 pub(crate) struct Queue {
@@ -50,6 +80,9 @@ pub(crate) struct Queue {
     url: String,
     generation: AtomicU64,
     seen: AtomicU64,
+    /// Of `generation`, the submits, and the rest.
+    queued: AtomicU64,
+    other: AtomicU64,
     wake: Notify,
     listening: AtomicBool,
     /// The listening connection's client, kept while it listens (the connection ends
@@ -63,15 +96,46 @@ impl Queue {
             url: url.to_string(),
             generation: AtomicU64::new(0),
             seen: AtomicU64::new(0),
+            queued: AtomicU64::new(0),
+            other: AtomicU64::new(0),
             wake: Notify::new(),
             listening: AtomicBool::new(false),
             client: std::sync::Mutex::new(None),
         }
     }
 
-    fn woken(&self) {
+    fn woken(&self, kind: Kind) {
+        // The generation first: a worker that reads the news between the two finds
+        // none and skips its look, and its wait ends at once, so it reads them again.
+        // The other way round, a look could begin after the news counted this one but
+        // note the generation before it, and every wait after it would end at once with
+        // nothing new to read.
         self.generation.fetch_add(1, Ordering::SeqCst);
+        match kind {
+            Kind::Queued => &self.queued,
+            Kind::Other => &self.other,
+        }
+        .fetch_add(1, Ordering::SeqCst);
         self.wake.notify_waiters();
+    }
+
+    /// A take of this store left queued threads behind: news of them, as of a submit,
+    /// for the worker to take again (not a notification: nothing wakes).
+    fn more(&self) {
+        self.queued.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The notifications heard so far, by kind, once the listening connection listens.
+    pub(crate) fn news(&self) -> Option<News> {
+        let listens = self
+            .client
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some();
+        listens.then(|| News {
+            queued: self.queued.load(Ordering::SeqCst),
+            other: self.other.load(Ordering::SeqCst),
+        })
     }
 }
 
@@ -103,8 +167,8 @@ async fn listen(db: &Arc<Db>) -> Result<(), StoreError> {
                 }
                 match message {
                     Some(Ok(tokio_postgres::AsyncMessage::Notification(n))) => {
-                        if schema.as_deref().is_none_or(|s| s == n.payload()) {
-                            queue.queue.woken()
+                        if let Some(kind) = kind(schema.as_deref(), n.payload()) {
+                            queue.queue.woken(kind)
                         }
                     }
                     Some(Ok(_)) => {}
@@ -120,7 +184,7 @@ async fn listen(db: &Arc<Db>) -> Result<(), StoreError> {
                 .take();
             queue.queue.listening.store(false, Ordering::SeqCst);
             // Whatever was sent meanwhile is unknown: look again.
-            queue.queue.woken();
+            queue.queue.woken(Kind::Other);
         });
         let schema: String = client
             .query_one("SELECT current_schema()", &[])
@@ -164,7 +228,7 @@ pub(super) async fn submit(db: &Db, rec: ThreadRec) -> Result<Vec<RecordedEvent>
     // An event alone: no rename.
     stmts.extend(super::rows::Planned::statements(parts).unwrap_or_default());
     let written = stmts.len();
-    stmts.push(notify_stmt());
+    stmts.push(super::rows::Stmt::new(NOTIFY_QUEUED, Vec::new()));
     let client = db.client().await?;
     match super::txn::at_once(&client, stmts).await {
         Ok(answers) => Ok(super::rows::recorded(
@@ -209,28 +273,59 @@ pub(super) async fn take(
 ) -> Result<Vec<TakenRows>, StoreError> {
     before_a_look(db).await;
     let client = db.client().await?;
-    let (tx, found) = super::txn::Tx::begin(
-        client,
-        vec![super::rows::Stmt::new(
-            "SELECT t.rec FROM pipec_threads t
+    macro_rules! queued {
+        () => {
+            "FROM pipec_threads t
              WHERE t.status = 'queued' AND NOT t.cancel_requested
                AND ($1::text[] IS NULL OR t.pipeline = ANY($1))
                AND NOT (t.id = ANY($2))
-               AND NOT EXISTS (SELECT 1 FROM pipec_leases l WHERE l.thread = t.id AND l.expires_at > now())
-             ORDER BY t.id
-             LIMIT $3
-             FOR UPDATE OF t SKIP LOCKED",
-            vec![
-                Box::new(query.pipelines.clone()),
-                Box::new(query.except.clone()),
-                Box::new(query.max() as i64),
-            ],
-        )],
+               AND NOT EXISTS (SELECT 1 FROM pipec_leases l WHERE l.thread = t.id AND l.expires_at > now())"
+        };
+    }
+    let args = || -> Vec<Box<dyn tokio_postgres::types::ToSql + Send + Sync>> {
+        vec![
+            Box::new(query.pipelines.clone()),
+            Box::new(query.except.clone()),
+            Box::new(query.max() as i64),
+        ]
+    };
+    // The threads taken, and how many are queued, locked or not, up to one more: when
+    // the take leaves some (past its limit, or locked by a look or a claim of another
+    // process), the worker is told to take again ([`Queue::more`]).
+    let (tx, found) = super::txn::Tx::begin(
+        client,
+        vec![
+            super::rows::Stmt::new(
+                concat!(
+                    "SELECT t.rec ",
+                    queued!(),
+                    " ORDER BY t.id LIMIT $3 FOR UPDATE OF t SKIP LOCKED"
+                ),
+                args(),
+            ),
+            super::rows::Stmt::new(
+                concat!(
+                    "SELECT count(*) FROM (SELECT 1 ",
+                    queued!(),
+                    " LIMIT $3::bigint + 1) AS q"
+                ),
+                args(),
+            ),
+        ],
     )
     .await?;
+    let mut found = found.into_iter();
+    let rows = found.next().unwrap_or_default();
+    let queued: i64 = found
+        .next()
+        .and_then(|r| r.first().map(|r| r.get(0)))
+        .unwrap_or(0);
+    if queued > rows.len() as i64 {
+        db.queue.more();
+    }
     let mut stmts = Vec::new();
     let mut claims = Vec::new();
-    for r in found.into_iter().next().unwrap_or_default() {
+    for r in rows {
         // A record that cannot be read is left for `runnable`, whose claim reports it.
         let Ok(rec) = decode::<ThreadRec>(r.get::<_, &[u8]>(0), &|| "a queued thread".into())
         else {
@@ -419,6 +514,21 @@ mod tests {
     use crate::store::contract::{attempt, rt, thread_rec};
     use crate::store::*;
 
+    /// A pending gate `g` that takes a boolean.
+    fn pending_gate() -> GateRec {
+        GateRec {
+            node: "g".into(),
+            state: GateState::Pending,
+            message: "g?".into(),
+            schema: json!({ "type": "boolean" }),
+            pending_ms: 1,
+            deadline_ms: None,
+            answer: None,
+            answered_ms: 0,
+            answered_by: None,
+        }
+    }
+
     /// A gate answered by another store (another pool, as another process has) while a
     /// worker waits with a 5 s poll: the wait ends within 100 ms, so it was the
     /// notification, not the poll.
@@ -503,17 +613,7 @@ mod tests {
             .thread
             .expect("t");
         rec.status = Status::Paused;
-        let gate = GateRec {
-            node: "g".into(),
-            state: GateState::Pending,
-            message: "g?".into(),
-            schema: json!({ "type": "boolean" }),
-            pending_ms: 1,
-            deadline_ms: None,
-            answer: None,
-            answered_ms: 0,
-            answered_by: None,
-        };
+        let gate = pending_gate();
         runtime
             .block_on(answerer.commit(
                 &lease,
@@ -565,5 +665,155 @@ mod tests {
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].why, Why::Answered);
         eprintln!("woken {worst:?} after the answer");
+    }
+
+    #[test]
+    fn a_notification_is_a_submit_other_work_or_another_schemas() {
+        use super::{Kind, kind};
+        assert_eq!(kind(Some("s1"), "s1"), Some(Kind::Other));
+        assert_eq!(kind(Some("s1"), "queued s1"), Some(Kind::Queued));
+        assert_eq!(kind(Some("s1"), "s2"), None);
+        assert_eq!(kind(Some("s1"), "queued s2"), None);
+        assert_eq!(kind(Some("queued s1"), "queued s1"), Some(Kind::Other));
+        // Before the listener knows its schema, everything may be work.
+        assert_eq!(kind(None, "queued s2"), Some(Kind::Other));
+    }
+
+    /// What a worker reads to skip a look: a submit from another process counts as a
+    /// thread queued, an answer as other work, and nothing is counted before the store
+    /// listens.
+    #[test]
+    fn the_news_count_submits_apart_from_other_work() {
+        let Some(server) = testing::server("the_news_count_submits_apart_from_other_work") else {
+            return;
+        };
+        let schema = testing::TestSchema::new(&server, "news");
+        let (worker, other) = (schema.store(), schema.store());
+        let runtime = rt();
+        assert_eq!(worker.news(), None, "no news before the store listens");
+        let query = || RunnableQuery {
+            now_ms: ids::now_ms(),
+            pipelines: None,
+            limit: 8,
+            except: Vec::new(),
+        };
+        runtime.block_on(worker.runnable(query())).expect("look");
+        let start = worker.news().expect("listening");
+        // Waits until the news moved from `from`, as the worker's wait does.
+        let next = |from: News| {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            loop {
+                runtime
+                    .block_on(worker.wait_for_work(Duration::from_millis(50)))
+                    .expect("wait");
+                let now = worker.news().expect("listening");
+                if now != from || Instant::now() > deadline {
+                    return now;
+                }
+            }
+        };
+        let mut queued = thread_rec();
+        queued.status = Status::Queued;
+        runtime.block_on(other.submit(queued)).expect("submit");
+        let after_submit = next(start);
+        assert_eq!(after_submit.queued, start.queued + 1);
+        assert_eq!(
+            after_submit.other, start.other,
+            "a submit is not other news"
+        );
+
+        // The look notes what was heard, so the wait below waits for the pause.
+        runtime.block_on(worker.runnable(query())).expect("look");
+        let (lease, _) = runtime
+            .block_on(other.create_thread(thread_rec(), attempt()))
+            .expect("create");
+        let mut rec = runtime
+            .block_on(other.load(&lease.thread))
+            .expect("load")
+            .thread
+            .expect("t");
+        rec.status = Status::Paused;
+        let gate = pending_gate();
+        let thread = lease.thread.clone();
+        runtime
+            .block_on(other.commit_last(
+                &lease,
+                vec![Write::Thread(rec), Write::Gate("g".into(), gate)],
+            ))
+            .expect("pause");
+        drop(lease);
+        // The pause's release (other news, if any) is heard before the answer.
+        runtime.block_on(worker.runnable(query())).expect("look");
+        runtime
+            .block_on(worker.wait_for_work(Duration::from_millis(300)))
+            .expect("wait");
+        let paused = worker.news().expect("listening");
+        assert_eq!(paused.queued, after_submit.queued, "a pause is no submit");
+        runtime
+            .block_on(other.answer(&thread, vec![("g".into(), json!(true))], "cli"))
+            .expect("answer");
+        let after_answer = next(paused);
+        assert_eq!(after_answer.other, paused.other + 1);
+        assert_eq!(after_answer.queued, paused.queued);
+    }
+
+    /// A take that leaves queued threads behind (past its limit here; locked by another
+    /// process's look or claim alike) is news to take again; one that empties the queue
+    /// is not.
+    #[test]
+    fn a_take_that_leaves_queued_threads_is_news_to_take_again() {
+        let Some(server) =
+            testing::server("a_take_that_leaves_queued_threads_is_news_to_take_again")
+        else {
+            return;
+        };
+        let schema = testing::TestSchema::new(&server, "more");
+        let store = schema.store();
+        let runtime = rt();
+        for _ in 0..3 {
+            let mut rec = thread_rec();
+            rec.status = Status::Queued;
+            runtime.block_on(store.submit(rec)).expect("submit");
+        }
+        let query = |limit| RunnableQuery {
+            now_ms: ids::now_ms(),
+            pipelines: None,
+            limit,
+            except: Vec::new(),
+        };
+        let take = |limit| {
+            runtime
+                .block_on(store.take(query(limit), attempt()))
+                .expect("take")
+                .expect("postgres takes")
+        };
+        let first = take(2);
+        assert_eq!(first.len(), 2);
+        let after_first = store.news().expect("listening");
+        let last = take(2);
+        assert_eq!(last.len(), 1);
+        let after_last = store.news().expect("listening");
+        assert_eq!(
+            after_last.queued, after_first.queued,
+            "the take that emptied the queue is no news"
+        );
+        assert!(take(2).is_empty());
+        assert_eq!(store.news().expect("listening").queued, after_last.queued);
+        // The first take left one behind: it counted as news before the second.
+        let other = testing::TestSchema::new(&server, "more2");
+        let fresh = other.store();
+        for _ in 0..2 {
+            let mut rec = thread_rec();
+            rec.status = Status::Queued;
+            runtime.block_on(fresh.submit(rec)).expect("submit");
+        }
+        runtime.block_on(fresh.runnable(query(0))).expect("listen");
+        let before = fresh.news().expect("listening");
+        let one = runtime
+            .block_on(fresh.take(query(1), attempt()))
+            .expect("take")
+            .expect("postgres takes");
+        assert_eq!(one.len(), 1);
+        assert_eq!(fresh.news().expect("listening").queued, before.queued + 1);
     }
 }
