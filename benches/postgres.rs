@@ -164,6 +164,64 @@ fn busy_cpu_s() -> Option<f64> {
     Some(busy / 100.0)
 }
 
+/// CPU seconds each process spent so far, by who it is: the `workers` (by pid),
+/// `postgres` (the server and its backends), and this benchmark (the submits and the
+/// waiting).
+fn cpu_by_process(workers: &[u32]) -> std::collections::HashMap<u32, (String, f64)> {
+    let mut out = std::collections::HashMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    let me = std::process::id();
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // pid (comm) state ... utime stime are the 14th and 15th fields.
+        let Some((head, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let comm = head.split_once('(').map(|(_, c)| c).unwrap_or("");
+        let who = if pid == me {
+            "bench"
+        } else if workers.contains(&pid) {
+            "workers"
+        } else if comm == "postgres" {
+            "database"
+        } else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        out.insert(pid, (who.to_string(), (ticks(11) + ticks(12)) / 100.0));
+    }
+    out
+}
+
+/// CPU ms per step of each kind of process between two [`cpu_by_process`] readings.
+fn cpu_split(
+    before: &std::collections::HashMap<u32, (String, f64)>,
+    after: &std::collections::HashMap<u32, (String, f64)>,
+    steps: usize,
+) -> String {
+    let mut by: std::collections::BTreeMap<&str, f64> = std::collections::BTreeMap::new();
+    for (pid, (who, s)) in after {
+        let was = before.get(pid).map(|(_, b)| *b).unwrap_or(0.0);
+        *by.entry(who.as_str()).or_default() += s - was;
+    }
+    by.iter()
+        .map(|(who, s)| format!("{who} {:.3}", s * 1000.0 / steps as f64))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// How the runs reach the workers.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Feed {
@@ -212,12 +270,15 @@ fn throughput(
         .collect();
     let mut t = t;
     let mut cpu = busy_cpu_s();
+    let pids: Vec<u32> = procs.iter().map(Child::id).collect();
+    let mut split = cpu_by_process(&pids);
     let mut submitted = Duration::ZERO;
     if feed == Feed::Live {
         // Started and waiting for work.
         std::thread::sleep(Duration::from_millis(1500));
         t = Instant::now();
         cpu = busy_cpu_s();
+        split = cpu_by_process(&pids);
         submit_all(rt, &runner, threads, 4);
         submitted = t.elapsed();
     }
@@ -233,6 +294,21 @@ fn throughput(
     let cpu_ms = busy_cpu_s()
         .zip(cpu)
         .map(|(b, a)| (b - a) * 1000.0 / (threads * NODES) as f64);
+    eprintln!(
+        "  ({workers} worker(s): CPU ms a step: {})",
+        cpu_split(&split, &cpu_by_process(&pids), threads * NODES)
+    );
+    // Each is a server process: what the workers opened to do this.
+    let connections = Command::new("psql")
+        .args([url, "-qAtc"])
+        .arg(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND application_name = 'pipec'",
+        )
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    eprintln!("  ({workers} worker(s): {connections} connections open at the end)");
     for p in &mut procs {
         let _ = Command::new("kill")
             .args(["-TERM", &p.id().to_string()])

@@ -514,6 +514,43 @@ fn a_thread_the_worker_cannot_run_is_given_back_as_it_was(p: &Ctx) {
     assert_eq!(wait_exit(&mut w2, WITHIN), 0);
 }
 
+/// A SIGTERM sent the moment a worker says it started stops it gracefully (exit 0, its
+/// stopping line): the handlers are in place before that line, not installed by a task
+/// that may run only after the worker took its first threads.
+#[allow(unsafe_code)] // kill(2): std sends no signal but SIGKILL.
+fn a_sigterm_right_after_the_start_line_stops_the_worker_gracefully(p: &Ctx) {
+    use std::io::BufRead;
+    submit(p, "chain.pipe", &["seed=1"]);
+    for round in 0..5 {
+        let mut w = p
+            .cmd(&["worker", "--poll", "200ms"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("pipec worker starts");
+        let mut lines = std::io::BufReader::new(w.stderr.take().expect("stderr")).lines();
+        let started = lines.next().expect("a first line").expect("stderr is text");
+        assert!(started.contains(" at once"), "{started}");
+        // At once, without starting a `kill` process.
+        let pid = libc::pid_t::try_from(w.id()).expect("pid");
+        // SAFETY: kill(2) with a live child's pid and a signal number reads no memory.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        let rest: Vec<String> = lines.map_while(Result::ok).collect();
+        assert_eq!(
+            wait_exit(&mut w, WITHIN),
+            0,
+            "round {round}: {started}\n{}",
+            rest.join("\n")
+        );
+        assert!(
+            rest.iter().any(|l| l.contains("stopping (signal 15)")),
+            "round {round}: {}",
+            rest.join("\n")
+        );
+    }
+}
+
 macro_rules! on_every_store {
     ($($case:ident),* $(,)?) => {
         mod on_redb {
@@ -547,6 +584,7 @@ on_every_store!(
     pipelines_limits_a_worker_to_a_folders_pipelines,
     a_cancel_asked_of_a_killed_workers_thread_is_carried_out_by_the_next_worker,
     a_thread_the_worker_cannot_run_is_given_back_as_it_was,
+    a_sigterm_right_after_the_start_line_stops_the_worker_gracefully,
 );
 
 /// On PostgreSQL an answer given anywhere wakes a waiting worker through `LISTEN/NOTIFY`,

@@ -75,6 +75,22 @@ pub fn run(args: Args) -> u8 {
         Some(p) => p.join(", "),
         None => "every pipeline".into(),
     };
+    // The handlers are in place before the worker says it started and before it takes
+    // anything: a SIGTERM from then on stops it gracefully, never by the default action.
+    let signals = {
+        use tokio::signal::unix::{SignalKind, signal};
+        let _in = rt.enter();
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(term), Ok(int)) => (term, int),
+            (Err(e), _) | (_, Err(e)) => {
+                super::err(&format!("error: cannot handle SIGTERM and SIGINT: {e}"));
+                return super::EXIT_USAGE;
+            }
+        }
+    };
     super::err(&format!(
         "worker {} on {}: {served}, {} at once",
         std::process::id(),
@@ -82,14 +98,8 @@ pub fn run(args: Args) -> u8 {
         args.concurrency
     ));
     let report = rt.block_on(async {
+        let (mut term, mut int) = signals;
         let signals = tokio::spawn(async move {
-            use tokio::signal::unix::{SignalKind, signal};
-            let (Ok(mut term), Ok(mut int)) = (
-                signal(SignalKind::terminate()),
-                signal(SignalKind::interrupt()),
-            ) else {
-                return;
-            };
             let first = tokio::select! {
                 _ = term.recv() => 15,
                 _ = int.recv() => 2,

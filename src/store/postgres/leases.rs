@@ -100,6 +100,15 @@ pub(super) async fn release(db: &Db, thread: &str, epoch: u64) -> Result<(), Sto
     Ok(())
 }
 
+/// The condition on a released thread `t` under which its release leaves work for a
+/// worker: it went back to the queue, its holder left it mid-run, or it waits at a gate
+/// that was answered since its holder claimed it (a claim sets `answers` back to 0).
+macro_rules! leaves_work {
+    () => {
+        "(t.status IN ('queued', 'running') OR (t.status = 'paused' AND t.answers > 0))"
+    };
+}
+
 /// The statement that deletes the lease row of the holder of `epoch`, and tells the
 /// workers when that leaves work: a thread given back to the queue, or one whose gate
 /// was answered meanwhile. One that ended, or waits for a person, leaves none, and
@@ -107,10 +116,13 @@ pub(super) async fn release(db: &Db, thread: &str, epoch: u64) -> Result<(), Sto
 /// commit (the attempt's last), it sees the thread's status as the commit left it.
 pub(super) fn release_stmt(thread: &str, epoch: u64) -> Stmt {
     Stmt::new(
-        "WITH gone AS (DELETE FROM pipec_leases WHERE thread = $1 AND epoch = $2 RETURNING thread)
-         SELECT pg_notify('pipec_work', current_schema())
-         WHERE EXISTS (SELECT 1 FROM gone JOIN pipec_threads t ON t.id = gone.thread
-                       WHERE t.status IN ('queued', 'running', 'paused'))",
+        concat!(
+            "WITH gone AS (DELETE FROM pipec_leases WHERE thread = $1 AND epoch = $2 RETURNING thread)
+             SELECT pg_notify('pipec_work', current_schema())
+             WHERE EXISTS (SELECT 1 FROM gone JOIN pipec_threads t ON t.id = gone.thread WHERE ",
+            leaves_work!(),
+            ")"
+        ),
         vec![Box::new(thread.to_string()), Box::new(epoch as i64)],
     )
 }
@@ -127,11 +139,14 @@ pub(super) async fn release_all(db: &Db, leases: &[(String, u64)]) -> Result<(),
     let client = db.client().await?;
     exec(
         &client,
-        "WITH gone AS (DELETE FROM pipec_leases l USING unnest($1::text[], $2::bigint[]) AS r(thread, epoch)
-                       WHERE l.thread = r.thread AND l.epoch = r.epoch RETURNING l.thread)
-         SELECT pg_notify('pipec_work', current_schema())
-         WHERE EXISTS (SELECT 1 FROM gone JOIN pipec_threads t ON t.id = gone.thread
-                       WHERE t.status IN ('queued', 'running', 'paused'))",
+        concat!(
+            "WITH gone AS (DELETE FROM pipec_leases l USING unnest($1::text[], $2::bigint[]) AS r(thread, epoch)
+                           WHERE l.thread = r.thread AND l.epoch = r.epoch RETURNING l.thread)
+             SELECT pg_notify('pipec_work', current_schema())
+             WHERE EXISTS (SELECT 1 FROM gone JOIN pipec_threads t ON t.id = gone.thread WHERE ",
+            leaves_work!(),
+            ")"
+        ),
         &[&threads, &epochs],
     )
     .await?;

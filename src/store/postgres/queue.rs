@@ -514,6 +514,16 @@ mod tests {
     use crate::store::contract::{attempt, rt, thread_rec};
     use crate::store::*;
 
+    /// A look at the threads of every pipeline, `limit` at most.
+    fn look(limit: usize) -> RunnableQuery {
+        RunnableQuery {
+            now_ms: ids::now_ms(),
+            pipelines: None,
+            limit,
+            except: Vec::new(),
+        }
+    }
+
     /// A pending gate `g` that takes a boolean.
     fn pending_gate() -> GateRec {
         GateRec {
@@ -542,12 +552,7 @@ mod tests {
         let schema = testing::TestSchema::new(&server, "ends");
         let (worker, runner) = (schema.store(), schema.store());
         let runtime = rt();
-        let query = || RunnableQuery {
-            now_ms: ids::now_ms(),
-            pipelines: None,
-            limit: 0,
-            except: Vec::new(),
-        };
+        let query = || look(0);
         // The look listens; what it saw is not news to the next wait.
         runtime.block_on(worker.runnable(query())).expect("look");
         let (lease, _) = runtime
@@ -622,12 +627,7 @@ mod tests {
             .expect("pause");
         drop(lease);
         let mut worst = Duration::ZERO;
-        let query = || RunnableQuery {
-            now_ms: ids::now_ms(),
-            pipelines: None,
-            limit: 0,
-            except: Vec::new(),
-        };
+        let query = || look(0);
         // Wait for the release of the lease to be heard, then look: nothing to do.
         runtime
             .block_on(worker.wait_for_work(Duration::from_millis(300)))
@@ -691,12 +691,7 @@ mod tests {
         let (worker, other) = (schema.store(), schema.store());
         let runtime = rt();
         assert_eq!(worker.news(), None, "no news before the store listens");
-        let query = || RunnableQuery {
-            now_ms: ids::now_ms(),
-            pipelines: None,
-            limit: 8,
-            except: Vec::new(),
-        };
+        let query = || look(8);
         runtime.block_on(worker.runnable(query())).expect("look");
         let start = worker.news().expect("listening");
         // Waits until the news moved from `from`, as the worker's wait does.
@@ -757,6 +752,121 @@ mod tests {
         assert_eq!(after_answer.queued, paused.queued);
     }
 
+    /// The end of an attempt that leaves a thread waiting for a person wakes no worker;
+    /// one whose gate was answered while the attempt held it does (the answer found the
+    /// thread held, so its own notification found no work), and so does a thread given
+    /// back mid-run.
+    #[test]
+    fn a_release_is_news_only_when_it_leaves_work() {
+        let Some(server) = testing::server("a_release_is_news_only_when_it_leaves_work") else {
+            return;
+        };
+        let schema = testing::TestSchema::new(&server, "released");
+        let (worker, other) = (schema.store(), schema.store());
+        let runtime = rt();
+        let query = || look(8);
+        runtime.block_on(worker.runnable(query())).expect("look");
+        // The news once everything sent so far was heard (the writes' notifications are
+        // sent when they commit; a quiet moment says none is still on its way). The
+        // listening connection counts them whether or not anyone waits.
+        let settled = || {
+            let mut last = worker.news().expect("listening");
+            loop {
+                std::thread::sleep(Duration::from_millis(300));
+                let now = worker.news().expect("listening");
+                if now == last {
+                    return now;
+                }
+                last = now;
+            }
+        };
+        let pause = |lease: &Lease| {
+            let mut rec = runtime
+                .block_on(other.load(&lease.thread))
+                .expect("load")
+                .thread
+                .expect("t");
+            rec.status = Status::Paused;
+            runtime
+                .block_on(other.commit(
+                    lease,
+                    vec![Write::Thread(rec), Write::Gate("g".into(), pending_gate())],
+                ))
+                .expect("pause");
+        };
+
+        // Paused, nobody answered: its release is no news.
+        let (lease, _) = runtime
+            .block_on(other.create_thread(thread_rec(), attempt()))
+            .expect("create");
+        pause(&lease);
+        let before = settled();
+        drop(lease);
+        let after = settled();
+        assert_eq!(
+            after, before,
+            "a release that leaves a thread waiting wakes no one"
+        );
+        // Its last commit and the release together are no news either.
+        let (lease, _) = runtime
+            .block_on(other.create_thread(thread_rec(), attempt()))
+            .expect("create");
+        let before = settled();
+        let mut rec = runtime
+            .block_on(other.load(&lease.thread))
+            .expect("load")
+            .thread
+            .expect("t");
+        rec.status = Status::Paused;
+        runtime
+            .block_on(other.commit_last(
+                &lease,
+                vec![Write::Thread(rec), Write::Gate("g".into(), pending_gate())],
+            ))
+            .expect("pause");
+        drop(lease);
+        assert_eq!(settled(), before, "a last commit that pauses wakes no one");
+
+        // Answered while held: the answer and the release are both news, and the thread
+        // is work once released.
+        let (lease, _) = runtime
+            .block_on(other.create_thread(thread_rec(), attempt()))
+            .expect("create");
+        pause(&lease);
+        let thread = lease.thread.clone();
+        let before = settled();
+        runtime
+            .block_on(other.answer(&thread, vec![("g".into(), json!(true))], "cli"))
+            .expect("answer");
+        let answered = settled();
+        assert_eq!(answered.other, before.other + 1);
+        drop(lease);
+        let released = settled();
+        assert_eq!(
+            released.other,
+            answered.other + 1,
+            "the release leaves work"
+        );
+        assert_eq!(released.queued, before.queued);
+        let found = runtime.block_on(worker.runnable(query())).expect("look");
+        assert_eq!(
+            found.iter().map(|t| (&t.id, t.why)).collect::<Vec<_>>(),
+            vec![(&thread, Why::Answered)]
+        );
+
+        // Given back mid-run: news.
+        let (lease, _) = runtime
+            .block_on(other.create_thread(thread_rec(), attempt()))
+            .expect("create");
+        let before = settled();
+        drop(lease);
+        assert_eq!(
+            settled().other,
+            before.other + 1,
+            "a thread left mid-run is work"
+        );
+    }
+
     /// A take that leaves queued threads behind (past its limit here; locked by another
     /// process's look or claim alike) is news to take again; one that empties the queue
     /// is not.
@@ -775,12 +885,7 @@ mod tests {
             rec.status = Status::Queued;
             runtime.block_on(store.submit(rec)).expect("submit");
         }
-        let query = |limit| RunnableQuery {
-            now_ms: ids::now_ms(),
-            pipelines: None,
-            limit,
-            except: Vec::new(),
-        };
+        let query = look;
         let take = |limit| {
             runtime
                 .block_on(store.take(query(limit), attempt()))

@@ -709,7 +709,12 @@ fn the_last_commit_lets_the_thread_go_in_its_own_transaction() {
         limit: 0,
         except: Vec::new(),
     };
-    for (status, wakes) in [(Status::Paused, true), (Status::Completed, false)] {
+    // Back in the queue: work for a worker; paused with no answer, or ended: none.
+    for (status, wakes) in [
+        (Status::Queued, true),
+        (Status::Paused, false),
+        (Status::Completed, false),
+    ] {
         let (lease, _) = rt
             .block_on(a.create_thread(thread_rec(), attempt()))
             .expect("create");
