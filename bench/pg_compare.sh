@@ -108,10 +108,13 @@ for what, v in rows:
     print(f"{what:<58} {v:9.3f}")
 best_lg = min(g["langgraph_pg.sync.step_ms"], g["langgraph_pg.async.step_ms"])
 print(f"\nLangGraph's faster Postgres mode / pipec on PostgreSQL: {best_lg / p['steps.postgres.step_ms']:.1f}x  goal >= 5x")
-print(f"\n{'pipec workers on one database (' + cores + ' cores)':<58} {'steps/s':>9}")
+print(f"\n{'pipec workers on one database (' + cores + ' cores)':<58} {'steps/s':>9} {'CPU ms/step':>12}")
 for feed, how in [("workers", "submitted meanwhile"), ("backlog", "submitted before")]:
-    for k in sorted((k for k in w if k.startswith(feed + ".")), key=lambda k: int(k.split('.')[1])):
-        print(f"{k.split('.')[1] + ' worker(s), 5-node runs ' + how:<58} {w[k]:9.0f}")
+    counts = sorted({int(k.split('.')[1]) for k in w if k.startswith(feed + ".")})
+    for n in counts:
+        cpu = w.get(f"{feed}.{n}.cpu_ms_per_step")
+        shown = f"{cpu:12.3f}" if cpu is not None else f"{'':>12}"
+        print(f"{str(n) + ' worker(s), 5-node runs ' + how:<58} {w[f'{feed}.{n}.steps_per_s']:9.0f} {shown}")
 print("goal: >= 2,000 durable steps/s across 4 workers, rising with workers up to the cores")
 l = json.loads((work / "listing.json").read_text())
 n = int(l["listing.threads"])
