@@ -1056,6 +1056,22 @@ fn ids_may_be_shortened_to_a_unique_prefix(store: &dyn Store) {
     }
     // Every operation that names a thread takes a prefix.
     assert!(rt.block_on(store.events(&c[..22], 0)).is_ok());
+    // An exact id that names no thread is an error, not an empty log; one past the end of
+    // a thread's log is an empty log.
+    let none = "7ZZZZZZZZZZZZZZZZZZZZZZZZZ";
+    assert!(matches!(
+        rt.block_on(store.events(none, 0)),
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(matches!(
+        rt.block_on(store.cancel_requested(none)),
+        Err(StoreError::NotFound { .. })
+    ));
+    assert_eq!(
+        rt.block_on(store.events(&c, u64::MAX)).ok(),
+        Some(Vec::new())
+    );
+    assert_eq!(rt.block_on(store.cancel_requested(&c)).ok(), Some(false));
     assert!(matches!(
         rt.block_on(store.request_cancel(&a[..25]))
             .map(|(outcome, _)| outcome),

@@ -193,14 +193,15 @@ pub(super) async fn get_plan(db: &Db, hash: &str) -> Result<Option<String>, Stor
 
 pub(super) async fn cancel_requested(db: &Db, thread: &str) -> Result<bool, StoreError> {
     let client = db.client().await?;
-    let id = resolve(&client, db, thread).await?;
-    Ok(row(
+    let id = id_of(&client, db, thread).await?;
+    row(
         &client,
         "SELECT cancel_requested FROM pipec_threads WHERE id = $1",
         &[&id],
     )
     .await?
-    .is_some_and(|r| r.get::<_, bool>(0)))
+    .map(|r| r.get::<_, bool>(0))
+    .ok_or_else(|| db.not_found(thread))
 }
 
 /// A thread's record (the id exact or a unique prefix), in one statement when exact.
@@ -325,15 +326,20 @@ pub(super) async fn events(
     since: u64,
 ) -> Result<Vec<RecordedEvent>, StoreError> {
     let client = db.client().await?;
-    let id = resolve(&client, db, thread).await?;
-    let mut out = Vec::new();
-    for r in rows(
+    // An exact id is read at once; only when it has no events is the thread looked up,
+    // so that one that does not exist is an error and not an empty log.
+    let id = id_of(&client, db, thread).await?;
+    let found = rows(
         &client,
         "SELECT seq, row FROM pipec_events WHERE thread = $1 AND seq >= $2 ORDER BY seq",
         &[&id, &(since.min(i64::MAX as u64) as i64)],
     )
-    .await?
-    {
+    .await?;
+    if found.is_empty() {
+        resolve(&client, db, &id).await?;
+    }
+    let mut out = Vec::new();
+    for r in found {
         let seq = sql::u64_of(&r, 0);
         let event: EventRow = decode(r.get::<_, &[u8]>(1), &|| {
             format!("thread {id}, event {seq}")
