@@ -148,9 +148,9 @@ impl Worker {
                 left_alone.retain(|_, until| *until > now);
                 let except: Vec<String> = busy.iter().chain(left_alone.keys()).cloned().collect();
                 // Queued threads come claimed, in one transaction, where the store can.
-                let mut look = heard.look_needed(self.store.news(), now);
-                if heard.take_needed(self.store.news(), now) {
-                    let before = self.store.news();
+                let before = self.store.news();
+                let mut look = heard.look_needed(before, now);
+                if heard.take_needed(before, now) {
                     let query = RunnableQuery {
                         now_ms: ids::now_ms(),
                         pipelines: self.opts.pipelines.clone(),

@@ -131,7 +131,8 @@ fn values(events: Vec<RecordedEvent>) -> Vec<Value> {
         .collect()
 }
 
-fn gate(node: &str) -> GateRec {
+/// A pending gate of `node` that takes a boolean.
+pub(crate) fn gate(node: &str) -> GateRec {
     GateRec {
         node: node.into(),
         state: GateState::Pending,
@@ -146,7 +147,13 @@ fn gate(node: &str) -> GateRec {
 }
 
 /// The thread's record with another status, as a commit writes it.
-fn with_status(store: &dyn Store, rt: &tokio::runtime::Runtime, thread: &str, s: Status) -> Write {
+/// The thread's record as it is now, with status `s`, as a write.
+pub(crate) fn with_status(
+    store: &dyn Store,
+    rt: &tokio::runtime::Runtime,
+    thread: &str,
+    s: Status,
+) -> Write {
     let mut rec = rt
         .block_on(store.load(thread))
         .expect("load")

@@ -511,7 +511,7 @@ mod tests {
     use serde_json::json;
 
     use super::super::testing;
-    use crate::store::contract::{attempt, rt, thread_rec};
+    use crate::store::contract::{attempt, gate, rt, thread_rec, with_status};
     use crate::store::*;
 
     /// A look at the threads of every pipeline, `limit` at most.
@@ -521,21 +521,6 @@ mod tests {
             pipelines: None,
             limit,
             except: Vec::new(),
-        }
-    }
-
-    /// A pending gate `g` that takes a boolean.
-    fn pending_gate() -> GateRec {
-        GateRec {
-            node: "g".into(),
-            state: GateState::Pending,
-            message: "g?".into(),
-            schema: json!({ "type": "boolean" }),
-            pending_ms: 1,
-            deadline_ms: None,
-            answer: None,
-            answered_ms: 0,
-            answered_by: None,
         }
     }
 
@@ -558,14 +543,9 @@ mod tests {
         let (lease, _) = runtime
             .block_on(runner.create_thread(thread_rec(), attempt()))
             .expect("create");
-        let mut rec = runtime
-            .block_on(runner.load(&lease.thread))
-            .expect("load")
-            .thread
-            .expect("t");
-        rec.status = Status::Completed;
+        let rec = with_status(&runner, &runtime, &lease.thread, Status::Completed);
         runtime
-            .block_on(runner.commit(&lease, vec![Write::Thread(rec)]))
+            .block_on(runner.commit(&lease, vec![rec]))
             .expect("complete");
         drop(lease);
         let start = Instant::now();
@@ -612,18 +592,9 @@ mod tests {
             .block_on(answerer.create_thread(thread_rec(), attempt()))
             .expect("create");
         let id = lease.thread.clone();
-        let mut rec = runtime
-            .block_on(answerer.load(&id))
-            .expect("load")
-            .thread
-            .expect("t");
-        rec.status = Status::Paused;
-        let gate = pending_gate();
+        let rec = with_status(&answerer, &runtime, &id, Status::Paused);
         runtime
-            .block_on(answerer.commit(
-                &lease,
-                vec![Write::Thread(rec), Write::Gate("g".into(), gate)],
-            ))
+            .block_on(answerer.commit(&lease, vec![rec, Write::Gate("g".into(), gate("g"))]))
             .expect("pause");
         drop(lease);
         let mut worst = Duration::ZERO;
@@ -722,19 +693,10 @@ mod tests {
         let (lease, _) = runtime
             .block_on(other.create_thread(thread_rec(), attempt()))
             .expect("create");
-        let mut rec = runtime
-            .block_on(other.load(&lease.thread))
-            .expect("load")
-            .thread
-            .expect("t");
-        rec.status = Status::Paused;
-        let gate = pending_gate();
+        let rec = with_status(&other, &runtime, &lease.thread, Status::Paused);
         let thread = lease.thread.clone();
         runtime
-            .block_on(other.commit_last(
-                &lease,
-                vec![Write::Thread(rec), Write::Gate("g".into(), gate)],
-            ))
+            .block_on(other.commit_last(&lease, vec![rec, Write::Gate("g".into(), gate("g"))]))
             .expect("pause");
         drop(lease);
         // The pause's release (other news, if any) is heard before the answer.
@@ -781,17 +743,9 @@ mod tests {
             }
         };
         let pause = |lease: &Lease| {
-            let mut rec = runtime
-                .block_on(other.load(&lease.thread))
-                .expect("load")
-                .thread
-                .expect("t");
-            rec.status = Status::Paused;
+            let rec = with_status(&other, &runtime, &lease.thread, Status::Paused);
             runtime
-                .block_on(other.commit(
-                    lease,
-                    vec![Write::Thread(rec), Write::Gate("g".into(), pending_gate())],
-                ))
+                .block_on(other.commit(lease, vec![rec, Write::Gate("g".into(), gate("g"))]))
                 .expect("pause");
         };
 
@@ -812,17 +766,9 @@ mod tests {
             .block_on(other.create_thread(thread_rec(), attempt()))
             .expect("create");
         let before = settled();
-        let mut rec = runtime
-            .block_on(other.load(&lease.thread))
-            .expect("load")
-            .thread
-            .expect("t");
-        rec.status = Status::Paused;
+        let rec = with_status(&other, &runtime, &lease.thread, Status::Paused);
         runtime
-            .block_on(other.commit_last(
-                &lease,
-                vec![Write::Thread(rec), Write::Gate("g".into(), pending_gate())],
-            ))
+            .block_on(other.commit_last(&lease, vec![rec, Write::Gate("g".into(), gate("g"))]))
             .expect("pause");
         drop(lease);
         assert_eq!(settled(), before, "a last commit that pauses wakes no one");

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::testing::{TestSchema, admin, server};
 use super::*;
-use crate::store::contract::{attempt, node, rt, thread_rec};
+use crate::store::contract::{attempt, gate, node, rt, thread_rec};
 
 fn short(ttl_ms: u64) -> PgOptions {
     PgOptions {
@@ -753,20 +753,6 @@ fn the_last_commit_lets_the_thread_go_in_its_own_transaction() {
     }
 }
 
-fn pending_gate(node: &str) -> GateRec {
-    GateRec {
-        node: node.into(),
-        state: GateState::Pending,
-        message: format!("{node}?"),
-        schema: serde_json::json!({ "type": "boolean" }),
-        pending_ms: 1,
-        deadline_ms: None,
-        answer: None,
-        answered_ms: 0,
-        answered_by: None,
-    }
-}
-
 /// The paused threads a look reads gates of: the ones answered since a holder last took
 /// them, or with a deadline (columns beside the record), not every paused one.
 fn waking(url: &str) -> Vec<String> {
@@ -815,7 +801,7 @@ fn a_look_reads_only_the_paused_threads_an_answer_or_a_deadline_may_move_on() {
             .expect("t");
         rec.status = Status::Paused;
         rec.holder = None;
-        (lease, rec, vec![Write::Gate("g".into(), pending_gate("g"))])
+        (lease, rec, vec![Write::Gate("g".into(), gate("g"))])
     };
     // Ten threads waiting for a person: no look reads them.
     for _ in 0..10 {
@@ -852,7 +838,7 @@ fn a_look_reads_only_the_paused_threads_an_answer_or_a_deadline_may_move_on() {
         &lease,
         vec![
             Write::Node("g".into(), NodeRec::done(serde_json::json!(true))),
-            Write::Gate("h".into(), pending_gate("h")),
+            Write::Gate("h".into(), gate("h")),
             Write::Thread(rec),
         ],
     ))
