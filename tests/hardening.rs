@@ -1456,3 +1456,66 @@ on_every_store!(
     a_node_starts_when_a_permit_frees_up_not_when_a_task_ends,
     a_decision_may_name_a_call_by_the_name_a_rename_gives_it,
 );
+
+/// Progress names each item of an `each` node (`work[2]`), and a node whose items failed
+/// reports each failure once, then counts them, instead of repeating the first.
+#[test]
+fn progress_lines_of_items_name_their_item_and_each_failure_shows_once() {
+    let p = Project::new("progress-items");
+    p.write(
+        "fan.pipe",
+        "input items: int[]\n\nnode work(i: int = each(input.items, max: 20)) -> { v: int } {\n  exec = [\"./work.sh\"]\n  idempotent = true\n  concurrency = 4\n}\n\noutput work = work\n",
+    );
+    // Every item starts before any fails (a failure stops items that did not start).
+    p.script(
+        "work.sh",
+        "#!/bin/sh\ninput=$(cat)\ncase \"$input\" in *'\"i\":1'*) echo '{\"v\":1}'; exit 0;; esac\nsleep 0.3\necho \"no luck with $input\" >&2\nexit 1\n",
+    );
+    let out = p.run(&["run", "fan.pipe", "--input", "items=[0,1,2,3]"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines.iter().any(|l| l.trim() == "▸ work[1]")
+            && lines
+                .iter()
+                .any(|l| l.trim_start().starts_with("✓ work[1] (")),
+        "a finished item is named with its index:\n{err}"
+    );
+    for i in [0, 2, 3] {
+        let failed = format!("✗ work[{i}]: the command exited with status 1");
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|l| l.trim_start().starts_with(&failed))
+                .count(),
+            1,
+            "item {i}'s failure is shown once:\n{err}"
+        );
+    }
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.trim_start().starts_with("✗"))
+            .count(),
+        4,
+        "three failed items, then one line for the node:\n{err}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.trim() == "✗ work: 3 of 4 items failed"),
+        "{err}"
+    );
+    // The thread's error names the item whose failure stands for the node's.
+    let error = lines
+        .iter()
+        .find(|l| l.starts_with("error[R0602]"))
+        .unwrap_or_else(|| panic!("the run's error:\n{err}"));
+    assert!(
+        ["0", "2", "3"].iter().any(|i| error.starts_with(&format!(
+            "error[R0602]: item {i} (2 other items failed too): "
+        ))),
+        "{error}"
+    );
+}

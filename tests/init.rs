@@ -47,6 +47,27 @@ fn a_new_project_checks_clean_and_runs_offline_through_its_gate() {
 }
 
 #[test]
+fn a_new_projects_pipeline_opens_with_the_files_documentation() {
+    let p = Project::new("init-doc");
+    assert_eq!(code(&p.run(&["init", "."])), 0);
+    assert!(
+        p.read("hello.pipe").starts_with("//! A first pipeline"),
+        "{}",
+        p.read("hello.pipe")
+    );
+    let out = p.run(&["compile", "hello.pipe"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let plan = json(&stdout(&out));
+    assert!(
+        plan["doc"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("A first pipeline")),
+        "the pipeline's doc: {}",
+        plan["doc"]
+    );
+}
+
+#[test]
 fn init_writes_nothing_where_one_of_its_files_exists() {
     let p = Project::new("init-refuse");
     p.write("replies/hello.json", "mine");

@@ -15,8 +15,9 @@ pub struct Args {
     dir: PathBuf,
 }
 
-const PIPELINE: &str = r#"/// A first pipeline: a model drafts a greeting, a person approves it, and the last node
-/// returns the greeting with the answer.
+const PIPELINE: &str = r#"//! A first pipeline: a model drafts a greeting, a person approves it, and the last node
+//! returns the greeting with the answer.
+
 model writer {
   provider = "scripted"
   replies = "replies/hello.json"

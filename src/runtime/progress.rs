@@ -13,19 +13,30 @@ pub enum Step<'a> {
         node: &'a str,
         item: Option<u32>,
     },
+    /// A node, or an item of an `each` node, finished.
     Finished {
         node: &'a str,
+        item: Option<u32>,
         took: Duration,
     },
     Skipped {
         node: &'a str,
     },
+    /// A node, or an item of an `each` node, failed.
     Failed {
         node: &'a str,
+        item: Option<u32>,
         message: &'a str,
+    },
+    /// An `each` node failed because of items whose failures were reported one by one.
+    ItemsFailed {
+        node: &'a str,
+        failed: u32,
+        total: u32,
     },
     Retrying {
         node: &'a str,
+        item: Option<u32>,
         try_number: u32,
         after: Duration,
     },
@@ -81,8 +92,13 @@ impl Progress for ScrubbedProgress {
     fn step(&self, step: Step<'_>) {
         let s = &self.scrubber;
         match step {
-            Step::Failed { node, message } => self.inner.step(Step::Failed {
+            Step::Failed {
                 node,
+                item,
+                message,
+            } => self.inner.step(Step::Failed {
+                node,
+                item,
                 message: &s.scrub(message),
             }),
             Step::Read {
@@ -246,31 +262,34 @@ impl Progress for StderrProgress {
             Step::Started { node, item } => {
                 if self.tty {
                     let mut live = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-                    let key = match item {
-                        Some(i) => format!("{node}[{i}]"),
-                        None => node.to_string(),
-                    };
-                    live.running.insert(key, Instant::now());
+                    live.running.insert(label(node, item), Instant::now());
                     self.start_ticker(&mut live);
                     draw(&mut live);
                     return;
                 }
-                match item {
-                    Some(i) => format!("  ▸ {node}[{i}]"),
-                    None => format!("  ▸ {node}"),
-                }
+                format!("  ▸ {}", label(node, item))
             }
-            Step::Finished { node, took } => {
-                format!("  {} {node} ({})", self.paint("32", "✓"), human(took))
+            Step::Finished { node, item, took } => {
+                format!(
+                    "  {} {} ({})",
+                    self.paint("32", "✓"),
+                    label(node, item),
+                    human(took)
+                )
             }
             Step::Skipped { node } => format!("  {} {node} skipped", self.paint("2", "↷")),
-            Step::Failed { node, message } => {
+            Step::Failed {
+                node,
+                item,
+                message,
+            } => {
                 // The first line, then what it announces (a command's stderr tail),
                 // indented below it, its last lines at most.
                 let mut lines = message.lines();
                 let mut text = format!(
-                    "  {} {node}: {}",
+                    "  {} {}: {}",
                     self.paint("31", "✗"),
+                    label(node, item),
                     lines.next().unwrap_or("")
                 );
                 let rest: Vec<&str> = lines.collect();
@@ -283,13 +302,24 @@ impl Progress for StderrProgress {
                 }
                 text
             }
+            Step::ItemsFailed {
+                node,
+                failed,
+                total,
+            } => format!(
+                "  {} {node}: {failed} of {total} {} failed",
+                self.paint("31", "✗"),
+                if total == 1 { "item" } else { "items" }
+            ),
             Step::Retrying {
                 node,
+                item,
                 try_number,
                 after,
             } => format!(
-                "  {} {node}: try {try_number} in {}",
+                "  {} {}: try {try_number} in {}",
                 self.paint("33", "↻"),
+                label(node, item),
                 human(after)
             ),
             Step::Waiting { gate } => {
@@ -328,7 +358,22 @@ impl Progress for StderrProgress {
             return;
         }
         match step {
-            Step::Finished { node, .. } | Step::Skipped { node } | Step::Failed { node, .. } => {
+            Step::Finished {
+                node,
+                item: Some(i),
+                ..
+            }
+            | Step::Failed {
+                node,
+                item: Some(i),
+                ..
+            } => {
+                live.running.remove(&label(node, Some(i)));
+            }
+            Step::Finished { node, .. }
+            | Step::Skipped { node }
+            | Step::Failed { node, .. }
+            | Step::ItemsFailed { node, .. } => {
                 // Items of an `each` node end with the node.
                 let prefix = format!("{node}[");
                 live.running
@@ -339,6 +384,14 @@ impl Progress for StderrProgress {
         clear(&mut live);
         let _ = writeln!(live.out, "{line}");
         draw(&mut live);
+    }
+}
+
+/// A node's name, with the index of an `each` node's item: `classify[3]`.
+fn label(node: &str, item: Option<u32>) -> String {
+    match item {
+        Some(i) => format!("{node}[{i}]"),
+        None => node.to_string(),
     }
 }
 
@@ -405,6 +458,7 @@ mod tests {
         });
         p.step(Step::Finished {
             node: "fetch",
+            item: None,
             took: Duration::from_millis(12),
         });
         p.step(Step::Waiting { gate: "review" });

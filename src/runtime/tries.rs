@@ -90,6 +90,13 @@ pub(crate) enum UnitEnd {
         writes: Vec<Write>,
         row: Option<NodeRec>,
     },
+    /// Items of an `each` node failed (each one reported and recorded as it failed);
+    /// `error` is the first one's, naming its item.
+    ItemsFailed {
+        error: StoredError,
+        failed: u32,
+        total: u32,
+    },
     /// An effect whose outcome is unknown: the thread needs a person.
     Unknown {
         error: StoredError,
@@ -307,6 +314,7 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
                 if let Some(p) = &shared.progress {
                     p.step(Step::Finished {
                         node: &node.name,
+                        item: unit.is_item.then_some(unit.item),
                         took: begun.elapsed(),
                     });
                 }
@@ -430,6 +438,7 @@ async fn failed_try(
             if let Some(p) = &shared.progress {
                 p.step(Step::Retrying {
                     node: &node.name,
+                    item: unit.is_item.then_some(unit.item),
                     try_number: unit.tries + 1,
                     after: backoff,
                 });
@@ -448,6 +457,7 @@ fn report_item_failure(shared: &Shared, unit: &Unit, error: &StoredError) {
     {
         p.step(Step::Failed {
             node: &unit.node.name,
+            item: Some(unit.item),
             message: &error.message,
         });
     }

@@ -59,6 +59,10 @@ pub(super) async fn run_each(
     let stop = Arc::new(AtomicBool::new(false));
     let mut set: JoinSet<(u32, ItemEnd)> = JoinSet::new();
     let mut failure: Option<(StoredError, bool)> = None;
+    // The item whose failure fails the node, and how many failed: each was reported
+    // as it failed, so the node's own report only counts them.
+    let mut first_failed_item: Option<u32> = None;
+    let mut failed_items = 0u32;
     let mut waiting = Vec::new();
     loop {
         // Start items while there is room and nothing failed the node.
@@ -122,6 +126,10 @@ pub(super) async fn run_each(
                     results.insert(item, rec);
                 } else {
                     // The first failure stands; later ones are recorded in their rows.
+                    failed_items += 1;
+                    if failure.is_none() {
+                        first_failed_item = Some(item);
+                    }
                     failure.get_or_insert((error, unknown));
                 }
             }
@@ -140,7 +148,17 @@ pub(super) async fn run_each(
             stop.store(true, Ordering::SeqCst);
         }
     }
-    if let Some((error, unknown)) = failure {
+    if let Some((mut error, unknown)) = failure {
+        if let Some(item) = first_failed_item {
+            error.message = items_failed_message(item, failed_items, &error.message);
+            if !unknown {
+                return UnitEnd::ItemsFailed {
+                    error,
+                    failed: failed_items,
+                    total,
+                };
+            }
+        }
         return if unknown {
             UnitEnd::Unknown {
                 error,
@@ -175,6 +193,16 @@ pub(super) async fn run_each(
         writes: Vec::new(),
         row: None,
         manifest,
+    }
+}
+
+/// The node's error when items failed: the first failure's message, naming its item
+/// and how many others failed with it (their errors are in their rows).
+fn items_failed_message(item: u32, failed: u32, message: &str) -> String {
+    match failed {
+        0 | 1 => format!("item {item}: {message}"),
+        2 => format!("item {item} (1 other item failed too): {message}"),
+        n => format!("item {item} ({} other items failed too): {message}", n - 1),
     }
 }
 
@@ -236,6 +264,17 @@ async fn run_item(
                 manifest: Vec::new(),
             },
             writes,
+            Some((error, false)),
+        ),
+        // An item is one unit, never an `each` of its own; were it one, it failed.
+        UnitEnd::ItemsFailed { error, .. } => (
+            ItemRec {
+                state: ItemState::Failed,
+                value: None,
+                error: Some(error.clone()),
+                manifest: Vec::new(),
+            },
+            Vec::new(),
             Some((error, false)),
         ),
         UnitEnd::Unknown { error, writes, .. } => (

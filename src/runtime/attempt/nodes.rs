@@ -286,7 +286,31 @@ impl NodeTable {
     }
 
     /// The node failed; the first failure of the attempt fails the thread.
-    pub(crate) fn fail(&mut self, i: usize, mut error: StoredError, out: &mut Vec<Write>) {
+    pub(crate) fn fail(&mut self, i: usize, error: StoredError, out: &mut Vec<Write>) {
+        self.fail_as(i, error, None, out);
+    }
+
+    /// An `each` node failed because `failed` of its `total` items did: the same rows
+    /// and events as any failure, but progress counts the items instead of repeating
+    /// the failures it showed as they happened.
+    pub(crate) fn fail_items(
+        &mut self,
+        i: usize,
+        error: StoredError,
+        failed: u32,
+        total: u32,
+        out: &mut Vec<Write>,
+    ) {
+        self.fail_as(i, error, Some((failed, total)), out);
+    }
+
+    fn fail_as(
+        &mut self,
+        i: usize,
+        mut error: StoredError,
+        items: Option<(u32, u32)>,
+        out: &mut Vec<Write>,
+    ) {
         scrub_error(&self.scrubber, &mut error);
         let mut rec = self.row_for(i, NodeState::Failed, None);
         rec.error = Some(error.clone());
@@ -299,9 +323,17 @@ impl NodeTable {
         }));
         self.slots[i] = Slot::Failed;
         if let Some(p) = &self.progress {
-            p.step(Step::Failed {
-                node: &name,
-                message: &error.message,
+            p.step(match items {
+                Some((failed, total)) => Step::ItemsFailed {
+                    node: &name,
+                    failed,
+                    total,
+                },
+                None => Step::Failed {
+                    node: &name,
+                    item: None,
+                    message: &error.message,
+                },
             });
         }
         self.failure.get_or_insert(error);

@@ -321,6 +321,13 @@ impl Attempt {
                 self.nodes.adopt(i, row);
                 self.nodes.fail(i, error, &mut self.buffer);
             }
+            UnitEnd::ItemsFailed {
+                error,
+                failed,
+                total,
+            } => self
+                .nodes
+                .fail_items(i, error, failed, total, &mut self.buffer),
             UnitEnd::Unknown { error, writes, row } => {
                 self.buffer.extend(writes);
                 self.nodes.adopt(i, row);
