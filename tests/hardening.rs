@@ -1519,3 +1519,58 @@ fn progress_lines_of_items_name_their_item_and_each_failure_shows_once() {
         "{error}"
     );
 }
+
+/// `--input name=@file.json` reads an input from a file, as `--answer gate=@file.json`
+/// does: a string input takes the file's text, any other its JSON; `@@` starts an inline
+/// value with `@`.
+#[test]
+fn an_input_is_read_from_a_file_as_an_answer_is() {
+    let p = Project::new("input-file");
+    p.write(
+        "echo.pipe",
+        "type Deal {\n  id: string\n  size: int\n}\n\ninput deal: Deal\ninput note: string\ninput tag: string\n\nnode echo(deal: Deal = input.deal, note: string = input.note, tag: string = input.tag) -> { id: string, size: int, note: string, tag: string } {\n  return = { id: deal.id, size: deal.size, note: note, tag: tag }\n}\n\noutput echo = echo\n",
+    );
+    p.write("deal.json", r#"{"id": "D7", "size": 3}"#);
+    p.write("note.txt", "line one\nline two\n");
+    let out = p.run(&[
+        "run",
+        "echo.pipe",
+        "--input",
+        "deal=@deal.json",
+        "--input",
+        "note=@note.txt",
+        "--input",
+        "tag=@@home",
+        "-q",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let echo = &json(&stdout(&out))["echo"];
+    assert_eq!(echo["id"], "D7");
+    assert_eq!(echo["size"], 3);
+    assert_eq!(echo["note"], "line one\nline two\n");
+    assert_eq!(echo["tag"], "@home");
+    // A file that is not JSON for a record input, and a missing file, are usage errors
+    // that name the input and the file.
+    p.write("bad.json", "{not json");
+    for (arg, says) in [
+        ("deal=@bad.json", "the file is not JSON"),
+        ("deal=@nowhere.json", "cannot read `nowhere.json`"),
+    ] {
+        let out = p.run(&[
+            "run",
+            "echo.pipe",
+            "--input",
+            arg,
+            "--input",
+            "note=n",
+            "--input",
+            "tag=t",
+        ]);
+        assert_eq!(code(&out), 2, "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&format!("`--input {arg}`: {says}")),
+            "{}",
+            stderr(&out)
+        );
+    }
+}

@@ -219,7 +219,8 @@ pub fn load_plan(file: &Path) -> Result<Loaded, u8> {
     }
 }
 
-/// `k=v` pairs: JSON unless the input is a string.
+/// `k=v` pairs: JSON unless the input is a string; `k=@file` reads the value from a file
+/// (`@-`: standard input), `k=@@v` is the value `@v`.
 pub fn parse_inputs(plan: &Plan, pairs: &[String], files: &[PathBuf]) -> Result<Value, String> {
     let mut out = Map::new();
     for f in files {
@@ -246,14 +247,54 @@ pub fn parse_inputs(plan: &Plan, pairs: &[String], files: &[PathBuf]) -> Result<
             .iter()
             .find(|i| i.name == k)
             .is_some_and(|i| i.schema.get("type").and_then(Value::as_str) == Some("string"));
-        let value = if is_string {
-            Value::String(v.to_string())
-        } else {
-            serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_string()))
+        let value = match input_file(v) {
+            // `@file` (or `@-`, standard input): a string input takes the text as it is,
+            // any other its JSON, which must parse.
+            Some(from) => {
+                let text =
+                    read_value_file(from).map_err(|e| format!("`--input {k}=@{from}`: {e}"))?;
+                if is_string {
+                    Value::String(text)
+                } else {
+                    serde_json::from_str(&text)
+                        .map_err(|e| format!("`--input {k}=@{from}`: the file is not JSON: {e}"))?
+                }
+            }
+            None => {
+                // `@@text` is the literal `@text`.
+                let v = v
+                    .strip_prefix('@')
+                    .filter(|r| r.starts_with('@'))
+                    .unwrap_or(v);
+                if is_string {
+                    Value::String(v.to_string())
+                } else {
+                    serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_string()))
+                }
+            }
         };
         out.insert(k.to_string(), value);
     }
     Ok(Value::Object(out))
+}
+
+/// The file an `--input name=@file` value names (`-` is standard input), or `None` for
+/// a value given inline (`@@...` is an inline value starting with `@`).
+fn input_file(value: &str) -> Option<&str> {
+    value
+        .strip_prefix('@')
+        .filter(|rest| !rest.starts_with('@') && !rest.is_empty())
+}
+
+/// The text of a file a value is read from, or of standard input for `-`.
+fn read_value_file(from: &str) -> Result<String, String> {
+    if from == "-" {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+            .map_err(|e| format!("cannot read standard input: {e}"))?;
+        return Ok(s);
+    }
+    std::fs::read_to_string(from).map_err(|e| format!("cannot read `{from}`: {e}"))
 }
 
 /// `gate=JSON`, `gate=@file.json` or `gate=-` (stdin).
@@ -264,12 +305,9 @@ pub fn parse_answers(pairs: &[String]) -> Result<Vec<(String, Value)>, String> {
             return Err(format!("`--answer {pair}`: write `--answer gate=JSON`"));
         };
         let text = if let Some(path) = v.strip_prefix('@') {
-            std::fs::read_to_string(path).map_err(|e| format!("cannot read `{path}`: {e}"))?
+            read_value_file(path)?
         } else if v == "-" {
-            let mut s = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
-                .map_err(|e| e.to_string())?;
-            s
+            read_value_file("-")?
         } else {
             v.to_string()
         };

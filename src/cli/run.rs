@@ -12,7 +12,8 @@ use crate::runtime::{RunOptions, Runner};
 pub struct Args {
     /// A .pipe file (compiled first) or a plan (.json)
     file: PathBuf,
-    /// An input: `name=value` (JSON unless the input is a string)
+    /// An input: `name=value` (JSON unless the input is a string), `name=@file.json`,
+    /// `name=@-` (standard input); `name=@@v` for a value that starts with `@`
     #[arg(long = "input", value_name = "NAME=VALUE")]
     inputs: Vec<String>,
     /// A JSON file of inputs
