@@ -2,7 +2,8 @@
 //! row, committed before any of the turn's tool calls runs, and the conversation is
 //! rebuilt from those rows: a resume (or a retry) continues it and never asks the model
 //! again for a turn it already answered. The turn's tool calls are rows of their own
-//! (`node:gG:iI:sTURN:cN`, N from 1): a tool that is neither read-only nor idempotent
+//! (`node:gG:iI:sTURN:cN`, N from 1), each committed as its call finishes, so a resume
+//! never makes again a call that finished: a tool that is neither read-only nor idempotent
 //! gets its `started` row first, so a crash in flight blocks the thread instead of
 //! repeating the effect; `limits` caps calls per tool; a tool in `approve` pauses the
 //! node at a gate named after the call, showing the exact arguments, and runs exactly
@@ -334,7 +335,8 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
             turn += 1;
             continue;
         }
-        // The turn's tool calls, in order; results committed before the next request.
+        // The turn's tool calls, in order, each row committed as its call finishes: a
+        // crash while a later call of the turn runs repeats none that finished.
         let mut pending_writes = Vec::new();
         for (j, call) in reply.tool_calls.iter().enumerate() {
             let n = j as u32 + 1;
@@ -362,11 +364,13 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
             let mut msg = Message::text(Role::Tool, outcome.text);
             msg.tool_call_id = Some(call.id.clone());
             messages.push(msg);
+            if !pending_writes.is_empty() {
+                shared
+                    .commit(std::mem::take(&mut pending_writes))
+                    .await
+                    .map_err(|e| TryError::Fatal(e.stored(Some(&node.name))))?;
+            }
         }
-        shared
-            .commit(std::mem::take(&mut pending_writes))
-            .await
-            .map_err(|e| TryError::Fatal(e.stored(Some(&node.name))))?;
         turn += 1;
     }
 }
