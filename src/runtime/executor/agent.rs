@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use super::think::ModelFailure;
 use super::{Executor, TryContext, TryError, TryFuture, fatal};
 use crate::diagnostic::{self as codes, Rule};
 use crate::llm::{
@@ -328,6 +329,10 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
                 ));
             }
             repaired += 1;
+            // The reply is quoted back by its start and end, however large it was.
+            if let Some(last) = messages.last_mut() {
+                last.content = super::think::repair_excerpt(&reply.content);
+            }
             messages.push(Message::text(
                 Role::User,
                 format!("{problem}\nReply again with only the corrected JSON."),
@@ -376,32 +381,9 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
 }
 
 async fn model_failure(cx: &TryContext<'_>, model: &str, turn: u32, e: ModelError) -> TryError {
-    let (rule, message): (&'static Rule, String) = match &e {
-        ModelError::Transient(e) => (
-            &codes::MODEL_UNAVAILABLE,
-            format!("the model `{model}` is not answering: {e}"),
-        ),
-        ModelError::Fatal(e) => (
-            &codes::MODEL_REFUSED,
-            format!("the model `{model}` refused the request: {e}"),
-        ),
-    };
-    let message = cx.shared.scrubber.scrub(&message);
-    let _ = cx
-        .shared
-        .commit(vec![event_write(Event::ModelFailed {
-            node: cx.unit.node.name.clone(),
-            item: cx.unit.item,
-            turn,
-            model: model.to_string(),
-            code: rule.code.into(),
-            message: message.clone(),
-        })])
-        .await;
-    match e {
-        ModelError::Transient(_) => TryError::Transient { rule, message },
-        ModelError::Fatal(_) => fatal(cx, rule, message),
-    }
+    let failure = ModelFailure::new(cx.shared, model, &e);
+    let _ = cx.shared.commit(vec![failure.event(cx, turn, model)]).await;
+    failure.into_try_error(cx)
 }
 
 /// The arguments a model gave, projected onto the tool's declared parameters (under the
