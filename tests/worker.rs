@@ -408,6 +408,16 @@ fn unknown_flags_and_bad_values_are_refused() {
     let out = p.run(&["worker", "--pipelines", "nowhere"]);
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("no such folder"), "{}", stderr(&out));
+    // A thread names its pipeline, not its file: two files of one name are refused.
+    p.write("two/a/job.pipe", SERVED_JOB);
+    p.write("two/b/job.pipe", SERVED_JOB);
+    let out = p.run(&["worker", "--pipelines", "two"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("both define the pipeline `job`"),
+        "{}",
+        stderr(&out)
+    );
     // No store yet: a worker creates none.
     let out = p.run(&["worker"]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
@@ -440,6 +450,119 @@ fn pipelines_limits_a_worker_to_a_folders_pipelines(p: &Ctx) {
     wait_status(p, &other, "completed");
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(status(p, &chain), "queued", "not a pipeline of `other/`");
+    signal(&w, "-TERM");
+    assert_eq!(wait_exit(&mut w, WITHIN), 0);
+}
+
+/// The pipeline `job` a worker serves from `served/`: one step through the project's
+/// `step.sh` (a path from the file's folder).
+const SERVED_JOB: &str = r#"type V {
+  v: int
+}
+
+input seed: int
+
+node a(seed: int = input.seed) -> V {
+  exec = ["../step.sh", "a"]
+}
+
+output last = a
+"#;
+
+/// Another file of the same name, `job`, as anyone who can submit could write it: its
+/// step runs a command of its own choosing. `inputs` are its input declarations.
+fn foreign_job(inputs: &str) -> String {
+    format!(
+        r#"type V {{
+  v: int
+}}
+
+{inputs}
+
+node a(seed: int = input.seed) -> V {{
+  exec = ["sh", "-c", "cat >/dev/null; touch foreign.ran; echo '{{\"v\":99}}'"]
+}}
+
+output last = a
+"#
+    )
+}
+
+/// A worker serving a folder runs only the plans it compiled from it: a thread submitted
+/// from another file of the same pipeline name, which the plan-change rules refuse (it
+/// has an input the worker's `job` does not declare), fails with R0407, recorded on the
+/// thread (its status, its error, a `thread_failed` event) and in the worker's log, and
+/// nothing of it runs. (Before, the worker ran the plan stored with the thread: its
+/// command ran on the worker's machine.)
+fn a_worker_serving_a_folder_refuses_a_thread_of_a_plan_it_did_not_compile(p: &Ctx) {
+    // One project root for both folders: `step.sh` and the effects are there.
+    p.write("pipec.toml", "");
+    p.write("served/job.pipe", SERVED_JOB);
+    p.write(
+        "elsewhere/job.pipe",
+        &foreign_job("input seed: int\n\ninput note: string"),
+    );
+    let thread = submit(p, "elsewhere/job.pipe", &["seed=1", "note=hi"]);
+    let mut w = worker(p, 1, &["--pipelines", "served"]);
+    wait_status(p, &thread, "failed");
+    let shown = show(p, &thread);
+    assert_eq!(shown["error"]["code"], "R0407", "{shown}");
+    let message = shown["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("note") && message.contains("nothing of it ran"),
+        "{message}"
+    );
+    assert!(shown["holder"].is_null(), "nobody holds it: {shown}");
+    let events = stdout(&p.run(&["show", &thread, "--events"]));
+    assert!(
+        events.contains("thread_failed") && events.contains("R0407"),
+        "{events}"
+    );
+    assert!(!events.contains("node_started"), "nothing ran: {events}");
+    let text = stdout(&p.run(&["show", &thread]));
+    assert!(text.contains("error[R0407]"), "{text}");
+    let runs = stdout(&p.run(&["runs", "--status", "failed"]));
+    assert!(runs.contains(&thread), "{runs}");
+    assert!(
+        !p.dir.join("foreign.ran").exists(),
+        "the foreign command ran"
+    );
+    assert!(worker_logs(p).contains("R0407"), "{}", worker_logs(p));
+    signal(&w, "-TERM");
+    assert_eq!(wait_exit(&mut w, WITHIN), 0);
+    assert!(
+        !p.dir.join("foreign.ran").exists(),
+        "the foreign command ran"
+    );
+}
+
+/// A thread submitted from another file of a served pipeline that the plan-change rules
+/// let through (same inputs, nothing finished) runs under the worker's own plan, as
+/// `pipec resume --plan` would run it: the worker's step runs, the thread's own command
+/// never does, and the thread records the plan it took (`plan_upgraded`), which the store
+/// now keeps.
+fn a_worker_serving_a_folder_runs_another_plan_of_its_pipeline_under_its_own(p: &Ctx) {
+    p.write("pipec.toml", "");
+    p.write("served/job.pipe", SERVED_JOB);
+    p.write("elsewhere/job.pipe", &foreign_job("input seed: int"));
+    let thread = submit(p, "elsewhere/job.pipe", &["seed=1"]);
+    let mut w = worker(p, 1, &["--pipelines", "served"]);
+    wait_status(p, &thread, "completed");
+    assert_eq!(effects(p, &thread, "a"), 1, "the worker's step ran");
+    assert!(
+        !p.dir.join("foreign.ran").exists(),
+        "the foreign command ran"
+    );
+    let events = stdout(&p.run(&["show", &thread, "--events"]));
+    assert!(events.contains("plan_upgraded"), "{events}");
+    // The outputs as the worker's plan computed them, read with the plan the store
+    // keeps for the thread (its own file is another plan now).
+    let out = p.run(&["resume", &thread]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        json(&stdout(&out)),
+        serde_json::json!({ "last": { "v": 2 } })
+    );
     signal(&w, "-TERM");
     assert_eq!(wait_exit(&mut w, WITHIN), 0);
 }
@@ -582,6 +705,8 @@ on_every_store!(
     a_second_signal_stops_at_once_and_the_thread_is_taken_over,
     a_worker_killed_with_sigkill_is_taken_over_without_repeating_a_finished_effect,
     pipelines_limits_a_worker_to_a_folders_pipelines,
+    a_worker_serving_a_folder_refuses_a_thread_of_a_plan_it_did_not_compile,
+    a_worker_serving_a_folder_runs_another_plan_of_its_pipeline_under_its_own,
     a_cancel_asked_of_a_killed_workers_thread_is_carried_out_by_the_next_worker,
     a_thread_the_worker_cannot_run_is_given_back_as_it_was,
     a_sigterm_right_after_the_start_line_stops_the_worker_gracefully,

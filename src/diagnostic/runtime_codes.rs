@@ -702,7 +702,7 @@ crate::declare_rule! {
 
 crate::declare_rule! {
     /// ## What it catches
-    /// A resume (or `run --thread`) with a plan of another pipeline than the one the thread started with, or a plan whose inputs no longer fit the thread's stored inputs, or that no longer has a gate the thread waits at.
+    /// A resume (or `run --thread`) with a plan of another pipeline than the one the thread started with, or a plan whose inputs no longer fit the thread's stored inputs, or that no longer has a gate the thread waits at. A worker that serves a folder (`pipec worker --pipelines DIR`) runs threads only under its own plans, and fails a thread stored with another plan of the pipeline that its plan cannot take with this code (or `R0401`), nothing of it run.
     ///
     /// ## Why it matters
     /// A thread belongs to one pipeline, identified by its name (the `.pipe` file's name without the extension). Plan changes (`--keep`, `--rerun-from`, `--rename`) are for edits of that pipeline; running another one on its rows would bypass its gates and run effects it never asked for.
