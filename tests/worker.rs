@@ -567,6 +567,92 @@ fn a_worker_serving_a_folder_runs_another_plan_of_its_pipeline_under_its_own(p: 
     assert_eq!(wait_exit(&mut w, WITHIN), 0);
 }
 
+/// `job` with a gate between its two steps; `a` and `b` are the commands of its steps.
+fn gated_job(a: &str, b: &str) -> String {
+    format!(
+        r#"type V {{
+  v: int
+}}
+
+type Approval {{
+  approved: bool
+}}
+
+input seed: int
+
+node a(seed: int = input.seed) -> V {{
+  exec = {a}
+}}
+
+gate review(prev: V = a) -> Approval {{
+  message = "Go on?"
+}}
+
+node b(ack: Approval = review, prev: V = a) -> V {{
+  exec = {b}
+}}
+
+output last = b
+"#
+    )
+}
+
+/// A thread of another plan of a served pipeline that has a finished node the worker's
+/// plan defines otherwise is not run on: the plan-change rules need a person (R0401), so
+/// the worker fails it with the refusal and what to type, runs none of its steps, and
+/// the person's `pipec resume --plan ... --keep` then goes on under the served plan.
+fn a_worker_serving_a_folder_refuses_a_thread_whose_finished_node_its_plan_changed(p: &Ctx) {
+    p.write("pipec.toml", "");
+    p.write(
+        "served/job.pipe",
+        &gated_job(r#"["../step.sh", "a"]"#, r#"["../step.sh", "b"]"#),
+    );
+    let foreign = |step: &str| {
+        format!(r#"["sh", "-c", "cat >/dev/null; touch foreign.{step}; echo '{{\"v\":1}}'"]"#)
+    };
+    p.write(
+        "elsewhere/job.pipe",
+        &gated_job(&foreign("a"), &foreign("b")),
+    );
+    // Its first step runs where it was started, and it waits at the gate.
+    let out = p.run(&["run", "elsewhere/job.pipe", "--input", "seed=1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let thread = thread_of(&format!("{}{}", stdout(&out), stderr(&out))).expect("paused");
+    assert!(p.dir.join("foreign.a").exists());
+    let out = p.run(&["answer", &thread, r#"review={"approved": true}"#]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let mut w = worker(p, 1, &["--pipelines", "served"]);
+    wait_status(p, &thread, "failed");
+    let shown = show(p, &thread);
+    assert_eq!(shown["error"]["code"], "R0401", "{shown}");
+    let help = shown["error"]["help"].as_str().unwrap_or_default();
+    assert!(
+        help.contains("--keep a") && help.contains("--plan") && help.contains("served/job.pipe"),
+        "{help}"
+    );
+    assert!(
+        !p.dir.join("foreign.b").exists(),
+        "the thread's own step ran"
+    );
+    assert_eq!(effects(p, &thread, "b"), 0, "nothing ran");
+    signal(&w, "-TERM");
+    assert_eq!(wait_exit(&mut w, WITHIN), 0);
+    let out = p.run(&[
+        "resume",
+        &thread,
+        "--plan",
+        "served/job.pipe",
+        "--keep",
+        "a",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(effects(p, &thread, "b"), 1, "the served step ran");
+    assert!(
+        !p.dir.join("foreign.b").exists(),
+        "the thread's own step ran"
+    );
+}
+
 /// A cancel asked while a killed worker's thread still looks held (on PostgreSQL, until
 /// its lease expires) is only a request; the next worker takes the thread once its holder
 /// is gone and carries the cancel out, rather than leaving it running for ever.
@@ -707,6 +793,7 @@ on_every_store!(
     pipelines_limits_a_worker_to_a_folders_pipelines,
     a_worker_serving_a_folder_refuses_a_thread_of_a_plan_it_did_not_compile,
     a_worker_serving_a_folder_runs_another_plan_of_its_pipeline_under_its_own,
+    a_worker_serving_a_folder_refuses_a_thread_whose_finished_node_its_plan_changed,
     a_cancel_asked_of_a_killed_workers_thread_is_carried_out_by_the_next_worker,
     a_thread_the_worker_cannot_run_is_given_back_as_it_was,
     a_sigterm_right_after_the_start_line_stops_the_worker_gracefully,

@@ -234,8 +234,8 @@ impl Runner {
         };
         let mut refusal = RuntimeError {
             message: format!(
-                "thread {} was stored with another plan of `{}` ({}) than the one it was to run here ({}{source}), and cannot take that one: {}; nothing of it ran",
-                t.id, t.pipeline, t.plan_hash, self.plan.hash, e.message
+                "the thread was stored with another plan of `{}` ({}) than the one it was to run here ({}{source}), and cannot take that one: {}; nothing of it ran",
+                t.pipeline, t.plan_hash, self.plan.hash, e.message
             ),
             ..e
         };
@@ -247,10 +247,10 @@ impl Runner {
         let id = &t.id;
         refusal.help = Some(match refusal.help.take() {
             Some(h) if e_is_changed => format!(
-                "a person decides: {h}, with `pipec resume {id} {with_plan}`; or `pipec resume {id}` runs it with its own pipeline"
+                "to take this plan: `pipec resume {id} {with_plan}`, and {h}; to run it with its own pipeline: `pipec resume {id}`"
             ),
             _ => format!(
-                "a person decides: `pipec resume {id}` runs it with its own pipeline; or start a new thread with `pipec run`"
+                "to run it with its own pipeline: `pipec resume {id}`; or start a new thread of this one with `pipec run`"
             ),
         });
         Ok(refusal)
