@@ -113,17 +113,31 @@ fn chain_project(tag: &str) -> Project {
     p
 }
 
-/// A worker on the project's store, its stderr in `worker-N.log`.
+/// A worker on the project's store, its stderr in `worker-N.log`, once it has said it
+/// started (its signal handlers are in place by then, so a test may stop it at once).
 fn worker(p: &Ctx, n: u32, extra: &[&str]) -> Child {
-    let log = std::fs::File::create(p.dir.join(format!("worker-{n}.log"))).expect("log");
+    let name = format!("worker-{n}.log");
+    let log = std::fs::File::create(p.dir.join(&name)).expect("log");
     let mut args = vec!["worker", "--verbose", "--poll", "200ms"];
     args.extend_from_slice(extra);
-    p.cmd(&args)
+    let mut child = p
+        .cmd(&args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::from(log))
         .spawn()
-        .expect("pipec worker starts")
+        .expect("pipec worker starts");
+    let start = Instant::now();
+    while !p.read(&name).contains(" at once") {
+        let exited = child.try_wait().expect("wait");
+        assert!(
+            exited.is_none() && start.elapsed() < WITHIN,
+            "the worker did not start: {exited:?}\n{}",
+            p.read(&name)
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child
 }
 
 fn signal(child: &Child, sig: &str) {
