@@ -144,6 +144,29 @@ impl Setup {
         self.pipec(&["run", "act.pipe", "--input", "deal_id=D1"])
     }
 
+    /// Runs the pipeline until the call or read whose log line starts with `prefix`
+    /// hangs (an injected fault), then kills pipec with `kill -9`; the thread's id.
+    fn run_killed_while_hung(&self, prefix: &str) -> String {
+        let mut child = self
+            .cmd(&["run", "act.pipe", "--input", "deal_id=D1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run");
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while !self.calls(prefix).iter().any(|l| l.contains("fault=hang")) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "`{prefix}` never started"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child.kill().expect("kill -9");
+        let _ = child.wait();
+        let runs = self.pipec(&["runs"]);
+        thread_of(&stdout(&runs)).expect("thread")
+    }
+
     fn calls(&self, prefix: &str) -> Vec<String> {
         std::fs::read_to_string(&self.log)
             .unwrap_or_default()
@@ -269,29 +292,8 @@ fn a_kill_between_a_turn_and_its_tool_calls_neither_reasks_the_model_nor_repeats
     let s = setup("act-kill", &openai(&server.url), "", None);
     // The look-up hangs the first time: the effect has finished, the turn has not.
     std::fs::write(&s.faults, "hang tool get_deal 1\n").expect("faults");
-    let mut child = s
-        .cmd(&["run", "act.pipe", "--input", "deal_id=D1"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run");
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !s
-        .calls("tool get_deal")
-        .iter()
-        .any(|l| l.contains("fault=hang"))
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the look-up never started"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.kill().expect("kill -9");
-    let _ = child.wait();
+    let thread = s.run_killed_while_hung("tool get_deal");
     assert_eq!(server.requests().len(), 1, "one model turn before the kill");
-    let runs = s.pipec(&["runs"]);
-    let thread = thread_of(&stdout(&runs)).expect("thread");
     let o = s.pipec(&["resume", &thread]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(json(&stdout(&o))["summary"]["note"], "done");
@@ -311,6 +313,44 @@ fn a_kill_between_a_turn_and_its_tool_calls_neither_reasks_the_model_nor_repeats
         s.calls("tool get_deal").len(),
         2,
         "the read-only look-up that was in flight is sent again"
+    );
+}
+
+/// Each tool call of a turn is committed as it finishes: a `kill -9` while a later call
+/// of the same turn hangs leaves the finished read-only look-up recorded, and the resume
+/// does not make it again (before, the turn's read-only results were committed together
+/// after its last call, so the demo CRM logged `get_deal` twice).
+#[test]
+fn a_finished_read_only_call_of_a_turn_is_not_made_again_after_a_kill_during_its_sibling() {
+    let s = setup(
+        "act-sibling",
+        SCRIPTED,
+        "",
+        Some(json!({ "research": [
+            { "tool_calls": [
+                { "name": "get_deal", "arguments": { "deal_id": "D1" } },
+                { "name": "read_emails", "arguments": { "deal_id": "D1", "start": "2025-03-01", "end": "2025-03-31" } }
+            ] },
+            { "json": { "deal_id": "D1", "note": "read" } }
+        ] })),
+    );
+    // The read, the turn's second call, hangs the first time.
+    std::fs::write(&s.faults, "hang read mcp://crm/deals/D1/emails/ 1\n").expect("faults");
+    let thread = s.run_killed_while_hung("read mcp://crm/deals/D1/emails/");
+    assert_eq!(s.calls("tool get_deal D1").len(), 1, "the look-up finished");
+    let o = s.pipec(&["resume", &thread]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(json(&stdout(&o))["summary"]["note"], "read");
+    assert_eq!(
+        s.calls("tool get_deal D1").len(),
+        1,
+        "the finished look-up is not made again: {:?}",
+        s.calls("")
+    );
+    assert_eq!(
+        s.calls("read mcp://crm/deals/D1/emails/").len(),
+        2,
+        "the read that was in flight is made again"
     );
 }
 

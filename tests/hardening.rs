@@ -1057,6 +1057,34 @@ fn a_completed_thread_prints_the_outputs_of_the_plan_it_ran(store: &StoreKind) {
     assert_eq!(json(&stdout(&out)), json!({ "a": { "v": 1 } }));
 }
 
+/// A thread resumed under an edited plan runs that plan from then on, so the store keeps
+/// it: once the file changes again, the completed thread's outputs are still those of the
+/// plan it ran. (The store kept only the plan a thread was started with, so `resume` and
+/// `show` found no copy of the plan the thread named: R0410, as if the store were damaged.)
+fn a_resume_under_an_edited_plan_keeps_that_plan_in_the_store(store: &StoreKind) {
+    let p = Project::on(store, "editedplan");
+    let version = |v: u32| {
+        format!(
+            "type Ok {{\n  approved: bool\n}}\n\nnode a() -> {{ v: int }} {{\n  return = {{ v: 1 }}\n}}\n\ngate go(x: {{ v: int }} = a) -> Ok {{\n  message = \"Go on from {{{{ x.v }}}}?\"\n}}\n\nnode b(ok: Ok = go) -> {{ v: int }} {{\n  return = {{ v: {v} }}\n}}\n\noutput b = b\n"
+        )
+    };
+    p.write("edited.pipe", &version(2));
+    let out = p.run(&["run", "edited.pipe"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let thread = thread_named(&p, "edited");
+    p.write("edited.pipe", &version(3));
+    let out = p.run(&["resume", &thread, "--answer", r#"go={"approved": true}"#]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&stdout(&out)), json!({ "b": { "v": 3 } }));
+    p.write("edited.pipe", &version(4));
+    let out = p.run(&["resume", &thread]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&stdout(&out)), json!({ "b": { "v": 3 } }));
+    let out = p.run(&["show", &thread]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!stderr(&out).contains("R0410"), "{}", stderr(&out));
+}
+
 fn a_failed_thread_still_takes_answers_for_its_other_branch(store: &StoreKind) {
     let p = Project::on(store, "failedanswer");
     p.write(
@@ -1444,6 +1472,7 @@ on_every_store!(
     a_secret_never_shows_in_a_paused_gates_message,
     a_pure_each_nodes_list_survives_a_pause,
     a_completed_thread_prints_the_outputs_of_the_plan_it_ran,
+    a_resume_under_an_edited_plan_keeps_that_plan_in_the_store,
     a_failed_thread_still_takes_answers_for_its_other_branch,
     record_inputs_may_carry_fields_their_type_does_not_name,
     deciding_on_a_blocked_call_is_no_crash,

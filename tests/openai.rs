@@ -1,6 +1,7 @@
 //! `think` nodes against a real HTTP server on 127.0.0.1 that speaks the OpenAI Chat
-//! Completions API with canned replies: structured output, repairs, rate limits, and a
-//! reply that never validates.
+//! Completions API with canned replies: structured output, repairs, rate limits, a
+//! reply that never validates, replies over the model's `max_reply_bytes` and a repair
+//! of a large one, and a redirect that is not followed.
 
 mod common;
 
@@ -59,6 +60,11 @@ impl Server {
         self.chat.requests()
     }
 
+    /// The bytes of bodies the server could write.
+    fn written(&self) -> u64 {
+        self.chat.written()
+    }
+
     /// The requests of the `brief` node, in order.
     fn brief_requests(&self) -> Vec<serde_json::Value> {
         self.requests().into_iter().filter(is_brief).collect()
@@ -66,6 +72,11 @@ impl Server {
 }
 
 fn project(url: &str) -> Project {
+    project_with(url, "")
+}
+
+/// The project, with `settings` added to the model's block.
+fn project_with(url: &str, settings: &str) -> Project {
     let p = Project::new("openai");
     p.write(
         "brief.pipe",
@@ -76,7 +87,7 @@ fn project(url: &str) -> Project {
   base_url = "{url}"
   api_key = secret("TEST_KEY")
   retries = 3
-}}
+{settings}}}
 
 /// A call brief.
 type Brief {{
@@ -193,11 +204,13 @@ fn rate_limits_and_server_errors_are_retried_with_backoff() {
         status: 429,
         body: r#"{"error":{"message":"slow down"}}"#.into(),
         headers: vec![("retry-after".into(), "0.05".into())],
+        padding: None,
     };
     let broken = Canned {
         status: 503,
         body: "{}".into(),
         headers: vec![],
+        padding: None,
     };
     let server = serve(vec![limited, broken, ok(GOOD)], vec![ok("Hello!")]);
     let p = project(&server.url);
@@ -227,6 +240,7 @@ fn a_server_without_structured_output_gets_instructions_instead() {
         status: 400,
         body: r#"{"error":{"message":"response_format json_schema is not supported"}}"#.into(),
         headers: vec![],
+        padding: None,
     };
     let server = serve(vec![refuse, ok(GOOD)], vec![ok("Hello!")]);
     let p = project(&server.url);
@@ -258,4 +272,108 @@ fn a_missing_key_is_refused_before_any_request() {
         stderr(&out)
     );
     assert!(server.requests().is_empty(), "nothing was sent");
+}
+
+/// A reply larger than the model's `max_reply_bytes` is read up to the cap and no
+/// further, while it streams in: the node fails with R0205 and is not retried, and the
+/// server could write only a little of its 64 MiB before pipec closed the connection.
+/// (Before the cap pipec read it whole, 64 MiB and then some in memory, and sent it
+/// back in its repair turns.)
+#[test]
+fn a_model_reply_over_max_reply_bytes_is_cut_while_reading_with_r0205() {
+    let server = serve(vec![Response::huge(64 << 20, false)], vec![ok("Hello!")]);
+    let p = project_with(&server.url, "  max_reply_bytes = 1mb\n");
+    refused_too_large(&server, &run(&p), 1_000_000);
+}
+
+/// The run failed on the `brief` node's reply with R0205 naming `limit`, without a
+/// retry, and the server could not write most of its 64 MiB.
+fn refused_too_large(server: &Server, out: &std::process::Output, limit: u64) {
+    assert_eq!(code(out), 1, "{}", stderr(out));
+    let err = stderr(out);
+    assert!(
+        err.contains("R0205")
+            && err.contains(&format!("{limit} bytes"))
+            && err.contains("max_reply_bytes"),
+        "{err}"
+    );
+    assert!(!err.contains("sk-test-123456"), "the key never shows");
+    assert_eq!(server.brief_requests().len(), 1, "not retried");
+    assert!(
+        server.written() < 32 << 20,
+        "{} bytes of 64 MiB were written",
+        server.written()
+    );
+}
+
+/// A model that declares no cap gets 8 MB, and a reply whose `content-length` says it is
+/// larger is not read at all.
+#[test]
+fn a_model_reply_over_the_default_cap_is_refused_by_its_length_with_r0205() {
+    let server = serve(vec![Response::huge(64 << 20, true)], vec![ok("Hello!")]);
+    let p = project(&server.url);
+    refused_too_large(&server, &run(&p), 8_000_000);
+}
+
+/// A large reply that does not validate is quoted back in the repair turn by its start
+/// and end, not whole: the repair request stays small however large the reply was.
+#[test]
+fn a_model_repair_turn_quotes_a_large_invalid_reply_by_an_excerpt() {
+    let server = serve(
+        vec![Response::huge(2_000_000, true), ok(GOOD)],
+        vec![ok("Hello!")],
+    );
+    let p = project(&server.url);
+    let out = run(&p);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let reqs = server.brief_requests();
+    assert_eq!(reqs.len(), 2);
+    let repair = &reqs[1];
+    assert!(
+        repair.to_string().len() < 64 * 1024,
+        "the repair request is {} bytes",
+        repair.to_string().len()
+    );
+    let quoted = repair["messages"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["role"] == "assistant"))
+        .and_then(|m| m["content"].as_str())
+        .expect("the reply quoted back")
+        .to_string();
+    assert!(
+        quoted.starts_with("xxxx") && quoted.ends_with("xxxx"),
+        "{quoted:.100}"
+    );
+    assert!(
+        quoted.contains("bytes of the reply left out"),
+        "{quoted:.100}"
+    );
+}
+
+/// A redirect is not followed: a 307 would send the prompt (the body) on to whatever
+/// address it names. The node fails with R0203 naming the redirect, and the other server
+/// never hears of the request.
+#[test]
+fn a_model_redirect_to_another_origin_is_not_followed() {
+    let elsewhere = serve(vec![ok(GOOD)], vec![ok("Hello!")]);
+    let to = format!("{}/chat/completions", elsewhere.url);
+    let redirecting = ChatServer::answering(Arc::new(move |_, _| Response {
+        status: 307,
+        headers: vec![("location".into(), to.clone())],
+        body: String::new(),
+        padding: None,
+    }));
+    let p = project(&redirecting.url);
+    let out = run(&p);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("R0203") && err.contains("307") && err.contains("not followed"),
+        "{err}"
+    );
+    assert!(
+        elsewhere.requests().is_empty(),
+        "the prompt went to the other server: {:?}",
+        elsewhere.requests()
+    );
 }

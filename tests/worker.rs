@@ -113,17 +113,31 @@ fn chain_project(tag: &str) -> Project {
     p
 }
 
-/// A worker on the project's store, its stderr in `worker-N.log`.
+/// A worker on the project's store, its stderr in `worker-N.log`, once it has said it
+/// started (its signal handlers are in place by then, so a test may stop it at once).
 fn worker(p: &Ctx, n: u32, extra: &[&str]) -> Child {
-    let log = std::fs::File::create(p.dir.join(format!("worker-{n}.log"))).expect("log");
+    let name = format!("worker-{n}.log");
+    let log = std::fs::File::create(p.dir.join(&name)).expect("log");
     let mut args = vec!["worker", "--verbose", "--poll", "200ms"];
     args.extend_from_slice(extra);
-    p.cmd(&args)
+    let mut child = p
+        .cmd(&args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::from(log))
         .spawn()
-        .expect("pipec worker starts")
+        .expect("pipec worker starts");
+    let start = Instant::now();
+    while !p.read(&name).contains(" at once") {
+        let exited = child.try_wait().expect("wait");
+        assert!(
+            exited.is_none() && start.elapsed() < WITHIN,
+            "the worker did not start: {exited:?}\n{}",
+            p.read(&name)
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child
 }
 
 fn signal(child: &Child, sig: &str) {
@@ -408,6 +422,16 @@ fn unknown_flags_and_bad_values_are_refused() {
     let out = p.run(&["worker", "--pipelines", "nowhere"]);
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("no such folder"), "{}", stderr(&out));
+    // A thread names its pipeline, not its file: two files of one name are refused.
+    p.write("two/a/job.pipe", SERVED_JOB);
+    p.write("two/b/job.pipe", SERVED_JOB);
+    let out = p.run(&["worker", "--pipelines", "two"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("both define the pipeline `job`"),
+        "{}",
+        stderr(&out)
+    );
     // No store yet: a worker creates none.
     let out = p.run(&["worker"]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
@@ -442,6 +466,205 @@ fn pipelines_limits_a_worker_to_a_folders_pipelines(p: &Ctx) {
     assert_eq!(status(p, &chain), "queued", "not a pipeline of `other/`");
     signal(&w, "-TERM");
     assert_eq!(wait_exit(&mut w, WITHIN), 0);
+}
+
+/// The pipeline `job` a worker serves from `served/`: one step through the project's
+/// `step.sh` (a path from the file's folder).
+const SERVED_JOB: &str = r#"type V {
+  v: int
+}
+
+input seed: int
+
+node a(seed: int = input.seed) -> V {
+  exec = ["../step.sh", "a"]
+}
+
+output last = a
+"#;
+
+/// Another file of the same name, `job`, as anyone who can submit could write it: its
+/// step runs a command of its own choosing. `inputs` are its input declarations.
+fn foreign_job(inputs: &str) -> String {
+    format!(
+        r#"type V {{
+  v: int
+}}
+
+{inputs}
+
+node a(seed: int = input.seed) -> V {{
+  exec = ["sh", "-c", "cat >/dev/null; touch foreign.ran; echo '{{\"v\":99}}'"]
+}}
+
+output last = a
+"#
+    )
+}
+
+/// A worker serving a folder runs only the plans it compiled from it: a thread submitted
+/// from another file of the same pipeline name, which the plan-change rules refuse (it
+/// has an input the worker's `job` does not declare), fails with R0407, recorded on the
+/// thread (its status, its error, a `thread_failed` event) and in the worker's log, and
+/// nothing of it runs. (Before, the worker ran the plan stored with the thread: its
+/// command ran on the worker's machine.)
+fn a_worker_serving_a_folder_refuses_a_thread_of_a_plan_it_did_not_compile(p: &Ctx) {
+    // One project root for both folders: `step.sh` and the effects are there.
+    p.write("pipec.toml", "");
+    p.write("served/job.pipe", SERVED_JOB);
+    p.write(
+        "elsewhere/job.pipe",
+        &foreign_job("input seed: int\n\ninput note: string"),
+    );
+    let thread = submit(p, "elsewhere/job.pipe", &["seed=1", "note=hi"]);
+    let mut w = worker(p, 1, &["--pipelines", "served"]);
+    wait_status(p, &thread, "failed");
+    let shown = show(p, &thread);
+    assert_eq!(shown["error"]["code"], "R0407", "{shown}");
+    let message = shown["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("note") && message.contains("nothing of it ran"),
+        "{message}"
+    );
+    assert!(shown["holder"].is_null(), "nobody holds it: {shown}");
+    let events = stdout(&p.run(&["show", &thread, "--events"]));
+    assert!(
+        events.contains("thread_failed") && events.contains("R0407"),
+        "{events}"
+    );
+    assert!(!events.contains("node_started"), "nothing ran: {events}");
+    let text = stdout(&p.run(&["show", &thread]));
+    assert!(text.contains("error[R0407]"), "{text}");
+    let runs = stdout(&p.run(&["runs", "--status", "failed"]));
+    assert!(runs.contains(&thread), "{runs}");
+    assert!(
+        !p.dir.join("foreign.ran").exists(),
+        "the foreign command ran"
+    );
+    assert!(worker_logs(p).contains("R0407"), "{}", worker_logs(p));
+    signal(&w, "-TERM");
+    assert_eq!(wait_exit(&mut w, WITHIN), 0);
+    assert!(
+        !p.dir.join("foreign.ran").exists(),
+        "the foreign command ran"
+    );
+}
+
+/// A thread submitted from another file of a served pipeline that the plan-change rules
+/// let through (same inputs, nothing finished) runs under the worker's own plan, as
+/// `pipec resume --plan` would run it: the worker's step runs, the thread's own command
+/// never does, and the thread records the plan it took (`plan_upgraded`), which the store
+/// now keeps.
+fn a_worker_serving_a_folder_runs_another_plan_of_its_pipeline_under_its_own(p: &Ctx) {
+    p.write("pipec.toml", "");
+    p.write("served/job.pipe", SERVED_JOB);
+    p.write("elsewhere/job.pipe", &foreign_job("input seed: int"));
+    let thread = submit(p, "elsewhere/job.pipe", &["seed=1"]);
+    let mut w = worker(p, 1, &["--pipelines", "served"]);
+    wait_status(p, &thread, "completed");
+    assert_eq!(effects(p, &thread, "a"), 1, "the worker's step ran");
+    assert!(
+        !p.dir.join("foreign.ran").exists(),
+        "the foreign command ran"
+    );
+    let events = stdout(&p.run(&["show", &thread, "--events"]));
+    assert!(events.contains("plan_upgraded"), "{events}");
+    // The outputs as the worker's plan computed them, read with the plan the store
+    // keeps for the thread (its own file is another plan now).
+    let out = p.run(&["resume", &thread]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        json(&stdout(&out)),
+        serde_json::json!({ "last": { "v": 2 } })
+    );
+    signal(&w, "-TERM");
+    assert_eq!(wait_exit(&mut w, WITHIN), 0);
+}
+
+/// `job` with a gate between its two steps; `a` and `b` are the commands of its steps.
+fn gated_job(a: &str, b: &str) -> String {
+    format!(
+        r#"type V {{
+  v: int
+}}
+
+type Approval {{
+  approved: bool
+}}
+
+input seed: int
+
+node a(seed: int = input.seed) -> V {{
+  exec = {a}
+}}
+
+gate review(prev: V = a) -> Approval {{
+  message = "Go on?"
+}}
+
+node b(ack: Approval = review, prev: V = a) -> V {{
+  exec = {b}
+}}
+
+output last = b
+"#
+    )
+}
+
+/// A thread of another plan of a served pipeline that has a finished node the worker's
+/// plan defines otherwise is not run on: the plan-change rules need a person (R0401), so
+/// the worker fails it with the refusal and what to type, runs none of its steps, and
+/// the person's `pipec resume --plan ... --keep` then goes on under the served plan.
+fn a_worker_serving_a_folder_refuses_a_thread_whose_finished_node_its_plan_changed(p: &Ctx) {
+    p.write("pipec.toml", "");
+    p.write(
+        "served/job.pipe",
+        &gated_job(r#"["../step.sh", "a"]"#, r#"["../step.sh", "b"]"#),
+    );
+    let foreign = |step: &str| {
+        format!(r#"["sh", "-c", "cat >/dev/null; touch foreign.{step}; echo '{{\"v\":1}}'"]"#)
+    };
+    p.write(
+        "elsewhere/job.pipe",
+        &gated_job(&foreign("a"), &foreign("b")),
+    );
+    // Its first step runs where it was started, and it waits at the gate.
+    let out = p.run(&["run", "elsewhere/job.pipe", "--input", "seed=1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let thread = thread_of(&format!("{}{}", stdout(&out), stderr(&out))).expect("paused");
+    assert!(p.dir.join("foreign.a").exists());
+    let out = p.run(&["answer", &thread, r#"review={"approved": true}"#]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let mut w = worker(p, 1, &["--pipelines", "served"]);
+    wait_status(p, &thread, "failed");
+    let shown = show(p, &thread);
+    assert_eq!(shown["error"]["code"], "R0401", "{shown}");
+    let help = shown["error"]["help"].as_str().unwrap_or_default();
+    assert!(
+        help.contains("--keep a") && help.contains("--plan") && help.contains("served/job.pipe"),
+        "{help}"
+    );
+    assert!(
+        !p.dir.join("foreign.b").exists(),
+        "the thread's own step ran"
+    );
+    assert_eq!(effects(p, &thread, "b"), 0, "nothing ran");
+    signal(&w, "-TERM");
+    assert_eq!(wait_exit(&mut w, WITHIN), 0);
+    let out = p.run(&[
+        "resume",
+        &thread,
+        "--plan",
+        "served/job.pipe",
+        "--keep",
+        "a",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(effects(p, &thread, "b"), 1, "the served step ran");
+    assert!(
+        !p.dir.join("foreign.b").exists(),
+        "the thread's own step ran"
+    );
 }
 
 /// A cancel asked while a killed worker's thread still looks held (on PostgreSQL, until
@@ -582,6 +805,9 @@ on_every_store!(
     a_second_signal_stops_at_once_and_the_thread_is_taken_over,
     a_worker_killed_with_sigkill_is_taken_over_without_repeating_a_finished_effect,
     pipelines_limits_a_worker_to_a_folders_pipelines,
+    a_worker_serving_a_folder_refuses_a_thread_of_a_plan_it_did_not_compile,
+    a_worker_serving_a_folder_runs_another_plan_of_its_pipeline_under_its_own,
+    a_worker_serving_a_folder_refuses_a_thread_whose_finished_node_its_plan_changed,
     a_cancel_asked_of_a_killed_workers_thread_is_carried_out_by_the_next_worker,
     a_thread_the_worker_cannot_run_is_given_back_as_it_was,
     a_sigterm_right_after_the_start_line_stops_the_worker_gracefully,

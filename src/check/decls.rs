@@ -42,6 +42,7 @@ pub(crate) fn empty_model(info: DeclInfo) -> ModelDef {
         max_tokens: None,
         timeout_ms: None,
         retries: None,
+        max_reply_bytes: None,
         replies: None,
         extra: serde_json::Value::Null,
     }
@@ -101,6 +102,7 @@ const MODEL_SETTINGS: &[&str] = &[
     "max_tokens",
     "timeout",
     "retries",
+    "max_reply_bytes",
     "replies",
     "extra",
 ];
@@ -421,6 +423,21 @@ impl Checker<'_> {
         let max_tokens = self.int_setting(&s, "max_tokens");
         let timeout_ms = self.duration_setting(&s, "timeout");
         let retries = self.int_setting(&s, "retries");
+        let max_reply_bytes = self.size_setting(&s, "max_reply_bytes");
+        if max_reply_bytes == Some(0)
+            && let Some(e) = s.expr("max_reply_bytes")
+        {
+            self.diags.push(
+                Diagnostic::new(
+                    &r::INVALID_LITERAL_TYPE,
+                    file,
+                    e.span,
+                    "`max_reply_bytes` of 0 refuses every reply",
+                )
+                .label("expected a size of at least 1 byte")
+                .help("leave it out for the default (8mb), or give the largest reply expected, e.g. `max_reply_bytes = 16mb`"),
+            );
+        }
         let replies = self.string_setting(&s, "replies").map(|(p, _)| {
             let base = self.base_dir(f);
             join_rel(&base, &p)
@@ -474,6 +491,7 @@ impl Checker<'_> {
         m.max_tokens = max_tokens;
         m.timeout_ms = timeout_ms;
         m.retries = retries;
+        m.max_reply_bytes = max_reply_bytes;
         m.replies = replies;
         m.extra = extra;
     }

@@ -95,6 +95,7 @@ pub struct ModelDef {
     pub max_tokens: Option<i64>,
     pub timeout_ms: Option<u64>,
     pub retries: Option<i64>,
+    pub max_reply_bytes: Option<u64>,
     pub replies: Option<String>,
     pub extra: serde_json::Value,
 }

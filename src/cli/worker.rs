@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::common;
-use crate::runtime::{Worker, WorkerOptions};
+use crate::runtime::{ServedPlan, Worker, WorkerOptions};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -44,13 +44,16 @@ pub fn run(args: Args) -> u8 {
             return super::EXIT_USAGE;
         }
     };
-    let (pipelines, project_root) = match &args.pipelines {
-        Some(dir) => match served_pipelines(dir) {
-            Ok((names, root)) => (Some(names), Some(root)),
+    let (plans, project_root) = match &args.pipelines {
+        Some(dir) => match served_plans(dir) {
+            Ok((plans, root)) => (Some(plans), Some(root)),
             Err(code) => return code,
         },
         None => (None, None),
     };
+    let pipelines: Option<Vec<String>> = plans
+        .as_ref()
+        .map(|p| p.iter().map(|p| p.plan.name.clone()).collect());
     let root = project_root.clone().unwrap_or_else(common::default_root);
     let store_path = common::store_path(&args.store, &root);
     let (rt, store) = match common::runtime_and_existing_store(&store_path) {
@@ -62,7 +65,7 @@ pub fn run(args: Args) -> u8 {
     let opts = WorkerOptions {
         concurrency: args.concurrency as usize,
         node_concurrency: args.node_concurrency as usize,
-        pipelines: pipelines.clone(),
+        plans,
         project_root,
         poll,
         log: args.verbose.then(|| log.clone()),
@@ -136,9 +139,9 @@ pub fn run(args: Args) -> u8 {
     super::EXIT_OK
 }
 
-/// The pipelines of a folder's `.pipe` files (each compiled; one with errors refuses
-/// the worker) and the project they belong to.
-fn served_pipelines(dir: &std::path::Path) -> Result<(Vec<String>, PathBuf), u8> {
+/// The plans of a folder's `.pipe` files (each compiled; one with errors refuses the
+/// worker, and so do two files of one pipeline) and the project they belong to.
+fn served_plans(dir: &std::path::Path) -> Result<(Vec<ServedPlan>, PathBuf), u8> {
     if !dir.is_dir() {
         super::err(&format!(
             "error: `--pipelines {}`: no such folder",
@@ -150,7 +153,7 @@ fn served_pipelines(dir: &std::path::Path) -> Result<(Vec<String>, PathBuf), u8>
         super::err(&p.message());
         super::EXIT_USAGE
     })?;
-    let mut names = Vec::new();
+    let mut plans: Vec<ServedPlan> = Vec::new();
     let mut root = None;
     for f in files {
         let loaded = common::load_plan(&f)?;
@@ -159,9 +162,22 @@ fn served_pipelines(dir: &std::path::Path) -> Result<(Vec<String>, PathBuf), u8>
             continue;
         }
         root.get_or_insert(loaded.root);
-        if !names.contains(&loaded.plan.name) {
-            names.push(loaded.plan.name);
+        // A thread names its pipeline, not its file: two plans of one name would leave
+        // the worker to guess which of them a thread is to run.
+        if let Some(other) = plans.iter().find(|p| p.plan.name == loaded.plan.name) {
+            super::err(&format!(
+                "error: `--pipelines {}`: `{}` and `{}` both define the pipeline `{}`",
+                dir.display(),
+                other.source,
+                loaded.source,
+                loaded.plan.name
+            ));
+            return Err(super::EXIT_USAGE);
         }
+        plans.push(ServedPlan {
+            plan: loaded.plan,
+            source: loaded.source,
+        });
     }
     let Some(root) = root else {
         super::err(&format!(
@@ -171,5 +187,5 @@ fn served_pipelines(dir: &std::path::Path) -> Result<(Vec<String>, PathBuf), u8>
         return Err(super::EXIT_USAGE);
     };
     let root = std::path::absolute(&root).unwrap_or(root);
-    Ok((names, root))
+    Ok((plans, root))
 }

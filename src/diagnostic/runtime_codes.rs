@@ -651,6 +651,23 @@ crate::declare_rule! {
 
 crate::declare_rule! {
     /// ## What it catches
+    /// A model reply larger than the model's `max_reply_bytes` (8 MB when it declares none). pipec stops reading at the cap, so the rest of the reply never reaches memory.
+    ///
+    /// ## Why it matters
+    /// An endpoint that answers without end (a runaway generation, a misconfigured proxy, a hostile server) would otherwise grow pipec's memory with it, and a repair turn would send it all back. A reply cut short cannot be parsed, so the node fails rather than guess; it is not retried, since the same request would likely give the same reply.
+    ///
+    /// ## What to do
+    /// Lower the model's `max_tokens` (or the node's), or raise `max_reply_bytes` on the model (`max_reply_bytes = 32mb`) when replies that large are expected; then `pipec resume THREAD`.
+    pub static MODEL_REPLY_TOO_LARGE = {
+        code: "R0205",
+        name: "model-reply-too-large",
+        severity: Error,
+        summary: "a model reply larger than the model's `max_reply_bytes`",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
     /// A prompt or gate message template that fails to render with the node's values (a filter given a value of the wrong kind, a missing include).
     ///
     /// ## Why it matters
@@ -685,7 +702,7 @@ crate::declare_rule! {
 
 crate::declare_rule! {
     /// ## What it catches
-    /// A resume (or `run --thread`) with a plan of another pipeline than the one the thread started with, or a plan whose inputs no longer fit the thread's stored inputs, or that no longer has a gate the thread waits at.
+    /// A resume (or `run --thread`) with a plan of another pipeline than the one the thread started with, or a plan whose inputs no longer fit the thread's stored inputs, or that no longer has a gate the thread waits at. A worker that serves a folder (`pipec worker --pipelines DIR`) runs threads only under its own plans, and fails a thread stored with another plan of the pipeline that its plan cannot take with this code (or `R0401`), nothing of it run.
     ///
     /// ## Why it matters
     /// A thread belongs to one pipeline, identified by its name (the `.pipe` file's name without the extension). Plan changes (`--keep`, `--rerun-from`, `--rename`) are for edits of that pipeline; running another one on its rows would bypass its gates and run effects it never asked for.
@@ -773,6 +790,7 @@ pub static RUNTIME_CODES: &[&Rule] = &[
     &MODEL_OUTPUT_INVALID,
     &MODEL_UNAVAILABLE,
     &MODEL_REFUSED,
+    &MODEL_REPLY_TOO_LARGE,
     &TEMPLATE_RENDER_FAILED,
     &GATE_ANSWER_INVALID,
     &GATE_TIMED_OUT,

@@ -10,7 +10,7 @@ use std::pin::Pin;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use openai::OpenAiModel;
+pub use openai::{DEFAULT_MAX_REPLY_BYTES, OpenAiModel};
 pub use scripted::ScriptedModel;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -103,12 +103,18 @@ pub enum ModelError {
     Transient(String),
     /// Will not get better by trying again (bad request, authentication, no such reply).
     Fatal(String),
+    /// The reply is larger than the model's `max_reply_bytes` (`limit`); it was not read
+    /// past that.
+    TooLarge { limit: u64 },
 }
 
 impl std::fmt::Display for ModelError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ModelError::Transient(m) | ModelError::Fatal(m) => f.write_str(m),
+            ModelError::TooLarge { limit } => {
+                write!(f, "the reply is larger than {limit} bytes")
+            }
         }
     }
 }

@@ -1,6 +1,12 @@
 //! Any OpenAI-compatible Chat Completions endpoint (OpenAI, vLLM, Ollama, llama.cpp):
 //! structured output through `response_format: json_schema` where the server takes it,
 //! plain JSON instructions where it does not; retries with backoff on 429 and 5xx.
+//!
+//! A reply is read up to the model's `max_reply_bytes` and no further (a larger one is
+//! [`ModelError::TooLarge`]), so an endpoint cannot grow pipec's memory without bound;
+//! and no redirect is followed, as the official SDKs follow none: a 307 or 308 would
+//! send the prompt, and the key with it where the origin stays, to whatever address
+//! the answer names.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -11,8 +17,15 @@ use super::{
     Message, Model, ModelError, ModelFuture, ModelReply, ModelRequest, Role, ToolCall, Usage,
 };
 
+/// The largest reply read from a model that declares no `max_reply_bytes`.
+pub const DEFAULT_MAX_REPLY_BYTES: u64 = 8_000_000;
+
+/// The most of an error reply read: its message is all that is shown of it.
+const MAX_ERROR_BYTES: u64 = 64 * 1024;
+
 pub struct OpenAiModel {
     client: reqwest::Client,
+    max_reply_bytes: u64,
     base_url: String,
     api_key: Option<String>,
     model: String,
@@ -38,13 +51,11 @@ impl OpenAiModel {
         model: &str,
     ) -> Result<OpenAiModel, String> {
         install_crypto();
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(120))
-            .connect_timeout(Duration::from_secs(10))
-            .build()
+        let client = client(Duration::from_secs(120))
             .map_err(|e| format!("cannot create an HTTP client: {e}"))?;
         Ok(OpenAiModel {
             client,
+            max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
             base_url: base_url
                 .unwrap_or("https://api.openai.com/v1")
                 .trim_end_matches('/')
@@ -73,16 +84,20 @@ impl OpenAiModel {
             self.retries = r.clamp(0, 10) as u32;
         }
         if let Some(ms) = timeout_ms
-            && let Ok(c) = reqwest::Client::builder()
-                .timeout(Duration::from_millis(ms))
-                .connect_timeout(Duration::from_secs(10))
-                .build()
+            && let Ok(c) = client(Duration::from_millis(ms))
         {
             self.client = c;
         }
         if let Value::Object(m) = extra {
             self.extra = m.clone();
         }
+        self
+    }
+
+    /// The largest reply read (bytes of the HTTP body); a larger one is
+    /// [`ModelError::TooLarge`].
+    pub fn max_reply_bytes(mut self, max: u64) -> OpenAiModel {
+        self.max_reply_bytes = max;
         self
     }
 
@@ -127,13 +142,13 @@ impl OpenAiModel {
         Value::Object(body)
     }
 
-    async fn send(&self, body: &Value) -> Result<Value, (Option<u16>, String, Option<Duration>)> {
+    async fn send(&self, body: &Value) -> Result<Value, Failure> {
         let url = format!("{}/chat/completions", self.base_url);
         let mut request = self.client.post(&url).json(body);
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
         }
-        let response = request.send().await.map_err(|e| {
+        let failed = |e: reqwest::Error| {
             let kind = if e.is_timeout() {
                 "timed out"
             } else if e.is_connect() {
@@ -141,20 +156,60 @@ impl OpenAiModel {
             } else {
                 "failed"
             };
-            (None, format!("the request to {url} {kind}"), None)
-        })?;
+            Failure::Http(None, format!("the request to {url} {kind}"), None)
+        };
+        let mut response = request.send().await.map_err(failed)?;
         let status = response.status().as_u16();
+        if response.status().is_redirection() {
+            let to = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .map(|l| format!(" to {}", l.chars().take(300).collect::<String>()))
+                .unwrap_or_default();
+            return Err(Failure::Http(
+                Some(status),
+                format!(
+                    "HTTP {status}: {url} redirects{to}, which is not followed; make `base_url` the address that answers"
+                ),
+                None,
+            ));
+        }
         let retry_after = response
             .headers()
             .get("retry-after")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<f64>().ok())
             .map(|s| Duration::from_secs_f64(s.clamp(0.0, 60.0)));
-        let text = response
-            .text()
-            .await
-            .map_err(|e| (Some(status), format!("cannot read the reply: {e}"), None))?;
-        if !(200..300).contains(&status) {
+        let ok = (200..300).contains(&status);
+        // A reply that says it is too large is not read at all.
+        if ok
+            && response
+                .content_length()
+                .is_some_and(|n| n > self.max_reply_bytes)
+        {
+            return Err(Failure::TooLarge);
+        }
+        let cap = if ok {
+            self.max_reply_bytes
+        } else {
+            MAX_ERROR_BYTES
+        };
+        let bytes = match read_capped(&mut response, cap).await {
+            Ok(Read::Whole(bytes)) => bytes,
+            // Only the start of an error reply is shown anyway.
+            Ok(Read::Cut(bytes)) if !ok => bytes,
+            Ok(Read::Cut(_)) => return Err(Failure::TooLarge),
+            Err(e) => {
+                return Err(Failure::Http(
+                    Some(status),
+                    format!("cannot read the reply: {}", e.without_url()),
+                    None,
+                ));
+            }
+        };
+        if !ok {
+            let text = String::from_utf8_lossy(&bytes);
             let detail = serde_json::from_str::<Value>(&text)
                 .ok()
                 .and_then(|v| {
@@ -163,14 +218,14 @@ impl OpenAiModel {
                         .map(str::to_string)
                 })
                 .unwrap_or_else(|| text.chars().take(300).collect());
-            return Err((
+            return Err(Failure::Http(
                 Some(status),
                 format!("HTTP {status}: {detail}"),
                 retry_after,
             ));
         }
-        serde_json::from_str(&text)
-            .map_err(|e| (Some(status), format!("the reply is not JSON: {e}"), None))
+        serde_json::from_slice(&bytes)
+            .map_err(|e| Failure::Http(Some(status), format!("the reply is not JSON: {e}"), None))
     }
 
     async fn complete_inner(&self, req: &ModelRequest) -> Result<ModelReply, ModelError> {
@@ -180,14 +235,19 @@ impl OpenAiModel {
             let body = self.body(req, use_schema);
             match self.send(&body).await {
                 Ok(v) => return parse_reply(&v, &self.model),
-                Err((Some(400), msg, _))
+                Err(Failure::TooLarge) => {
+                    return Err(ModelError::TooLarge {
+                        limit: self.max_reply_bytes,
+                    });
+                }
+                Err(Failure::Http(Some(400), msg, _))
                     if use_schema
                         && (msg.contains("response_format") || msg.contains("json_schema")) =>
                 {
                     // The server does not do structured output: ask in words instead.
                     self.no_json_schema.store(true, Ordering::Relaxed);
                 }
-                Err((status, msg, retry_after)) => {
+                Err(Failure::Http(status, msg, retry_after)) => {
                     let transient = matches!(status, None | Some(408) | Some(409) | Some(429))
                         || status.is_some_and(|s| s >= 500);
                     if !transient {
@@ -207,6 +267,45 @@ impl OpenAiModel {
             }
         }
     }
+}
+
+/// The client of a model: no redirect followed, `timeout` per request.
+fn client(timeout: Duration) -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(Duration::from_secs(10))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+}
+
+/// Why a request got no reply to use.
+enum Failure {
+    /// The HTTP status when there was one, the message, and the wait the server asked
+    /// for before another try.
+    Http(Option<u16>, String, Option<Duration>),
+    /// The reply is larger than the model's `max_reply_bytes`.
+    TooLarge,
+}
+
+/// A body read up to a cap.
+enum Read {
+    Whole(Vec<u8>),
+    /// The first `cap` bytes: there was more, which was not read.
+    Cut(Vec<u8>),
+}
+
+/// Reads `response`'s body while it streams in, never holding more than `cap` bytes.
+async fn read_capped(response: &mut reqwest::Response, cap: u64) -> reqwest::Result<Read> {
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        let room = (cap as usize).saturating_sub(bytes.len());
+        if chunk.len() > room {
+            bytes.extend_from_slice(&chunk[..room]);
+            return Ok(Read::Cut(bytes));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(Read::Whole(bytes))
 }
 
 fn message_json(m: &Message) -> Value {

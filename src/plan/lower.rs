@@ -147,6 +147,7 @@ impl Lower<'_> {
             max_tokens: m.max_tokens,
             timeout_ms: m.timeout_ms,
             retries: m.retries,
+            max_reply_bytes: m.max_reply_bytes,
             replies: m.replies.clone(),
             extra: m.extra.clone(),
         }

@@ -166,6 +166,9 @@ pub struct Model {
     pub timeout_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retries: Option<i64>,
+    /// The largest reply read, in bytes (the runtime's default when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_reply_bytes: Option<u64>,
     /// Scripted models: the replies file, relative to the project root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replies: Option<String>,

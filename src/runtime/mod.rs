@@ -45,4 +45,4 @@ pub use resources::servers::{
 };
 pub use runner::{Environment, EventSink, Runner};
 pub use stored_plan::stored_plan;
-pub use worker::{Worker, WorkerLog, WorkerOptions, WorkerReport};
+pub use worker::{ServedPlan, Worker, WorkerLog, WorkerOptions, WorkerReport};

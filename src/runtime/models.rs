@@ -78,13 +78,19 @@ pub(crate) fn build(
                     decl.model.as_deref().unwrap_or(""),
                 )
                 .map_err(bad)?;
-                Arc::new(m.with_settings(
-                    decl.temperature,
-                    decl.max_tokens,
-                    decl.retries,
-                    decl.timeout_ms,
-                    &decl.extra,
-                ))
+                Arc::new(
+                    m.with_settings(
+                        decl.temperature,
+                        decl.max_tokens,
+                        decl.retries,
+                        decl.timeout_ms,
+                        &decl.extra,
+                    )
+                    .max_reply_bytes(
+                        decl.max_reply_bytes
+                            .unwrap_or(crate::llm::DEFAULT_MAX_REPLY_BYTES),
+                    ),
+                )
             }
         };
         out.insert(name, model);

@@ -6,7 +6,10 @@
 //! A thread a worker took that the checks refuse (a configuration value this machine
 //! lacks, a node kind this pipec cannot run) is given back as it was: its attempt ends
 //! `refused` and its status is the one it was taken with, so nothing it holds is lost
-//! and another worker (or this one, later) can take it.
+//! and another worker (or this one, later) can take it. One stored with another plan
+//! than the runner's that the plan-change rules refuse (`R0407`, `R0401`) is not given
+//! back: no worker with this plan could ever run it, so it fails with the refusal, which
+//! `pipec show` prints and a person settles with `pipec resume`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -23,6 +26,7 @@ use super::plan_change;
 use super::resources::servers::WithOverrides;
 use super::runner::Runner;
 use super::secrets::Scrubber;
+use crate::diagnostic as codes;
 use crate::llm::Model;
 use crate::store::{
     Event, Lease, RecordedEvent, Status, Store, StoredError, Taken, ThreadState, Why, Write, ids,
@@ -112,6 +116,12 @@ impl Runner {
             // Inputs the new plan added come with their defaults; recorded config stays.
             t.inputs = ready.inputs;
             t.config = ready.config;
+            // A thread that takes this plan names it from its first commit on: the store
+            // has it before then, so every later reader (a worker, `pipec show`) finds it.
+            if t.plan_hash != self.plan.hash {
+                let plan_json = serde_json::to_string(&*self.plan).unwrap_or_default();
+                self.store.put_plan(&self.plan.hash, &plan_json).await?;
+            }
         }
         let attempt = Attempt::new(
             self,
@@ -130,7 +140,9 @@ impl Runner {
 
     /// Runs a thread a worker took ([`crate::store::Store::take`]) as `pipec resume`
     /// would, from the state its claim read. A thread the checks refuse is given back
-    /// as it was taken, and the refusal is the error.
+    /// as it was taken, and the refusal is the error; one stored with another plan than
+    /// this runner's that the plan-change rules refuse is failed with the refusal
+    /// instead (no runner of this plan could take it), which is the error too.
     pub async fn resume_taken(
         &self,
         taken: Taken,
@@ -154,6 +166,16 @@ impl Runner {
                 });
             }
             Err(e) => {
+                let e = match self.plan_refusal(&state, e) {
+                    Ok(refusal) => {
+                        self.stream(&events);
+                        let (committed, cancelled) =
+                            end_unrun(&*self.store, lease, state, Unrun::Refused(&refusal)).await?;
+                        self.stream(&committed);
+                        return Err(cancelled.unwrap_or(refusal));
+                    }
+                    Err(e) => e,
+                };
                 self.give_back(lease, state, why, &events).await?;
                 return Err(e);
             }
@@ -165,6 +187,73 @@ impl Runner {
         }
         self.start_resumed(lease, state, ready, servers, &events, opts)
             .await
+    }
+
+    /// Claims a thread that a look found runnable for `why` and runs it as a taken one
+    /// ([`Runner::resume_taken`]): for a worker whose plan differs from the thread's, so
+    /// that the refusal of the plan-change rules is recorded on the thread.
+    pub(crate) async fn resume_claimed(
+        &self,
+        rec: &crate::store::ThreadRec,
+        why: Why,
+        opts: RunOptions,
+    ) -> Result<Outcome, RuntimeError> {
+        let (lease, state, events) = self
+            .store
+            .claim(&rec.id, self.attempt_rec(rec.attempts + 1))
+            .await?;
+        let taken = Taken {
+            why,
+            lease,
+            state,
+            events,
+        };
+        self.resume_taken(taken, opts).await
+    }
+
+    /// `e`, the refusal of a resume's checks, as the error a thread stored with another
+    /// plan than this runner's fails with: the plan-change rules refused this plan for
+    /// it. `Err(e)` for any other refusal, which another try may not meet.
+    fn plan_refusal(
+        &self,
+        state: &ThreadState,
+        e: RuntimeError,
+    ) -> Result<RuntimeError, RuntimeError> {
+        let Some(t) = &state.thread else {
+            return Err(e);
+        };
+        let e_is_changed = e.is(&codes::PLAN_CHANGED);
+        let by_plan = e_is_changed || e.is(&codes::FOREIGN_PLAN);
+        if t.plan_hash == self.plan.hash || !by_plan {
+            return Err(e);
+        }
+        let source = if self.source.is_empty() {
+            String::new()
+        } else {
+            format!(", from `{}`", self.source)
+        };
+        let mut refusal = RuntimeError {
+            message: format!(
+                "the thread was stored with another plan of `{}` ({}) than the one it was to run here ({}{source}), and cannot take that one: {}; nothing of it ran",
+                t.pipeline, t.plan_hash, self.plan.hash, e.message
+            ),
+            ..e
+        };
+        let with_plan = if self.source.is_empty() {
+            "--plan FILE".to_string()
+        } else {
+            format!("--plan {}", self.source)
+        };
+        let id = &t.id;
+        refusal.help = Some(match refusal.help.take() {
+            Some(h) if e_is_changed => format!(
+                "to take this plan: `pipec resume {id} {with_plan}`, and {h}; to run it with its own pipeline: `pipec resume {id}`"
+            ),
+            _ => format!(
+                "to run it with its own pipeline: `pipec resume {id}`; or start a new thread of this one with `pipec run`"
+            ),
+        });
+        Ok(refusal)
     }
 
     /// [`give_back`], its events streamed.
@@ -189,28 +278,86 @@ impl Runner {
     }
 }
 
+/// How an attempt that runs nothing ends.
+pub(crate) enum Unrun<'a> {
+    /// Given back as it was taken for this reason: the status it had, no holder.
+    GivenBack(Why),
+    /// Failed with this refusal.
+    Refused(&'a RuntimeError),
+    /// Blocked on these unfinished calls.
+    Blocked(&'a [StoredError]),
+}
+
+/// Ends a claimed attempt that ran nothing, in its last commit: the thread let go, the
+/// attempt ended `refused` (or `blocked`). A cancel asked while the thread's last
+/// holder was dead but still held it (on PostgreSQL, until its lease expired) is carried
+/// out instead: the store lets only the commit that records the cancellation through,
+/// so any other end would be refused and the thread left running for ever. The events
+/// written, and the cancellation's error when it was one.
+pub(crate) async fn end_unrun(
+    store: &dyn Store,
+    lease: Lease,
+    state: ThreadState,
+    how: Unrun<'_>,
+) -> Result<(Vec<RecordedEvent>, Option<RuntimeError>), RuntimeError> {
+    let Some(mut t) = state.thread else {
+        return Ok((Vec::new(), None));
+    };
+    let cancelled = t.cancel_requested.then(|| {
+        RuntimeError::from(crate::store::StoreError::Cancelled {
+            thread: t.id.clone(),
+        })
+    });
+    t.holder = None;
+    let (event, end) = match (&cancelled, how) {
+        (Some(e), _) => {
+            t.status = Status::Cancelled;
+            t.error = Some(e.stored(None));
+            (Event::ThreadCancelled {}, "cancelled")
+        }
+        (None, Unrun::GivenBack(why)) => {
+            t.status = match why {
+                Why::Queued => Status::Queued,
+                Why::Answered | Why::Due => Status::Paused,
+                Why::Orphaned => Status::Running,
+            };
+            (Event::ThreadReleased {}, "refused")
+        }
+        (None, Unrun::Refused(e)) => {
+            t.status = Status::Failed;
+            t.error = Some(e.stored(None));
+            let event = Event::ThreadFailed {
+                code: e.code.into(),
+                message: e.message.clone(),
+                node: None,
+            };
+            (event, "refused")
+        }
+        (None, Unrun::Blocked(blocked)) => {
+            t.status = Status::Blocked;
+            t.error = blocked.first().cloned();
+            let calls = blocked.iter().map(|b| b.message.clone()).collect();
+            (Event::ThreadBlocked { calls }, "blocked")
+        }
+    };
+    let mut writes = vec![Write::Thread(t), event_write(event)];
+    if let Some(mut a) = state.attempts.last().cloned() {
+        a.ended_ms = ids::now_ms();
+        a.end = Some(end.into());
+        writes.push(Write::Attempt(a));
+    }
+    let committed = commit(store, &lease, &Scrubber::default(), writes, Last::Yes).await?;
+    Ok((committed, cancelled))
+}
+
 /// Gives a taken thread back as it was taken: the status it had, no holder, its
-/// attempt ended `refused`. The events written.
+/// attempt ended `refused` (or the cancel asked of it carried out). The events written.
 pub(crate) async fn give_back(
     store: &dyn Store,
     lease: Lease,
     state: ThreadState,
     why: Why,
 ) -> Result<Vec<RecordedEvent>, RuntimeError> {
-    let Some(mut t) = state.thread else {
-        return Ok(Vec::new());
-    };
-    t.status = match why {
-        Why::Queued => Status::Queued,
-        Why::Answered | Why::Due => Status::Paused,
-        Why::Orphaned => Status::Running,
-    };
-    t.holder = None;
-    let mut writes = vec![Write::Thread(t), event_write(Event::ThreadReleased {})];
-    if let Some(mut a) = state.attempts.last().cloned() {
-        a.ended_ms = ids::now_ms();
-        a.end = Some("refused".into());
-        writes.push(Write::Attempt(a));
-    }
-    commit(store, &lease, &Scrubber::default(), writes, Last::Yes).await
+    let (committed, cancelled) = end_unrun(store, lease, state, Unrun::GivenBack(why)).await?;
+    cancelled.map_or(Ok(committed), Err)
 }

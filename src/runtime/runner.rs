@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::attempt::{Attempt, Last, Start, commit, event_write};
+use super::attempt::{Attempt, Start};
 use super::config;
 use super::error::RuntimeError;
 use super::hosts::{HostFn, check_host_types};
@@ -25,15 +25,15 @@ use super::preflight::DEFAULT_MAX_ANSWER_BYTES;
 use super::progress::Progress;
 use super::resources::servers::{Fetcher, McpServers, Replayer, Servers, WithOverrides};
 use super::resources::tools_check;
-use super::resume::Decided;
+use super::resume::{Decided, Unrun};
 use super::secrets::Scrubber;
 use super::validate::Validators;
 use crate::diagnostic as codes;
 use crate::llm::Model;
 use crate::plan::{Body, Plan};
 use crate::store::{
-    AttemptRec, Event, GateState, Holder, RecordedEvent, Status, Store, StoreError, ThreadRec,
-    ThreadState, Write, ids,
+    AttemptRec, GateState, Holder, RecordedEvent, Status, Store, StoreError, ThreadRec,
+    ThreadState, ids,
 };
 
 /// Where configuration and secrets are read from (the process environment by default).
@@ -682,61 +682,15 @@ impl Runner {
         state: ThreadState,
         blocked: &[crate::store::StoredError],
     ) -> Result<(), RuntimeError> {
-        let Some(mut t) = state.thread else {
-            return Ok(());
-        };
-        // A cancel asked while the thread's last holder was dead but still held it (on
-        // PostgreSQL, until its lease expired) waits for the next attempt: this one. The
-        // store lets only the commit that records the cancellation through, so a
-        // blocked end would be refused and the thread left running for ever.
-        let cancelled = t.cancel_requested.then(|| {
-            RuntimeError::from(StoreError::Cancelled {
-                thread: t.id.clone(),
-            })
-        });
-        t.holder = None;
-        let mut attempt = state.attempts.last().cloned();
-        if let Some(a) = &mut attempt {
-            a.ended_ms = ids::now_ms();
-            a.end = Some(
-                if cancelled.is_some() {
-                    "cancelled"
-                } else {
-                    "blocked"
-                }
-                .into(),
-            );
-        }
-        let event = match &cancelled {
-            Some(e) => {
-                t.status = Status::Cancelled;
-                t.error = Some(e.stored(None));
-                Event::ThreadCancelled {}
-            }
-            None => {
-                t.status = Status::Blocked;
-                t.error = blocked.first().cloned();
-                let calls: Vec<String> = blocked.iter().map(|b| b.message.clone()).collect();
-                Event::ThreadBlocked { calls }
-            }
-        };
-        let mut writes = vec![Write::Thread(t), event_write(event)];
-        writes.extend(attempt.map(Write::Attempt));
-        let committed = commit(
-            &*self.store,
-            &lease,
-            &Scrubber::default(),
-            writes,
-            Last::Yes,
-        )
-        .await?;
+        let (committed, cancelled) =
+            super::resume::end_unrun(&*self.store, lease, state, Unrun::Blocked(blocked)).await?;
         if let Some(sink) = &self.events {
             committed.iter().for_each(|e| sink(e));
         }
         cancelled.map_or(Ok(()), Err)
     }
 
-    fn attempt_rec(&self, number: u32) -> AttemptRec {
+    pub(super) fn attempt_rec(&self, number: u32) -> AttemptRec {
         AttemptRec {
             number,
             run_id: ids::new_thread_id(),

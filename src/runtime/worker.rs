@@ -4,9 +4,15 @@
 //!
 //! A thread runs exactly as `pipec resume` runs it: the plan it was started with (kept
 //! in the store by hash), its recorded inputs, configuration and model overrides, in
-//! its project root (or the worker's, when the worker serves a folder of pipelines),
-//! through `Runner::resume_with`. So a worker is the resume path in a loop, and claims
-//! are the store's: two workers offered the same thread cannot both hold it.
+//! its project root, through `Runner::resume_with`. So a worker is the resume path in a
+//! loop, and claims are the store's: two workers offered the same thread cannot both
+//! hold it.
+//!
+//! A worker that serves plans of its own (`--pipelines DIR`) never runs a plan from the
+//! store: a thread runs under the worker's plan of its pipeline, in the worker's project,
+//! as `pipec resume --plan FILE` would run it. A thread stored with another plan of that
+//! pipeline takes the worker's where the plan-change rules allow it (`plan_upgraded`);
+//! one they refuse fails with the refusal, nothing of it run (`Runner::resume_taken`).
 //!
 //! Stopping: [`Worker::stop_signal`] stops claiming and gives every attempt the stop
 //! (`RunOptions::stop`): the steps in flight finish and commit, and each thread goes
@@ -26,6 +32,7 @@ use super::outcome::Outcome;
 use super::resume::give_back;
 use super::runner::Runner;
 use crate::diagnostic as codes;
+use crate::plan::Plan;
 use crate::store::{AttemptRec, News, RunnableQuery, RunnableThread, Store, Taken, Why, ids};
 
 /// Where a worker's lines go (one per claim and per finish).
@@ -38,8 +45,14 @@ pub struct WorkerOptions {
     pub concurrency: usize,
     /// How many nodes of one thread run at once.
     pub node_concurrency: usize,
-    /// Only threads of these pipelines (every pipeline when `None`).
+    /// Only threads of these pipelines (every pipeline when `None`); with `plans`, the
+    /// pipelines of those plans.
     pub pipelines: Option<Vec<String>>,
+    /// The plans this worker runs, one per pipeline, instead of the ones stored with the
+    /// threads (which it then never reads): a thread stored with another plan of the
+    /// pipeline takes this one as the plan-change rules allow, and fails with their
+    /// refusal otherwise, nothing of it run.
+    pub plans: Option<Vec<ServedPlan>>,
     /// The project root threads run in, instead of the one each recorded.
     pub project_root: Option<PathBuf>,
     /// The longest wait between two looks at the store (the fallback when nothing tells
@@ -60,6 +73,7 @@ impl Default for WorkerOptions {
             concurrency: 1,
             node_concurrency: 8,
             pipelines: None,
+            plans: None,
             project_root: None,
             poll: crate::store::DEFAULT_POLL,
             retry_after: Duration::from_secs(30),
@@ -67,6 +81,14 @@ impl Default for WorkerOptions {
             errors: None,
         }
     }
+}
+
+/// A plan a worker serves, and the file it was compiled from (what a person names with
+/// `pipec resume --plan`).
+#[derive(Clone)]
+pub struct ServedPlan {
+    pub plan: Plan,
+    pub source: String,
 }
 
 /// What a worker did, when it stops.
@@ -98,7 +120,10 @@ type RunnerKey = (String, PathBuf, String);
 const RUNNERS_KEPT: usize = 64;
 
 impl Worker {
-    pub fn new(store: Arc<dyn Store>, opts: WorkerOptions) -> Worker {
+    pub fn new(store: Arc<dyn Store>, mut opts: WorkerOptions) -> Worker {
+        if let Some(plans) = &opts.plans {
+            opts.pipelines = Some(plans.iter().map(|p| p.plan.name.clone()).collect());
+        }
         Worker {
             store,
             opts,
@@ -427,13 +452,27 @@ async fn run_thread(
         .clone()
         .unwrap_or_else(|| PathBuf::from(&rec.project_root));
     let runner = runners.get(&store, opts, &rec, root).await?;
-    runner
-        .resume_with(&rec.id, Vec::new(), run_options(opts, stop))
-        .await
+    let result = runner
+        .resume_with(&rec.id, Vec::new(), run_options(opts, stop.clone()))
+        .await;
+    match result {
+        // The worker's own plan, which the thread's state refuses: claimed, so that the
+        // refusal is recorded on the thread (decided again on what the claim found).
+        Err(e)
+            if rec.plan_hash != runner.plan().hash
+                && (e.is(&codes::FOREIGN_PLAN) || e.is(&codes::PLAN_CHANGED)) =>
+        {
+            runner
+                .resume_claimed(&rec, why, run_options(opts, stop))
+                .await
+        }
+        other => other,
+    }
 }
 
 impl Runners {
-    /// The runner for `rec`'s plan, root and source, built when not kept yet.
+    /// The runner for `rec`: the worker's own plan of its pipeline when it serves plans,
+    /// else the thread's stored plan, with its root and source; built when not kept yet.
     async fn get(
         &self,
         store: &Arc<dyn Store>,
@@ -441,11 +480,32 @@ impl Runners {
         rec: &crate::store::ThreadRec,
         root: PathBuf,
     ) -> Result<Arc<Runner>, RuntimeError> {
-        let key = (rec.plan_hash.clone(), root, rec.source.clone());
+        let served = match &opts.plans {
+            Some(plans) => match plans.iter().find(|p| p.plan.name == rec.pipeline) {
+                Some(p) => Some(p),
+                None => {
+                    return Err(RuntimeError::new(
+                        &codes::FOREIGN_PLAN,
+                        format!(
+                            "thread {} runs the pipeline `{}`, which this worker does not serve",
+                            rec.id, rec.pipeline
+                        ),
+                    ));
+                }
+            },
+            None => None,
+        };
+        let key = match served {
+            Some(p) => (p.plan.hash.clone(), root, p.source.clone()),
+            None => (rec.plan_hash.clone(), root, rec.source.clone()),
+        };
         if let Some(r) = self.lock().get(&key) {
             return Ok(r.clone());
         }
-        let plan = super::stored_plan(&**store, rec).await?;
+        let plan = match served {
+            Some(p) => p.plan.clone(),
+            None => super::stored_plan(&**store, rec).await?,
+        };
         let runner = Arc::new(
             Runner::with_store(plan, store.clone())
                 .project_root(key.1.clone())

@@ -1,9 +1,11 @@
 //! A real HTTP server on 127.0.0.1 that speaks the OpenAI Chat Completions API, with the
 //! test deciding each reply from the request (the model's judgement is the only thing a
-//! test fakes). It records every request body.
+//! test fakes). It records every request body, and counts the bytes of answers it could
+//! write (a reply padded to any size is written while it streams, never held whole).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
@@ -17,6 +19,17 @@ pub struct Response {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: String,
+    /// Filler written into the body while it is sent.
+    pub padding: Option<Padding>,
+}
+
+/// `bytes` bytes of `x` written at byte `at` of a body; with `declared`, the whole
+/// length is the `content-length`, else the body ends when the connection closes.
+#[derive(Clone, Copy)]
+pub struct Padding {
+    pub at: usize,
+    pub bytes: u64,
+    pub declared: bool,
 }
 
 impl Response {
@@ -26,6 +39,24 @@ impl Response {
             status: 200,
             headers: vec![],
             body: body.to_string(),
+            padding: None,
+        }
+    }
+
+    /// A 200 completion whose content is `bytes` bytes of `x` (`declared`: with its
+    /// length in `content-length`).
+    pub fn huge(bytes: u64, declared: bool) -> Response {
+        let body = text("").to_string();
+        let at = body.find(r#""content":""#).expect("content") + r#""content":""#.len();
+        Response {
+            status: 200,
+            headers: vec![],
+            body,
+            padding: Some(Padding {
+                at,
+                bytes,
+                declared,
+            }),
         }
     }
 }
@@ -36,6 +67,7 @@ pub type Answer = Arc<dyn Fn(&Value, &[Value]) -> Response + Send + Sync>;
 pub struct ChatServer {
     pub url: String,
     requests: Arc<Mutex<Vec<Value>>>,
+    written: Arc<AtomicU64>,
 }
 
 impl ChatServer {
@@ -50,6 +82,8 @@ impl ChatServer {
         let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
         let requests = Arc::new(Mutex::new(Vec::new()));
         let seen = requests.clone();
+        let written = Arc::new(AtomicU64::new(0));
+        let count = written.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { continue };
@@ -75,26 +109,66 @@ impl ChatServer {
                 let before = seen.lock().expect("lock").clone();
                 let r = answer(&request, &before);
                 seen.lock().expect("lock").push(request);
+                let length = match r.padding {
+                    Some(p) if !p.declared => None,
+                    Some(p) => Some(r.body.len() as u64 + p.bytes),
+                    None => Some(r.body.len() as u64),
+                };
                 let mut head = format!(
-                    "HTTP/1.1 {} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
-                    r.status,
-                    r.body.len()
+                    "HTTP/1.1 {} X\r\ncontent-type: application/json\r\nconnection: close\r\n",
+                    r.status
                 );
+                if let Some(n) = length {
+                    head.push_str(&format!("content-length: {n}\r\n"));
+                }
                 for (k, v) in &r.headers {
                     head.push_str(&format!("{k}: {v}\r\n"));
                 }
                 head.push_str("\r\n");
                 let _ = stream.write_all(head.as_bytes());
-                let _ = stream.write_all(r.body.as_bytes());
+                let (before, after) = r
+                    .padding
+                    .map_or((r.body.as_str(), ""), |p| r.body.split_at(p.at));
+                let filler = r.padding.map_or(0, |p| p.bytes);
+                let _ = write_counted(&mut stream, before.as_bytes(), &count)
+                    .and_then(|()| pad(&mut stream, filler, &count))
+                    .and_then(|()| write_counted(&mut stream, after.as_bytes(), &count));
             }
         });
-        ChatServer { url, requests }
+        ChatServer {
+            url,
+            requests,
+            written,
+        }
+    }
+
+    /// The bytes of bodies written so far (those the client read or the kernel took).
+    pub fn written(&self) -> u64 {
+        self.written.load(Ordering::SeqCst)
     }
 
     /// Every request so far, in order.
     pub fn requests(&self) -> Vec<Value> {
         self.requests.lock().expect("lock").clone()
     }
+}
+
+fn write_counted(stream: &mut impl Write, bytes: &[u8], count: &AtomicU64) -> std::io::Result<()> {
+    stream.write_all(bytes)?;
+    count.fetch_add(bytes.len() as u64, Ordering::SeqCst);
+    Ok(())
+}
+
+/// `n` bytes of `x`, a block at a time: a client that stops reading ends it.
+fn pad(stream: &mut impl Write, n: u64, count: &AtomicU64) -> std::io::Result<()> {
+    let block = [b'x'; 64 * 1024];
+    let mut left = n;
+    while left > 0 {
+        let len = left.min(block.len() as u64) as usize;
+        write_counted(stream, &block[..len], count)?;
+        left -= len as u64;
+    }
+    Ok(())
 }
 
 /// A completion whose message is `content`.

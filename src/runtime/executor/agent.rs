@@ -2,7 +2,8 @@
 //! row, committed before any of the turn's tool calls runs, and the conversation is
 //! rebuilt from those rows: a resume (or a retry) continues it and never asks the model
 //! again for a turn it already answered. The turn's tool calls are rows of their own
-//! (`node:gG:iI:sTURN:cN`, N from 1): a tool that is neither read-only nor idempotent
+//! (`node:gG:iI:sTURN:cN`, N from 1), each committed as its call finishes, so a resume
+//! never makes again a call that finished: a tool that is neither read-only nor idempotent
 //! gets its `started` row first, so a crash in flight blocks the thread instead of
 //! repeating the effect; `limits` caps calls per tool; a tool in `approve` pauses the
 //! node at a gate named after the call, showing the exact arguments, and runs exactly
@@ -16,6 +17,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use super::think::ModelFailure;
 use super::{Executor, TryContext, TryError, TryFuture, fatal};
 use crate::diagnostic::{self as codes, Rule};
 use crate::llm::{
@@ -327,6 +329,10 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
                 ));
             }
             repaired += 1;
+            // The reply is quoted back by its start and end, however large it was.
+            if let Some(last) = messages.last_mut() {
+                last.content = super::think::repair_excerpt(&reply.content);
+            }
             messages.push(Message::text(
                 Role::User,
                 format!("{problem}\nReply again with only the corrected JSON."),
@@ -334,7 +340,8 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
             turn += 1;
             continue;
         }
-        // The turn's tool calls, in order; results committed before the next request.
+        // The turn's tool calls, in order, each row committed as its call finishes: a
+        // crash while a later call of the turn runs repeats none that finished.
         let mut pending_writes = Vec::new();
         for (j, call) in reply.tool_calls.iter().enumerate() {
             let n = j as u32 + 1;
@@ -362,42 +369,21 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
             let mut msg = Message::text(Role::Tool, outcome.text);
             msg.tool_call_id = Some(call.id.clone());
             messages.push(msg);
+            if !pending_writes.is_empty() {
+                shared
+                    .commit(std::mem::take(&mut pending_writes))
+                    .await
+                    .map_err(|e| TryError::Fatal(e.stored(Some(&node.name))))?;
+            }
         }
-        shared
-            .commit(std::mem::take(&mut pending_writes))
-            .await
-            .map_err(|e| TryError::Fatal(e.stored(Some(&node.name))))?;
         turn += 1;
     }
 }
 
 async fn model_failure(cx: &TryContext<'_>, model: &str, turn: u32, e: ModelError) -> TryError {
-    let (rule, message): (&'static Rule, String) = match &e {
-        ModelError::Transient(e) => (
-            &codes::MODEL_UNAVAILABLE,
-            format!("the model `{model}` is not answering: {e}"),
-        ),
-        ModelError::Fatal(e) => (
-            &codes::MODEL_REFUSED,
-            format!("the model `{model}` refused the request: {e}"),
-        ),
-    };
-    let message = cx.shared.scrubber.scrub(&message);
-    let _ = cx
-        .shared
-        .commit(vec![event_write(Event::ModelFailed {
-            node: cx.unit.node.name.clone(),
-            item: cx.unit.item,
-            turn,
-            model: model.to_string(),
-            code: rule.code.into(),
-            message: message.clone(),
-        })])
-        .await;
-    match e {
-        ModelError::Transient(_) => TryError::Transient { rule, message },
-        ModelError::Fatal(_) => fatal(cx, rule, message),
-    }
+    let failure = ModelFailure::new(cx.shared, model, &e);
+    let _ = cx.shared.commit(vec![failure.event(cx, turn, model)]).await;
+    failure.into_try_error(cx)
 }
 
 /// The arguments a model gave, projected onto the tool's declared parameters (under the

@@ -8,9 +8,11 @@ use super::{Executor, TryContext, TryError, TryFuture, fatal};
 use crate::diagnostic::{self as codes, Rule};
 use crate::llm::{Message, ModelError, ModelRequest, Role, extract_json};
 use crate::plan::{Body, Node, Plan};
+use crate::runtime::attempt::Shared;
 use crate::runtime::attempt::event_write;
+use crate::runtime::error::RuntimeError;
 use crate::runtime::validate::Mode;
-use crate::store::Event;
+use crate::store::{Event, Write};
 
 pub(crate) struct Think;
 
@@ -100,29 +102,9 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
         let reply = match m.complete(&request).await {
             Ok(r) => r,
             Err(e) => {
-                let (rule, message): (&'static Rule, String) = match &e {
-                    ModelError::Transient(e) => (
-                        &codes::MODEL_UNAVAILABLE,
-                        format!("the model `{model}` is not answering: {e}"),
-                    ),
-                    ModelError::Fatal(e) => (
-                        &codes::MODEL_REFUSED,
-                        format!("the model `{model}` refused the request: {e}"),
-                    ),
-                };
-                let message = shared.scrubber.scrub(&message);
-                cx.writes.push(event_write(Event::ModelFailed {
-                    node: node.name.clone(),
-                    item: unit.item,
-                    turn,
-                    model: model.clone(),
-                    code: rule.code.into(),
-                    message: message.clone(),
-                }));
-                return Err(match e {
-                    ModelError::Transient(_) => TryError::Transient { rule, message },
-                    ModelError::Fatal(_) => fatal(&cx, rule, message),
-                });
+                let failure = ModelFailure::new(shared, model, &e);
+                cx.writes.push(failure.event(&cx, turn, model));
+                return Err(failure.into_try_error(&cx));
             }
         };
         cx.writes.push(event_write(Event::ModelTurn {
@@ -154,12 +136,107 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
                 )),
             ));
         }
-        messages.push(Message::text(Role::Assistant, reply.content));
+        messages.push(Message::text(
+            Role::Assistant,
+            repair_excerpt(&reply.content),
+        ));
         messages.push(Message::text(
             Role::User,
             format!("{problem}\nReply again with only the corrected JSON."),
         ));
         turn += 1;
+    }
+}
+
+/// The most of a reply that failed validation quoted back in a repair turn: its start
+/// and its end, where a cut or a stray word usually is.
+const REPAIR_HEAD: usize = 12 * 1024;
+const REPAIR_TAIL: usize = 4 * 1024;
+
+/// A reply as a repair turn quotes it back to the model: whole when it is short, else its
+/// start and end with what was left out counted, so a repair request stays small however
+/// large the reply was (up to the model's `max_reply_bytes`).
+pub(super) fn repair_excerpt(reply: &str) -> String {
+    if reply.len() <= REPAIR_HEAD + REPAIR_TAIL {
+        return reply.to_string();
+    }
+    let head = crate::source::floor_char_boundary(reply, REPAIR_HEAD);
+    let tail = crate::source::floor_char_boundary(reply, reply.len() - REPAIR_TAIL);
+    format!(
+        "{}\n[... {} bytes of the reply left out ...]\n{}",
+        &reply[..head],
+        tail - head,
+        &reply[tail..]
+    )
+}
+
+/// A model request that failed: its code and message (the `model_failed` event's too),
+/// the help a person needs, and whether another try may get an answer.
+pub(super) struct ModelFailure {
+    rule: &'static Rule,
+    message: String,
+    help: Option<String>,
+    transient: bool,
+}
+
+impl ModelFailure {
+    pub(super) fn new(shared: &Shared, model: &str, e: &ModelError) -> ModelFailure {
+        let (rule, message, help, transient): (&'static Rule, String, Option<String>, bool) =
+            match e {
+                ModelError::Transient(e) => (
+                    &codes::MODEL_UNAVAILABLE,
+                    format!("the model `{model}` is not answering: {e}"),
+                    None,
+                    true,
+                ),
+                ModelError::Fatal(e) => (
+                    &codes::MODEL_REFUSED,
+                    format!("the model `{model}` refused the request: {e}"),
+                    None,
+                    false,
+                ),
+                ModelError::TooLarge { limit } => (
+                    &codes::MODEL_REPLY_TOO_LARGE,
+                    format!(
+                        "the reply of the model `{model}` is larger than its `max_reply_bytes` ({limit} bytes); it was not read past that"
+                    ),
+                    Some(format!(
+                        "lower `max_tokens`, or raise `max_reply_bytes` on the model `{model}` if replies that large are expected"
+                    )),
+                    false,
+                ),
+            };
+        ModelFailure {
+            rule,
+            message: shared.scrubber.scrub(&message),
+            help,
+            transient,
+        }
+    }
+
+    /// Its `model_failed` event, for turn `turn` of the node of `cx`.
+    pub(super) fn event(&self, cx: &TryContext<'_>, turn: u32, model: &str) -> Write {
+        event_write(Event::ModelFailed {
+            node: cx.unit.node.name.clone(),
+            item: cx.unit.item,
+            turn,
+            model: model.to_string(),
+            code: self.rule.code.into(),
+            message: self.message.clone(),
+        })
+    }
+
+    /// How the try ends.
+    pub(super) fn into_try_error(self, cx: &TryContext<'_>) -> TryError {
+        if self.transient {
+            return TryError::Transient {
+                rule: self.rule,
+                message: self.message,
+            };
+        }
+        let mut e = RuntimeError::new(self.rule, self.message);
+        e.help = self.help;
+        TryError::Fatal(e.stored(Some(&cx.unit.node.name)))
     }
 }
 
@@ -176,4 +253,24 @@ pub(super) fn schema_name(name: &str) -> String {
         })
         .collect();
     if s.is_empty() { "output".into() } else { s }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repair_quotes_a_long_reply_by_its_start_and_end() {
+        assert_eq!(repair_excerpt("{\"a\": 1"), "{\"a\": 1");
+        let long = format!("{}{}{}", "é".repeat(10_000), "x".repeat(50_000), "}");
+        let quoted = repair_excerpt(&long);
+        assert!(
+            quoted.len() < REPAIR_HEAD + REPAIR_TAIL + 100,
+            "{}",
+            quoted.len()
+        );
+        assert!(quoted.starts_with("éé") && quoted.ends_with("xx}"));
+        // 70,001 bytes: 12,288 kept at the start, the last 4,096 at the end.
+        assert!(quoted.contains("[... 53617 bytes of the reply left out ...]"));
+    }
 }
