@@ -116,12 +116,18 @@ fn chain_project(tag: &str) -> Project {
 /// A worker on the project's store, its stderr in `worker-N.log`, once it has said it
 /// started (its signal handlers are in place by then, so a test may stop it at once).
 fn worker(p: &Ctx, n: u32, extra: &[&str]) -> Child {
+    worker_with_env(p, n, extra, &[])
+}
+
+/// [`worker`] with these variables in its environment.
+fn worker_with_env(p: &Ctx, n: u32, extra: &[&str], env: &[(&str, &str)]) -> Child {
     let name = format!("worker-{n}.log");
     let log = std::fs::File::create(p.dir.join(&name)).expect("log");
     let mut args = vec!["worker", "--verbose", "--poll", "200ms"];
     args.extend_from_slice(extra);
     let mut child = p
         .cmd(&args)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::from(log))
@@ -581,6 +587,113 @@ fn a_worker_serving_a_folder_runs_another_plan_of_its_pipeline_under_its_own(p: 
     assert_eq!(wait_exit(&mut w, WITHIN), 0);
 }
 
+/// A pipeline whose node reads a configuration value and a scripted model; served from
+/// `served/`, its own project.
+const CONFIGURED_JOB: &str = r#"model fast {
+  provider = "scripted"
+  replies = "replies.json"
+}
+
+input seed: int
+
+node a(seed: int = input.seed, target: string = env("JOB_TARGET", default: "unset")) -> { target: string } {
+  return = { target: target }
+}
+
+think b(seed: int = input.seed) -> { v: int } {
+  model = fast
+  prompt = "Give {{ seed }}"
+}
+
+output target = a
+output answer = b
+"#;
+
+/// A worker serving a folder resumes with its own configuration: an `env()` value is
+/// read from the worker's environment, not taken from the thread that whoever
+/// submitted it recorded, so a submitter cannot choose where a served pipeline's
+/// requests (and the secrets sent with them) go. The value it used is what the thread
+/// records.
+fn a_worker_serving_a_folder_uses_its_own_configuration_not_the_submitters(p: &Ctx) {
+    p.write("served/pipec.toml", "");
+    p.write("served/job.pipe", CONFIGURED_JOB);
+    p.write("served/replies.json", r#"{"b": [{"json": {"v": 1}}]}"#);
+    let out = p
+        .cmd(&["run", "served/job.pipe", "--submit", "--input", "seed=1"])
+        .env("JOB_TARGET", "https://attacker.example")
+        .output()
+        .expect("pipec runs");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let thread = stdout(&out).trim().to_string();
+    let mut w = worker_with_env(
+        p,
+        1,
+        &["--pipelines", "served"],
+        &[("JOB_TARGET", "https://models.internal")],
+    );
+    wait_status(p, &thread, "completed");
+    let out = p.run(&["resume", &thread]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        json(&stdout(&out))["target"]["target"],
+        "https://models.internal"
+    );
+    let shown = show(p, &thread);
+    assert_eq!(
+        shown["config"]["JOB_TARGET"], "https://models.internal",
+        "{shown}"
+    );
+    signal(&w, "-TERM");
+    assert_eq!(wait_exit(&mut w, WITHIN), 0);
+}
+
+/// A worker serving a folder reads scripted replies only from it: a thread submitted
+/// with `--model NAME=scripted:FILE` naming a file elsewhere on the worker's machine
+/// fails with R0009, recorded on the thread, and nothing of it runs.
+fn a_worker_serving_a_folder_refuses_replies_from_outside_it(p: &Ctx) {
+    p.write("served/pipec.toml", "");
+    p.write("served/job.pipe", CONFIGURED_JOB);
+    p.write("served/replies.json", r#"{"b": [{"json": {"v": 1}}]}"#);
+    p.write("elsewhere/replies.json", r#"{"b": [{"json": {"v": 666}}]}"#);
+    let out = p.run(&[
+        "run",
+        "served/job.pipe",
+        "--submit",
+        "--input",
+        "seed=1",
+        "--model",
+        "fast=scripted:elsewhere/replies.json",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let thread = stdout(&out).trim().to_string();
+    let mut w = worker(p, 1, &["--pipelines", "served"]);
+    wait_status(p, &thread, "failed");
+    let shown = show(p, &thread);
+    assert_eq!(shown["error"]["code"], "R0009", "{shown}");
+    let message = shown["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("elsewhere/replies.json") && message.contains("nothing of it ran"),
+        "{message}"
+    );
+    let events = stdout(&p.run(&["show", &thread, "--events"]));
+    assert!(!events.contains("node_started"), "nothing ran: {events}");
+    // A replies file inside the folder is taken.
+    let out = p.run(&[
+        "run",
+        "served/job.pipe",
+        "--submit",
+        "--input",
+        "seed=2",
+        "--model",
+        "fast=scripted:served/replies.json",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let inside = stdout(&out).trim().to_string();
+    wait_status(p, &inside, "completed");
+    signal(&w, "-TERM");
+    assert_eq!(wait_exit(&mut w, WITHIN), 0);
+}
+
 /// `job` with a gate between its two steps; `a` and `b` are the commands of its steps.
 fn gated_job(a: &str, b: &str) -> String {
     format!(
@@ -798,6 +911,8 @@ macro_rules! on_every_store {
 }
 
 on_every_store!(
+    a_worker_serving_a_folder_uses_its_own_configuration_not_the_submitters,
+    a_worker_serving_a_folder_refuses_replies_from_outside_it,
     a_submitted_thread_is_run_by_a_worker_to_the_outputs_of_run,
     a_gate_answered_from_another_process_is_picked_up_by_a_waiting_worker,
     concurrency_runs_threads_at_once,

@@ -416,10 +416,10 @@ mod tests {
             ),
         ];
         for (text, says) in cases {
-            let e = ScriptedModel::from_json("fast", text)
-                .map(|_| ())
-                .unwrap_err();
-            assert!(e.starts_with(says), "{text}: {e}");
+            match ScriptedModel::from_json("fast", text) {
+                Ok(_) => panic!("{text} was taken"),
+                Err(e) => assert!(e.starts_with(says), "{text}: {e}"),
+            }
         }
     }
 

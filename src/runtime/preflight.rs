@@ -233,6 +233,30 @@ impl Runner {
         Ok(())
     }
 
+    /// The scripted model replacements a thread recorded, when this runner trusts only
+    /// its own configuration: each replies file must be beneath the project root.
+    pub(crate) fn check_overrides_beneath_root(
+        &self,
+        overrides: &BTreeMap<String, String>,
+    ) -> Result<(), RuntimeError> {
+        let root = std::fs::canonicalize(&self.project_root).ok();
+        for (name, spec) in overrides {
+            let file = spec.strip_prefix("scripted:").unwrap_or(spec);
+            let beneath = std::fs::canonicalize(self.project_root.join(file))
+                .ok()
+                .zip(root.as_ref())
+                .is_some_and(|(f, r)| f.starts_with(r));
+            if !beneath {
+                return Err(option(format!(
+                    "the thread replaces the model `{name}` with scripted replies from `{file}`, which is not in the folder this worker serves ({})",
+                    self.project_root.display()
+                ))
+                .help("a worker serving a folder reads replies files only from that folder: submit the thread with `--model NAME=scripted:FILE` naming a file in it, or run it with `pipec resume`"));
+            }
+        }
+        Ok(())
+    }
+
     /// The options of a start: only answers ahead and a new thread id are meaningful.
     pub(crate) fn check_start_options(&self, opts: &RunOptions) -> Result<(), RuntimeError> {
         if opts.concurrency == Some(0) {

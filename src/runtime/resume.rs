@@ -72,11 +72,15 @@ impl Runner {
         }
         let to_run = self.still_to_run(state, opts);
         self.check_runnable(Some(&to_run))?;
-        let (recorded, overrides) = state
+        let (mut recorded, overrides) = state
             .thread
             .as_ref()
             .map(|t| (t.config.clone(), t.model_overrides.clone()))
             .unwrap_or_default();
+        if self.own_configuration {
+            recorded.clear();
+            self.check_overrides_beneath_root(&overrides)?;
+        }
         let needs = config::needs(&self.plan, Some(&to_run), &|m| {
             self.models.contains_key(m) || overrides.contains_key(m)
         });
@@ -211,9 +215,11 @@ impl Runner {
         self.resume_taken(taken, opts).await
     }
 
-    /// `e`, the refusal of a resume's checks, as the error a thread stored with another
-    /// plan than this runner's fails with: the plan-change rules refused this plan for
-    /// it. `Err(e)` for any other refusal, which another try may not meet.
+    /// `e`, the refusal of a resume's checks, as the error a thread fails with when
+    /// another try would meet it again: the plan-change rules refused this runner's plan
+    /// for a thread stored with another, or a runner that trusts only its own
+    /// configuration refused what the thread recorded. `Err(e)` for any other refusal,
+    /// which another try may not meet.
     fn plan_refusal(
         &self,
         state: &ThreadState,
@@ -222,6 +228,12 @@ impl Runner {
         let Some(t) = &state.thread else {
             return Err(e);
         };
+        if self.own_configuration && e.is(&codes::OPTION_INVALID) {
+            return Ok(RuntimeError {
+                message: format!("{}; nothing of it ran", e.message),
+                ..e
+            });
+        }
         let e_is_changed = e.is(&codes::PLAN_CHANGED);
         let by_plan = e_is_changed || e.is(&codes::FOREIGN_PLAN);
         if t.plan_hash == self.plan.hash || !by_plan {

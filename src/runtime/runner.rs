@@ -68,6 +68,11 @@ pub struct Runner {
     pub(crate) servers: Option<Arc<dyn Servers>>,
     pub(crate) fetchers: HashMap<String, Fetcher>,
     pub(crate) replayers: HashMap<String, Replayer>,
+    /// A resume reads `env()` values from this process and takes scripted model
+    /// replacements only from beneath the project root, instead of trusting what the
+    /// thread recorded (a worker serving a folder: whoever submitted the thread does not
+    /// choose where its requests, and the secrets they carry, go).
+    pub(crate) own_configuration: bool,
 }
 
 impl Runner {
@@ -95,6 +100,7 @@ impl Runner {
             servers: None,
             fetchers: HashMap::new(),
             replayers: HashMap::new(),
+            own_configuration: false,
         }
     }
 
@@ -224,6 +230,17 @@ impl Runner {
     /// tool result`) instead of calling the tool over MCP.
     pub fn replayer(mut self, name: &str, f: Replayer) -> Runner {
         self.replayers.insert(name.to_string(), f);
+        self
+    }
+
+    /// Resumes threads with this process's configuration: `env()` values are read from
+    /// its environment (and recorded on the thread) instead of the ones the thread
+    /// recorded, and a scripted model replacement the thread recorded is refused unless
+    /// its replies file is beneath the project root. For a worker that serves a folder,
+    /// so that a thread submitted by someone else cannot point a model's `base_url` or a
+    /// server's address, and the secrets sent with them, somewhere else.
+    pub fn own_configuration(mut self) -> Runner {
+        self.own_configuration = true;
         self
     }
 

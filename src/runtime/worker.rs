@@ -459,8 +459,9 @@ async fn run_thread(
         // The worker's own plan, which the thread's state refuses: claimed, so that the
         // refusal is recorded on the thread (decided again on what the claim found).
         Err(e)
-            if rec.plan_hash != runner.plan().hash
-                && (e.is(&codes::FOREIGN_PLAN) || e.is(&codes::PLAN_CHANGED)) =>
+            if (rec.plan_hash != runner.plan().hash
+                && (e.is(&codes::FOREIGN_PLAN) || e.is(&codes::PLAN_CHANGED)))
+                || (opts.plans.is_some() && e.is(&codes::OPTION_INVALID)) =>
         {
             runner
                 .resume_claimed(&rec, why, run_options(opts, stop))
@@ -506,12 +507,15 @@ impl Runners {
             Some(p) => p.plan.clone(),
             None => super::stored_plan(&**store, rec).await?,
         };
-        let runner = Arc::new(
-            Runner::with_store(plan, store.clone())
-                .project_root(key.1.clone())
-                .source(&key.2)
-                .concurrency(opts.node_concurrency),
-        );
+        let mut runner = Runner::with_store(plan, store.clone())
+            .project_root(key.1.clone())
+            .source(&key.2)
+            .concurrency(opts.node_concurrency);
+        if served.is_some() {
+            // The worker's folder decides what runs, and its environment where it goes.
+            runner = runner.own_configuration();
+        }
+        let runner = Arc::new(runner);
         let mut kept = self.lock();
         if kept.len() >= RUNNERS_KEPT {
             kept.clear();
