@@ -189,20 +189,7 @@ tok=$(printf '%s' "$input" | sed -n 's/^{"token":"\(.*\)"}$/\1/p')
 printf '{"%s": 1, "ascii": "pa\\"ss\\\\w\\u00f6\\nrd\\ud83d\\udd11-canary-91c2e7", "plain": "%s"}\n' "$tok" "$tok"
 "#,
     );
-    // A result holding the secret as a server's JSON text holds it, escaped the way Go
-    // escapes it, and base64-encoded three ways.
-    p.script(
-        "leak_go.sh",
-        r#"#!/bin/sh
-input=$(cat)
-tok=$(printf '%s' "$input" | sed -n 's/^{"token":"\(.*\)"}$/\1/p')
-go=$(printf '%s' "$tok" | sed 's/&/\\\\u0026/g; s/</\\\\u003c/g; s/>/\\\\u003e/g')
-b64=$(printf '%s' "$tok" | base64 -w0)
-basic=$(printf 'user:%s' "$tok" | base64 -w0)
-url=$(printf 'x%s' "$tok" | base64 -w0 | tr '+/' '-_' | tr -d '=')
-printf '{"text": "{\\"echo\\":\\"%s\\"}", "b64": "%s", "auth": "Basic %s", "url": "%s"}\n' "$go" "$b64" "$basic" "$url"
-"#,
-    );
+    p.script("leak_go.sh", ECHO_ENCODED);
     // Fails with the secrets on stderr: whole, escaped for JSON, as an ASCII-only
     // encoder writes it, as Go's encoder writes it, in base64, and at the end so that
     // the kept tail starts inside it.
@@ -1472,6 +1459,44 @@ fn a_decision_may_name_a_call_by_the_name_a_rename_gives_it(store: &StoreKind) {
     assert_eq!(p.read("effects.log").lines().count(), 1);
 }
 
+/// Credentials written in the source or read with `env()`: `check` refuses them, so no
+/// plan and no thread ever holds one.
+fn credentials_in_clear_are_refused_before_a_plan_or_thread_holds_them(store: &StoreKind) {
+    let p = Project::on(store, "credentials");
+    p.write(
+        "keys.pipe",
+        "input q: string\n\nmodel fast {\n  provider = \"openai\"\n  name = \"gpt-4o-mini\"\n  api_key = env(\"OPENAI_API_KEY\")\n}\n\nserver tracker {\n  url = \"https://tracker.example/mcp\"\n  headers = { Authorization: \"Bearer tr-8f2c01\" }\n}\n\ntool search(q: string) -> json from tracker {\n  read_only = true\n}\n\nthink summary(q: string = input.q) -> { s: string } {\n  model = fast\n  prompt = \"Sum up {{ q }}\"\n}\n\nnode find(q: string = input.q) -> json {\n  call = search(q: q)\n}\n\noutput s = summary\noutput f = find\n",
+    );
+    let check = p.run(&["check", "keys.pipe"]);
+    let said = stderr(&check) + &stdout(&check);
+    assert_eq!(code(&check), 1, "{said}");
+    assert_eq!(said.matches("P0605").count(), 2, "{said}");
+    assert!(
+        said.contains("secret(\"OPENAI_API_KEY\")"),
+        "the fix says so:\n{said}"
+    );
+    let compiled = p.run(&["compile", "keys.pipe"]);
+    assert_ne!(code(&compiled), 0, "{}", stderr(&compiled));
+    assert!(
+        !stdout(&compiled).contains("tr-8f2c01"),
+        "{}",
+        stdout(&compiled)
+    );
+    let run = p
+        .cmd(&["run", "keys.pipe", "--input", "q=x"])
+        .env("OPENAI_API_KEY", "sk-canary-0c4d")
+        .output()
+        .expect("run");
+    assert_ne!(code(&run), 0, "refused:\n{}", stderr(&run));
+    assert!(thread_of(&stderr(&run)).is_none(), "{}", stderr(&run));
+    let runs = p.run(&["runs", "--json"]);
+    assert!(
+        !stdout(&runs).contains("keys"),
+        "no thread:\n{}",
+        stdout(&runs)
+    );
+}
+
 /// Answers every HTTP request with `401 Unauthorized` and `WWW-Authenticate: Bearer`;
 /// its URL. The thread serving it lives as long as the test.
 fn unauthorized_server() -> String {
@@ -1549,7 +1574,7 @@ fn store_url_with_password(tag: &str) -> Option<(String, &'static str)> {
 }
 
 /// Hints name the store a command used; a database's password is never in them, nor in
-/// anything else a command prints.
+/// anything else a command prints. On PostgreSQL only: a redb file has no password.
 #[test]
 fn a_database_password_never_shows_in_hints_or_the_worker_start_line() {
     let Some((url, password)) = store_url_with_password("dbpassword") else {
@@ -1663,4 +1688,5 @@ on_every_store!(
     a_node_starts_when_a_permit_frees_up_not_when_a_task_ends,
     a_decision_may_name_a_call_by_the_name_a_rename_gives_it,
     a_servers_401_is_not_taken_for_a_piece_of_a_secret,
+    credentials_in_clear_are_refused_before_a_plan_or_thread_holds_them,
 );
