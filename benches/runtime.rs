@@ -1,8 +1,9 @@
 //! Durable-run costs, measured on a real store file: chains of 100 pure `return` nodes,
-//! of 100 in-process `host` effects and of 100 `exec` effects (per step), one store
-//! commit, store bytes (100 vs 200 nodes), a 3-node pipeline with a gate (pause, warm
-//! resume), cold start to the gate and cold resume to completion in fresh processes, and
-//! `pipec runs` over a store of 100,000 threads.
+//! of 100 in-process `host` effects and of 100 `exec` effects (per step), scrubbing a
+//! 1 MiB result of secrets (with escapes to decode, and plain), one store commit, store
+//! bytes (100 vs 200 nodes), a 3-node pipeline with a gate (pause, warm resume), cold
+//! start to the gate and cold resume to completion in fresh processes, and `pipec runs`
+//! over a store of 100,000 threads.
 //!
 //! Per-step figures are means over a sequence (a chain's time ÷ 100); the references they
 //! are compared with (a store commit, the subprocess alone) are measured the same way, as
@@ -185,6 +186,52 @@ fn main() {
         "{:<34} {:>5} {:>4} {:>12} {:>12}",
         "measurement", "unit", "n", "median", "p95"
     );
+
+    // Scrubbing a 1 MiB tool result with five secrets: a JSON text with escapes in every
+    // string (so the decoded views are built), one secret in it three ways, and a plain
+    // text of the same size (one view).
+    {
+        let mut scrubber = pipec::runtime::secrets::Scrubber::default();
+        for (i, value) in [
+            "sk-live-0000aaaa1111bbbb",
+            "pa&ss<word>-2222",
+            "ghp_3333cccc4444dddd5555",
+            "Bearer kb-6666eeee",
+            "wörd/🔑-7777",
+        ]
+        .iter()
+        .enumerate()
+        {
+            scrubber.add(&format!("S{i}"), value);
+        }
+        let mut escaped = String::from("{\"items\":[");
+        let mut plain = String::new();
+        let mut i = 0;
+        while escaped.len() < 1 << 20 {
+            escaped.push_str(&format!(
+                "{{\"id\":{i},\"note\":\"line \\\"{i}\\\" caf\\u00e9 \\/ path%2F{i}\"}},"
+            ));
+            plain.push_str(&format!("row {i} of a plain result, nothing to see here\n"));
+            i += 1;
+        }
+        escaped
+            .push_str("\"pa\\u0026ss\\u003cword\\u003e-2222 c2stbGl2ZS0wMDAwYWFhYTExMTFiYmJi\"]}");
+        let mut times = Vec::new();
+        for _ in 0..reps {
+            let start = Instant::now();
+            let out = scrubber.scrub(&escaped);
+            times.push(ms(start.elapsed()));
+            assert!(out.contains("secret(S1)") && out.contains("secret(S0)"));
+        }
+        b.record("scrub.escaped_1mib_ms", "ms", times);
+        let mut times = Vec::new();
+        for _ in 0..reps {
+            let start = Instant::now();
+            let _ = scrubber.scrub(&plain);
+            times.push(ms(start.elapsed()));
+        }
+        b.record("scrub.plain_1mib_ms", "ms", times);
+    }
 
     // One durable commit of one small row, through the store (channel, fenced txn).
     {

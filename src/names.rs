@@ -1,4 +1,5 @@
-//! "Did you mean": the closest known name to a misspelt one.
+//! "Did you mean": the closest known name to a misspelt one; and the naming styles:
+//! the words of a name, snake_case, CamelCase, and names of environment variables.
 
 /// A close known name for a misspelt one, and whether it is the only one that close.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -145,6 +146,53 @@ pub fn to_camel_case(name: &str) -> String {
         .collect()
 }
 
+/// The words of a name: runs of ASCII letters and digits, split where the case turns
+/// from lower to upper (`getDeal` is `get`, `Deal`) and before the last capital of a
+/// run of capitals followed by a lowercase letter (`HTTPServer` is `HTTP`, `Server`).
+pub fn words(name: &str) -> Vec<String> {
+    let chars: Vec<char> = name.chars().collect();
+    let mut out: Vec<String> = Vec::new();
+    let mut current = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_ascii_alphanumeric() {
+            if !current.is_empty() {
+                out.push(std::mem::take(&mut current));
+            }
+            continue;
+        }
+        let prev = i.checked_sub(1).and_then(|p| chars.get(p)).copied();
+        let next = chars.get(i + 1).copied();
+        let boundary = c.is_ascii_uppercase()
+            && prev.is_some_and(|p| {
+                p.is_ascii_lowercase()
+                    || p.is_ascii_digit()
+                    || (p.is_ascii_uppercase() && next.is_some_and(|n| n.is_ascii_lowercase()))
+            });
+        if boundary && !current.is_empty() {
+            out.push(std::mem::take(&mut current));
+        }
+        current.push(c);
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// `SCREAMING_SNAKE_CASE`, for environment variables.
+pub fn env_var_name(name: &str) -> String {
+    let joined = words(name)
+        .iter()
+        .map(|w| w.to_ascii_uppercase())
+        .collect::<Vec<_>>()
+        .join("_");
+    if joined.is_empty() {
+        "VALUE".to_string()
+    } else {
+        joined
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,5 +251,12 @@ mod tests {
         assert!(!is_camel_case("deal_summary"));
         assert_eq!(to_snake_case("dealId"), "deal_id");
         assert_eq!(to_camel_case("deal_summary"), "DealSummary");
+    }
+
+    #[test]
+    fn environment_variables_are_named_in_screaming_snake_case() {
+        assert_eq!(env_var_name("crm Authorization"), "CRM_AUTHORIZATION");
+        assert_eq!(env_var_name("tracker X-Api-Key"), "TRACKER_X_API_KEY");
+        assert_eq!(env_var_name("—"), "VALUE");
     }
 }

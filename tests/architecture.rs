@@ -282,6 +282,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "rules",
             "names",
             "uri",
+            "base64",
             "plan",
             "prompt",
             "llm",

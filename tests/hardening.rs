@@ -153,12 +153,30 @@ fn gate_deadlines_are_absolute(store: &StoreKind) {
 /// A secret with every character JSON escapes, and a tail only it has.
 const NASTY: &str = "pa\"ss\\wö\nrd🔑-canary-91c2e7";
 const NASTY_TAIL: &str = "canary-91c2e7";
+/// A secret with the characters Go's JSON encoder escapes (`&`, `<`, `>`), long enough
+/// to be searched for in base64 too.
+const GO_SECRET: &str = "pa&ss<word>-canary-5d1e";
+
+/// Runs of base64 that only an encoding of `GO_SECRET` holds: its own, after `user:` (as
+/// `Basic` credentials carry it) and after one byte in the URL-safe alphabet.
+fn go_secret_in_base64() -> Vec<String> {
+    let std = pipec::base64::encode(GO_SECRET.as_bytes());
+    let basic = pipec::base64::encode(format!("user:{GO_SECRET}").as_bytes());
+    let url = pipec::base64::encode(format!("x{GO_SECRET}").as_bytes())
+        .replace('+', "-")
+        .replace('/', "_");
+    vec![
+        std[4..20].to_string(),
+        basic[10..26].to_string(),
+        url[4..20].to_string(),
+    ]
+}
 
 fn secrets_never_show_in_any_form_pipec_produces(store: &StoreKind) {
     let p = Project::on(store, "secrets");
     p.write(
         "leak.pipe",
-        "node echo(token: string = secret(\"NASTY\")) -> json {\n  exec = [\"./leak.sh\"]\n  idempotent = true\n}\n\nnode fail(token: string = secret(\"NASTY\"), prev: json = echo) -> json {\n  exec = [\"./fail.sh\"]\n  idempotent = true\n}\n\noutput echoed = echo\noutput failed = fail\n",
+        "node echo(token: string = secret(\"NASTY\")) -> json {\n  exec = [\"./leak.sh\"]\n  idempotent = true\n}\n\nnode echo_go(token: string = secret(\"GO_SECRET\")) -> json {\n  exec = [\"./leak_go.sh\"]\n  idempotent = true\n}\n\nnode fail(go: string = secret(\"GO_SECRET\"), token: string = secret(\"NASTY\"), prev: json = echo) -> json {\n  exec = [\"./fail.sh\"]\n  idempotent = true\n}\n\noutput echoed = echo\noutput echoed_go = echo_go\noutput failed = fail\n",
     );
     // Prints its stdin (pipec's JSON encoding of the secret) to stderr, and a result
     // whose key and value are the secret, the value as an ASCII-only encoder writes it.
@@ -171,15 +189,20 @@ tok=$(printf '%s' "$input" | sed -n 's/^{"token":"\(.*\)"}$/\1/p')
 printf '{"%s": 1, "ascii": "pa\\"ss\\\\w\\u00f6\\nrd\\ud83d\\udd11-canary-91c2e7", "plain": "%s"}\n' "$tok" "$tok"
 "#,
     );
-    // Fails with the secret on stderr: whole, escaped for JSON, as an ASCII-only
-    // encoder writes it, and at the end so that the kept tail starts inside it.
+    p.script("leak_go.sh", ECHO_ENCODED);
+    // Fails with the secrets on stderr: whole, escaped for JSON, as an ASCII-only
+    // encoder writes it, as Go's encoder writes it, in base64, and at the end so that
+    // the kept tail starts inside it.
     p.script(
         "fail.sh",
         r#"#!/bin/sh
 input=$(cat)
 tok=$(printf '%s' "$input" | sed -n 's/.*"token":"\(.*\)"}$/\1/p')
+go=$(printf '%s' "$input" | sed -n 's/^{"go":"\([^"]*\)".*/\1/p')
 echo "stdin was $input" >&2
 printf 'ascii pa\\"ss\\\\w\\u00f6\\nrd\\ud83d\\udd11-canary-91c2e7\n' >&2
+printf '%s' "$go" | sed 's/&/\\u0026/g; s/</\\u003C/g; s/>/\\u003E/g' >&2
+printf '\nauth Basic %s\n' "$(printf 'user:%s' "$go" | base64 -w0)" >&2
 head -c 3000 /dev/zero | tr '\0' 'y' >&2
 printf '%s' "$tok" >&2
 head -c 2040 /dev/zero | tr '\0' 'x' >&2
@@ -189,28 +212,43 @@ exit 3
     let out = p
         .cmd(&["run", "leak.pipe", "--events", "jsonl"])
         .env("NASTY", NASTY)
+        .env("GO_SECRET", GO_SECRET)
         .output()
         .expect("run");
     assert_eq!(code(&out), 1, "the second node fails: {}", stderr(&out));
     let all = format!("{}{}", stdout(&out), stderr(&out));
+    let leaks = |text: &str| -> Vec<String> {
+        let mut found: Vec<String> = ["91c2e7", "5d1e"]
+            .iter()
+            .filter(|piece| text.contains(*piece))
+            .map(|piece| piece.to_string())
+            .collect();
+        found.extend(
+            go_secret_in_base64()
+                .into_iter()
+                .filter(|b| text.contains(b)),
+        );
+        found
+    };
     assert!(
         !all.contains(NASTY_TAIL),
         "the secret in the output:\n{all}"
     );
     // Not even the end of it, where the kept stderr tail was cut inside it.
-    assert!(
-        !all.contains("91c2e7"),
-        "a piece of the secret in the output:\n{all}"
-    );
+    assert_eq!(leaks(&all), Vec::<String>::new(), "in the output:\n{all}");
     assert!(all.contains("secret(NASTY)"), "scrubbed, visibly:\n{all}");
     let thread = thread_of(&all).expect("thread");
     let shown = snapshot(&p, &thread);
-    assert!(!shown.contains("91c2e7"), "the secret in `show`:\n{shown}");
+    assert_eq!(leaks(&shown), Vec::<String>::new(), "in `show`:\n{shown}");
+    assert!(
+        shown.contains(r#"{\"echo\":\"secret(GO_SECRET)\"}"#),
+        "{shown}"
+    );
     let text = stdout(&p.run(&["show", &thread]));
     assert!(!text.contains(NASTY_TAIL), "{text}");
     let hay = p.store_contents();
     assert!(hay.contains(&thread), "the store holds the thread");
-    assert!(!hay.contains("91c2e7"), "the secret in the store");
+    assert_eq!(leaks(&hay), Vec::<String>::new(), "in the store");
 }
 
 fn unknown_names_on_the_command_line_are_errors(store: &StoreKind) {
@@ -1449,6 +1487,200 @@ fn a_decision_may_name_a_call_by_the_name_a_rename_gives_it(store: &StoreKind) {
     assert_eq!(p.read("effects.log").lines().count(), 1);
 }
 
+/// Credentials written in the source or read with `env()`: `check` refuses them, so no
+/// plan and no thread ever holds one.
+fn credentials_in_clear_are_refused_before_a_plan_or_thread_holds_them(store: &StoreKind) {
+    let p = Project::on(store, "credentials");
+    p.write(
+        "keys.pipe",
+        "input q: string\n\nmodel fast {\n  provider = \"openai\"\n  name = \"gpt-4o-mini\"\n  api_key = env(\"OPENAI_API_KEY\")\n}\n\nserver tracker {\n  url = \"https://tracker.example/mcp\"\n  headers = { Authorization: \"Bearer tr-8f2c01\" }\n}\n\ntool search(q: string) -> json from tracker {\n  read_only = true\n}\n\nthink summary(q: string = input.q) -> { s: string } {\n  model = fast\n  prompt = \"Sum up {{ q }}\"\n}\n\nnode find(q: string = input.q) -> json {\n  call = search(q: q)\n}\n\noutput s = summary\noutput f = find\n",
+    );
+    let check = p.run(&["check", "keys.pipe"]);
+    let said = stderr(&check) + &stdout(&check);
+    assert_eq!(code(&check), 1, "{said}");
+    assert_eq!(said.matches("P0605").count(), 2, "{said}");
+    assert!(
+        said.contains("secret(\"OPENAI_API_KEY\")"),
+        "the fix says so:\n{said}"
+    );
+    let compiled = p.run(&["compile", "keys.pipe"]);
+    assert_ne!(code(&compiled), 0, "{}", stderr(&compiled));
+    assert!(
+        !stdout(&compiled).contains("tr-8f2c01"),
+        "{}",
+        stdout(&compiled)
+    );
+    let run = p
+        .cmd(&["run", "keys.pipe", "--input", "q=x"])
+        .env("OPENAI_API_KEY", "sk-canary-0c4d")
+        .output()
+        .expect("run");
+    assert_ne!(code(&run), 0, "refused:\n{}", stderr(&run));
+    assert!(thread_of(&stderr(&run)).is_none(), "{}", stderr(&run));
+    let runs = p.run(&["runs", "--json"]);
+    assert!(
+        !stdout(&runs).contains("keys"),
+        "no thread:\n{}",
+        stdout(&runs)
+    );
+}
+
+/// Answers every HTTP request with `401 Unauthorized` and `WWW-Authenticate: Bearer`;
+/// its URL. The thread serving it lives as long as the test.
+fn unauthorized_server() -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("address");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+            // The request's head and body, as far as Content-Length says.
+            let mut seen = Vec::new();
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = stream.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                seen.extend_from_slice(&chunk[..n]);
+                let text = String::from_utf8_lossy(&seen).to_ascii_lowercase();
+                if let Some(head) = text.find("\r\n\r\n") {
+                    let length = text[..head]
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
+                    if seen.len() >= head + 4 + length {
+                        break;
+                    }
+                }
+            }
+            let _ = stream.write_all(
+                b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\nContent-Type: text/plain\r\nContent-Length: 6\r\nConnection: close\r\n\r\nBearer",
+            );
+        }
+    });
+    format!("http://{addr}/mcp")
+}
+
+/// A server that refuses pipec's credentials says `Bearer`, the first word of the
+/// secret pipec sent: the message must say it, not name the secret.
+fn a_servers_401_is_not_taken_for_a_piece_of_a_secret(store: &StoreKind) {
+    let p = Project::on(store, "unauthorized");
+    let url = unauthorized_server();
+    p.write(
+        "kb.pipe",
+        &format!(
+            "server kb {{\n  url = \"{url}\"\n  headers = {{ Authorization: secret(\"KB_AUTH\") }}\n}}\n\ntool search(q: string) -> json from kb {{\n  read_only = true\n}}\n\nnode find() -> json {{\n  call = search(q: \"x\")\n}}\n\noutput found = find\n"
+        ),
+    );
+    let out = p
+        .cmd(&["run", "kb.pipe"])
+        .env("KB_AUTH", "Bearer kb-7f3a9c20")
+        .output()
+        .expect("run");
+    let all = format!("{}{}", stdout(&out), stderr(&out));
+    assert_ne!(code(&out), 0, "{all}");
+    assert!(all.contains("401"), "the status is said:\n{all}");
+    assert!(
+        !all.contains("kb-7f3a9c20"),
+        "the secret in the output:\n{all}"
+    );
+    assert!(
+        !all.contains("secret(KB_AUTH)"),
+        "the server's `Bearer` taken for the secret:\n{all}"
+    );
+    assert!(all.contains("Bearer"), "the server's words:\n{all}");
+}
+
+/// The PostgreSQL test server's store URL with a password (the server does not ask for
+/// one), and the password.
+fn store_url_with_password(tag: &str) -> Option<(String, &'static str)> {
+    let url = common::pg_schema::postgres_store(tag)?;
+    let password = "pw-canary-3f8a";
+    Some((format!("{url}&password={password}"), password))
+}
+
+/// Hints name the store a command used; a database's password is never in them, nor in
+/// anything else a command prints. On PostgreSQL only: a redb file has no password.
+#[test]
+fn a_database_password_never_shows_in_hints_or_the_worker_start_line() {
+    let Some((url, password)) = store_url_with_password("dbpassword") else {
+        return;
+    };
+    let store = StoreKind::Postgres(url.clone());
+    let p = gated(&store, "dbpassword");
+    p.write(
+        "fails.pipe",
+        "node boom() -> json {\n  exec = [\"./boom.sh\"]\n}\n\noutput boom = boom\n",
+    );
+    p.script(
+        "boom.sh",
+        "#!/bin/sh\ncat >/dev/null\necho 'no luck' >&2\nexit 1\n",
+    );
+    p.write(
+        "blocks.pipe",
+        "node hit() -> { done: bool } {\n  exec = [\"./hit.sh\"]\n  timeout = 300ms\n}\n\noutput hit = hit\n",
+    );
+    p.script(
+        "hit.sh",
+        "#!/bin/sh\ncat >/dev/null\nsleep 5\necho '{\"done\":true}'\n",
+    );
+    let mut said = Vec::new();
+    let mut said_by = |out: std::process::Output| {
+        let text = format!("{}{}", stdout(&out), stderr(&out));
+        said.push(text.clone());
+        text
+    };
+    // The store from `PIPEC_STORE`: the hint names the variable, and runs as it is.
+    let paused = said_by(p.run(&["run", "gated.pipe", "--input", "id=A7"]));
+    assert!(paused.contains("--store \"$PIPEC_STORE\""), "{paused}");
+    let thread = thread_of(&paused).expect("thread");
+    // The store from `--store`: the hint shows the URL without its password.
+    let flagged = |args: &[&str]| {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--store", url.as_str()]);
+        p.cmd(&all)
+            .env_remove("PIPEC_STORE")
+            .stdin(Stdio::null())
+            .output()
+            .expect("pipec runs")
+    };
+    let paused = said_by(flagged(&["run", "gated.pipe", "--input", "id=B2"]));
+    assert!(paused.contains("password=***"), "{paused}");
+    let failed = said_by(flagged(&["run", "fails.pipe"]));
+    assert!(failed.contains("`pipec show"), "{failed}");
+    said_by(flagged(&["run", "blocks.pipe"]));
+    said_by(p.run(&["run", "fails.pipe"]));
+    said_by(p.run(&["runs"]));
+    said_by(p.run(&["show", &thread]));
+    said_by(p.run(&["store", "stats"]));
+    said_by(p.run(&["store", "check"]));
+    // The worker's start line names its store.
+    let mut worker = p
+        .cmd(&["worker", "--store", &url])
+        .env_remove("PIPEC_STORE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("worker");
+    let mut line = String::new();
+    let stderr_pipe = worker.stderr.take().expect("stderr");
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stderr_pipe), &mut line)
+        .expect("the start line");
+    let _ = worker.kill();
+    let _ = worker.wait();
+    assert!(
+        line.contains("worker ") && line.contains("password=***"),
+        "{line}"
+    );
+    said.push(line);
+    for text in &said {
+        assert!(!text.contains(password), "the password in:\n{text}");
+    }
+}
+
 on_every_store!(
     a_thread_runs_only_its_own_pipeline,
     gate_deadlines_are_absolute,
@@ -1484,6 +1716,8 @@ on_every_store!(
     an_answer_to_a_renamed_gate_is_taken_before_its_deadline_is,
     a_node_starts_when_a_permit_frees_up_not_when_a_task_ends,
     a_decision_may_name_a_call_by_the_name_a_rename_gives_it,
+    a_servers_401_is_not_taken_for_a_piece_of_a_secret,
+    credentials_in_clear_are_refused_before_a_plan_or_thread_holds_them,
 );
 
 /// Progress names each item of an `each` node (`work[2]`), and a node whose items failed

@@ -129,9 +129,15 @@ enum Via<'a> {
 }
 
 fn drive(dir: &Path, era: Era, via: Via, plan: &Value) -> Value {
+    drive_with(dir, era, via, plan, &[])
+}
+
+/// [`drive`] with more variables in the client's environment (and so the stdio server's).
+fn drive_with(dir: &Path, era: Era, via: Via, plan: &Value, env: &[(&str, &str)]) -> Value {
     let mut cmd = Command::new(python_with_mcp());
     cmd.arg(client())
         .args(["--era", era.name()])
+        .envs(env.iter().copied())
         .current_dir(dir);
     match via {
         Via::Http(url, token) => {
@@ -648,6 +654,35 @@ fn served_pipeline(era: Era, tag: &str) {
     // The run is a thread of the project's store, as `pipec run` would make it.
     let runs = p.run(&["runs"]);
     assert!(String::from_utf8_lossy(&runs.stdout).contains("completed"));
+}
+
+/// A served pipeline whose node echoes a secret as a server's JSON text holds it (escaped
+/// the way Go escapes `&`, `<` and `>`) and base64-encoded: the tool's result names it.
+#[test]
+fn a_served_pipelines_result_never_holds_a_secret_in_any_encoding() {
+    let p = Project::new("serve-secret");
+    p.write(
+        "leak.pipe",
+        "node echo(token: string = secret(\"GO_SECRET\")) -> json {\n  exec = [\"./echo.sh\"]\n}\n\noutput echoed = echo\n",
+    );
+    p.script("echo.sh", common::ECHO_ENCODED);
+    let secret = "pa&ss<word>-canary-e6a0";
+    let out = drive_with(
+        &p.dir,
+        Era::Modern,
+        Via::Stdio(&["leak.pipe"]),
+        &json!({ "pipeline": { "tool": "leak", "arguments": {} } }),
+        &[("GO_SECRET", secret)],
+    );
+    let text = out["call"].to_string();
+    assert_eq!(out["call"]["isError"], false, "{text}");
+    let b64 = pipec::base64::encode(secret.as_bytes());
+    assert!(!text.contains("e6a0"), "the secret in the result:\n{text}");
+    assert!(
+        !text.contains(&b64[4..20]),
+        "base64 of it in the result:\n{text}"
+    );
+    assert!(text.contains("secret(GO_SECRET)"), "{text}");
 }
 
 #[test]

@@ -716,6 +716,40 @@ fn pull_over_http_reads_header_values_from_secrets() {
 }
 
 #[test]
+fn pull_never_prints_a_secret_the_server_echoes() {
+    let p = Project::new("pull-echo");
+    p.write(
+        "tracker.pipe",
+        &format!(
+            "server tracker {{\n  command = {}\n  args = [{}]\n  env = {{ SCHEMA_ECHO: secret(\"TRACKER_TOKEN\") }}\n}}\n",
+            quoted(&on_path(&python()).display().to_string()),
+            quoted(&schema_server().display().to_string()),
+        ),
+    );
+    for format in ["pipe", "json"] {
+        let out = p
+            .cmd(&[
+                "tools",
+                "pull",
+                "tracker",
+                "tracker.pipe",
+                "--format",
+                format,
+            ])
+            .env("TRACKER_TOKEN", "pa&ss<word>-canary-77c1")
+            .output()
+            .expect("pull");
+        let text = stdout(&out);
+        assert_eq!(code(&out), 0, "{text}{}", stderr(&out));
+        assert!(!text.contains("77c1"), "the secret is printed:\n{text}");
+        assert!(
+            text.contains("Started with secret(TRACKER_TOKEN)"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
 fn pull_json_prints_the_listings_as_the_server_sent_them() {
     let p = Project::new("pull-json");
     let out = pull(&p, &["crm", "--command", demo_crm(), "--format", "json"]);

@@ -4,11 +4,12 @@
 use std::path::Path;
 
 use super::Checker;
+use super::credentials::{is_credential_header, is_credential_name, url_user_part};
 use super::hir::*;
 use super::mismatch::Target;
 use super::settings::literal_json;
 use super::ty::{self, Ty};
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Applicability, Diagnostic, Edit, Fix};
 use crate::names;
 use crate::rules as r;
 use crate::source::{FileId, Span};
@@ -116,6 +117,18 @@ const TOOL_SETTINGS: &[&str] = &[
     "max_result_bytes",
 ];
 const READER_SETTINGS: &[&str] = &["uri", "max_bytes", "mime"];
+
+/// What a configuration value holds, as far as credentials go.
+pub(crate) enum Holds {
+    /// A credential (a model's `api_key`, the value of a header that carries one): it must
+    /// be read with `secret()` (P0605). `what` names it in messages, `var` is the variable
+    /// the help suggests.
+    Credential { what: String, var: String },
+    /// A server's `env` variable of this name: a credential if its name says so (P0606).
+    Named(String),
+    /// Anything else: only an `env()` read of a variable named like a credential (P0606).
+    Config,
+}
 const PROVIDERS: &[&str] = &["openai", "scripted"];
 
 impl Checker<'_> {
@@ -176,14 +189,28 @@ impl Checker<'_> {
             .map(|x| x.0)
             .collect();
         let cwd = self.string_setting(&s, "cwd").map(|x| x.0);
+        let server_name = &decl.name.name;
         let env = match s.get("env") {
-            Some(setting) => self.config_record(file, setting, "env", "NAME"),
+            Some(setting) => self.config_record(file, setting, "env", "NAME", server_name),
             None => Vec::new(),
         };
         let headers = match s.get("headers") {
-            Some(setting) => self.config_record(file, setting, "headers", "Header-Name"),
+            Some(setting) => {
+                self.config_record(file, setting, "headers", "Header-Name", server_name)
+            }
             None => Vec::new(),
         };
+        if let Some(e) = s.expr("url") {
+            let var = names::env_var_name(&format!("{server_name} authorization"));
+            self.credentials_in_url(
+                file,
+                e,
+                &format!("the `url` of the server `{server_name}`"),
+                &format!(
+                    "send them in a header read from a secret: `headers = {{ Authorization: secret(\"{var}\") }}`"
+                ),
+            );
+        }
         let mut resources = Vec::new();
         for (pattern, span) in self.strings_setting(&s, "resources").unwrap_or_default() {
             if let Some(t) = self.uri_template_at(file, &pattern, span, None) {
@@ -213,6 +240,7 @@ impl Checker<'_> {
         setting: &ast::Setting,
         what: &str,
         example: &str,
+        server: &str,
     ) -> Vec<(String, ConfigValue)> {
         let mut out = Vec::new();
         {
@@ -245,7 +273,17 @@ impl Checker<'_> {
                 },
             };
             for (name, _span, value) in entries {
-                if let Some(v) = self.config_value(file, value, true) {
+                let holds = if what != "headers" {
+                    Holds::Named(name.clone())
+                } else if is_credential_header(&name) {
+                    Holds::Credential {
+                        what: format!("the header `{name}` of the server `{server}`"),
+                        var: names::env_var_name(&format!("{server} {name}")),
+                    }
+                } else {
+                    Holds::Config
+                };
+                if let Some(v) = self.config_value(file, value, true, &holds) {
                     out.push((name, v));
                 }
             }
@@ -253,8 +291,142 @@ impl Checker<'_> {
         out
     }
 
-    /// A value that may be a literal, `env("X")` or (where allowed) `secret("X")`.
+    /// A value that may be a literal, `env("X")` or (where allowed) `secret("X")`; one that
+    /// `holds` a credential must be a secret.
     pub(crate) fn config_value(
+        &mut self,
+        file: FileId,
+        e: &ast::Expr,
+        secret_ok: bool,
+        holds: &Holds,
+    ) -> Option<ConfigValue> {
+        let value = self.config_value_of(file, e, secret_ok)?;
+        self.check_credential(file, e.span, &value, holds);
+        Some(value)
+    }
+
+    /// Reports a credential that is not read with `secret()`: P0605 for what certainly is
+    /// one, P0606 for what is named like one.
+    pub(crate) fn check_credential(
+        &mut self,
+        file: FileId,
+        span: Span,
+        value: &ConfigValue,
+        holds: &Holds,
+    ) {
+        // Reads the same variable as a secret: safe unless it drops a default.
+        let to_secret = |var: &str, default: &Option<String>, applicability| Fix {
+            title: format!("read `{var}` with `secret()`"),
+            applicability: if default.is_some() {
+                Applicability::Unsafe
+            } else {
+                applicability
+            },
+            edits: vec![Edit {
+                file,
+                span,
+                replacement: format!("secret(\"{var}\")"),
+            }],
+        };
+        let diagnostic = match (holds, value) {
+            (_, ConfigValue::Secret { .. }) => return,
+            (_, ConfigValue::Literal(text)) if text.is_empty() => return,
+            (Holds::Credential { what, var }, ConfigValue::Literal(_)) => Diagnostic::new(
+                &r::CREDENTIAL_NOT_SECRET,
+                file,
+                span,
+                format!("{what} is written in the source: the compiled plan would hold the credential"),
+            )
+            .label("a credential in clear")
+            .help(format!(
+                "read it from the environment when a run needs it, and never store it: write `secret(\"{var}\")` and set `{var}`"
+            )),
+            (Holds::Credential { what, .. }, ConfigValue::Env { var, default }) => {
+                Diagnostic::new(
+                    &r::CREDENTIAL_NOT_SECRET,
+                    file,
+                    span,
+                    format!("{what} is read with `env()`: every thread would store the credential"),
+                )
+                .label("recorded with the thread")
+                .help(format!(
+                    "write `secret(\"{var}\")`: a secret is read when a run needs it and never stored"
+                ))
+                .fix(to_secret(var, default, Applicability::Safe))
+            }
+            (_, ConfigValue::Env { var, default }) if is_credential_name(var) => Diagnostic::new(
+                &r::CREDENTIAL_NAME_NOT_SECRET,
+                file,
+                span,
+                format!("`{var}` is named like a credential, and `env()` stores its value with every thread"),
+            )
+            .label("recorded with the thread")
+            .help(format!(
+                "if it is a credential, write `secret(\"{var}\")`: a secret is read when a run needs it and never stored"
+            ))
+            .fix(to_secret(var, default, Applicability::Unsafe)),
+            (Holds::Named(name), ConfigValue::Env { default, .. }) if is_credential_name(name) => {
+                Diagnostic::new(
+                    &r::CREDENTIAL_NAME_NOT_SECRET,
+                    file,
+                    span,
+                    format!("`{name}` is named like a credential, and `env()` stores its value with every thread"),
+                )
+                .label("recorded with the thread")
+                .help(format!(
+                    "if it is a credential, write `secret(\"{name}\")`: a secret is read when a run needs it and never stored"
+                ))
+                .fix(to_secret(name, default, Applicability::Unsafe))
+            }
+            (Holds::Named(name), ConfigValue::Literal(_)) if is_credential_name(name) => {
+                Diagnostic::new(
+                    &r::CREDENTIAL_NAME_NOT_SECRET,
+                    file,
+                    span,
+                    format!("`{name}` is named like a credential, and written in the source: the compiled plan would hold it"),
+                )
+                .label("in clear")
+                .help(format!(
+                    "if it is a credential, write `secret(\"{name}\")` and set `{name}`: a secret is read when a run needs it and never stored"
+                ))
+            }
+            _ => return,
+        };
+        self.diags.push(diagnostic);
+    }
+
+    /// Reports a URL whose user part holds credentials (P0605): a literal, or the default
+    /// of an `env()` read.
+    fn credentials_in_url(&mut self, file: FileId, e: &ast::Expr, what: &str, help: &str) {
+        let at = match &e.kind {
+            ExprKind::Str(lit) => {
+                url_user_part(&lit.value).map(|r| lit.source_span(r.start, r.end))
+            }
+            ExprKind::Call(_, args) => args
+                .iter()
+                .filter(|a| a.name.as_ref().is_some_and(|n| n.name == "default"))
+                .find_map(|a| match &a.value.kind {
+                    ExprKind::Str(lit) => url_user_part(&lit.value).map(|_| a.value.span),
+                    _ => None,
+                }),
+            _ => None,
+        };
+        if let Some(at) = at {
+            self.diags.push(
+                Diagnostic::new(
+                    &r::CREDENTIAL_NOT_SECRET,
+                    file,
+                    at,
+                    format!("{what} holds credentials in its user part: the compiled plan would hold them"),
+                )
+                .label("credentials in clear")
+                .help(help.to_string()),
+            );
+        }
+    }
+
+    /// [`Checker::config_value`] without the credential check.
+    fn config_value_of(
         &mut self,
         file: FileId,
         e: &ast::Expr,
@@ -279,7 +451,7 @@ impl Checker<'_> {
                             self.diags.push(
                                 Diagnostic::new(&r::SECRET_OUT_OF_PLACE, file, e.span, "a secret cannot be used here")
                                     .label("secret")
-                                    .help("secrets go only into server `env`, model `api_key`, `call` arguments and `exec`/`host` parameters"),
+                                    .help("secrets go only into server `env` and `headers`, model `api_key`, `call` arguments and `exec`/`host` parameters"),
                             );
                             return None;
                         }
@@ -413,12 +585,31 @@ impl Checker<'_> {
                 "name the model the endpoint serves, e.g. `name = \"gpt-4o-mini\"`",
             );
         }
+        let model = &decl.name.name;
+        let key_var = if provider == "openai" {
+            "OPENAI_API_KEY".to_string()
+        } else {
+            names::env_var_name(&format!("{model} api key"))
+        };
         let base_url = s
             .expr("base_url")
-            .and_then(|e| self.config_value(file, e, false));
-        let api_key = s
-            .expr("api_key")
-            .and_then(|e| self.config_value(file, e, true));
+            .and_then(|e| self.config_value(file, e, false, &Holds::Config));
+        if let Some(e) = s.expr("base_url") {
+            self.credentials_in_url(
+                file,
+                e,
+                &format!("the `base_url` of the model `{model}`"),
+                &format!("leave them out of the URL, and give the key as `api_key = secret(\"{key_var}\")`"),
+            );
+        }
+        let api_key = s.expr("api_key").and_then(|e| {
+            // An `env("X")` becomes `secret("X")`; a literal needs a name.
+            let holds = Holds::Credential {
+                what: format!("the `api_key` of the model `{model}`"),
+                var: key_var.clone(),
+            };
+            self.config_value(file, e, true, &holds)
+        });
         let temperature = self.float_setting(&s, "temperature");
         let max_tokens = self.int_setting(&s, "max_tokens");
         let timeout_ms = self.duration_setting(&s, "timeout");

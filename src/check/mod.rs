@@ -10,6 +10,7 @@
 pub mod hir;
 pub mod ty;
 
+mod credentials;
 mod decls;
 mod expr;
 pub mod graph;

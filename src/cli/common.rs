@@ -96,6 +96,27 @@ pub fn is_database(path: &Path) -> bool {
     crate::store::is_postgres_url(&path.to_string_lossy())
 }
 
+/// A store location as messages show it: a database URL without its password.
+pub fn shown(path: &Path) -> String {
+    crate::store::shown(&path.to_string_lossy())
+}
+
+/// ` --store LOCATION` for the hints that name the store a command used (`pipec resume
+/// ...`): nothing for the default store; `"$PIPEC_STORE"` for a URL with a password that
+/// came from there, so that the hint runs as it is in the same environment; else the
+/// location as [`shown`], where a password is `***` to be typed again.
+pub fn store_flag(flag: &Option<PathBuf>, store: &Path) -> String {
+    let from_env = flag.is_none() && std::env::var_os("PIPEC_STORE").is_some_and(|s| !s.is_empty());
+    if flag.is_none() && !from_env {
+        return String::new();
+    }
+    let shown = shown(store);
+    if from_env && shown != store.to_string_lossy() {
+        return " --store \"$PIPEC_STORE\"".to_string();
+    }
+    format!(" --store {}", shell_quote(&shown))
+}
+
 /// Prints a store error; where there is no store, the help names one nearby.
 pub fn print_store_error(e: StoreError, path: &Path) {
     let missing = matches!(e, StoreError::Missing { .. }) && !is_database(path);
@@ -395,18 +416,7 @@ fn shell_quote(s: &str) -> String {
 }
 
 /// Prints an outcome: outputs on stdout, or what to do next; returns the exit code.
-pub fn report(
-    outcome: &Outcome,
-    store: &Path,
-    default_store: bool,
-    detailed: bool,
-    events: bool,
-) -> u8 {
-    let store_flag = if default_store {
-        String::new()
-    } else {
-        format!(" --store {}", shell_quote(&store.display().to_string()))
-    };
+pub fn report(outcome: &Outcome, store_flag: &str, detailed: bool, events: bool) -> u8 {
     match outcome {
         Outcome::Completed { outputs, .. } => {
             if !events {

@@ -56,7 +56,7 @@ pub struct Args {
 pub fn run(args: Args) -> u8 {
     let root = common::default_root();
     let store_path = common::store_path(&args.store, &root);
-    let default_store = args.store.is_none() && std::env::var_os("PIPEC_STORE").is_none();
+    let store_flag = common::store_flag(&args.store, &store_path);
     let (rt, store) = match common::runtime_and_existing_store(&store_path) {
         Ok(pair) => pair,
         Err(code) => return code,
@@ -152,8 +152,7 @@ pub fn run(args: Args) -> u8 {
         let code = resume_one(
             &rt,
             &store,
-            &store_path,
-            default_store,
+            &store_flag,
             &thread,
             &args,
             answers.clone(),
@@ -169,8 +168,7 @@ pub fn run(args: Args) -> u8 {
 fn resume_one(
     rt: &tokio::runtime::Runtime,
     store: &Arc<dyn crate::store::Store>,
-    store_path: &std::path::Path,
-    default_store: bool,
+    store_flag: &str,
     thread: &str,
     args: &Args,
     answers: Vec<(String, serde_json::Value)>,
@@ -236,13 +234,7 @@ fn resume_one(
         ..Default::default()
     };
     match rt.block_on(runner.resume_with(&rec.id, answers, opts)) {
-        Ok(outcome) => common::report(
-            &outcome,
-            store_path,
-            default_store,
-            args.detailed_exitcode,
-            events,
-        ),
+        Ok(outcome) => common::report(&outcome, store_flag, args.detailed_exitcode, events),
         Err(e) => {
             common::print_error(&e);
             super::EXIT_FINDINGS

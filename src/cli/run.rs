@@ -103,7 +103,7 @@ pub fn run(args: Args) -> u8 {
         }
     };
     let store_path = common::store_path(&args.store, &root);
-    let default_store = args.store.is_none() && std::env::var_os("PIPEC_STORE").is_none();
+    let store_flag = common::store_flag(&args.store, &store_path);
     let (rt, store) = match common::runtime_and_store(&store_path) {
         Ok(pair) => pair,
         Err(code) => return code,
@@ -142,13 +142,7 @@ pub fn run(args: Args) -> u8 {
         };
     }
     match rt.block_on(runner.start_with(inputs, opts)) {
-        Ok(outcome) => common::report(
-            &outcome,
-            &store_path,
-            default_store,
-            args.detailed_exitcode,
-            events,
-        ),
+        Ok(outcome) => common::report(&outcome, &store_flag, args.detailed_exitcode, events),
         Err(e) => {
             common::print_error(&e);
             super::EXIT_FINDINGS

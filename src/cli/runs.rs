@@ -74,7 +74,7 @@ pub fn run(args: Args) -> u8 {
         } else {
             super::err(&format!(
                 "no runs yet (no store at {})",
-                store_path.display()
+                common::shown(&store_path)
             ));
         }
         return super::EXIT_OK;

@@ -137,7 +137,7 @@ pub fn run(args: Args) -> u8 {
 
 /// The same commands on a PostgreSQL store.
 fn run_on_database(command: StoreCommand, url: &str, failed: &dyn Fn(StoreError) -> u8) -> u8 {
-    let shown = crate::store::redact(url);
+    let shown = crate::store::shown(url);
     match command {
         // Handled by `run`.
         StoreCommand::Copy(_) => super::EXIT_USAGE,

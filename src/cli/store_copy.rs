@@ -43,16 +43,6 @@ pub struct Args {
     json: bool,
 }
 
-/// A store location as messages show it: a URL without its password.
-fn shown(location: &Path) -> String {
-    let text = location.to_string_lossy();
-    if common::is_database(location) {
-        crate::store::redact(&text)
-    } else {
-        text.into_owned()
-    }
-}
-
 /// Whether two locations name one store (the same URL, or the same file).
 fn same_store(a: &Path, b: &Path) -> bool {
     if a == b {
@@ -68,7 +58,7 @@ fn same_store(a: &Path, b: &Path) -> bool {
 }
 
 pub fn run(args: Args) -> u8 {
-    let (from, to) = (shown(&args.from), shown(&args.to));
+    let (from, to) = (common::shown(&args.from), common::shown(&args.to));
     if same_store(&args.from, &args.to) {
         super::err(&format!(
             "error: `--from` and `--to` name the same store, {from}\n  help: copy to another store file or database"

@@ -97,7 +97,7 @@ pub fn run(args: Args) -> u8 {
     super::err(&format!(
         "worker {} on {}: {served}, {} at once",
         std::process::id(),
-        store_path.display(),
+        common::shown(&store_path),
         args.concurrency
     ));
     let report = rt.block_on(async {

@@ -39,7 +39,7 @@ impl Context<'_> {
     fn protocol(&self, message: impl Into<String>) -> McpError {
         McpError::Protocol {
             server: self.server(),
-            message: (self.redact)(&message.into()),
+            message: self.redact.whole(&message.into()),
         }
     }
 
@@ -60,7 +60,7 @@ impl Context<'_> {
             ServiceError::McpError(data) => McpError::Server {
                 server: self.server(),
                 code: i64::from(data.code.0),
-                message: (self.redact)(&data.message),
+                message: self.redact.whole(&data.message),
                 data: data.data,
             },
             ServiceError::TransportClosed => self.closed(),
@@ -85,7 +85,7 @@ impl Context<'_> {
     pub fn start(&self, error: ClientInitializeError) -> McpError {
         let start = |message: String| McpError::Start {
             server: self.server(),
-            message: (self.redact)(&message),
+            message: self.redact.whole(&message),
             stderr: self.stderr.clone(),
         };
         match error {
@@ -125,7 +125,7 @@ impl Context<'_> {
         let status = |status: u16, body: &str| McpError::Http {
             server: self.server(),
             status,
-            body: (self.redact)(&shorten(body)),
+            body: self.redact.whole(&shorten(body)),
         };
         match error {
             StreamableHttpError::HttpStatus(e) => status(e.status, ""),

@@ -153,7 +153,7 @@ impl Session {
                 return failed(McpError::Garbage {
                     server: config.name.clone(),
                     lines,
-                    sample: (config.redact)(&sample),
+                    sample: config.redact.whole(&sample),
                 })
                 .await;
             }
@@ -411,7 +411,7 @@ impl Session {
             .map(|(lines, sample)| McpError::Garbage {
                 server: self.config.name.clone(),
                 lines,
-                sample: (self.config.redact)(&sample),
+                sample: self.config.redact.whole(&sample),
             })
     }
 
@@ -425,7 +425,7 @@ impl Session {
     fn protocol(&self, message: String) -> McpError {
         McpError::Protocol {
             server: self.config.name.clone(),
-            message: (self.config.redact)(&message),
+            message: self.config.redact.whole(&message),
         }
     }
 

@@ -9,6 +9,8 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::watch;
 
+use super::types::Redaction;
+
 /// How much of the end of stderr is kept.
 pub(super) const STDERR_TAIL_BYTES: usize = 16 * 1024;
 
@@ -76,9 +78,10 @@ impl StderrTail {
     }
 
     /// The tail as text, through `redact`. When the ring has dropped bytes, the cut
-    /// first line is left out: half a line may hold half a secret, which no redaction
-    /// of whole values would recognise.
-    pub fn text(&self, redact: &(dyn Fn(&str) -> String + Send + Sync)) -> String {
+    /// first line is left out (half a line may hold half a secret, which no redaction
+    /// of whole values would recognise), and the rest is redacted as a tail: a secret
+    /// with a line break in it may still have begun before the cut.
+    pub fn text(&self, redact: &dyn Redaction) -> String {
         let (bytes, wrapped) = {
             let ring = match self.ring.lock() {
                 Ok(r) => r,
@@ -89,14 +92,14 @@ impl StderrTail {
                 ring.wrapped,
             )
         };
-        let mut text = String::from_utf8_lossy(&bytes).into_owned();
-        if wrapped {
-            text = match text.find('\n') {
-                Some(at) => text[at + 1..].to_string(),
-                None => String::new(),
-            };
+        let text = String::from_utf8_lossy(&bytes);
+        if !wrapped {
+            return redact.whole(&text);
         }
-        redact(&text)
+        match text.find('\n') {
+            Some(at) => redact.tail(&text[at + 1..]),
+            None => String::new(),
+        }
     }
 
     /// Waits until the server's stderr reached its end (it exited), at most `limit`:

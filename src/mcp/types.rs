@@ -9,7 +9,26 @@ use serde_json::Value;
 
 /// Applied to every text a session puts into an error (a server's stderr tail, an HTTP
 /// body): the caller's secret scrubber.
-pub type Redact = Arc<dyn Fn(&str) -> String + Send + Sync>;
+pub type Redact = Arc<dyn Redaction>;
+
+/// The caller's secret scrubber, told whether a text is whole or the end of a longer
+/// stream. A function of a text is one that treats both alike.
+pub trait Redaction: Send + Sync {
+    /// A whole text: a message, an HTTP body.
+    fn whole(&self, text: &str) -> String;
+
+    /// The end of a longer stream whose start was cut (a server's stderr tail), which
+    /// may begin inside a secret.
+    fn tail(&self, text: &str) -> String {
+        self.whole(text)
+    }
+}
+
+impl<F: Fn(&str) -> String + Send + Sync> Redaction for F {
+    fn whole(&self, text: &str) -> String {
+        self(text)
+    }
+}
 
 /// How to reach one server.
 #[derive(Clone)]

@@ -65,6 +65,8 @@ catalogue! {
     act_without_effects::ACT_WITHOUT_EFFECTS,
     secret_out_of_place::SECRET_OUT_OF_PLACE,
     effect_in_node::EFFECT_IN_NODE,
+    credential_not_secret::CREDENTIAL_NOT_SECRET,
+    credential_name_not_secret::CREDENTIAL_NAME_NOT_SECRET,
     tool_annotation_contradiction::TOOL_ANNOTATION_CONTRADICTION,
     unlisted_tool_parameter::UNLISTED_TOOL_PARAMETER,
     unserved_resource_template::UNSERVED_RESOURCE_TEMPLATE,

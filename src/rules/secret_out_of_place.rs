@@ -2,7 +2,7 @@
 
 crate::declare_rule! {
     /// ## What it catches
-    /// `secret("X")` anywhere but a server's `env`, a model's `api_key`, or a parameter of a
+    /// `secret("X")` anywhere but a server's `env` or `headers`, a model's `api_key`, or a parameter of a
     /// `node` or `act` whose body is a `call` (to pass it as an argument), an `exec` or a `host`.
     /// It is refused in the parameters of `think`, `agent` and `gate` nodes and of `act` loops,
     /// in `return` nodes, in resource URIs, and in outputs.

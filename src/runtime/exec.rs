@@ -57,34 +57,46 @@ pub enum ExecError {
     /// It exited non-zero (or was killed by a signal).
     Exit {
         status: String,
-        stderr: String,
+        stderr: Stderr,
     },
     TimedOut {
         after: Duration,
-        stderr: String,
+        stderr: Stderr,
     },
     /// Its stdout is not one JSON value.
     Output {
         message: String,
-        stderr: String,
+        stderr: Stderr,
     },
 }
 
+/// The kept end of a command's stderr.
+#[derive(Debug, Default)]
+pub struct Stderr {
+    pub text: String,
+    /// Its start was dropped: it may begin inside a secret.
+    pub cut: bool,
+}
+
 impl ExecError {
-    /// The same error with its stderr passed through `f` (the secret scrubber).
-    pub fn map_stderr(self, f: impl Fn(&str) -> String) -> ExecError {
+    /// The same error with its stderr's text passed through `f` (the secret scrubber).
+    pub fn map_stderr(self, f: impl Fn(&Stderr) -> String) -> ExecError {
+        let map = |stderr: Stderr| Stderr {
+            text: f(&stderr),
+            cut: stderr.cut,
+        };
         match self {
             ExecError::Exit { status, stderr } => ExecError::Exit {
                 status,
-                stderr: f(&stderr),
+                stderr: map(stderr),
             },
             ExecError::TimedOut { after, stderr } => ExecError::TimedOut {
                 after,
-                stderr: f(&stderr),
+                stderr: map(stderr),
             },
             ExecError::Output { message, stderr } => ExecError::Output {
                 message,
-                stderr: f(&stderr),
+                stderr: map(stderr),
             },
             other => other,
         }
@@ -93,8 +105,8 @@ impl ExecError {
 
 impl std::fmt::Display for ExecError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let tail = |s: &str| {
-            let s = s.trim_end();
+        let tail = |s: &Stderr| {
+            let s = s.text.trim_end();
             if s.trim().is_empty() {
                 return String::new();
             }
@@ -158,7 +170,7 @@ async fn run_command(req: ExecRequest<'_>, reaper: Option<&ReaperId>) -> Result<
             Err(_) => {
                 return Err(ExecError::TimedOut {
                     after: t,
-                    stderr: String::new(),
+                    stderr: Stderr::default(),
                 });
             }
         },
@@ -267,9 +279,12 @@ async fn exchange(
 }
 
 /// The kept end of stderr, as text.
-fn tail(bytes: &[u8]) -> String {
+fn tail(bytes: &[u8]) -> Stderr {
     let text = String::from_utf8_lossy(bytes);
     let start = text.len().saturating_sub(STDERR_KEPT);
     let start = crate::source::floor_char_boundary(&text, start);
-    text[start..].to_string()
+    Stderr {
+        text: text[start..].to_string(),
+        cut: start > 0 || bytes.len() >= STDERR_KEPT,
+    }
 }

@@ -34,7 +34,7 @@ pub use postgres::{
 pub use queue::{DEFAULT_POLL, News, RunnableQuery, RunnableThread, Taken, Why, why_runnable};
 pub use records::*;
 pub use redb_store::{CheckReport, RedbStore, STORE_FORMAT, quiet_contained_panics};
-pub use select::{OpenMode, open};
+pub use select::{OpenMode, open, shown};
 
 use lock::ThreadLock;
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::{PgOpen, PostgresStore, RedbStore, Store, StoreError, is_postgres_url};
+use super::{PgOpen, PostgresStore, RedbStore, Store, StoreError, is_postgres_url, redact};
 
 /// What a command needs of its store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,6 +16,16 @@ pub enum OpenMode {
     /// An existing store, to read (`runs`, `show`). A redb file does not change; a
     /// database is only read.
     Read,
+}
+
+/// A store location as every message, hint and listing shows it: a path as it is, a
+/// database URL without its password.
+pub fn shown(location: &str) -> String {
+    if is_postgres_url(location) {
+        redact(location)
+    } else {
+        location.to_string()
+    }
 }
 
 /// Opens the store at `location` (a path or a `postgres://` URL).

@@ -327,6 +327,20 @@ node summary(item: Item = fetch, result: Done? = apply) -> Done {
 output summary = summary
 "#;
 
+/// An `exec` step that echoes its `token` parameter the ways a server may: in a JSON
+/// text held by a string (`text`), escaped the way Go's encoder escapes `&`, `<` and `>`;
+/// and base64-encoded on its own (`b64`), after `user:` as `Basic` credentials carry it
+/// (`auth`), and after one byte in the URL-safe alphabet without padding (`url`).
+pub const ECHO_ENCODED: &str = r#"#!/bin/sh
+input=$(cat)
+tok=$(printf '%s' "$input" | sed -n 's/^{"token":"\(.*\)"}$/\1/p')
+go=$(printf '%s' "$tok" | sed 's/&/\\\\u0026/g; s/</\\\\u003c/g; s/>/\\\\u003e/g')
+b64=$(printf '%s' "$tok" | base64 -w0)
+basic=$(printf 'user:%s' "$tok" | base64 -w0)
+url=$(printf 'x%s' "$tok" | base64 -w0 | tr '+/' '-_' | tr -d '=')
+printf '{"text": "{\\"echo\\":\\"%s\\"}", "b64": "%s", "auth": "Basic %s", "url": "%s"}\n' "$go" "$b64" "$basic" "$url"
+"#;
+
 /// The `fetch` step of [`GATED`]: the item from its inputs.
 pub const FETCH: &str = r#"#!/bin/sh
 input=$(cat)

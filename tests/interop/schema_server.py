@@ -13,12 +13,16 @@ Tools (tools/list)
                    identifier (`page-size`), an enum, a nullable field, a default;
                    a result with $defs, nested records, a list of records, a field
                    named `x-total` and a map
-  getOwner         read-only; an input record; no output schema
+  getOwner         read-only; an input record; no output schema. With SCHEMA_ECHO set
+                   in its environment, its description ends with that value, as is
+                   and in a JSON example escaped the way Go escapes `&`, `<` and `>`
+                   (a server that echoes what it was started with)
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 TICKET = {
@@ -87,6 +91,18 @@ TOOLS = [
 ]
 
 
+def echoed(tools: list) -> list:
+    """The tools, with SCHEMA_ECHO at the end of getOwner's description."""
+    echo = os.environ.get("SCHEMA_ECHO")
+    if not echo:
+        return tools
+    go = json.dumps({"token": echo}).replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+    return [
+        {**tool, "description": f"Owner. Started with {echo}; config {go}"} if tool["name"] == "getOwner" else tool
+        for tool in tools
+    ]
+
+
 def send(message: dict) -> None:
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
@@ -106,7 +122,7 @@ def handle(message: dict, version: str) -> None:
     elif method == "ping":
         result = {}
     elif method == "tools/list":
-        result = {"tools": TOOLS}
+        result = {"tools": echoed(TOOLS)}
     else:
         send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": f"Method not found: {method}"}})
         return

@@ -2,6 +2,7 @@
 //! of sources, constants, `env`, `secret` and `each`. Resources are in `resources.rs`.
 
 use crate::check::Checker;
+use crate::check::decls::Holds;
 use crate::check::hir::*;
 use crate::check::mismatch::Target;
 use crate::check::settings::literal_json;
@@ -586,6 +587,11 @@ impl Checker<'_> {
                         .label("configuration is a scalar"),
                     ),
                 }
+                let read = ConfigValue::Env {
+                    var: var.clone(),
+                    default: default.clone(),
+                };
+                self.check_credential(file, span, &read, &Holds::Config);
                 Source {
                     kind: SourceKind::Env { var, default },
                     span,

@@ -4,6 +4,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::names::words;
+
 /// Words a tool or reader would better not be called: they are reserved for nodes and
 /// their parameters, or mean something in a body.
 const AVOIDED: &[&str] = &["input", "true", "false", "null", "role", "output_schema"];
@@ -16,39 +18,6 @@ pub(crate) fn is_identifier(name: &str) -> bool {
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-/// The words of a name: runs of ASCII letters and digits, split where the case turns
-/// from lower to upper (`getDeal` is `get`, `Deal`) and before the last capital of a
-/// run of capitals followed by a lowercase letter (`HTTPServer` is `HTTP`, `Server`).
-fn words(name: &str) -> Vec<String> {
-    let chars: Vec<char> = name.chars().collect();
-    let mut out: Vec<String> = Vec::new();
-    let mut current = String::new();
-    for (i, &c) in chars.iter().enumerate() {
-        if !c.is_ascii_alphanumeric() {
-            if !current.is_empty() {
-                out.push(std::mem::take(&mut current));
-            }
-            continue;
-        }
-        let prev = i.checked_sub(1).and_then(|p| chars.get(p)).copied();
-        let next = chars.get(i + 1).copied();
-        let boundary = c.is_ascii_uppercase()
-            && prev.is_some_and(|p| {
-                p.is_ascii_lowercase()
-                    || p.is_ascii_digit()
-                    || (p.is_ascii_uppercase() && next.is_some_and(|n| n.is_ascii_lowercase()))
-            });
-        if boundary && !current.is_empty() {
-            out.push(std::mem::take(&mut current));
-        }
-        current.push(c);
-    }
-    if !current.is_empty() {
-        out.push(current);
-    }
-    out
 }
 
 /// `snake_case` for a name (`getDeal` → `get_deal`, `search-tickets` →
@@ -99,20 +68,6 @@ pub(crate) fn kebab_case(name: &str, fallback: &str) -> String {
         .join("-");
     if joined.is_empty() {
         fallback.to_string()
-    } else {
-        joined
-    }
-}
-
-/// `SCREAMING_SNAKE_CASE`, for environment variables.
-pub(crate) fn env_var_name(name: &str) -> String {
-    let joined = words(name)
-        .iter()
-        .map(|w| w.to_ascii_uppercase())
-        .collect::<Vec<_>>()
-        .join("_");
-    if joined.is_empty() {
-        "VALUE".to_string()
     } else {
         joined
     }
@@ -174,7 +129,6 @@ mod tests {
         assert_eq!(camel_case("Deal Id", "T"), "DealId");
         assert_eq!(camel_case("9lives", "T"), "T9lives");
         assert_eq!(kebab_case("Deal activity", "kind"), "deal-activity");
-        assert_eq!(env_var_name("crm Authorization"), "CRM_AUTHORIZATION");
     }
 
     #[test]

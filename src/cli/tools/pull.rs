@@ -9,10 +9,11 @@ use clap::ValueEnum;
 use serde_json::json;
 
 use super::declarations::{Pull, declarations};
-use super::identifiers::{Taken, env_var_name, is_identifier, snake_case};
+use super::identifiers::{Taken, is_identifier, snake_case};
 use crate::cli::common::{self, print_error};
 use crate::cli::{EXIT_FINDINGS, EXIT_OK, EXIT_USAGE};
 use crate::diagnostic as codes;
+use crate::names::env_var_name;
 use crate::plan::{ConfigValue, Server};
 use crate::runtime::{RuntimeError, ServerListing};
 use crate::source::FsLoader;

@@ -100,9 +100,15 @@ async fn run(this: &Exec, cx: TryContext<'_>) -> Result<Value, TryError> {
         None => exec::run(request).await,
     };
     let idempotent = !this.journaled(&cx.shared.plan, node);
-    let scrub = |s: String| shared.scrubber.scrub_fragment(&s);
-    // A stderr tail is scrubbed before it is cut, so no cut leaves half a secret.
-    let result = result.map_err(|e| e.map_stderr(|s| shared.scrubber.scrub_fragment(s)));
+    let scrub = |s: String| shared.scrubber.scrub(&s);
+    // A stderr tail is scrubbed before it is cut for a message, so no cut leaves half a
+    // secret; one whose start was dropped while the command ran may begin inside one.
+    let result = result.map_err(|e| {
+        e.map_stderr(|s| match s.cut {
+            true => shared.scrubber.scrub_tail(&s.text),
+            false => shared.scrubber.scrub(&s.text),
+        })
+    });
     let fatal = |rule, message: String| {
         TryError::Fatal(RuntimeError::new(rule, scrub(message)).stored(Some(&node.name)))
     };

@@ -296,7 +296,7 @@ fn server_config(
             .timeout_ms
             .map_or(DEFAULT_REQUEST_TIMEOUT, Duration::from_millis),
         max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
-        redact: Arc::new(move |t: &str| scrubber.scrub_fragment(t)),
+        redact: Arc::new(scrubber),
     }
 }
 

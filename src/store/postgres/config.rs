@@ -78,6 +78,10 @@ pub fn redact(url: &str) -> String {
         let scheme = url.split("://").next().unwrap_or("postgres");
         return format!("{scheme}://***");
     };
+    // Nothing to hide: the URL as it was written, not as the parser writes it again.
+    if password_of(url).is_none() {
+        return url.to_string();
+    }
     if parsed.password().is_some() {
         let _ = parsed.set_password(Some("***"));
     }
