@@ -453,13 +453,21 @@ fn the_reshapr_seed_example_is_served_unchanged_and_its_template_reads_the_backe
             .is_some_and(|t| t.starts_with("## Hello World")),
         "{text}"
     );
+    // The template declares `application/octet-stream`, and the declared type is what
+    // a read answers (the backend says `text/plain`): bytes, as a blob.
     for uri in [
         "file:///project/src/resources%2Fdoc.md?mode=raw",
         "file:///project/src/resources/doc.md?mode=raw",
     ] {
+        let content = &out["reads"][uri]["contents"][0];
         assert_eq!(
-            out["reads"][uri]["contents"][0]["text"],
-            "source of /project/src/resources/doc.md?mode=raw",
+            content["mimeType"], "application/octet-stream",
+            "{uri}: {text}"
+        );
+        let blob = content["blob"].as_str().expect("a blob");
+        assert_eq!(
+            decode(blob),
+            b"source of /project/src/resources/doc.md?mode=raw",
             "{uri}: {text}"
         );
     }
