@@ -31,7 +31,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, Semaphore};
 
-use super::handler::Served;
+use super::handler::{Served, ping_answered_by_transport};
 use super::provider::Provider;
 
 type Body = BoxBody<Bytes, Infallible>;
@@ -217,7 +217,9 @@ impl HttpServer {
                 evict: Notify::new(),
                 sessions: Mutex::new(HashSet::new()),
             });
-            self.front.lock_unproven().insert(connection.id, connection.clone());
+            self.front
+                .lock_unproven()
+                .insert(connection.id, connection.clone());
             let front = self.front.clone();
             tokio::spawn(async move {
                 let _slot = slot;
@@ -229,7 +231,8 @@ impl HttpServer {
 
 /// Answers a connection past the cap, when no connection can make room, and closes it.
 async fn refuse_busy(mut stream: TcpStream, within: Duration) {
-    let body = "this server has as many connections as it takes (--max-connections); try again shortly";
+    let body =
+        "this server has as many connections as it takes (--max-connections); try again shortly";
     let answer = format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
@@ -430,7 +433,10 @@ impl Front {
         let initialize = message
             .as_ref()
             .is_some_and(|m| m.get("method").and_then(|v| v.as_str()) == Some("initialize"));
-        if let Some(id) = message.as_ref().and_then(|m| modern_ping(&parts.headers, m)) {
+        if let Some(id) = message
+            .as_ref()
+            .and_then(|m| modern_ping(&parts.headers, m))
+        {
             return pong(id);
         }
         let request = Request::from_parts(parts, Full::new(bytes));
@@ -459,10 +465,12 @@ impl Front {
 }
 
 /// The id of a `ping` of the 2026-07-28 era (by its `_meta` protocol version, else its
-/// `MCP-Protocol-Version` header). rmcp's dispatch has no `ping` in that era's
-/// lifecycle, while its clients send one and pipec answers it over stdio; it is
-/// answered here the way stdio answers it.
-fn modern_ping(headers: &hyper::HeaderMap, message: &serde_json::Value) -> Option<serde_json::Value> {
+/// `MCP-Protocol-Version` header), which is answered here rather than by rmcp's
+/// dispatch ([`ping_answered_by_transport`]).
+fn modern_ping(
+    headers: &hyper::HeaderMap,
+    message: &serde_json::Value,
+) -> Option<serde_json::Value> {
     if message.get("method").and_then(|m| m.as_str()) != Some("ping") {
         return None;
     }
@@ -477,8 +485,7 @@ fn modern_ping(headers: &hyper::HeaderMap, message: &serde_json::Value) -> Optio
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string)
         })?;
-    // Versions are dates, and dates in this form compare as text.
-    (version.as_str() >= "2026-07-28").then_some(id)
+    ping_answered_by_transport(&version).then_some(id)
 }
 
 /// The answer to a `ping`: an empty result.

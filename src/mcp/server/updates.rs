@@ -176,7 +176,10 @@ impl State {
         let Some(entry) = self.listeners.remove(&id) else {
             return;
         };
-        entry.session.0.fetch_sub(entry.uris.len(), Ordering::SeqCst);
+        entry
+            .session
+            .0
+            .fetch_sub(entry.uris.len(), Ordering::SeqCst);
         self.total -= entry.uris.len();
         for (own, normal) in &entry.uris {
             self.uncover(id, own, normal);
@@ -440,16 +443,28 @@ mod tests {
         });
         let watched = Arc::new(Mutex::new(Vec::new()));
         let (w, u) = (watched.clone(), watched.clone());
-        updates.on_watch(Arc::new(move |uri| w.lock().unwrap_or_else(|p| p.into_inner()).push(format!("+{uri}"))));
-        updates.on_unwatch(Arc::new(move |uri| u.lock().unwrap_or_else(|p| p.into_inner()).push(format!("-{uri}"))));
+        updates.on_watch(Arc::new(move |uri| {
+            w.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(format!("+{uri}"))
+        }));
+        updates.on_unwatch(Arc::new(move |uri| {
+            u.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(format!("-{uri}"))
+        }));
         let (one, two) = (SessionCount::default(), SessionCount::default());
         let uris = |n: &[&str]| n.iter().map(|u| u.to_string()).collect::<Vec<_>>();
         assert_eq!(
-            updates.listen(&one, &uris(&["a:1", "a:2", "a:3"]), false).err(),
+            updates
+                .listen(&one, &uris(&["a:1", "a:2", "a:3"]), false)
+                .err(),
             Some(LimitReached::Session { limit: 2 })
         );
         assert_eq!(updates.held(), 0, "a refusal holds nothing");
-        let (a, _ra) = updates.listen(&one, &uris(&["a:1", "a:2"]), false).expect("room");
+        let (a, _ra) = updates
+            .listen(&one, &uris(&["a:1", "a:2"]), false)
+            .expect("room");
         assert_eq!(a.add("a:3"), Err(LimitReached::Session { limit: 2 }));
         assert_eq!(a.add("a:2"), Ok(()), "one already held is no more");
         let (b, _rb) = updates.listen(&two, &uris(&["a:2"]), false).expect("room");
