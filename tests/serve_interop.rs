@@ -85,6 +85,7 @@ impl Era {
     }
 }
 
+#[derive(Clone, Copy)]
 enum Via<'a> {
     Stdio(&'a [&'a str]),
     Http(&'a str, &'a str),
@@ -808,26 +809,25 @@ fn closing_an_http_session_is_answered_so_the_sdk_logs_no_failure() {
     assert!(!log.contains("Session termination failed"), "{log}");
 }
 
-/// `ping` in the 2026-07-28 era used to be answered over stdio and refused over HTTP.
+/// `ping` in the 2026-07-28 era used to be answered over stdio (sent before the era
+/// was settled) and refused over HTTP. That revision removed `ping`, and the MCP
+/// conformance suite checks that a server refuses it: it is refused over both
+/// transports, and a legacy `ping` is answered over both.
 #[test]
-fn ping_is_answered_in_both_eras_over_stdio_and_http() {
+fn ping_is_answered_in_the_legacy_era_and_refused_in_the_2026_era_over_both_transports() {
     let p = project("serve-ping");
     let (_server, url) = serve_http(&p.dir, &["site.pipe"], "t0ken");
-    for era in [Era::Legacy, Era::Modern] {
-        let out = drive(
-            &p.dir,
-            era,
-            Via::Http(&url, "t0ken"),
-            &json!({ "ping": true }),
+    for (via, name) in [
+        (Via::Http(&url, "t0ken"), "HTTP"),
+        (Via::Stdio(&["site.pipe"]), "stdio"),
+    ] {
+        let legacy = drive(&p.dir, Era::Legacy, via, &json!({ "ping": true }));
+        assert_eq!(legacy["ping"], "ok", "legacy over {name}: {legacy}");
+        let modern = drive(&p.dir, Era::Modern, via, &json!({ "ping": true }));
+        assert_eq!(
+            modern["ping"]["code"], -32601,
+            "2026-07-28 over {name}: {modern}"
         );
-        assert_eq!(out["ping"], "ok", "{} over HTTP: {out}", era.name());
-        let out = drive(
-            &p.dir,
-            era,
-            Via::Stdio(&["site.pipe"]),
-            &json!({ "ping": true }),
-        );
-        assert_eq!(out["ping"], "ok", "{} over stdio: {out}", era.name());
     }
 }
 

@@ -18,7 +18,7 @@ through the link the call returned), "resume" (resume_run's result), "run_update
 notices the subscribed run sent while it was resumed) and "run_done" (the run read
 after them); for a completion, "completion" (the values); for a background run,
 "background" (the call's result) and "statuses" (the run's status, read until it
-completed); for a ping, "ping" ("ok" or the error); for "subscribe_all", what
+completed); for a ping (sent first), "ping" ("ok" or the error); for "subscribe_all", what
 subscribing to the URIs answered ("ok" or the error: one per URI in the legacy era, one
 listen for all of them in the 2026-07-28 era); for "calls", each call's result or error.
 With "hold", the client prints its output and then waits, subscriptions held, until it
@@ -251,6 +251,14 @@ async def main():
     out = {}
     async with Client(server, mode=mode, message_handler=on_message, cache=None) as client:
         out["protocol"] = client.session.protocol_version
+        if "ping" in plan:
+            # First, before any other request: over stdio that is before the era is
+            # settled, when a server may still answer a ping of any era.
+            try:
+                await client.send_ping()
+                out["ping"] = "ok"
+            except Exception as e:  # the error the server answered
+                out["ping"] = error_of(e)
         out["resources"] = [dump(r) for r in (await client.list_resources()).resources]
         out["templates"] = [dump(t) for t in (await client.list_resource_templates()).resource_templates]
         reads = {}
@@ -292,12 +300,6 @@ async def main():
                     break
                 await asyncio.sleep(0.05)
             out["statuses"] = statuses
-        if "ping" in plan:
-            try:
-                await client.send_ping()
-                out["ping"] = "ok"
-            except Exception as e:  # the error the server answered
-                out["ping"] = error_of(e)
         held = []
         if "subscribe_all" in plan:
             await subscribe_all(client, plan["subscribe_all"], args.era, out, held)

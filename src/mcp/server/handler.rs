@@ -37,15 +37,6 @@ const PAGE: usize = 100;
 /// defines none for it.
 pub const LIMIT_REACHED: i32 = -32000;
 
-/// Whether a `ping` of this protocol version is one rmcp's dispatch refuses: its
-/// 2026-07-28 lifecycle has no `ping`, while that era's clients send one. The
-/// transports answer those themselves, with the empty result rmcp gives a `ping` that
-/// comes before any lifecycle, so `ping` is answered in every era over every transport.
-pub(crate) fn ping_answered_by_transport(version: &str) -> bool {
-    // Versions are dates, and dates in this form compare as text.
-    version >= "2026-07-28"
-}
-
 /// One connection's view of a provider.
 pub struct Served {
     provider: Arc<dyn Provider>,

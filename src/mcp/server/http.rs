@@ -31,7 +31,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, Semaphore};
 
-use super::handler::{Served, ping_answered_by_transport};
+use super::handler::Served;
 use super::provider::Provider;
 
 type Body = BoxBody<Bytes, Infallible>;
@@ -379,7 +379,16 @@ impl Front {
         match (request.method(), session) {
             (&Method::DELETE, Some(session)) => self.end_session(request, &session).await,
             (_, Some(session)) => {
-                self.hold(connection, &session);
+                // Only a session that is there is held: ids a client makes up are
+                // answered 404 by rmcp and leave nothing behind.
+                if self
+                    .sessions
+                    .has_session(&session.clone().into())
+                    .await
+                    .unwrap_or(false)
+                {
+                    self.hold(connection, &session);
+                }
                 self.mcp.handle(request).await
             }
             (&Method::POST, None) => self.sessionless_post(request, connection).await,
@@ -433,12 +442,6 @@ impl Front {
         let initialize = message
             .as_ref()
             .is_some_and(|m| m.get("method").and_then(|v| v.as_str()) == Some("initialize"));
-        if let Some(id) = message
-            .as_ref()
-            .and_then(|m| modern_ping(&parts.headers, m))
-        {
-            return pong(id);
-        }
         let request = Request::from_parts(parts, Full::new(bytes));
         if !initialize {
             return self.mcp.handle(request).await;
@@ -462,40 +465,6 @@ impl Front {
         }
         answer
     }
-}
-
-/// The id of a `ping` of the 2026-07-28 era (by its `_meta` protocol version, else its
-/// `MCP-Protocol-Version` header), which is answered here rather than by rmcp's
-/// dispatch ([`ping_answered_by_transport`]).
-fn modern_ping(
-    headers: &hyper::HeaderMap,
-    message: &serde_json::Value,
-) -> Option<serde_json::Value> {
-    if message.get("method").and_then(|m| m.as_str()) != Some("ping") {
-        return None;
-    }
-    let id = message.get("id")?.clone();
-    let version = message
-        .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
-        .and_then(|v| v.as_str())
-        .map(str::to_string)
-        .or_else(|| {
-            headers
-                .get("mcp-protocol-version")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string)
-        })?;
-    ping_answered_by_transport(&version).then_some(id)
-}
-
-/// The answer to a `ping`: an empty result.
-fn pong(id: serde_json::Value) -> Response<Body> {
-    let answer = serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": {} });
-    let mut response = Response::new(Full::new(Bytes::from(answer.to_string())).boxed());
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
 }
 
 /// An `initialize` refused because the session cap is reached: HTTP 503 with the

@@ -1,22 +1,25 @@
 //! Serving a provider over stdio: MCP on stdin and stdout, nothing else on stdout, until
-//! the client closes stdin.
+//! the client closes stdin. A `ping` of the 2026-07-28 era, which removed it, is refused
+//! as streamable HTTP refuses it, even before the client's first request settles the
+//! era (when rmcp would answer any `ping`).
 
 use std::sync::Arc;
 
+use rmcp::ErrorData;
 use rmcp::ServiceExt;
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientRequest, EmptyResult, GetMeta, ServerJsonRpcMessage, ServerResult,
+    ClientJsonRpcMessage, ClientRequest, GetMeta, PingRequestMethod, ServerJsonRpcMessage,
 };
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 
-use super::handler::{Served, ping_answered_by_transport};
+use super::handler::Served;
 use super::provider::Provider;
 
 /// Serves `provider` on this process's stdin and stdout until the client goes away.
 pub async fn serve_stdio(provider: Arc<dyn Provider>) -> Result<(), String> {
-    let transport = Pinging(AsyncRwTransport::new_server(
+    let transport = EraPings(AsyncRwTransport::new_server(
         tokio::io::stdin(),
         tokio::io::stdout(),
     ));
@@ -31,11 +34,18 @@ pub async fn serve_stdio(provider: Arc<dyn Provider>) -> Result<(), String> {
     }
 }
 
-/// A transport that answers the `ping`s rmcp's dispatch would refuse
-/// ([`ping_answered_by_transport`]) and passes everything else on.
-struct Pinging<T>(T);
+/// Whether requests of this protocol version have no `ping`: the 2026-07-28 revision
+/// removed it (the MCP conformance suite checks that a server refuses it).
+fn ping_removed_in(version: &str) -> bool {
+    // Versions are dates, and dates in this form compare as text.
+    version >= "2026-07-28"
+}
 
-impl<T: Transport<RoleServer>> Transport<RoleServer> for Pinging<T> {
+/// A transport that refuses the `ping`s of an era without one, with the error rmcp's
+/// dispatch gives them once the era is settled, and passes everything else on.
+struct EraPings<T>(T);
+
+impl<T: Transport<RoleServer>> Transport<RoleServer> for EraPings<T> {
     type Error = T::Error;
 
     fn send(
@@ -54,15 +64,15 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for Pinging<T> {
                     .request
                     .get_meta()
                     .protocol_version()
-                    .is_some_and(|v| ping_answered_by_transport(v.as_str()))
+                    .is_some_and(|v| ping_removed_in(v.as_str()))
             {
-                let pong = ServerJsonRpcMessage::response(
-                    ServerResult::EmptyResult(EmptyResult {}),
-                    request.id.clone(),
+                let refusal = ServerJsonRpcMessage::error(
+                    ErrorData::method_not_found::<PingRequestMethod>(),
+                    Some(request.id.clone()),
                 );
-                // A pong that cannot be written means the client is gone, which the
+                // An answer that cannot be written means the client is gone, which the
                 // next receive tells.
-                let _ = self.0.send(pong).await;
+                let _ = self.0.send(refusal).await;
                 continue;
             }
             return Some(message);
