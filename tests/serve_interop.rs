@@ -7,13 +7,14 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 use common::python::python_with_mcp;
+use common::serve_http::{Running, initialize, request, serve_http};
 use common::{Project, pipec_bin};
 use serde_json::{Value, json};
 
@@ -61,45 +62,6 @@ fn project(tag: &str) -> Project {
     p
 }
 
-struct Served(Child);
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `pipec serve ARGS --http 127.0.0.1:0` and the URL it printed.
-fn serve_http(dir: &Path, args: &[&str], token: &str) -> (Served, String) {
-    let mut child = Command::new(pipec_bin())
-        .arg("serve")
-        .args(args)
-        .args(["--http", "127.0.0.1:0"])
-        .current_dir(dir)
-        .env("PIPEC_SERVE_TOKEN", token)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("pipec serve starts");
-    let stderr = child.stderr.take().expect("stderr");
-    let mut lines = BufReader::new(stderr).lines();
-    let url = loop {
-        match lines.next() {
-            Some(Ok(line)) => {
-                if let Some(rest) = line.strip_prefix("pipec serve: MCP at ") {
-                    break rest.trim().to_string();
-                }
-            }
-            _ => panic!("pipec serve ended before it said where it listens"),
-        }
-    };
-    // Keep draining stderr so the server never blocks on it.
-    std::thread::spawn(move || for _ in lines {});
-    (Served(child), url)
-}
-
 #[derive(Clone, Copy, PartialEq)]
 enum Era {
     Legacy,
@@ -123,17 +85,15 @@ impl Era {
     }
 }
 
+#[derive(Clone, Copy)]
 enum Via<'a> {
     Stdio(&'a [&'a str]),
     Http(&'a str, &'a str),
 }
 
-fn drive(dir: &Path, era: Era, via: Via, plan: &Value) -> Value {
-    drive_with(dir, era, via, plan, &[])
-}
-
-/// [`drive`] with more variables in the client's environment (and so the stdio server's).
-fn drive_with(dir: &Path, era: Era, via: Via, plan: &Value, env: &[(&str, &str)]) -> Value {
+/// The client's command for `plan`, driving `pipec serve` as `via` says, with more
+/// variables in the client's environment (and so the stdio server's).
+fn client_command(dir: &Path, era: Era, via: Via, plan: &Value, env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(python_with_mcp());
     cmd.arg(client())
         .args(["--era", era.name()])
@@ -152,19 +112,35 @@ fn drive_with(dir: &Path, era: Era, via: Via, plan: &Value, env: &[(&str, &str)]
                 .arg(plan.to_string());
         }
     }
-    let out = cmd.output().expect("the client runs");
-    assert!(
-        out.status.success(),
-        "the client failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cmd
+}
+
+fn drive(dir: &Path, era: Era, via: Via, plan: &Value) -> Value {
+    drive_with_log(dir, era, via, plan, &[]).0
+}
+
+/// [`drive`] with more variables in the client's environment (and so the stdio server's).
+fn drive_with(dir: &Path, era: Era, via: Via, plan: &Value, env: &[(&str, &str)]) -> Value {
+    drive_with_log(dir, era, via, plan, env).0
+}
+
+/// What the client saw, and what it logged on stderr.
+fn drive_with_log(
+    dir: &Path,
+    era: Era,
+    via: Via,
+    plan: &Value,
+    env: &[(&str, &str)],
+) -> (Value, String) {
+    let out = client_command(dir, era, via, plan, env)
+        .output()
+        .expect("the client runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "the client failed: {stderr}");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
+    let seen = serde_json::from_str(stdout.lines().last().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}\n{stderr}"));
+    (seen, stderr)
 }
 
 fn plan(p: &Project) -> Value {
@@ -290,35 +266,14 @@ fn http_modern_lists_reads_refuses_and_notifies_each_change_once() {
     );
 }
 
-/// One HTTP request: method, target and headers, and the answer.
+/// A bare `ping` POSTed with `headers`, and the answer.
 fn http(url: &str, headers: &[(&str, &str)]) -> (u16, String) {
-    let rest = url.strip_prefix("http://").expect("http");
-    let (authority, path) = rest.split_once('/').expect("a path");
-    let mut stream = std::net::TcpStream::connect(authority).expect("connect");
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
-    let mut request = format!(
-        "POST /{path} HTTP/1.1\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n",
-        body.len()
-    );
-    let mut host_given = false;
-    for (k, v) in headers {
-        host_given |= k.eq_ignore_ascii_case("host");
-        request.push_str(&format!("{k}: {v}\r\n"));
-    }
-    if !host_given {
-        request.push_str(&format!("host: {authority}\r\n"));
-    }
-    request.push_str("\r\n");
-    request.push_str(body);
-    stream.write_all(request.as_bytes()).expect("send");
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    let status = answer
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    (status, answer)
+    request(
+        url,
+        "POST",
+        headers,
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+    )
 }
 
 #[test]
@@ -365,9 +320,18 @@ fn no_auth_is_refused_beyond_loopback_and_changes_nothing() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--allowed-host"));
 }
 
-/// A backend on 127.0.0.1 that answers every GET with the path it was asked for, and
-/// logs the request targets.
+/// A backend on 127.0.0.1 that answers every GET with the path it was asked for, as
+/// `text/plain`, and logs the request targets.
 fn backend() -> (String, Arc<Mutex<Vec<String>>>) {
+    backend_answering("text/plain", |target| format!("source of {target}"))
+}
+
+/// A backend on 127.0.0.1 that answers every GET with `body(target)` labelled
+/// `content_type`, and logs the request targets.
+fn backend_answering(
+    content_type: &'static str,
+    body: fn(&str) -> String,
+) -> (String, Arc<Mutex<Vec<String>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     let log = Arc::new(Mutex::new(Vec::new()));
@@ -386,10 +350,10 @@ fn backend() -> (String, Arc<Mutex<Vec<String>>>) {
                 }
             }
             seen.lock().expect("lock").push(target.clone());
-            let body = format!("source of {target}");
+            let body = body(&target);
             let _ = stream.write_all(
                 format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
                     body.len()
                 )
                 .as_bytes(),
@@ -459,13 +423,21 @@ fn the_reshapr_seed_example_is_served_unchanged_and_its_template_reads_the_backe
             .is_some_and(|t| t.starts_with("## Hello World")),
         "{text}"
     );
+    // The template declares `application/octet-stream`, and the declared type is what
+    // a read answers (the backend says `text/plain`): bytes, as a blob.
     for uri in [
         "file:///project/src/resources%2Fdoc.md?mode=raw",
         "file:///project/src/resources/doc.md?mode=raw",
     ] {
+        let content = &out["reads"][uri]["contents"][0];
         assert_eq!(
-            out["reads"][uri]["contents"][0]["text"],
-            "source of /project/src/resources/doc.md?mode=raw",
+            content["mimeType"], "application/octet-stream",
+            "{uri}: {text}"
+        );
+        let blob = content["blob"].as_str().expect("a blob");
+        assert_eq!(
+            decode(blob),
+            b"source of /project/src/resources/doc.md?mode=raw",
             "{uri}: {text}"
         );
     }
@@ -855,4 +827,307 @@ fn two_served_pipelines_of_one_name_are_refused() {
         err.contains("two served pipelines are named `greet`"),
         "{err}"
     );
+}
+
+// Regression tests, named after the defect each one closes. Each fails on a build
+// without its fix (`PIPEC_TEST_BIN=<that build> cargo test --test serve_interop NAME`).
+
+/// Closing an HTTP session: the SDK's `DELETE` used to be answered 202, which the
+/// Python SDK logs as "Session termination failed: 202" on every close.
+#[test]
+fn closing_an_http_session_is_answered_so_the_sdk_logs_no_failure() {
+    let p = project("serve-http-close");
+    let (_server, url) = serve_http(&p.dir, &["site.pipe"], "t0ken");
+    let (out, log) = drive_with_log(
+        &p.dir,
+        Era::Legacy,
+        Via::Http(&url, "t0ken"),
+        &json!({ "read": ["file:///site/readme"] }),
+        &[],
+    );
+    assert_eq!(
+        out["reads"]["file:///site/readme"]["contents"][0]["text"],
+        "# Site"
+    );
+    assert!(!log.contains("Session termination failed"), "{log}");
+}
+
+/// `ping` in the 2026-07-28 era used to be answered over stdio (sent before the era
+/// was settled) and refused over HTTP. That revision removed `ping`, and the MCP
+/// conformance suite checks that a server refuses it: it is refused over both
+/// transports, and a legacy `ping` is answered over both.
+#[test]
+fn ping_is_answered_in_the_legacy_era_and_refused_in_the_2026_era_over_both_transports() {
+    let p = project("serve-ping");
+    let (_server, url) = serve_http(&p.dir, &["site.pipe"], "t0ken");
+    for (via, name) in [
+        (Via::Http(&url, "t0ken"), "HTTP"),
+        (Via::Stdio(&["site.pipe"]), "stdio"),
+    ] {
+        let legacy = drive(&p.dir, Era::Legacy, via, &json!({ "ping": true }));
+        assert_eq!(legacy["ping"], "ok", "legacy over {name}: {legacy}");
+        let modern = drive(&p.dir, Era::Modern, via, &json!({ "ping": true }));
+        assert_eq!(
+            modern["ping"]["code"], -32601,
+            "2026-07-28 over {name}: {modern}"
+        );
+    }
+}
+
+const OTHER: &str = r#"input n: int
+
+node keep(n: int = input.n) -> { v: int } {
+  return = { v: n }
+}
+
+output v = keep
+"#;
+
+/// `pipec://runs/{id}` used to show the threads of pipelines the server does not serve
+/// (a store shared with `pipec run`), while `resume_run` refused them.
+#[test]
+fn a_run_of_a_pipeline_not_served_is_neither_shown_nor_resumed() {
+    let p = Project::new("serve-foreign-run");
+    p.write("greet.pipe", GREET);
+    p.write("other.pipe", OTHER);
+    let out = p.run(&[
+        "run",
+        "other.pipe",
+        "--input",
+        "n=3",
+        "--thread",
+        "01JD0000000000000000000000",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = drive(
+        &p.dir,
+        Era::Legacy,
+        Via::Stdio(&["greet.pipe"]),
+        &json!({
+            "read": ["pipec://runs/01JD0000000000000000000000"],
+            "calls": [{ "tool": "resume_run", "arguments": { "thread": "01JD0000000000000000000000", "gate": "ok", "answer": { "approved": true } } }]
+        }),
+    );
+    let text = out.to_string();
+    let read = &out["reads"]["pipec://runs/01JD0000000000000000000000"];
+    assert_eq!(read["error"]["code"], -32002, "{text}");
+    let resumed = &out["calls"][0]["error"];
+    assert_eq!(resumed["code"], -32602, "{text}");
+    for error in [&read["error"], resumed] {
+        let message = error["message"].as_str().unwrap_or("");
+        assert!(
+            message.contains("no run 01JD0000000000000000000000"),
+            "{text}"
+        );
+        assert!(
+            !message.contains("other`"),
+            "the other pipeline is not named: {text}"
+        );
+    }
+    assert!(!text.contains("\"v\""), "its outputs are not shown: {text}");
+}
+
+/// A Resources template declared `application/json` whose backend answers
+/// `application/octet-stream` used to be served as a base64 blob of the backend's type.
+#[test]
+fn a_declared_mime_type_wins_over_the_type_the_backend_answers() {
+    let p = Project::new("serve-declared-mime");
+    let (backend_url, _log) =
+        backend_answering("application/octet-stream", |_| r#"{"ticket": 7}"#.into());
+    p.write(
+        "tickets.yaml",
+        "apiVersion: reshapr.io/v1alpha1\nkind: Resources\nservice:\n  name: tickets\n  version: '1'\nresourceTemplates:\n  'file:///tickets/{id}':\n    name: ticket\n    mimeType: application/json\n",
+    );
+    let out = drive(
+        &p.dir,
+        Era::Legacy,
+        Via::Stdio(&[
+            "--resources",
+            "tickets.yaml",
+            "--backend",
+            backend_url.as_str(),
+        ]),
+        &json!({ "read": ["file:///tickets/7"] }),
+    );
+    let content = &out["reads"]["file:///tickets/7"]["contents"][0];
+    assert_eq!(content["mimeType"], "application/json", "{out}");
+    assert_eq!(content["text"], r#"{"ticket": 7}"#, "{out}");
+}
+
+fn uris(names: &[&str]) -> Vec<String> {
+    names
+        .iter()
+        .map(|n| format!("file:///site/docs/{n}"))
+        .collect()
+}
+
+/// Subscriptions used to have no limit: one client could subscribe to any number of
+/// URIs. Past the limit of a session, a subscription is refused with a JSON-RPC error
+/// that names the option; within it, it is accepted whole.
+#[test]
+fn subscriptions_past_the_limit_of_a_session_are_refused_with_a_clear_error() {
+    let p = project("serve-subscription-limit");
+    for n in ["n1.txt", "n2.txt", "n3.txt", "n4.txt"] {
+        p.write(&format!("docs/{n}"), n);
+    }
+    let four = uris(&["n1.txt", "n2.txt", "n3.txt", "n4.txt"]);
+    let args = ["site.pipe", "--max-subscriptions-per-session", "3"];
+    let out = drive(
+        &p.dir,
+        Era::Legacy,
+        Via::Stdio(&args),
+        &json!({ "subscribe_all": four }),
+    );
+    let answers = &out["subscribe_all"];
+    assert_eq!(answers[0], "ok", "{out}");
+    assert_eq!(answers[2], "ok", "{out}");
+    assert_eq!(answers[3]["code"], -32000, "{out}");
+    assert!(
+        answers[3]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("--max-subscriptions-per-session")),
+        "{out}"
+    );
+    let out = drive(
+        &p.dir,
+        Era::Modern,
+        Via::Stdio(&args),
+        &json!({ "subscribe_all": four }),
+    );
+    assert_eq!(out["subscribe_all"]["code"], -32000, "{out}");
+    let out = drive(
+        &p.dir,
+        Era::Modern,
+        Via::Stdio(&args),
+        &json!({ "subscribe_all": four[..3] }),
+    );
+    assert_eq!(out["subscribe_all"], "ok", "{out}");
+}
+
+/// The subscriptions of a client that went away used to be followed until its session
+/// timed out, minutes later. Its session now ends soon after its last connection
+/// closes, freeing what it held; others then subscribe and hear each change.
+#[test]
+fn a_client_that_went_away_frees_its_subscriptions_and_others_still_hear_changes() {
+    let p = project("serve-subscriptions-freed");
+    for n in ["n1.txt", "n2.txt", "n3.txt"] {
+        p.write(&format!("docs/{n}"), n);
+    }
+    let (_server, url) = serve_http(
+        &p.dir,
+        &[
+            "site.pipe",
+            "--max-subscriptions",
+            "3",
+            "--session-timeout",
+            "1",
+        ],
+        "t0ken",
+    );
+    let held = uris(&["n1.txt", "n2.txt", "n3.txt"]);
+    let other = uris(&["a.txt"]);
+    for era in [Era::Legacy, Era::Modern] {
+        // A client holds every subscription the server allows, then is killed: it
+        // never ends its session or its listen.
+        let mut holder = Running(
+            client_command(
+                &p.dir,
+                era,
+                Via::Http(&url, "t0ken"),
+                &json!({ "subscribe_all": held, "hold": true }),
+                &[],
+            )
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the client runs"),
+        );
+        let mut first = String::new();
+        let _ = BufReader::new(holder.0.stdout.take().expect("stdout")).read_line(&mut first);
+        let seen: Value = serde_json::from_str(&first).unwrap_or(Value::Null);
+        let all_ok = match era {
+            Era::Legacy => json!(["ok", "ok", "ok"]),
+            Era::Modern => json!("ok"),
+        };
+        assert_eq!(seen["subscribe_all"], all_ok, "{first}");
+        let out = drive(
+            &p.dir,
+            era,
+            Via::Http(&url, "t0ken"),
+            &json!({ "subscribe_all": other }),
+        );
+        let refused = match era {
+            Era::Legacy => &out["subscribe_all"][0],
+            Era::Modern => &out["subscribe_all"],
+        };
+        assert_eq!(refused["code"], -32000, "{out}");
+        assert!(
+            refused["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("--max-subscriptions")),
+            "{out}"
+        );
+        drop(holder);
+        wait_until_subscribed(&p, era, &url, &other);
+        let mut changes = plan(&p);
+        changes["subscribe"]["changes"] = json!(3);
+        changes["read"] = json!([]);
+        let out = drive(&p.dir, era, Via::Http(&url, "t0ken"), &changes);
+        assert_eq!(
+            out["updates"],
+            json!([1, 1, 1]),
+            "{era_name}: {out}",
+            era_name = era.name()
+        );
+    }
+}
+
+/// Subscribes to `uris` again and again until the server accepts (what a client that
+/// went away held is freed a moment after it went); panics after a minute.
+fn wait_until_subscribed(p: &Project, era: Era, url: &str, uris: &[String]) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let out = drive(
+            &p.dir,
+            era,
+            Via::Http(url, "t0ken"),
+            &json!({ "subscribe_all": uris }),
+        );
+        let accepted = match era {
+            Era::Legacy => out["subscribe_all"]
+                .as_array()
+                .is_some_and(|a| a.iter().all(|x| x == "ok")),
+            Era::Modern => out["subscribe_all"] == "ok",
+        };
+        if accepted {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "what the killed client held was never freed: {out}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// `DELETE` of a session used to answer 202 whether or not there was such a session.
+/// It answers 204 once the session is ended, and 404 for one that is not there.
+#[test]
+fn deleting_a_session_answers_204_and_404_once_it_is_gone() {
+    let p = project("serve-http-delete");
+    let (_server, url) = serve_http(&p.dir, &["site.pipe"], "t0ken");
+    let session = initialize(&url, "t0ken");
+    let auth = ("authorization", "Bearer t0ken");
+    let delete = |id: &str| request(&url, "DELETE", &[auth, ("mcp-session-id", id)], "");
+    let (status, answer) = delete(&session);
+    assert_eq!(status, 204, "{answer}");
+    let (status, answer) = delete(&session);
+    assert_eq!(status, 404, "ended already: {answer}");
+    let (status, answer) = delete("no-such-session");
+    assert_eq!(status, 404, "never was: {answer}");
 }

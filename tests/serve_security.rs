@@ -2,10 +2,14 @@
 //! links, special files, dotfiles and oversized files beneath a file root; path and host
 //! tricks, redirects and oversized answers from a backend. Each attempt is refused, and
 //! nothing outside the root (a canary file) or outside the backend's path (a server that
-//! logs every request) is ever read.
+//! logs every request) is ever read. And `pipec serve --http` against clients that hold
+//! connections: without the token, idle, or sending their headers slowly, over real TCP
+//! connections.
 
 #![cfg(unix)]
 #![allow(clippy::unwrap_used)]
+
+mod common;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -612,4 +616,182 @@ fn only_http_backends_are_accepted_and_fetched() {
 
 fn url_of(text: &str) -> url::Url {
     url::Url::parse(text).unwrap()
+}
+
+// `pipec serve --http` and the connections clients hold. Each test fails on a build
+// without connection limits (`PIPEC_TEST_BIN=<that build> cargo test --test
+// serve_security NAME`): it has no such options, keeps a refused client's connection
+// open, and waits for slow headers forever.
+
+mod connections {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpStream;
+    use std::time::{Duration, Instant};
+
+    use super::common::Project;
+    use super::common::serve_http::{authority, request, serve_http, status_of};
+
+    const PING: &str = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+
+    fn site(tag: &str) -> Project {
+        let p = Project::new(tag);
+        p.write(
+            "site.pipe",
+            "serve {\n  resource \"file:///site/readme\" {\n    name = \"readme\"\n    text = \"# Site\"\n  }\n}\n",
+        );
+        p
+    }
+
+    /// A request with the token: it reaches MCP, which answers this bare `ping` by
+    /// asking for the handshake it skipped.
+    fn authorized(url: &str) -> (u16, String) {
+        request(url, "POST", &[("authorization", "Bearer t0ken")], PING)
+    }
+
+    fn reaches_mcp((status, answer): (u16, String)) {
+        assert!(
+            status != 0 && status != 401 && status != 503 && answer.contains("Session"),
+            "{answer}"
+        );
+    }
+
+    /// Whether the server closed `stream` (read at most `wait`).
+    fn closed(stream: &mut TcpStream, wait: Duration) -> bool {
+        let _ = stream.set_read_timeout(Some(wait));
+        let mut buf = [0u8; 256];
+        loop {
+            match stream.read(&mut buf) {
+                Ok(0) => return true,
+                Ok(_) => continue,
+                Err(e) => {
+                    return !matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    );
+                }
+            }
+        }
+    }
+
+    /// Sends `request` on a kept-alive connection and reads its one answer.
+    fn ask(stream: &mut TcpStream, host: &str, token: &str) -> String {
+        let text = format!(
+            "POST /mcp HTTP/1.1\r\nhost: {host}\r\nauthorization: Bearer {token}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n{PING}",
+            PING.len()
+        );
+        stream.write_all(text.as_bytes()).unwrap();
+        let mut reader = BufReader::new(stream);
+        let mut head = String::new();
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                break;
+            }
+            if let Some((k, v)) = line.split_once(':')
+                && k.eq_ignore_ascii_case("content-length")
+            {
+                length = v.trim().parse().unwrap_or(0);
+            }
+            head.push_str(&line);
+        }
+        let mut body = vec![0u8; length];
+        reader.read_exact(&mut body).unwrap();
+        head + &String::from_utf8_lossy(&body)
+    }
+
+    #[test]
+    fn clients_without_the_token_cannot_crowd_out_a_client_with_it() {
+        let p = site("serve-crowd");
+        let (_server, url) = serve_http(&p.dir, &["site.pipe", "--max-connections", "8"], "t0ken");
+        // Eight times the cap, connected and silent: each newcomer past the cap makes
+        // room by closing the oldest connection that has not shown the token.
+        let mut idle: Vec<TcpStream> = (0..64)
+            .map(|_| TcpStream::connect(authority(&url)).unwrap())
+            .collect();
+        reaches_mcp(authorized(&url));
+        let dropped = idle
+            .iter_mut()
+            .filter_map(|s| closed(s, Duration::from_millis(200)).then_some(()))
+            .count();
+        assert!(
+            dropped >= 64 - 8,
+            "only {dropped} idle connections were closed"
+        );
+    }
+
+    #[test]
+    fn when_every_connection_has_shown_the_token_a_newcomer_is_told_to_come_back() {
+        let p = site("serve-full");
+        let (_server, url) = serve_http(&p.dir, &["site.pipe", "--max-connections", "2"], "t0ken");
+        let host = authority(&url).to_string();
+        let mut kept: Vec<TcpStream> = (0..2).map(|_| TcpStream::connect(&host).unwrap()).collect();
+        for stream in &mut kept {
+            let answer = ask(stream, &host, "t0ken");
+            assert!(answer.contains("Session"), "{answer}");
+        }
+        let (status, answer) = authorized(&url);
+        assert_eq!(status, 503, "{answer}");
+        assert!(answer.contains("--max-connections"), "{answer}");
+        drop(kept);
+        // Once they close, there is room again.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let (status, answer) = authorized(&url);
+            if status != 503 {
+                reaches_mcp((status, answer));
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no room after the connections closed"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    #[test]
+    fn a_request_without_the_token_is_answered_401_and_its_connection_closed() {
+        let p = site("serve-401-close");
+        let (_server, url) = serve_http(&p.dir, &["site.pipe"], "t0ken");
+        let host = authority(&url);
+        let mut stream = TcpStream::connect(host).unwrap();
+        let text = format!(
+            "POST /mcp HTTP/1.1\r\nhost: {host}\r\nconnection: keep-alive\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{PING}",
+            PING.len()
+        );
+        stream.write_all(text.as_bytes()).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        let mut answer = String::new();
+        let read = stream.read_to_string(&mut answer);
+        assert!(
+            read.is_ok(),
+            "the connection was kept open after the 401: {read:?}"
+        );
+        assert_eq!(status_of(&answer), 401, "{answer}");
+    }
+
+    #[test]
+    fn a_client_that_sends_its_headers_slowly_is_dropped() {
+        let p = site("serve-slow-headers");
+        let (_server, url) = serve_http(&p.dir, &["site.pipe", "--header-timeout", "1"], "t0ken");
+        let mut slow = TcpStream::connect(authority(&url)).unwrap();
+        slow.write_all(b"POST /mcp HTTP/1.1\r\n").unwrap();
+        // A header line now and then, never the blank line that ends them.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let dropped = loop {
+            if slow.write_all(b"x-slow: 1\r\n").is_err()
+                || closed(&mut slow, Duration::from_millis(200))
+            {
+                break true;
+            }
+            if Instant::now() > deadline {
+                break false;
+            }
+        };
+        assert!(dropped, "the slow client was never dropped");
+        reaches_mcp(authorized(&url));
+    }
 }

@@ -5,11 +5,14 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::pipe_files::pipe_files;
 use super::{ColorChoice, EXIT_FINDINGS, EXIT_OK, EXIT_USAGE};
 use crate::diagnostic::{self, Diagnostic, TerminalOptions};
-use crate::mcp::server::{Provider, ServerIdentity, bind_http, serve_stdio};
+use crate::mcp::server::{
+    HttpLimits, Provider, ServerIdentity, SubscriptionLimits, bind_http, serve_stdio,
+};
 use crate::serve::access::{AccessRequest, decide};
 use crate::serve::build::{BuildOptions, registry as registry_of};
 use crate::serve::catalogue::Catalogue;
@@ -50,6 +53,25 @@ pub struct Args {
     /// How long a tool call waits for its run before answering with the run's link
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     wait: u64,
+    /// Subscriptions one session may hold (over HTTP in the 2026-07-28 era: one listen)
+    #[arg(long, value_name = "N", default_value_t = SubscriptionLimits::DEFAULT_PER_SESSION as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    max_subscriptions_per_session: u64,
+    /// Subscriptions all sessions together may hold
+    #[arg(long, value_name = "N", default_value_t = SubscriptionLimits::DEFAULT_TOTAL as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    max_subscriptions: u64,
+    /// With --http: connections open at once
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections: Option<u64>,
+    /// With --http: how long a connection may take to send a request's headers (and
+    /// stay idle between requests)
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    header_timeout: Option<u64>,
+    /// With --http: legacy sessions at once
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_sessions: Option<u64>,
+    /// With --http: how long a legacy session outlives its client's last connection
+    #[arg(long, value_name = "SECONDS")]
+    session_timeout: Option<u64>,
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
     color: ColorChoice,
 }
@@ -61,11 +83,16 @@ pub fn run(args: Args) -> u8 {
         );
         return EXIT_USAGE;
     }
-    if args.http.is_none()
-        && (args.no_auth || !args.allowed_hosts.is_empty() || !args.allowed_origins.is_empty())
-    {
+    let http_only = args.no_auth
+        || !args.allowed_hosts.is_empty()
+        || !args.allowed_origins.is_empty()
+        || args.max_connections.is_some()
+        || args.header_timeout.is_some()
+        || args.max_sessions.is_some()
+        || args.session_timeout.is_some();
+    if args.http.is_none() && http_only {
         super::err(
-            "error: --no-auth, --allowed-host and --allowed-origin apply to --http ADDR only",
+            "error: --no-auth, --allowed-host, --allowed-origin, --max-connections, --header-timeout, --max-sessions and --session-timeout apply to --http ADDR only",
         );
         return EXIT_USAGE;
     }
@@ -99,6 +126,10 @@ pub fn run(args: Args) -> u8 {
         }
     };
     let registry = Arc::new(built.registry);
+    registry.updates().set_limits(SubscriptionLimits {
+        per_session: usize::try_from(args.max_subscriptions_per_session).unwrap_or(usize::MAX),
+        total: usize::try_from(args.max_subscriptions).unwrap_or(usize::MAX),
+    });
     let runtime = match super::common::runtime() {
         Ok(rt) => rt,
         Err(e) => {
@@ -181,9 +212,10 @@ pub fn run(args: Args) -> u8 {
                     return EXIT_USAGE;
                 }
             };
+            let limits = http_limits(&args);
             runtime.block_on(async move {
                 let token = access.http.token.clone();
-                let server = match bind_http(provider, addr, access.http).await {
+                let server = match bind_http(provider, addr, access.http, limits).await {
                     Ok(s) => s,
                     Err(e) => {
                         super::err(&format!("error: {e}"));
@@ -200,6 +232,20 @@ pub fn run(args: Args) -> u8 {
                 EXIT_OK
             })
         }
+    }
+}
+
+/// The limits of `--http`, the defaults where no option is given.
+fn http_limits(args: &Args) -> HttpLimits {
+    let count = |n: Option<u64>, default: usize| {
+        n.map_or(default, |n| usize::try_from(n).unwrap_or(usize::MAX))
+    };
+    let seconds = |n: Option<u64>, default: Duration| n.map_or(default, Duration::from_secs);
+    HttpLimits {
+        max_connections: count(args.max_connections, HttpLimits::DEFAULT_MAX_CONNECTIONS),
+        header_timeout: seconds(args.header_timeout, HttpLimits::DEFAULT_HEADER_TIMEOUT),
+        max_sessions: count(args.max_sessions, HttpLimits::DEFAULT_MAX_SESSIONS),
+        session_timeout: seconds(args.session_timeout, HttpLimits::DEFAULT_SESSION_TIMEOUT),
     }
 }
 

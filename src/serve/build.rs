@@ -197,13 +197,13 @@ fn captures_of(template: &Template, uri: &str) -> Result<super::matcher::Capture
 fn files(
     template: Arc<Template>,
     dir: &std::path::Path,
-    _declared_mime: Option<String>,
+    declared_mime: Option<String>,
 ) -> (ReadHandler, Option<CompleteHandler>) {
     use super::files::{Body as FileBody, FileError, FileOptions, FileRoot};
     let root = Arc::new(FileRoot::new(dir.to_path_buf(), FileOptions::default()));
     let (t, r) = (template.clone(), root.clone());
     let read: ReadHandler = Arc::new(move |request| {
-        let (t, r) = (t.clone(), r.clone());
+        let (t, r, declared) = (t.clone(), r.clone(), declared_mime.clone());
         Box::pin(async move {
             let captures = captures_of(&t, &request.uri)?;
             // File reads are short and bounded by the size cap: done on a blocking thread.
@@ -212,12 +212,23 @@ fn files(
                 .await
                 .map_err(|e| ReadFailure::Failed(format!("reading {uri} stopped: {e}")))?;
             match read {
-                Ok(file) => Ok(vec![ReadContent {
-                    uri: request.uri,
-                    mime_type: Some(file.mime_type),
-                    body: match file.body {
-                        FileBody::Text(t) => Body::Text(t),
-                        FileBody::Blob(b) => Body::Blob(b),
+                // A declared type wins over the one the extension gives, as it does
+                // over a backend's: it is what the listing promised.
+                Ok(file) => Ok(vec![match declared {
+                    Some(mime) => {
+                        let bytes = match file.body {
+                            FileBody::Text(t) => t.into_bytes(),
+                            FileBody::Blob(b) => b,
+                        };
+                        typed_content(request.uri, bytes, mime)
+                    }
+                    None => ReadContent {
+                        uri: request.uri,
+                        mime_type: Some(file.mime_type),
+                        body: match file.body {
+                            FileBody::Text(t) => Body::Text(t),
+                            FileBody::Blob(b) => Body::Blob(b),
+                        },
                     },
                 }]),
                 Err(e @ FileError::NotFound { .. }) => Err(ReadFailure::NotFound(e.to_string())),
@@ -254,18 +265,23 @@ fn fetch_failure(uri: &str, e: FetchError) -> ReadFailure {
     }
 }
 
-/// Content fetched from a backend, as text when it is text.
-fn fetched(uri: String, bytes: Vec<u8>, mime: String) -> ReadContent {
-    let text = super::mime_type::is_text(&mime);
-    let body = match String::from_utf8(bytes) {
+/// Bytes served under `mime`: text when the type is a text type and the bytes are
+/// UTF-8, a blob otherwise (so a client decodes them as the type it is told).
+fn typed_body(bytes: Vec<u8>, mime: &str) -> Body {
+    let text = super::mime_type::is_text(mime);
+    match String::from_utf8(bytes) {
         Ok(t) if text => Body::Text(t),
         Ok(t) => Body::Blob(t.into_bytes()),
         Err(e) => Body::Blob(e.into_bytes()),
-    };
+    }
+}
+
+/// Bytes read from a backend or a file, served as the content of `uri` under `mime`.
+fn typed_content(uri: String, bytes: Vec<u8>, mime: String) -> ReadContent {
     ReadContent {
         uri,
+        body: typed_body(bytes, &mime),
         mime_type: Some(mime),
-        body,
     }
 }
 
@@ -294,8 +310,10 @@ fn backend(
     }))
 }
 
-/// The content at `target` as the content of `uri`: its MIME type the one the server
-/// sent, else the declared one.
+/// The content at `target` as the content of `uri`. Its MIME type is the declared one
+/// when there is one: that is what the listing promised clients, and what a consuming
+/// pipeline decodes by, whatever type the backend labels its answer with. Only an
+/// undeclared type is taken from the backend's `Content-Type`.
 async fn fetch(
     client: &BackendClient,
     target: &url::Url,
@@ -306,11 +324,10 @@ async fn fetch(
         .fetch(target)
         .await
         .map_err(|e| fetch_failure(&uri, e))?;
-    let mime = got
-        .mime_type
-        .or(declared)
+    let mime = declared
+        .or(got.mime_type)
         .unwrap_or_else(|| "application/octet-stream".into());
-    Ok(vec![fetched(uri, got.bytes, mime)])
+    Ok(vec![typed_content(uri, got.bytes, mime)])
 }
 
 fn remote(

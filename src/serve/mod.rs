@@ -10,6 +10,10 @@ pub mod access;
 pub mod backend_fetch;
 pub mod build;
 pub mod catalogue;
+// Watching folders needs the inotify calls; each block says why it is sound.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+mod file_events;
 #[cfg(unix)]
 pub mod files;
 pub mod from_plan;

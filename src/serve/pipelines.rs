@@ -228,26 +228,10 @@ impl PipelineTools {
             ));
         };
         let answer = arguments.get("answer").cloned().unwrap_or(Value::Null);
-        let state = self
-            .store
-            .load(&thread)
-            .await
-            .map_err(|e| CallFailure::InvalidArguments(format!("no run {thread}: {e}")))?;
-        let pipeline_name = state
-            .thread
-            .as_ref()
-            .map(|t| t.pipeline.clone())
-            .unwrap_or_default();
-        let Some(pipeline) = self
-            .pipelines
-            .iter()
-            .find(|p| p.plan.name == pipeline_name)
-            .cloned()
-        else {
-            return Err(CallFailure::InvalidArguments(format!(
-                "the run {thread} is of `{pipeline_name}`, which this server does not serve"
-            )));
+        let Some((_, pipeline)) = self.served_run(&thread).await else {
+            return Err(CallFailure::InvalidArguments(no_run(&thread)));
         };
+        let pipeline = pipeline.clone();
         let runner = self.runner(&pipeline, registry);
         let t = thread.clone();
         let run = tokio::spawn(async move { runner.resume(&t, vec![(gate, answer)]).await });
@@ -373,17 +357,36 @@ fn reply(outcome: Outcome, link: LinkOut) -> ToolReply {
     }
 }
 
+/// The answer for a thread that is not a run of a served pipeline. It says the same
+/// whether the store has no such thread or has one of another pipeline, so a client
+/// learns nothing of the runs this server does not serve.
+fn no_run(thread: &str) -> String {
+    format!("no run {thread} of a pipeline this server serves")
+}
+
 impl PipelineTools {
+    /// The thread's state and the served pipeline it is a run of; `None` when the store
+    /// has no such thread, or has it of a pipeline not served here (the store may be
+    /// shared with `pipec run` and other servers, whose runs are not this server's to
+    /// show or continue).
+    async fn served_run(
+        &self,
+        thread: &str,
+    ) -> Option<(crate::store::ThreadState, &ServedPipeline)> {
+        let state = self.store.load(thread).await.ok()?;
+        let name = state.thread.as_ref()?.pipeline.clone();
+        let pipeline = self.pipelines.iter().find(|p| p.plan.name == name)?;
+        Some((state, pipeline))
+    }
+
     /// A run as its resource shows it: its outputs are computed from its rows with the
     /// plan it ran (the served pipeline of that name and hash).
     async fn run_view(&self, thread: &str) -> Result<Value, ReadFailure> {
-        let state = self
-            .store
-            .load(thread)
-            .await
-            .map_err(|_| ReadFailure::NotFound(format!("no run {thread}")))?;
+        let Some((state, _)) = self.served_run(thread).await else {
+            return Err(ReadFailure::NotFound(no_run(thread)));
+        };
         let Some(t) = state.thread.as_ref() else {
-            return Err(ReadFailure::NotFound(format!("no run {thread}")));
+            return Err(ReadFailure::NotFound(no_run(thread)));
         };
         let gates: Vec<Value> = state
             .gates

@@ -6,7 +6,8 @@ interop tests and prints what it saw as one JSON object.
 PLAN is JSON: {"read": [URI, ...], "subscribe": {"uri": URI, "file": PATH, "changes": N},
 "edit": {"file": PATH, "text": TEXT}, "pipeline": {"tool": NAME, "arguments": {...},
 "gate": GATE, "answer": VALUE}, "complete": {"template": T, "argument": NAME, "value": V},
-"background": {"tool": NAME, "arguments": {...}}}.
+"background": {"tool": NAME, "arguments": {...}}, "ping": true, "subscribe_all": [URI, ...],
+"calls": [{"tool": NAME, "arguments": {...}}, ...], "hold": true}.
 The output has "resources" and "templates" (as listed), "reads" (each URI's contents, or
 its error's code and message) and, for a subscription, "updates" (how many notices each
 change of the file brought) and "after_unsubscribe" (notices after the subscription
@@ -17,7 +18,11 @@ through the link the call returned), "resume" (resume_run's result), "run_update
 notices the subscribed run sent while it was resumed) and "run_done" (the run read
 after them); for a completion, "completion" (the values); for a background run,
 "background" (the call's result) and "statuses" (the run's status, read until it
-completed).
+completed); for a ping (sent first), "ping" ("ok" or the error); for "subscribe_all", what
+subscribing to the URIs answered ("ok" or the error: one per URI in the legacy era, one
+listen for all of them in the 2026-07-28 era); for "calls", each call's result or error.
+With "hold", the client prints its output and then waits, subscriptions held, until it
+is killed.
 """
 
 import argparse
@@ -29,10 +34,10 @@ import warnings
 
 warnings.simplefilter("ignore")
 
-import httpx2  # noqa: E402
 import mcp_types as types  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp.shared._httpx_utils import create_mcp_http_client  # noqa: E402
 
 NOTICE_WAIT = 5.0
 SETTLE = 0.25
@@ -177,6 +182,43 @@ async def pipeline(client, counts, plan, era, out):
     out["run_done"] = await read_json(client, link)
 
 
+def error_of(e):
+    # A listen the server ended with an error is lost "from" that error.
+    if getattr(e, "error", None) is None and getattr(e.__cause__, "error", None) is not None:
+        e = e.__cause__
+    error = getattr(e, "error", None)
+    return {"code": getattr(error, "code", None), "message": getattr(error, "message", str(e))}
+
+
+async def subscribe_all(client, uris, era, out, held):
+    if era == "legacy":
+        answers = []
+        for uri in uris:
+            try:
+                await client.subscribe_resource(uri)
+                answers.append("ok")
+            except Exception as e:  # the error the server answered
+                answers.append(error_of(e))
+        out["subscribe_all"] = answers
+        return
+    listen = client.listen(resource_subscriptions=uris)
+    try:
+        sub = await listen.__aenter__()
+        held.append(listen)
+        honored = list(sub.honored.resource_subscriptions or []) if sub.honored else []
+        # A listen the server refused after acknowledging it ends with its error.
+        events = sub.__aiter__()
+        try:
+            await asyncio.wait_for(events.__anext__(), SETTLE)
+        except asyncio.TimeoutError:
+            pass
+        except StopAsyncIteration:
+            pass
+        out["subscribe_all"] = "ok" if honored == uris else {"honored": honored}
+    except Exception as e:  # the error the server answered
+        out["subscribe_all"] = error_of(e)
+
+
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--era", choices=["legacy", "modern"], required=True)
@@ -191,7 +233,9 @@ async def main():
     else:
         plan = json.loads(args.plan)
         headers = {"Authorization": f"Bearer {args.token}"} if args.token else {}
-        server = streamable_http_client(args.url, http_client=httpx2.AsyncClient(headers=headers))
+        # The SDK's own client, with its timeouts: a notification stream may be quiet
+        # for long.
+        server = streamable_http_client(args.url, http_client=create_mcp_http_client(headers=headers))
     counts = {}
 
     async def on_message(message):
@@ -207,6 +251,14 @@ async def main():
     out = {}
     async with Client(server, mode=mode, message_handler=on_message, cache=None) as client:
         out["protocol"] = client.session.protocol_version
+        if "ping" in plan:
+            # First, before any other request: over stdio that is before the era is
+            # settled, when a server may still answer a ping of any era.
+            try:
+                await client.send_ping()
+                out["ping"] = "ok"
+            except Exception as e:  # the error the server answered
+                out["ping"] = error_of(e)
         out["resources"] = [dump(r) for r in (await client.list_resources()).resources]
         out["templates"] = [dump(t) for t in (await client.list_resource_templates()).resource_templates]
         reads = {}
@@ -248,10 +300,27 @@ async def main():
                     break
                 await asyncio.sleep(0.05)
             out["statuses"] = statuses
+        held = []
+        if "subscribe_all" in plan:
+            await subscribe_all(client, plan["subscribe_all"], args.era, out, held)
+        if "calls" in plan:
+            calls = []
+            for c in plan["calls"]:
+                try:
+                    calls.append(tool_result(await client.call_tool(c["tool"], c["arguments"])))
+                except Exception as e:  # the error the server answered
+                    calls.append({"error": error_of(e)})
+            out["calls"] = calls
         if "pipeline" in plan:
             await pipeline(client, counts, plan["pipeline"], args.era, out)
         if "edit" in plan:
             await edit(client, counts, plan["edit"], args.era, out)
+        if plan.get("hold"):
+            print(json.dumps(out), flush=True)
+            while True:
+                await asyncio.sleep(3600)
+        for listen in held:
+            await listen.__aexit__(None, None, None)
     print(json.dumps(out))
 
 

@@ -1,20 +1,22 @@
-//! A [`Provider`] spoken as MCP: one [`Served`] per connection (per session over HTTP)
-//! answers listings page by page, reads with the error codes of the negotiated era,
-//! completions, tool calls, and both eras' subscriptions: the legacy
-//! `resources/subscribe` and `unsubscribe`, and the 2026-07-28 `subscriptions/listen`,
-//! whose queue is made before the acknowledgement is sent so no change is lost between.
+//! A [`Provider`] spoken as MCP: one [`Served`] per connection (per session over HTTP,
+//! per request in HTTP's stateless 2026-07-28 era) answers listings page by page, reads
+//! with the error codes of the negotiated era, completions, tool calls, and both eras'
+//! subscriptions: the legacy `resources/subscribe` and `unsubscribe`, and the 2026-07-28
+//! `subscriptions/listen`, whose queue is made before the acknowledgement is sent so no
+//! change is lost between. A subscription past a limit is refused with a JSON-RPC error
+//! that names the limit.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     Annotations, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
-    CompleteResult, CompletionInfo, ContentBlock, GetPromptRequestParams, GetPromptResponse, Icon,
-    Implementation, JsonObject, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Reference, Resource, ResourceContents, ResourceTemplate, ResourceUpdatedNotificationParam,
-    Role, ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool,
-    ToolAnnotations, UnsubscribeRequestParams,
+    CompleteResult, CompletionInfo, ContentBlock, ErrorCode, GetPromptRequestParams,
+    GetPromptResponse, Icon, Implementation, JsonObject, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Reference, Resource, ResourceContents,
+    ResourceTemplate, ResourceUpdatedNotificationParam, Role, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, SubscriptionFilter, Tool, ToolAnnotations, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -25,51 +27,86 @@ use super::provider::{
     Body, CallFailure, Hints, IconInfo, ListedResource, ListedTemplate, Provider, ReadFailure,
     ToolSpec,
 };
-use super::updates::{Change, Listener};
+use super::updates::{Change, LimitReached, Listener, SessionCount};
 
 /// Items per page of a listing.
 const PAGE: usize = 100;
 
+/// The JSON-RPC code of a request refused because a limit is reached (subscriptions,
+/// sessions): one of the codes JSON-RPC leaves to servers (-32000 to -32099), as MCP
+/// defines none for it.
+pub const LIMIT_REACHED: i32 = -32000;
+
 /// One connection's view of a provider.
 pub struct Served {
     provider: Arc<dyn Provider>,
+    /// The subscriptions this session holds, counted against its limit.
+    session: SessionCount,
     /// The legacy era's one listener of this connection (made at `initialized`).
     legacy: Mutex<Option<Arc<Listener>>>,
-    /// Listeners accepted for `subscriptions/listen` requests whose delivery has not
-    /// started yet, oldest first, with the URIs each accepted.
-    accepted: Mutex<VecDeque<Accepted>>,
+    /// `subscriptions/listen` requests decided on but whose delivery has not started
+    /// yet, oldest first, by the filter each asked for.
+    admitted: Mutex<VecDeque<Admission>>,
 }
 
-struct Accepted {
+/// A listen's listener and queue, or why it was refused.
+type Outcome = Result<(Arc<Listener>, mpsc::UnboundedReceiver<Change>), LimitReached>;
+
+struct Admission {
     uris: Vec<String>,
     lists: bool,
-    listener: Arc<Listener>,
-    queue: mpsc::UnboundedReceiver<Change>,
+    outcome: Outcome,
+}
+
+/// A request refused for a limit, as the client is told.
+fn limit_error(reached: LimitReached) -> ErrorData {
+    let (scope, limit) = match reached {
+        LimitReached::Session { limit } => ("session", limit),
+        LimitReached::Server { limit } => ("server", limit),
+    };
+    ErrorData::new(
+        ErrorCode(LIMIT_REACHED),
+        reached.to_string(),
+        Some(json!({ "limit": limit, "scope": scope })),
+    )
+}
+
+/// The URIs and the list flag a listen asked for.
+fn asked(filter: &SubscriptionFilter) -> (Vec<String>, bool) {
+    (
+        filter.resource_subscriptions.clone().unwrap_or_default(),
+        filter.resources_list_changed == Some(true),
+    )
 }
 
 impl Served {
     pub fn new(provider: Arc<dyn Provider>) -> Served {
         Served {
             provider,
+            session: SessionCount::default(),
             legacy: Mutex::new(None),
-            accepted: Mutex::new(VecDeque::new()),
+            admitted: Mutex::new(VecDeque::new()),
         }
     }
 
     /// The legacy listener, made (with its delivery task) on first use.
-    fn legacy_listener(&self, peer: &Peer<RoleServer>) -> Arc<Listener> {
+    fn legacy_listener(&self, peer: &Peer<RoleServer>) -> Result<Arc<Listener>, ErrorData> {
         let mut legacy = self.legacy.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(l) = legacy.as_ref() {
-            return l.clone();
+            return Ok(l.clone());
         }
-        let (listener, queue) = self.provider.updates().listen(&[], true);
+        let (listener, queue) = self
+            .provider
+            .updates()
+            .listen(&self.session, &[], true)
+            .map_err(limit_error)?;
         tokio::spawn(deliver_legacy(
             Arc::downgrade(&listener),
             queue,
             peer.clone(),
         ));
         *legacy = Some(listener.clone());
-        listener
+        Ok(listener)
     }
 }
 
@@ -230,8 +267,9 @@ impl ServerHandler for Served {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        // A legacy client hears of list changes without asking.
-        self.legacy_listener(&context.peer);
+        // A legacy client hears of list changes without asking; a listener of no URIs
+        // is within every limit.
+        let _ = self.legacy_listener(&context.peer);
     }
 
     async fn list_resources(
@@ -396,8 +434,9 @@ impl ServerHandler for Served {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.legacy_listener(&context.peer).add(&request.uri);
-        Ok(())
+        self.legacy_listener(&context.peer)?
+            .add(&request.uri)
+            .map_err(limit_error)
     }
 
     #[allow(deprecated)]
@@ -406,7 +445,7 @@ impl ServerHandler for Served {
         request: UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.legacy_listener(&context.peer).remove(&request.uri);
+        self.legacy_listener(&context.peer)?.remove(&request.uri);
         Ok(())
     }
 
@@ -414,56 +453,46 @@ impl ServerHandler for Served {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        let uris = requested.resource_subscriptions.clone().unwrap_or_default();
-        let lists = requested.resources_list_changed == Some(true);
+        // The listener and its queue start now, before the acknowledgement goes out;
+        // its limits are checked now too. rmcp acknowledges whatever is returned here
+        // before `listen` can refuse, so a listen past a limit is acknowledged with
+        // nothing honored and then ends with the limit's error.
+        let (uris, lists) = asked(requested);
+        let outcome = self.provider.updates().listen(&self.session, &uris, lists);
         let mut accepted = SubscriptionFilter::new();
-        if !uris.is_empty() {
-            accepted.resource_subscriptions = Some(uris.clone());
+        if outcome.is_ok() {
+            if !uris.is_empty() {
+                accepted.resource_subscriptions = Some(uris.clone());
+            }
+            if lists {
+                accepted.resources_list_changed = Some(true);
+            }
         }
-        if lists {
-            accepted.resources_list_changed = Some(true);
-        }
-        // The queue starts now, before the acknowledgement goes out.
-        let (listener, queue) = self.provider.updates().listen(&uris, lists);
-        self.accepted
+        self.admitted
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .push_back(Accepted {
+            .push_back(Admission {
                 uris,
                 lists,
-                listener,
-                queue,
+                outcome,
             });
         Some(accepted)
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        let accepted = context.accepted();
-        let uris = accepted.resource_subscriptions.clone().unwrap_or_default();
-        let lists = accepted.resources_list_changed == Some(true);
+        let (uris, lists) = asked(context.requested());
         let found = {
-            let mut pending = self.accepted.lock().unwrap_or_else(|p| p.into_inner());
+            let mut pending = self.admitted.lock().unwrap_or_else(|p| p.into_inner());
             let at = pending
                 .iter()
                 .position(|a| a.uris == uris && a.lists == lists);
             at.and_then(|i| pending.remove(i))
         };
-        let Accepted {
-            listener,
-            mut queue,
-            ..
-        } = match found {
-            Some(a) => a,
-            None => {
-                let (listener, queue) = self.provider.updates().listen(&uris, lists);
-                Accepted {
-                    uris,
-                    lists,
-                    listener,
-                    queue,
-                }
-            }
+        let outcome = match found {
+            Some(a) => a.outcome,
+            None => self.provider.updates().listen(&self.session, &uris, lists),
         };
+        let (listener, mut queue) = outcome.map_err(limit_error)?;
         let sink = context.sink().clone();
         loop {
             tokio::select! {

@@ -3,26 +3,41 @@
 //! one of the allowed names (against DNS rebinding) and its `Origin`, when a browser sends
 //! one, one of the allowed origins; then rmcp's streamable HTTP service answers it, in
 //! both protocol eras.
+//!
+//! What a client can hold is bounded. Connections are capped; a connection that has not
+//! yet shown the token is the first to go when the cap is reached, and one whose request
+//! headers do not arrive in time is closed, so clients without the token cannot crowd
+//! out those with it. A request refused for its token is answered and its connection
+//! closed. Legacy sessions are capped too, and a session ends when its client ends it
+//! (`DELETE`) or has held no connection to it for a while.
 
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Empty, Full, Limited};
 use hyper::body::{Bytes, Incoming};
-use hyper::header::{CONTENT_TYPE, WWW_AUTHENTICATE};
-use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper::header::{CONNECTION, CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use tokio::net::TcpListener;
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, Semaphore};
 
 use super::handler::Served;
 use super::provider::Provider;
 
 type Body = BoxBody<Bytes, Infallible>;
+
+/// The header that names a legacy session.
+const SESSION_HEADER: &str = "mcp-session-id";
 
 /// Who may reach an HTTP server.
 #[derive(Clone, Debug, Default)]
@@ -37,6 +52,38 @@ pub struct HttpAccess {
     pub allowed_origins: Vec<String>,
 }
 
+/// How much an HTTP server lets its clients hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// Connections open at once.
+    pub max_connections: usize,
+    /// How long a connection may take to send a request's headers, counted from when
+    /// it opened or finished its last request: an idle connection is closed then too.
+    pub header_timeout: Duration,
+    /// Legacy sessions at once (the 2026-07-28 era has none).
+    pub max_sessions: usize,
+    /// How long a legacy session outlives the last connection its client held to it.
+    pub session_timeout: Duration,
+}
+
+impl HttpLimits {
+    pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+    pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+    pub const DEFAULT_MAX_SESSIONS: usize = 128;
+    pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(60);
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            max_connections: Self::DEFAULT_MAX_CONNECTIONS,
+            header_timeout: Self::DEFAULT_HEADER_TIMEOUT,
+            max_sessions: Self::DEFAULT_MAX_SESSIONS,
+            session_timeout: Self::DEFAULT_SESSION_TIMEOUT,
+        }
+    }
+}
+
 /// A server listening; `run` serves until the process ends.
 pub struct HttpServer {
     listener: TcpListener,
@@ -46,8 +93,38 @@ pub struct HttpServer {
 
 struct Front {
     mcp: StreamableHttpService<Served, LocalSessionManager>,
+    sessions: Arc<LocalSessionManager>,
     token: Option<String>,
     origins: Vec<String>,
+    limits: HttpLimits,
+    max_body: usize,
+    /// One `initialize` at a time, so the session cap is never passed by two at once.
+    opening: tokio::sync::Mutex<()>,
+    /// Connections that have not yet shown the token, oldest first: the ones closed to
+    /// make room when the connection cap is reached.
+    unproven: Mutex<BTreeMap<u64, Arc<Connection>>>,
+    /// For each legacy session, how many connections its client holds to it.
+    lives: Mutex<HashMap<String, Life>>,
+}
+
+/// One TCP connection.
+struct Connection {
+    id: u64,
+    /// It carried a request that passed the token check.
+    proven: AtomicBool,
+    /// Told when the connection must close to make room.
+    evict: Notify,
+    /// The legacy sessions its requests named.
+    sessions: Mutex<HashSet<String>>,
+}
+
+/// A legacy session's hold on the server: the connections its client has open to it,
+/// and a count of the changes to that number (so a timer set when it reached zero can
+/// tell whether the client came back meanwhile).
+#[derive(Default)]
+struct Life {
+    connections: usize,
+    changes: u64,
 }
 
 /// Binds `addr` and prepares to serve `provider` there.
@@ -55,6 +132,7 @@ pub async fn bind_http(
     provider: Arc<dyn Provider>,
     addr: &str,
     access: HttpAccess,
+    limits: HttpLimits,
 ) -> Result<HttpServer, String> {
     let listener = TcpListener::bind(addr)
         .await
@@ -71,21 +149,33 @@ pub async fn bind_http(
     ];
     hosts.extend(access.allowed_hosts.iter().cloned());
     let config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts);
+    let max_body = config.max_request_body_bytes;
+    let mut manager = LocalSessionManager::default();
+    // A session ends when its client lets go of it (`Front::release`), not after a
+    // quiet while: a client waiting on a subscription for hours is quiet and present.
+    manager.session_config.keep_alive = None;
+    let sessions = Arc::new(manager);
     let mcp = StreamableHttpService::new(
         move || Ok(Served::new(provider.clone())),
-        Arc::new(LocalSessionManager::default()),
+        sessions.clone(),
         config,
     );
     Ok(HttpServer {
         listener,
         front: Arc::new(Front {
             mcp,
+            sessions,
             token: access.token,
             origins: access
                 .allowed_origins
                 .iter()
                 .map(|o| o.trim_end_matches('/').to_ascii_lowercase())
                 .collect(),
+            limits,
+            max_body,
+            opening: tokio::sync::Mutex::new(()),
+            unproven: Mutex::new(BTreeMap::new()),
+            lives: Mutex::new(HashMap::new()),
         }),
         addr: bound,
     })
@@ -94,6 +184,8 @@ pub async fn bind_http(
 impl HttpServer {
     /// Serves connections until the process ends.
     pub async fn run(self) {
+        let slots = Arc::new(Semaphore::new(self.front.limits.max_connections.max(1)));
+        let ids = AtomicU64::new(0);
         loop {
             let stream = match self.listener.accept().await {
                 Ok((stream, _)) => stream,
@@ -103,27 +195,147 @@ impl HttpServer {
                     continue;
                 }
             };
+            let slot = match slots.clone().try_acquire_owned() {
+                Ok(slot) => slot,
+                Err(_) => {
+                    // Full: the oldest connection that has not shown the token makes
+                    // room. When every one has, the newcomer is told to come back.
+                    let Some(oldest) = self.front.pop_unproven() else {
+                        tokio::spawn(refuse_busy(stream, self.front.limits.header_timeout));
+                        continue;
+                    };
+                    oldest.evict.notify_one();
+                    match slots.clone().acquire_owned().await {
+                        Ok(slot) => slot,
+                        Err(_) => continue,
+                    }
+                }
+            };
+            let connection = Arc::new(Connection {
+                id: ids.fetch_add(1, Ordering::SeqCst),
+                proven: AtomicBool::new(false),
+                evict: Notify::new(),
+                sessions: Mutex::new(HashSet::new()),
+            });
+            self.front
+                .lock_unproven()
+                .insert(connection.id, connection.clone());
             let front = self.front.clone();
             tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |request| {
-                    let front = front.clone();
-                    async move { Ok::<_, Infallible>(front.handle(request).await) }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
+                let _slot = slot;
+                front.serve(stream, connection).await;
             });
         }
     }
 }
 
+/// Answers a connection past the cap, when no connection can make room, and closes it.
+async fn refuse_busy(mut stream: TcpStream, within: Duration) {
+    let body =
+        "this server has as many connections as it takes (--max-connections); try again shortly";
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(within, async {
+        let _ = stream.write_all(answer.as_bytes()).await;
+        let _ = stream.shutdown().await;
+    })
+    .await;
+}
+
 impl Front {
-    async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
+    fn lock_unproven(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<Connection>>> {
+        self.unproven.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn lock_lives(&self) -> std::sync::MutexGuard<'_, HashMap<String, Life>> {
+        self.lives.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn pop_unproven(&self) -> Option<Arc<Connection>> {
+        self.lock_unproven().pop_first().map(|(_, c)| c)
+    }
+
+    /// Serves one connection until it closes, times out, or is told to make room.
+    async fn serve(self: Arc<Self>, stream: TcpStream, connection: Arc<Connection>) {
+        let (front, conn) = (self.clone(), connection.clone());
+        let service = hyper::service::service_fn(move |request| {
+            let (front, conn) = (front.clone(), conn.clone());
+            async move { Ok::<_, Infallible>(front.handle(request, &conn).await) }
+        });
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(self.limits.header_timeout);
+        let served = builder.serve_connection(TokioIo::new(stream), service);
+        tokio::select! {
+            _ = served => {}
+            () = connection.evict.notified() => {}
+        }
+        self.lock_unproven().remove(&connection.id);
+        self.release(&connection);
+    }
+
+    /// Notes that `connection` carries requests of `session`.
+    fn hold(&self, connection: &Connection, session: &str) {
+        let new = connection
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(session.to_string());
+        if new {
+            let mut lives = self.lock_lives();
+            let life = lives.entry(session.to_string()).or_default();
+            life.connections += 1;
+            life.changes += 1;
+        }
+    }
+
+    /// A connection closed: each session it carried that no other connection holds
+    /// ends after the session timeout, unless its client comes back first. Ending it
+    /// drops its subscriptions.
+    fn release(self: &Arc<Self>, connection: &Connection) {
+        let held: Vec<String> = connection
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .collect();
+        let mut lives = self.lock_lives();
+        for session in held {
+            let Some(life) = lives.get_mut(&session) else {
+                continue;
+            };
+            life.connections = life.connections.saturating_sub(1);
+            life.changes += 1;
+            if life.connections > 0 {
+                continue;
+            }
+            let (front, changes) = (self.clone(), life.changes);
+            tokio::spawn(async move {
+                tokio::time::sleep(front.limits.session_timeout).await;
+                let gone = {
+                    let mut lives = front.lock_lives();
+                    let unchanged = lives.get(&session).is_some_and(|l| l.changes == changes);
+                    if unchanged {
+                        lives.remove(&session);
+                    }
+                    unchanged
+                };
+                if gone {
+                    let _ = front.sessions.close_session(&session.clone().into()).await;
+                }
+            });
+        }
+    }
+
+    async fn handle(&self, request: Request<Incoming>, connection: &Connection) -> Response<Body> {
         if request.uri().path() != "/mcp" {
-            return text(
+            return closing(text(
                 StatusCode::NOT_FOUND,
                 format!("nothing at {}: MCP is served at /mcp", request.uri().path()),
-            );
+            ));
         }
         if let Some(origin) = request
             .headers()
@@ -131,12 +343,12 @@ impl Front {
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
             && !origin_allowed(&origin, &self.origins)
         {
-            return text(
+            return closing(text(
                 StatusCode::FORBIDDEN,
                 format!(
                     "the origin {origin} may not call this server: start pipec serve with --allowed-origin {origin} to allow it"
                 ),
-            );
+            ));
         }
         if let Some(token) = &self.token {
             let given = request
@@ -149,15 +361,141 @@ impl Front {
                     StatusCode::UNAUTHORIZED,
                     "this server needs `Authorization: Bearer TOKEN` (the token `pipec serve` printed)".into(),
                 );
-                r.headers_mut().insert(
-                    WWW_AUTHENTICATE,
-                    hyper::header::HeaderValue::from_static("Bearer"),
-                );
-                return r;
+                r.headers_mut()
+                    .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                // Its connection is not kept for a next attempt: a client without the
+                // token holds nothing here.
+                return closing(r);
             }
         }
-        self.mcp.handle(request).await
+        if !connection.proven.swap(true, Ordering::SeqCst) {
+            self.lock_unproven().remove(&connection.id);
+        }
+        let session = request
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        match (request.method(), session) {
+            (&Method::DELETE, Some(session)) => self.end_session(request, &session).await,
+            (_, Some(session)) => {
+                // Only a session that is there is held: ids a client makes up are
+                // answered 404 by rmcp and leave nothing behind.
+                if self
+                    .sessions
+                    .has_session(&session.clone().into())
+                    .await
+                    .unwrap_or(false)
+                {
+                    self.hold(connection, &session);
+                }
+                self.mcp.handle(request).await
+            }
+            (&Method::POST, None) => self.sessionless_post(request, connection).await,
+            (_, None) => self.mcp.handle(request).await,
+        }
     }
+
+    /// `DELETE` of a session: 204 once it is ended, 404 when there is no such session
+    /// (it ended already, or never was).
+    async fn end_session(&self, request: Request<Incoming>, session: &str) -> Response<Body> {
+        let id = session.to_string().into();
+        if !self.sessions.has_session(&id).await.unwrap_or(false) {
+            return text(
+                StatusCode::NOT_FOUND,
+                format!("no session {session}: it ended already, or never was"),
+            );
+        }
+        let answer = self.mcp.handle(request).await;
+        if answer.status() != StatusCode::ACCEPTED {
+            return answer;
+        }
+        self.lock_lives().remove(session);
+        // The session is gone when rmcp answers, so the client is told it is done
+        // rather than that it was accepted for later.
+        let mut done = Response::new(Empty::new().boxed());
+        *done.status_mut() = StatusCode::NO_CONTENT;
+        done
+    }
+
+    /// A `POST` that names no session: an `initialize` (which opens one, within the
+    /// session cap) or a request of the stateless 2026-07-28 era.
+    async fn sessionless_post(
+        &self,
+        request: Request<Incoming>,
+        connection: &Connection,
+    ) -> Response<Body> {
+        let (parts, body) = request.into_parts();
+        let bytes = match Limited::new(body, self.max_body).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(_) => {
+                return text(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!(
+                        "the request body is larger than {} bytes, or broke off",
+                        self.max_body
+                    ),
+                );
+            }
+        };
+        let message: Option<serde_json::Value> = serde_json::from_slice(&bytes).ok();
+        let initialize = message
+            .as_ref()
+            .is_some_and(|m| m.get("method").and_then(|v| v.as_str()) == Some("initialize"));
+        let request = Request::from_parts(parts, Full::new(bytes));
+        if !initialize {
+            return self.mcp.handle(request).await;
+        }
+        let _one_at_a_time = self.opening.lock().await;
+        let open = self.sessions.sessions.read().await.len();
+        if open >= self.limits.max_sessions {
+            let id = message
+                .as_ref()
+                .and_then(|m| m.get("id").cloned())
+                .unwrap_or(serde_json::Value::Null);
+            return too_many_sessions(id, self.limits.max_sessions);
+        }
+        let answer = self.mcp.handle(request).await;
+        if let Some(session) = answer
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+        {
+            self.hold(connection, session);
+        }
+        answer
+    }
+}
+
+/// An `initialize` refused because the session cap is reached: HTTP 503 with the
+/// JSON-RPC error of the request, which MCP clients read from the body.
+fn too_many_sessions(id: serde_json::Value, limit: usize) -> Response<Body> {
+    let error = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": super::handler::LIMIT_REACHED,
+            "message": format!("too many sessions: this server holds {limit}, the most it may (--max-sessions); try again once others have ended"),
+            "data": { "limit": limit, "scope": "sessions" }
+        }
+    });
+    let mut response = Response::new(Full::new(Bytes::from(error.to_string())).boxed());
+    *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+        .headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from_static("5"));
+    response
+}
+
+/// `response`, with its connection closed once it is written.
+fn closing(mut response: Response<Body>) -> Response<Body> {
+    response
+        .headers_mut()
+        .insert(CONNECTION, HeaderValue::from_static("close"));
+    response
 }
 
 /// Whether a browser page of `origin` may call: one given with `--allowed-origin`, or a

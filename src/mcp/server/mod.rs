@@ -8,11 +8,11 @@ mod provider;
 mod stdio;
 mod updates;
 
-pub use handler::Served;
-pub use http::{HttpAccess, HttpServer, bind_http};
+pub use handler::{LIMIT_REACHED, Served};
+pub use http::{HttpAccess, HttpLimits, HttpServer, bind_http};
 pub use provider::{
     Body, CallFailure, Hints, IconInfo, LinkOut, ListedResource, ListedTemplate, Provider,
     ProviderFuture, ReadContent, ReadFailure, ServerIdentity, ToolReply, ToolSpec,
 };
 pub use stdio::serve_stdio;
-pub use updates::{Updates, WatchHook, normal_form};
+pub use updates::{LimitReached, SubscriptionLimits, Updates, WatchHook, normal_form};
