@@ -258,7 +258,7 @@ impl ParamDef {
         matches!(self.source.kind, SourceKind::Each { .. })
     }
 
-    /// A resource or link binding that will be fetched (not a `ref<T>`).
+    /// A resource or link binding that will be fetched (not a `ref<T>` or `ref<T>[]`).
     pub fn fetches(&self) -> bool {
         let direct = match &self.source.kind {
             SourceKind::Resource(_) | SourceKind::Link(_) => true,
@@ -267,7 +267,12 @@ impl ParamDef {
             }
             _ => false,
         };
-        direct && !matches!(self.ty.strip_optional(), Ty::Ref(_))
+        let keeps_refs = match self.ty.strip_optional() {
+            Ty::Ref(_) => true,
+            Ty::List(inner) => matches!(inner.strip_optional(), Ty::Ref(_)),
+            _ => false,
+        };
+        direct && !keeps_refs
     }
 }
 
