@@ -225,8 +225,10 @@ pub struct ResourceBinding {
 pub struct LinkBinding {
     pub link: LinkId,
     pub many: bool,
-    /// `from:` as written.
+    /// `from:` as written, when it names a node.
     pub from: Option<(NodeId, Span)>,
+    /// Whether `from:` is written (naming a node or not).
+    pub from_written: bool,
     /// The producing ancestor, once the graph is known.
     pub producer: Option<NodeId>,
     pub where_: Vec<(String, Expr)>,

@@ -18,6 +18,7 @@ mod nodes;
 mod outputs;
 mod prompt;
 mod settings;
+mod unproduced;
 
 pub use prompt::template_parses;
 

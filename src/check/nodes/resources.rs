@@ -32,6 +32,7 @@ impl Checker<'_> {
             max_total,
             mime,
             from,
+            from_written,
             server: server_name,
             where_,
         } = self.resource_args(file, many, args);
@@ -194,6 +195,7 @@ impl Checker<'_> {
                             link,
                             many,
                             from,
+                            from_written,
                             producer: None,
                             where_: where_out,
                             max_bytes,
@@ -377,6 +379,8 @@ struct ResourceArgs<'a> {
     mime: Option<String>,
     /// `from: node`: the producer it names.
     from: Option<(NodeId, Span)>,
+    /// Whether `from:` is written, whether or not it names a node.
+    from_written: bool,
     /// `server: name`.
     server: Option<ast::Ident>,
     /// `where: { var: value }`.
@@ -400,6 +404,7 @@ impl Checker<'_> {
             max_total: None,
             mime: None,
             from: None,
+            from_written: false,
             server: None,
             where_: Vec::new(),
         };
@@ -477,6 +482,7 @@ impl Checker<'_> {
                         .map(|(m, _)| m)
                 }
                 "from" => {
+                    out.from_written = true;
                     let wanted = "the name of the node that produced the link";
                     if let Some((path, at)) = self.name_value(file, v, "from", wanted)
                         && let Some(node) = self.lookup_node(file, &path, at, "from")
