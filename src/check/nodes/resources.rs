@@ -156,12 +156,14 @@ impl Checker<'_> {
                         let template = self.hir.links[link as usize].template.clone();
                         let mut where_out = Vec::new();
                         let node_name = self.hir.nodes[ctx.node as usize].info.name.clone();
-                        for (key, value) in where_ {
+                        for (key, value) in &where_ {
                             if !template.variables().any(|v| v.name == key.name) {
-                                let near = names::suggestion(
-                                    &key.name,
-                                    template.variables().map(|v| v.name.as_str()),
-                                );
+                                // The variables no other key names are what it may have meant.
+                                let open = template
+                                    .variables()
+                                    .map(|v| v.name.as_str())
+                                    .filter(|v| !where_.iter().any(|(k, _)| k.name == *v));
+                                let near = names::suggestion_among(&key.name, open);
                                 self.diags.push(
                                     Diagnostic::new(
                                         &r::UNBOUND_URI_VARIABLE,
