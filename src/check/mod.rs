@@ -16,6 +16,7 @@ pub mod graph;
 mod mismatch;
 mod nodes;
 mod outputs;
+mod paths;
 mod prompt;
 mod settings;
 mod unproduced;

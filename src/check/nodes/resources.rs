@@ -191,6 +191,7 @@ impl Checker<'_> {
                                 params: ctx.params,
                             };
                             let v = self.infer(&mut scope, value);
+                            self.check_where_value(file, &key.name, value.span, &v.ty);
                             where_out.push((key.name.clone(), v));
                         }
                         SourceKind::Link(LinkBinding {
@@ -256,6 +257,50 @@ impl Checker<'_> {
             kind: kind_out,
             span,
             ty,
+        }
+    }
+
+    /// A `where:` value is compared with the text a link's URI captured for the variable,
+    /// so it must be one value that can be written into a URI (P0201), and never none
+    /// (P0204): none would keep only the links whose variable is the text `null`.
+    fn check_where_value(&mut self, file: FileId, var: &str, span: Span, value: &Ty) {
+        let resolved = ty::resolve(&self.hir, value);
+        if matches!(resolved, Ty::Error | Ty::Json) {
+            return;
+        }
+        let written = self.db.get(file).slice(span).to_string();
+        if resolved.is_optional() || *resolved == Ty::Null {
+            self.diags.push(
+                Diagnostic::new(
+                    &r::OPTIONAL_INTO_REQUIRED,
+                    file,
+                    span,
+                    format!("`where: {{ {var}: ... }}` is compared with the `{var}` a link's URI holds, and `{written}` may be none"),
+                )
+                .label("may be none")
+                .help(format!("give it a value for none: `{written} ?? \"...\"`")),
+            );
+            return;
+        }
+        let single = !matches!(resolved, Ty::List(_));
+        if !single || !ty::is_uri_scalar(&self.hir, resolved) {
+            self.diags.push(
+                Diagnostic::new(
+                    &r::TYPE_MISMATCH,
+                    file,
+                    span,
+                    format!(
+                        "`where: {{ {var}: ... }}` is compared with the text of `{var}` in a link's URI, and `{written}` is `{}`",
+                        ty::display(&self.hir, value)
+                    ),
+                )
+                .label("not a string, number or boolean")
+                .help(if single {
+                    format!("compare one field of it: `{var}: {written}.field`")
+                } else {
+                    "compare one value: fan out over the list with `each(...)`, so that each item has a `where:` of its own".to_string()
+                }),
+            );
         }
     }
 
