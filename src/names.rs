@@ -67,6 +67,26 @@ pub fn suggestion<'a>(
     None
 }
 
+/// [`suggestion`] among a closed set of names, one of which must be meant (the
+/// parameters of a tool a call has not given yet, the variables of a template): when none
+/// is close and the set holds exactly one name, that one. It is a guess, not a likely
+/// typo, so it is not `unique` (renaming to it is an unsafe fix).
+pub fn suggestion_among<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<Suggestion> {
+    let mut candidates: Vec<&str> = candidates.into_iter().filter(|c| *c != name).collect();
+    candidates.sort_unstable();
+    candidates.dedup();
+    suggestion(name, candidates.iter().copied()).or(match candidates.as_slice() {
+        [only] => Some(Suggestion {
+            name: only.to_string(),
+            unique: false,
+        }),
+        _ => None,
+    })
+}
+
 /// The help line for a suggestion.
 pub fn did_you_mean<'a>(
     name: &str,
@@ -226,6 +246,30 @@ mod tests {
         // The same candidate listed twice is still one.
         let same = suggestion("reserch", ["research", "research"]).map(|s| s.unique);
         assert_eq!(same, Some(true));
+    }
+
+    #[test]
+    fn the_only_name_of_a_closed_set_is_suggested_however_far() {
+        assert_eq!(
+            suggestion_among("id", ["deal_id"]),
+            Some(Suggestion {
+                name: "deal_id".into(),
+                unique: false
+            })
+        );
+        // A close name is still found as a likely typo among several.
+        let close = suggestion_among("dael_id", ["deal_id", "start"]);
+        assert_eq!(
+            close.map(|s| (s.name, s.unique)),
+            Some(("deal_id".into(), true))
+        );
+        assert_eq!(suggestion_among("id", ["deal_id", "start"]), None);
+        assert_eq!(suggestion_among("id", []), None);
+        assert_eq!(
+            suggest("id", ["deal_id"]),
+            None,
+            "open sets keep the distance rule"
+        );
     }
 
     #[test]

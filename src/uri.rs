@@ -5,6 +5,10 @@
 //! Matching is defined for a subset: each expression is `{var}` or `{+var}`, expressions
 //! are separated by literal text, `{var}` matches one segment (`[^/?#]+`), and `{+var}`
 //! matches the rest and appears at most once, last.
+//!
+//! The entries a server offers (fixed URIs and templates, of a `serve` block or a
+//! Resources specification) are also held against each other here, for the warning about
+//! two entries that answer one URI ([`served_overlaps`]).
 
 use iri_string::spec::UriSpec;
 use iri_string::template::{UriTemplateStr, simple_context::SimpleContext};
@@ -311,6 +315,167 @@ pub fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+// ---------------------------------------------------------------- served URIs
+
+/// Two entries of one served catalogue that answer the same URI: a template that
+/// matches a fixed resource's URI (the resource is served, never the template), or two
+/// templates that match a URI one of them makes (the earlier one serves it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServedOverlap {
+    /// `templates[template]` matches `resources[resource]`.
+    Resource { template: usize, resource: usize },
+    /// `templates[earlier]` and `templates[later]` both match `uri`.
+    Templates {
+        earlier: usize,
+        later: usize,
+        uri: String,
+    },
+}
+
+/// The overlaps among the fixed URIs and the templates (in the order written) that one
+/// server offers. A URI that a template makes (`x` for every variable, no query
+/// parameters) is tried against the other, both ways. Matching here is for warnings only;
+/// it follows the rules a server applies (`{var}` one segment, `{+var}` up to the
+/// query, `{?a,b}` optional parameters of those names) and runs in time linear in the
+/// URI for each part of the template, whatever the template.
+pub fn served_overlaps(resources: &[&str], templates: &[&UriTemplate]) -> Vec<ServedOverlap> {
+    let mut out = Vec::new();
+    for (t, template) in templates.iter().enumerate() {
+        for (r, resource) in resources.iter().enumerate() {
+            if served_matches(template, resource) {
+                out.push(ServedOverlap::Resource {
+                    template: t,
+                    resource: r,
+                });
+            }
+        }
+    }
+    for (later, l) in templates.iter().enumerate() {
+        for (earlier, e) in templates.iter().enumerate().take(later) {
+            let shared = [served_sample(l), served_sample(e)]
+                .into_iter()
+                .find(|uri| served_matches(l, uri) && served_matches(e, uri));
+            if let Some(uri) = shared {
+                out.push(ServedOverlap::Templates {
+                    earlier,
+                    later,
+                    uri,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// One piece of a template, as matching sees it.
+enum Piece<'t> {
+    Literal(&'t [u8]),
+    /// `{var}`: one or more characters up to `/`, `?` or `#`.
+    Segment,
+    /// `{+var}`: one or more characters up to `?` or `#`.
+    Rest,
+    /// `{?a,b}`: nothing, or `?` and `name=value` pairs of these names joined by `&`.
+    Query(Vec<&'t str>),
+}
+
+fn pieces(template: &UriTemplate) -> Vec<Piece<'_>> {
+    template
+        .parts
+        .iter()
+        .map(|p| match p {
+            Part::Literal(l) => Piece::Literal(l.as_bytes()),
+            Part::Expr(e) => match e.operator {
+                Some('+') => Piece::Rest,
+                Some('?') => Piece::Query(e.vars.iter().map(|v| v.name.as_str()).collect()),
+                _ => Piece::Segment,
+            },
+        })
+        .collect()
+}
+
+/// A URI the template makes, as a server serves it: each variable `x`, no query
+/// parameters.
+fn served_sample(template: &UriTemplate) -> String {
+    let mut out = String::new();
+    for part in &template.parts {
+        match part {
+            Part::Literal(l) => out.push_str(l),
+            Part::Expr(e) if e.operator == Some('?') => {}
+            Part::Expr(_) => out.push('x'),
+        }
+    }
+    out
+}
+
+/// Whether the template matches the whole URI, as a server matches a request.
+fn served_matches(template: &UriTemplate, uri: &str) -> bool {
+    let bytes = uri.as_bytes();
+    let n = bytes.len();
+    // `reach[i]`: the pieces so far can match exactly the first `i` bytes.
+    let mut reach = vec![false; n + 1];
+    reach[0] = true;
+    for piece in pieces(template) {
+        let mut next = vec![false; n + 1];
+        match piece {
+            Piece::Literal(l) => {
+                for i in 0..=n {
+                    if reach[i] && bytes[i..].starts_with(l) {
+                        next[i + l.len()] = true;
+                    }
+                }
+            }
+            Piece::Segment => run(bytes, &reach, &mut next, b"/?#"),
+            Piece::Rest => run(bytes, &reach, &mut next, b"?#"),
+            Piece::Query(names) => {
+                for i in 0..=n {
+                    if !reach[i] {
+                        continue;
+                    }
+                    next[i] = true;
+                    if bytes.get(i) == Some(&b'?') {
+                        query_ends(uri, i + 1, &names, &mut next);
+                    }
+                }
+            }
+        }
+        reach = next;
+        if !reach.iter().any(|r| *r) {
+            return false;
+        }
+    }
+    reach[n]
+}
+
+/// Marks the ends of every run of one or more bytes without a stop byte that starts at
+/// a reached position.
+fn run(bytes: &[u8], reach: &[bool], next: &mut [bool], stops: &[u8]) {
+    let mut active = false;
+    for (i, b) in bytes.iter().enumerate() {
+        active |= reach[i];
+        if stops.contains(b) {
+            active = false;
+        } else if active {
+            next[i + 1] = true;
+        }
+    }
+}
+
+/// Marks the end of each `name=value` pair of a form query beginning at `start`, while
+/// every name is one of `names`.
+fn query_ends(uri: &str, start: usize, names: &[&str], next: &mut [bool]) {
+    let end = uri[start..].find('#').map_or(uri.len(), |h| start + h);
+    let mut at = start;
+    for pair in uri[start..end].split('&') {
+        let name = pair.split_once('=').map_or(pair, |(k, _)| k);
+        if !names.contains(&name) {
+            return;
+        }
+        at += pair.len();
+        next[at] = true;
+        at += 1;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -367,5 +532,55 @@ mod tests {
         let got = tpl.expand(&|n| (n == "deal_id").then(|| "D 1/x".to_string()));
         assert_eq!(got.as_deref(), Ok("mcp://crm/deals/D%201%2Fx/activity"));
         assert!(tpl.expand(&|_| None).is_err());
+    }
+
+    #[test]
+    fn segments_rests_literal_and_form_queries() {
+        let raw = t("file:///project/src/{path}?mode=raw");
+        assert!(served_matches(&raw, "file:///project/src/main.rs?mode=raw"));
+        assert!(!served_matches(&raw, "file:///project/src/a/b.rs?mode=raw"));
+        assert!(!served_matches(&raw, "file:///project/src/main.rs"));
+        let rest = t("file:///project/{+path}{?rev}");
+        assert!(served_matches(&rest, "file:///project/a/b.rs"));
+        assert!(served_matches(&rest, "file:///project/a/b.rs?rev=3"));
+        assert!(!served_matches(&rest, "file:///project/a/b.rs?other=3"));
+        assert!(!served_matches(&rest, "file:///project/"));
+        let two = t("x://{a}/n/{b}.md");
+        assert!(served_matches(&two, "x://1/n/2.md"));
+        assert!(served_matches(&two, "x://1/n/2.x.md"));
+        assert_eq!(served_sample(&rest), "file:///project/x");
+    }
+
+    #[test]
+    fn long_templates_match_in_linear_time() {
+        let text = format!("x://{}", "{a}-".repeat(2000));
+        let template = t(&text);
+        let uri = format!("x://{}", "y-".repeat(2000));
+        assert!(served_matches(&template, &uri));
+    }
+
+    #[test]
+    fn served_overlaps_of_resources_and_templates() {
+        let wide = t("file:///project/{+path}");
+        let narrow = t("file:///project/src/{path}");
+        let other = t("file:///docs/{path}");
+        let found = served_overlaps(
+            &["file:///project/README.md", "file:///x"],
+            &[&wide, &narrow, &other],
+        );
+        assert_eq!(
+            found,
+            vec![
+                ServedOverlap::Resource {
+                    template: 0,
+                    resource: 0
+                },
+                ServedOverlap::Templates {
+                    earlier: 0,
+                    later: 1,
+                    uri: "file:///project/src/x".into()
+                },
+            ]
+        );
     }
 }

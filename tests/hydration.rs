@@ -998,6 +998,46 @@ output use = use
     );
 }
 
+#[test]
+fn a_list_of_refs_kept_from_resources_flows_on_and_is_fetched_downstream_instead_of_failing_r0104()
+{
+    let crm = links(
+        "refs",
+        r#"
+node hold(
+  found: Found = research,
+  pages: ref<EmailPage>[] = resources(ref: "email-history", max_bytes: 200kb),
+) -> ref<EmailPage>[] {
+  return = pages
+}
+
+node use(pages: EmailPage[] = hold) -> string[] {
+  return = pages[*].deal_id
+}
+
+output use = use
+"#,
+    );
+    let o = crm.run(&["first=D1", "second=D2"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(json(&stdout(&o))["use"], json!(["D1", "D2"]));
+    let show = crm.show(&crm.thread());
+    let kept = &node_row(&show, "hold")["value"];
+    assert_eq!(
+        kept[0]["uri"], D1_EMAILS,
+        "`hold` keeps the references: {kept:#}"
+    );
+    assert_eq!(kept[1]["uri"], D2_EMAILS, "{kept:#}");
+    for uri in [D1_EMAILS, D2_EMAILS] {
+        assert_eq!(crm.reads(uri), 1, "{:#?}", crm.log_lines());
+        assert_eq!(
+            resource_stats(&show, uri)["by"],
+            json!(["use"]),
+            "read by the node that declares `EmailPage[]`"
+        );
+    }
+}
+
 /// `hold` keeps a reference to D1's emails with a cap; `use` fetches it downstream.
 const KEPT_WITH_A_CAP: &str = r#"
 input deal_id: string

@@ -377,3 +377,96 @@ fn a_model_redirect_to_another_origin_is_not_followed() {
         elsewhere.requests()
     );
 }
+
+/// A record with optional fields, given without them; a prompt and a gate message test
+/// the fields, and then `loose` reads a field a `json` value does not have.
+const OPTIONAL_FIELD: &str = r#"model llm {
+  provider = "openai"
+  name = "test-model"
+  base_url = "URL"
+  api_key = secret("TEST_KEY")
+}
+
+type Ack {
+  ok: bool
+  note: string?
+  by: Person?
+}
+
+type Person {
+  name: string
+  team: string?
+}
+
+type Approval {
+  approved: bool
+}
+
+input ack: Ack
+input extra: json
+
+think reply(ack: Ack = input.ack) -> string {
+  model = llm
+  prompt = "{% if ack.note %}Note: {{ ack.note }}{% else %}No note{% endif %}, {{ ack.by.team or 'no team' }}."
+}
+
+gate review(ack: Ack = input.ack, reply: string = reply) -> Approval {
+  message = "{{ reply }} {% if ack.by.team %}Team {{ ack.by.team }}{% else %}No team{% endif %}"
+}
+
+think loose(extra: json = input.extra, review: Approval = review) -> string {
+  model = llm
+  prompt = "Say {{ extra.missing }}{{ review.approved }}."
+}
+
+output reply = reply
+output loose = loose
+"#;
+
+#[test]
+fn an_optional_field_left_out_renders_as_none_and_an_undefined_value_is_r0204_naming_it_and_the_fix()
+ {
+    let chat = common::chat_server::ChatServer::start(Arc::new(|_, _| text("Fine")));
+    let p = Project::new("optional-field");
+    p.write("ack.pipe", &OPTIONAL_FIELD.replace("URL", &chat.url));
+    let out = p
+        .cmd(&[
+            "run",
+            "ack.pipe",
+            "--input",
+            r#"ack={"ok": true, "by": {"name": "Ann"}}"#,
+            "--input",
+            r#"extra={"said": 1}"#,
+            "--answer",
+            r#"review={"approved": true}"#,
+        ])
+        .env("TEST_KEY", "sk-test-123456")
+        .output()
+        .expect("run");
+    let (out_text, err) = (stdout(&out), stderr(&out));
+    let sent: Vec<String> = chat
+        .requests()
+        .iter()
+        .filter_map(|r| r["messages"][0]["content"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        sent.iter().any(|s| s == "No note, no team."),
+        "`note` and `by.team` render as none: {sent:?}\n{err}"
+    );
+    assert_eq!(code(&out), 1, "`loose` fails: {out_text}\n{err}");
+    let thread = thread_of(&format!("{out_text}\n{err}")).expect("a thread");
+    assert!(
+        p.show_json(&thread).to_string().contains("Fine No team"),
+        "the gate's message renders `ack.by.team` as none: {out_text}\n{err}"
+    );
+    // A field no type declares is still an error, which names it and says what to write.
+    assert!(err.contains("error[R0204]"), "{err}");
+    assert!(
+        err.contains("the prompt of `loose` does not render: `extra.missing` is undefined"),
+        "{err}"
+    );
+    assert!(
+        err.contains("{% if extra.missing is defined %}"),
+        "the fix: {err}"
+    );
+}

@@ -7,6 +7,7 @@ use super::Checker;
 use super::credentials::{is_credential_header, is_credential_name, url_user_part};
 use super::hir::*;
 use super::mismatch::Target;
+use super::paths::PathKind;
 use super::settings::literal_json;
 use super::ty::{self, Ty};
 use crate::diagnostic::{Applicability, Diagnostic, Edit, Fix};
@@ -629,9 +630,10 @@ impl Checker<'_> {
                 .help("leave it out for the default (8mb), or give the largest reply expected, e.g. `max_reply_bytes = 16mb`"),
             );
         }
-        let replies = self.string_setting(&s, "replies").map(|(p, _)| {
-            let base = self.base_dir(f);
-            join_rel(&base, &p)
+        let replies = self.string_setting(&s, "replies").map(|(p, span)| {
+            let path = join_rel(&self.base_dir(f), &p);
+            self.check_path_exists(file, span, &path, PathKind::File, "the replies file");
+            path
         });
         if provider == "scripted" && replies.is_none() && !s.has("replies") {
             self.missing_setting(
@@ -1156,6 +1158,44 @@ impl Checker<'_> {
             for entry in &serve.entries {
                 self.check_serve_entry(root, entry);
             }
+            self.check_serve_overlaps(file, &serve.entries);
+        }
+    }
+
+    /// P0815 for a served template that answers the URI of a fixed resource (which is
+    /// served instead) or a URI an earlier template answers (which serves it).
+    fn check_serve_overlaps(&mut self, file: FileId, entries: &[ast::ServeEntry]) {
+        let (resources, templates): (Vec<&ast::ServeEntry>, Vec<&ast::ServeEntry>) = entries
+            .iter()
+            .partition(|e| e.kind != ast::ServeEntryKind::Template);
+        let parsed: Vec<(&ast::ServeEntry, UriTemplate)> = templates
+            .into_iter()
+            .filter_map(|e| uri::parse(&e.uri.value).ok().map(|t| (e, t)))
+            .collect();
+        let uris: Vec<&str> = resources.iter().map(|r| r.uri.value.as_str()).collect();
+        let refs: Vec<&UriTemplate> = parsed.iter().map(|(_, t)| t).collect();
+        for overlap in uri::served_overlaps(&uris, &refs) {
+            let d = match overlap {
+                uri::ServedOverlap::Resource { template, resource } => {
+                    let (t, r) = (&parsed[template].0.uri, &resources[resource].uri);
+                    Diagnostic::new(&r::OVERLAPPING_SERVED_URIS, file, t.span, format!("the template `{}` matches the URI of the resource `{}`, which is served instead", t.value, r.value))
+                        .label("matches a fixed resource's URI")
+                        .secondary(file, r.span, "this resource")
+                }
+                uri::ServedOverlap::Templates {
+                    earlier,
+                    later,
+                    uri,
+                } => {
+                    let (e, l) = (&parsed[earlier].0.uri, &parsed[later].0.uri);
+                    Diagnostic::new(&r::OVERLAPPING_SERVED_URIS, file, l.span, format!("the templates `{}` and `{}` both match `{uri}`; the first one written serves it", e.value, l.value))
+                        .label("overlaps an earlier template")
+                        .secondary(file, e.span, "which serves the URIs both match")
+                }
+            };
+            self.diags.push(
+                d.help("give the entries different literal text, so every URI has one entry"),
+            );
         }
     }
 
@@ -1216,9 +1256,11 @@ impl Checker<'_> {
             );
         }
         let text = self.string_setting(&s, "text").map(|x| x.0);
-        let root_dir = self
-            .string_setting(&s, "root")
-            .map(|(p, _)| join_rel(&self.base_dir(root), &p));
+        let root_dir = self.string_setting(&s, "root").map(|(p, span)| {
+            let dir = join_rel(&self.base_dir(root), &p);
+            self.check_path_exists(file, span, &dir, PathKind::Folder, "the served folder");
+            dir
+        });
         let backend = self.string_setting(&s, "backend").map(|x| x.0);
         let render = self.string_setting(&s, "render").map(|x| x.0);
         if template {

@@ -261,18 +261,22 @@ impl Checker<'_> {
             let node_id = id as NodeId;
             for pi in 0..self.hir.nodes[id].params.len() {
                 let binding = match &self.hir.nodes[id].params[pi].source.kind {
-                    SourceKind::Link(l) => {
-                        Some((l.link, l.from, self.hir.nodes[id].params[pi].source.span))
-                    }
+                    SourceKind::Link(l) => Some((l, self.hir.nodes[id].params[pi].source.span)),
                     SourceKind::Each { inner, .. } => match &inner.kind {
-                        SourceKind::Link(l) => Some((l.link, l.from, inner.span)),
+                        SourceKind::Link(l) => Some((l, inner.span)),
                         _ => None,
                     },
                     _ => None,
                 };
-                let Some((link, from, span)) = binding else {
+                let Some((l, span)) = binding else {
                     continue;
                 };
+                // A `from:` that names no node is reported where it is written; guessing a
+                // producer instead would suggest the `from:` the binding already has.
+                if l.from_written && l.from.is_none() {
+                    continue;
+                }
+                let (link, from) = (l.link, l.from);
                 let producer =
                     self.link_producer(node_id, link, from, span, anc, &producers[link as usize]);
                 let param = &mut self.hir.nodes[id].params[pi];
@@ -299,12 +303,28 @@ impl Checker<'_> {
         producers: &[NodeId],
     ) -> Option<NodeId> {
         let file = self.hir.nodes[node as usize].info.file;
-        let kind = self.hir.links[link as usize].kind.clone();
+        let kind = self.link_as_written(link);
         let name = self.hir.nodes[node as usize].info.name.clone();
+        // A declaration that did not parse may be the tool or node that produces the
+        // kind: what it would have declared is unknown, so nothing is reported about it.
+        let root = self.files.iter().position(|f| f.is_root).unwrap_or(0);
+        let unknowable = self.scopes[root]
+            .poisoned
+            .iter()
+            .any(|p| p.starts_with("value:"));
         if let Some((f, fspan)) = from {
             let produces = producers.contains(&f);
             if !produces {
+                if unknowable {
+                    return None;
+                }
                 let fname = self.hir.nodes[f as usize].info.name.clone();
+                let label = if self.called_tools(f).is_empty() {
+                    "it calls no tools"
+                } else {
+                    "none of its tools lists this kind"
+                };
+                let help = self.unproduced_help(node, link, Some(f), producers);
                 self.diags.push(
                     Diagnostic::new(
                         &r::UNPRODUCED_LINK_KIND,
@@ -312,10 +332,8 @@ impl Checker<'_> {
                         fspan,
                         format!("`{fname}` cannot produce links of kind \"{kind}\""),
                     )
-                    .label("none of its tools lists this kind")
-                    .help(format!(
-                        "add \"{kind}\" to the `links` of the tool that returns such links"
-                    )),
+                    .label(label)
+                    .help(help),
                 );
                 return None;
             }
@@ -328,22 +346,9 @@ impl Checker<'_> {
             .collect();
         match candidates.as_slice() {
             [one] => Some(*one),
+            [] if unknowable => None,
             [] => {
-                let elsewhere: Vec<String> = producers
-                    .iter()
-                    .map(|n| format!("`{}`", self.hir.nodes[*n as usize].info.name))
-                    .collect();
-                let help = if elsewhere.is_empty() {
-                    format!(
-                        "no node can produce it: add \"{kind}\" to the `links` of a tool that returns such links, and call that tool upstream"
-                    )
-                } else {
-                    format!(
-                        "{} can produce it but runs independently of `{name}`; say `from: {}` to make it an upstream node",
-                        elsewhere.join(", "),
-                        elsewhere[0].trim_matches('`')
-                    )
-                };
+                let help = self.unproduced_help(node, link, None, producers);
                 self.diags.push(
                     Diagnostic::new(
                         &r::UNPRODUCED_LINK_KIND,

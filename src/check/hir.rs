@@ -226,8 +226,10 @@ pub struct ResourceBinding {
 pub struct LinkBinding {
     pub link: LinkId,
     pub many: bool,
-    /// `from:` as written.
+    /// `from:` as written, when it names a node.
     pub from: Option<(NodeId, Span)>,
+    /// Whether `from:` is written (naming a node or not).
+    pub from_written: bool,
     /// The producing ancestor, once the graph is known.
     pub producer: Option<NodeId>,
     pub where_: Vec<(String, Expr)>,
@@ -259,7 +261,7 @@ impl ParamDef {
         matches!(self.source.kind, SourceKind::Each { .. })
     }
 
-    /// A resource or link binding that will be fetched (not a `ref<T>`).
+    /// A resource or link binding that will be fetched (not a `ref<T>` or `ref<T>[]`).
     pub fn fetches(&self) -> bool {
         let direct = match &self.source.kind {
             SourceKind::Resource(_) | SourceKind::Link(_) => true,
@@ -268,7 +270,12 @@ impl ParamDef {
             }
             _ => false,
         };
-        direct && !matches!(self.ty.strip_optional(), Ty::Ref(_))
+        let keeps_refs = match self.ty.strip_optional() {
+            Ty::Ref(_) => true,
+            Ty::List(inner) => matches!(inner.strip_optional(), Ty::Ref(_)),
+            _ => false,
+        };
+        direct && !keeps_refs
     }
 }
 

@@ -17,8 +17,10 @@ pub mod graph;
 mod mismatch;
 mod nodes;
 mod outputs;
+mod paths;
 mod prompt;
 mod settings;
+mod unproduced;
 
 pub use prompt::template_parses;
 
@@ -85,7 +87,8 @@ pub(crate) struct Scope {
     pub inputs: HashMap<String, u32>,
     pub namespaces: HashMap<String, usize>,
     /// Names of declarations that did not parse (`type:X`, `value:x`, `link:k`,
-    /// `input:x`): their uses are not reported as unknown.
+    /// `input:x`, and `server:x` beside `value:x` for a server): their uses are not
+    /// reported as unknown, nor the URIs a broken server may serve as unroutable.
     pub poisoned: std::collections::HashSet<String>,
 }
 

@@ -89,6 +89,7 @@ impl Checker<'_> {
         let _ = output;
         let (entry, place, text, file_name) = match &e.kind {
             ExprKind::Str(lit) => {
+                self.check_file_name_as_prompt(file, e.span, lit, prompt);
                 let name = format!("{node}.{}", if prompt { "prompt" } else { "message" });
                 (
                     name,
@@ -193,6 +194,56 @@ impl Checker<'_> {
             entry,
             sources: all,
         })
+    }
+
+    /// P0407 for an inline template that is only the name of a template file that exists
+    /// (`"research/scan"` for `prompts/research/scan.jinja`), with `file(...)` as a fix.
+    fn check_file_name_as_prompt(
+        &mut self,
+        file: FileId,
+        span: Span,
+        lit: &ast::StrLit,
+        prompt: bool,
+    ) {
+        let value = lit.value.trim();
+        let looks_like_a_name = !value.is_empty()
+            && value.len() <= 200
+            && value
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '/' | '.' | '_' | '-'));
+        if !looks_like_a_name
+            || !self
+                .loader
+                .exists(&self.prompts_dir.join(template_name(value)))
+        {
+            return;
+        }
+        let setting = if prompt { "prompt" } else { "message" };
+        let written = self.db.get(file).slice(span).to_string();
+        self.diags.push(
+            Diagnostic::new(
+                &r::FILE_NAME_AS_PROMPT,
+                file,
+                span,
+                format!(
+                    "the {setting} is the text \"{value}\", the name of the template `prompts/{}`",
+                    template_name(value)
+                ),
+            )
+            .label("sent as it is written")
+            .help(format!(
+                "to use the template, write `{setting} = file({written})`"
+            ))
+            .fix(crate::diagnostic::Fix {
+                title: format!("use the template `prompts/{}`", template_name(value)),
+                applicability: crate::diagnostic::Applicability::Safe,
+                edits: vec![crate::diagnostic::Edit {
+                    file,
+                    span,
+                    replacement: format!("file({written})"),
+                }],
+            }),
+        );
     }
 
     /// Reads `prompts/<name>` once per check.

@@ -360,6 +360,16 @@ fn write_ty(env: &dyn TypeEnv, ty: &Ty, out: &mut String, depth: usize) {
     }
 }
 
+/// Whether a parameter of this type keeps references rather than content: `ref<T>`, or a
+/// list of them (`ref<T>[]`, what `resources(ref: ...)` keeps), optional or not.
+pub fn keeps_refs(env: &dyn TypeEnv, ty: &Ty) -> bool {
+    match resolve(env, ty.strip_optional()) {
+        Ty::Ref(_) => true,
+        Ty::List(inner) => matches!(resolve(env, inner.strip_optional()), Ty::Ref(_)),
+        _ => false,
+    }
+}
+
 /// Whether a type is a scalar that can be written into a URI template.
 pub fn is_uri_scalar(env: &dyn TypeEnv, ty: &Ty) -> bool {
     match resolve(env, ty.strip_optional()) {

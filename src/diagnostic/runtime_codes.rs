@@ -668,13 +668,13 @@ crate::declare_rule! {
 
 crate::declare_rule! {
     /// ## What it catches
-    /// A prompt or gate message template that fails to render with the node's values (a filter given a value of the wrong kind, a missing include).
+    /// A prompt or gate message template that fails to render with the node's values: a value it uses that is not there (a field of a `json` value, a map key), a filter given a value of the wrong kind, a missing include. An optional field a value leaves out is not one: it renders as `none`.
     ///
     /// ## Why it matters
-    /// The checker proves that every variable a template uses exists; what it cannot see is a value whose shape a filter does not accept.
+    /// The checker proves that every variable a template uses exists and that the fields it reads are in their types; what it cannot see is what untyped values hold, or a value whose shape a filter does not accept.
     ///
     /// ## What to do
-    /// The message names the template and the error; `pipec show THREAD --json` shows the node's inputs.
+    /// The message names the template, the line and the value; for a value that is not there, test it with `{% if x.y is defined %}` or give a default with `{{ x.y | default("") }}`. `pipec show THREAD --json` shows the node's inputs.
     pub static TEMPLATE_RENDER_FAILED = {
         code: "R0204",
         name: "template-render-failed",

@@ -245,7 +245,7 @@ impl Lower<'_> {
                 schema: self.schema(&p.ty),
                 type_name: self.show(&p.ty),
                 optional: p.ty.is_optional(),
-                keep_ref: matches!(ty::resolve(self.hir, p.ty.strip_optional()), Ty::Ref(_)),
+                keep_ref: ty::keeps_refs(self.hir, &p.ty),
                 source: self.source(&p.source, &names, config),
             })
             .collect();

@@ -303,7 +303,7 @@ pub struct Param {
     pub type_name: String,
     /// `T?`: receives `null` when its source is skipped or missing.
     pub optional: bool,
-    /// `ref<T>`: the reference is kept, not fetched.
+    /// `ref<T>` or `ref<T>[]`: the references are kept, not fetched.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub keep_ref: bool,
     pub source: Source,

@@ -2,9 +2,9 @@
 
 crate::declare_rule! {
     /// ## What it catches
-    /// Two resource templates of a Resources file that match the same URI, or a template that
-    /// matches the URI of a fixed resource. pipec finds them by trying the URIs one template
-    /// makes against the other.
+    /// Two resource templates of a Resources file or of a `serve` block that match the same
+    /// URI, or a template that matches the URI of a fixed resource. pipec finds them by trying
+    /// the URIs one template makes against the other.
     ///
     /// ## Why it matters
     /// A read goes to the first that matches: fixed resources first, then templates in the

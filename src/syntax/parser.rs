@@ -275,6 +275,11 @@ fn declared_names(src: &str) -> Vec<(String, String)> {
                 .collect()
         };
         if !name.is_empty() && !line.starts_with([' ', '\t']) {
+            // A server is also known as one, so that routing does not report the
+            // resources it would have served.
+            if line.starts_with("server") {
+                out.push(("server".to_string(), name.clone()));
+            }
             out.push((kw.to_string(), name));
         }
     }

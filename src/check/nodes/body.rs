@@ -356,12 +356,22 @@ impl Checker<'_> {
                     return Body::Invalid;
                 }
                 let base = self.base_dir(f);
+                let program_span = argv[0].1;
                 let mut argv: Vec<String> = argv.into_iter().map(|(a, _)| a).collect();
                 if argv[0].contains('/') {
                     argv[0] = crate::check::decls::join_rel(&base, &argv[0]);
                     if !argv[0].starts_with('/') && !argv[0].starts_with("../") {
                         argv[0] = format!("./{}", argv[0]);
                     }
+                    // A bare name is looked up on `PATH` when it runs: only a path is
+                    // certain to be missing.
+                    self.check_path_exists(
+                        file,
+                        program_span,
+                        &argv[0],
+                        crate::check::paths::PathKind::File,
+                        "the program",
+                    );
                 }
                 let idempotent = self
                     .bool_setting(s, "idempotent")

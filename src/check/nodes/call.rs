@@ -116,8 +116,13 @@ impl Checker<'_> {
                     out.push((name.name.clone(), v));
                 }
                 None => {
-                    let near =
-                        names::suggestion(&name.name, params.iter().map(|p| p.name.as_str()));
+                    // The parameters no argument names are what it may have meant.
+                    let open = params.iter().map(|p| p.name.as_str()).filter(|p| {
+                        !args
+                            .iter()
+                            .any(|a| a.name.as_ref().is_some_and(|n| n.name == *p))
+                    });
+                    let near = names::suggestion_among(&name.name, open);
                     self.diags.push(
                         Diagnostic::new(
                             &r::RECORD_LITERAL_MISMATCH,

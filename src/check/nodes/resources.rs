@@ -32,6 +32,7 @@ impl Checker<'_> {
             max_total,
             mime,
             from,
+            from_written,
             server: server_name,
             where_,
         } = self.resource_args(file, many, args);
@@ -155,12 +156,14 @@ impl Checker<'_> {
                         let template = self.hir.links[link as usize].template.clone();
                         let mut where_out = Vec::new();
                         let node_name = self.hir.nodes[ctx.node as usize].info.name.clone();
-                        for (key, value) in where_ {
+                        for (key, value) in &where_ {
                             if !template.variables().any(|v| v.name == key.name) {
-                                let near = names::suggestion(
-                                    &key.name,
-                                    template.variables().map(|v| v.name.as_str()),
-                                );
+                                // The variables no other key names are what it may have meant.
+                                let open = template
+                                    .variables()
+                                    .map(|v| v.name.as_str())
+                                    .filter(|v| !where_.iter().any(|(k, _)| k.name == *v));
+                                let near = names::suggestion_among(&key.name, open);
                                 self.diags.push(
                                     Diagnostic::new(
                                         &r::UNBOUND_URI_VARIABLE,
@@ -188,12 +191,14 @@ impl Checker<'_> {
                                 params: ctx.params,
                             };
                             let v = self.infer(&mut scope, value);
+                            self.check_where_value(file, &key.name, value.span, &v.ty);
                             where_out.push((key.name.clone(), v));
                         }
                         SourceKind::Link(LinkBinding {
                             link,
                             many,
                             from,
+                            from_written,
                             producer: None,
                             where_: where_out,
                             max_bytes,
@@ -252,6 +257,50 @@ impl Checker<'_> {
             kind: kind_out,
             span,
             ty,
+        }
+    }
+
+    /// A `where:` value is compared with the text a link's URI captured for the variable,
+    /// so it must be one value that can be written into a URI (P0201), and never none
+    /// (P0204): none would keep only the links whose variable is the text `null`.
+    fn check_where_value(&mut self, file: FileId, var: &str, span: Span, value: &Ty) {
+        let resolved = ty::resolve(&self.hir, value);
+        if matches!(resolved, Ty::Error | Ty::Json) {
+            return;
+        }
+        let written = self.db.get(file).slice(span).to_string();
+        if resolved.is_optional() || *resolved == Ty::Null {
+            self.diags.push(
+                Diagnostic::new(
+                    &r::OPTIONAL_INTO_REQUIRED,
+                    file,
+                    span,
+                    format!("`where: {{ {var}: ... }}` is compared with the `{var}` a link's URI holds, and `{written}` may be none"),
+                )
+                .label("may be none")
+                .help(format!("give it a value for none: `{written} ?? \"...\"`")),
+            );
+            return;
+        }
+        let single = !matches!(resolved, Ty::List(_));
+        if !single || !ty::is_uri_scalar(&self.hir, resolved) {
+            self.diags.push(
+                Diagnostic::new(
+                    &r::TYPE_MISMATCH,
+                    file,
+                    span,
+                    format!(
+                        "`where: {{ {var}: ... }}` is compared with the text of `{var}` in a link's URI, and `{written}` is `{}`",
+                        ty::display(&self.hir, value)
+                    ),
+                )
+                .label("not a string, number or boolean")
+                .help(if single {
+                    format!("compare one field of it: `{var}: {written}.field`")
+                } else {
+                    "compare one value: fan out over the list with `each(...)`, so that each item has a `where:` of its own".to_string()
+                }),
+            );
         }
     }
 
@@ -377,6 +426,8 @@ struct ResourceArgs<'a> {
     mime: Option<String>,
     /// `from: node`: the producer it names.
     from: Option<(NodeId, Span)>,
+    /// Whether `from:` is written, whether or not it names a node.
+    from_written: bool,
     /// `server: name`.
     server: Option<ast::Ident>,
     /// `where: { var: value }`.
@@ -400,6 +451,7 @@ impl Checker<'_> {
             max_total: None,
             mime: None,
             from: None,
+            from_written: false,
             server: None,
             where_: Vec::new(),
         };
@@ -477,6 +529,7 @@ impl Checker<'_> {
                         .map(|(m, _)| m)
                 }
                 "from" => {
+                    out.from_written = true;
                     let wanted = "the name of the node that produced the link";
                     if let Some((path, at)) = self.name_value(file, v, "from", wanted)
                         && let Some(node) = self.lookup_node(file, &path, at, "from")

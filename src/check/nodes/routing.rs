@@ -3,6 +3,7 @@
 use crate::check::Checker;
 use crate::check::hir::*;
 use crate::diagnostic::Diagnostic;
+use crate::names;
 use crate::rules as r;
 use crate::source::{FileId, Span};
 use crate::syntax::ast::{self};
@@ -25,6 +26,15 @@ impl Checker<'_> {
         v.sort();
         self.server_cache.insert(f, v.clone());
         v
+    }
+
+    /// Whether file `f` sees a server declaration that did not parse.
+    fn broken_server_visible(&self, f: usize) -> bool {
+        !self.scopes[f].poisoned.is_empty()
+            && self.scopes[f]
+                .poisoned
+                .iter()
+                .any(|p| p.starts_with("server:"))
     }
 
     /// The server a resource URI goes to.
@@ -70,6 +80,9 @@ impl Checker<'_> {
                 self.hir.used.insert(DeclRef::Server(s));
                 Some(s)
             }
+            // A server that did not parse may be the one that serves it: what it would
+            // have claimed is unknown, so nothing is reported.
+            None if self.broken_server_visible(f) => None,
             None => {
                 let why = if visible.is_empty() {
                     "no server is declared".to_string()
@@ -78,11 +91,27 @@ impl Checker<'_> {
                 } else {
                     "no server claims it and there are several".to_string()
                 };
-                self.diags.push(
-                    Diagnostic::new(&r::UNROUTABLE_RESOURCE, file, span, format!("cannot tell which server serves `{}`: {why}", t.text))
-                        .label("no server for this URI")
-                        .help("use `mcp://SERVER/...`, list the URI pattern in a server's `resources`, or say `server: name`"),
-                );
+                let mut d = Diagnostic::new(&r::UNROUTABLE_RESOURCE, file, span, format!("cannot tell which server serves `{}`: {why}", t.text))
+                    .label("no server for this URI")
+                    .help("use `mcp://SERVER/...`, list the URI pattern in a server's `resources`, or say `server: name`");
+                // `mcp://NAME/` that names no server: a misspelt server, most likely.
+                if let Some(authority) = t.mcp_authority()
+                    && let Some(at) = self
+                        .db
+                        .get(file)
+                        .slice(span)
+                        .find(&format!("mcp://{authority}"))
+                {
+                    let start = span.start + at as u32 + "mcp://".len() as u32;
+                    let authority_span = Span::new(start, start + authority.len() as u32);
+                    let names: Vec<&str> = visible
+                        .iter()
+                        .map(|s| self.hir.servers[*s as usize].info.name.as_str())
+                        .collect();
+                    let near = names::suggestion(authority, names);
+                    d = d.did_you_mean(&self.db, file, authority_span, authority, near.as_ref());
+                }
+                self.diags.push(d);
                 None
             }
         }

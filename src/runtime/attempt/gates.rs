@@ -45,14 +45,20 @@ impl Attempt {
         };
         let now = ids::now_ms();
         let text = match message {
-            Some(t) => match crate::prompt::render_text(t, &params) {
+            Some(t) => match crate::prompt::render_text(
+                t,
+                &crate::prompt::template_context(&node, &params, &self.shared.plan.defs),
+            ) {
                 Ok(text) => text,
                 Err(e) => {
-                    let error = RuntimeError::new(
+                    let mut error = RuntimeError::new(
                         &codes::TEMPLATE_RENDER_FAILED,
                         format!("the message of `{}` does not render: {e}", node.name),
-                    )
-                    .stored(Some(&node.name));
+                    );
+                    if let Some(help) = e.help() {
+                        error = error.help(help);
+                    }
+                    let error = error.stored(Some(&node.name));
                     self.nodes.fail(i, error, &mut self.buffer);
                     return;
                 }

@@ -103,6 +103,37 @@ pub(crate) fn for_node(node: &Node) -> Option<&'static dyn Executor> {
     })
 }
 
+/// The prompt of the node of `cx` as chat messages, rendered over its parameters as
+/// templates see them (optional fields left out present as none) and `output_schema`,
+/// the closed schema of its output. A prompt that does not render is R0204, naming the
+/// value and what to write.
+pub(crate) fn render_prompt(
+    cx: &TryContext<'_>,
+    prompt: &crate::plan::Template,
+    output_schema: &Value,
+) -> Result<Vec<crate::llm::Message>, TryError> {
+    let node = &cx.unit.node;
+    let mut context = crate::prompt::template_context(node, &cx.unit.params, &cx.shared.plan.defs);
+    context.insert(
+        "output_schema".into(),
+        Value::String(serde_json::to_string_pretty(output_schema).unwrap_or_default()),
+    );
+    crate::prompt::render_messages(prompt, &context).map_err(|e| {
+        let scrub = |text: &str| cx.shared.scrubber.scrub(text);
+        let mut error = super::error::RuntimeError::new(
+            &crate::diagnostic::TEMPLATE_RENDER_FAILED,
+            scrub(&format!(
+                "the prompt of `{}` does not render: {e}",
+                node.name
+            )),
+        );
+        if let Some(help) = e.help() {
+            error = error.help(scrub(&help));
+        }
+        TryError::Fatal(error.stored(Some(&node.name)))
+    })
+}
+
 /// A fatal error about the node of `cx`.
 pub(crate) fn fatal(cx: &TryContext<'_>, rule: &'static Rule, message: String) -> TryError {
     TryError::Fatal(super::error::RuntimeError::new(rule, message).stored(Some(&cx.unit.node.name)))

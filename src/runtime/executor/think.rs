@@ -69,21 +69,7 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
         ));
     };
     let closed = shared.validators.full_schema(&node.output, Mode::Strict);
-    let mut context = unit.params.clone();
-    context.insert(
-        "output_schema".into(),
-        Value::String(serde_json::to_string_pretty(&closed).unwrap_or_default()),
-    );
-    let mut messages = crate::prompt::render_messages(prompt, &context).map_err(|e| {
-        fatal(
-            &cx,
-            &codes::TEMPLATE_RENDER_FAILED,
-            shared.scrubber.scrub(&format!(
-                "the prompt of `{}` does not render: {e}",
-                node.name
-            )),
-        )
-    })?;
+    let mut messages = super::render_prompt(&cx, prompt, &closed)?;
     let repairs = repairs.unwrap_or(2) as u32;
     let mut turn = 0u32;
     loop {

@@ -10,9 +10,8 @@ use crate::serve::catalogue::{
     TemplateSource,
 };
 use crate::source::Span;
-use crate::uri::UriTemplate;
+use crate::uri::{ServedOverlap, UriTemplate, served_overlaps};
 
-use super::overlap;
 use super::uri_shape::{self, UriProblem};
 use super::values::{Entries, Report};
 use super::yaml_tree::YamlNode;
@@ -605,9 +604,15 @@ impl Reader<'_> {
     fn overlaps(&mut self, catalogue: &Catalogue, parsed: &[UriTemplate]) {
         let file = self.report.file;
         let at = |a: &Option<(crate::source::FileId, Span)>| a.map(|(_, s)| s).unwrap_or_default();
-        for (template, def) in parsed.iter().zip(&catalogue.templates) {
-            for resource in &catalogue.resources {
-                if overlap::matches(template, &resource.uri) {
+        let resources: Vec<&str> = catalogue.resources.iter().map(|r| r.uri.as_str()).collect();
+        let templates: Vec<&UriTemplate> = parsed.iter().collect();
+        for overlap in served_overlaps(&resources, &templates) {
+            match overlap {
+                ServedOverlap::Resource { template, resource } => {
+                    let (def, resource) = (
+                        &catalogue.templates[template],
+                        &catalogue.resources[resource],
+                    );
                     self.report.push(
                         Diagnostic::new(
                             &r::OVERLAPPING_SERVED_URIS,
@@ -620,14 +625,13 @@ impl Reader<'_> {
                         .help("give the template different literal text, so every URI has one entry"),
                     );
                 }
-            }
-        }
-        for (j, (later, later_def)) in parsed.iter().zip(&catalogue.templates).enumerate() {
-            for (earlier, earlier_def) in parsed.iter().zip(&catalogue.templates).take(j) {
-                let shared = [overlap::sample(later), overlap::sample(earlier)]
-                    .into_iter()
-                    .find(|uri| overlap::matches(later, uri) && overlap::matches(earlier, uri));
-                if let Some(uri) = shared {
+                ServedOverlap::Templates {
+                    earlier,
+                    later,
+                    uri,
+                } => {
+                    let (earlier_def, later_def) =
+                        (&catalogue.templates[earlier], &catalogue.templates[later]);
                     self.report.push(
                         Diagnostic::new(
                             &r::OVERLAPPING_SERVED_URIS,

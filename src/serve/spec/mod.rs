@@ -7,11 +7,10 @@
 //! Every problem is a diagnostic with a P08xx code at its place in the YAML text, which is
 //! added to the caller's [`SourceDb`], so it renders like a `.pipe` file's. The YAML is read
 //! by `yaml_tree.rs`, the values by `values.rs`, the document by `document.rs`; URI keys are
-//! held to what can be served in `uri_shape.rs`, and `overlap.rs` finds entries that answer
-//! the same URI.
+//! held to what can be served in `uri_shape.rs`; entries that answer the same URI are found
+//! by `crate::uri::served_overlaps`, which the checker's `serve` block shares.
 
 mod document;
-mod overlap;
 mod uri_shape;
 mod values;
 mod yaml_tree;
