@@ -175,6 +175,10 @@ impl ScriptedModel {
 fn render(template: &Value, inputs: &Value) -> Result<Value, String> {
     Ok(match template {
         Value::String(s) => {
+            // minijinja recurses once per level: a text nested past the limit is refused.
+            if let Some(deep) = crate::nesting::template_too_deep(s) {
+                return Err(deep.what);
+            }
             let env = minijinja::Environment::new();
             let trimmed = s.trim();
             if let Some(expr) = trimmed

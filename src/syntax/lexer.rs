@@ -42,14 +42,7 @@ pub struct Scan {
     pub too_deep: Vec<Span>,
 }
 
-/// How deep brackets may nest, and an expression or a type may nest, in a `.pipe` file.
-///
-/// Parsing and every walk over the syntax tree after it recurse once per level, so a
-/// limit keeps any input from overflowing the stack (serde_json and CPython's parser
-/// have one for the same reason). 32 levels is far more than a pipeline needs, and keeps
-/// what a declaration lowers to (two JSON levels per level at most) within the 128 levels
-/// a plan's JSON may nest when it is read back.
-pub const MAX_NESTING: usize = 32;
+use crate::nesting::MAX_NESTING;
 
 /// The brackets open at a point of the text. `<` opens a level too, since `list<...>`
 /// nests a type: a `<` that was a comparison is forgotten at the next `>`, at the

@@ -15,6 +15,7 @@ use super::ast::*;
 use super::lexer::{self, Comment, Scan};
 use super::literal::{self, Number};
 use crate::diagnostic::Diagnostic;
+use crate::nesting::MAX_NESTING;
 use crate::rules::{INVALID_LITERAL, NESTING_TOO_DEEP, SYNTAX_ERROR};
 use crate::source::{FileId, Span};
 
@@ -258,16 +259,16 @@ fn parse_piece(
     }
 }
 
-/// A piece whose brackets nest past [`lexer::MAX_NESTING`]: reported, and left out as a
+/// A piece whose brackets nest past [`MAX_NESTING`]: reported, and left out as a
 /// piece that does not parse is.
 fn too_deep_piece(file: FileId, src: &str, at: Span) -> PieceResult {
     let diagnostic = Diagnostic::new(
         &NESTING_TOO_DEEP,
         file,
         at,
-        format!("brackets are nested more than {} deep", lexer::MAX_NESTING),
+        format!("brackets are nested more than {} deep", MAX_NESTING),
     )
-    .label(format!("bracket {} opens here", lexer::MAX_NESTING + 1))
+    .label(format!("bracket {} opens here", MAX_NESTING + 1))
     .help("give deep values at run time (`--inputs FILE`), and name the inner parts of deep types");
     PieceResult {
         items: Vec::new(),
@@ -1122,7 +1123,7 @@ impl Builder<'_> {
     /// An expression nested past the limit becomes an error; the outermost expression
     /// around it is reported (see [`Builder::outermost_expr`]).
     fn bounded_expr(&mut self, e: Expr) -> Expr {
-        if expr_depth(&e) > lexer::MAX_NESTING {
+        if expr_depth(&e) > MAX_NESTING {
             self.too_deep = true;
             Expr {
                 kind: ExprKind::Error,
@@ -1134,7 +1135,7 @@ impl Builder<'_> {
     }
 
     fn bounded_type(&mut self, t: TypeExpr) -> TypeExpr {
-        if type_depth(&t) > lexer::MAX_NESTING {
+        if type_depth(&t) > MAX_NESTING {
             self.too_deep = true;
             error_type(t.span)
         } else {
@@ -1177,12 +1178,9 @@ impl Builder<'_> {
                 &NESTING_TOO_DEEP,
                 self.file,
                 span,
-                format!(
-                    "this {what} nests more than {} levels deep",
-                    lexer::MAX_NESTING
-                ),
+                format!("this {what} nests more than {} levels deep", MAX_NESTING),
             )
-            .label(format!("more than {} levels", lexer::MAX_NESTING))
+            .label(format!("more than {} levels", MAX_NESTING))
             .help(help),
         );
     }
@@ -1386,7 +1384,7 @@ fn precedence(op: BinOp) -> u8 {
 }
 
 /// The levels of an expression: 0 for a literal or a name, one more for each bracket and
-/// operator around it. The builder never makes one deeper than [`lexer::MAX_NESTING`] + 1,
+/// operator around it. The builder never makes one deeper than [`MAX_NESTING`] + 1,
 /// so this recursion is bounded.
 fn expr_depth(e: &Expr) -> usize {
     let below =
