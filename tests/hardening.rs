@@ -1146,6 +1146,19 @@ fn a_value_nested_past_the_limit_is_refused_before_it_is_stored(store: &StoreKin
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     assert!(stderr(&out).contains("R0001"), "{}", stderr(&out));
     assert!(thread_of(&stderr(&out)).is_none(), "{}", stderr(&out));
+
+    // Nor does a `return` build one around an input that fits.
+    p.write(
+        "wrap.pipe",
+        "input a: json\n\nnode wrap(x: json = input.a) -> json {\n  return = { a: { a: { a: x } } }\n}\n\noutput wrap = wrap\n",
+    );
+    let fits = format!("a={}{}", "[".repeat(62), "]".repeat(62));
+    let out = p.run(&["run", "wrap.pipe", "--input", &fits]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    assert!(err.contains("nests more than 64 levels"), "{err}");
+    let thread = thread_of(&err).expect("thread");
+    assert_eq!(show(&p, &thread)["status"], "failed");
 }
 
 fn events_of_concurrent_items_stream_in_order(store: &StoreKind) {
