@@ -188,3 +188,47 @@ impl SourceCode for ClippedSource {
         )))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clip(text: &str, points: &[usize]) -> ClippedSource {
+        ClippedSource::new("f.pipe", text.into(), points)
+    }
+
+    #[test]
+    fn short_lines_are_kept_whole() {
+        let text = "input a: int = 1\n";
+        let c = clip(text, &[15, 16]);
+        assert_eq!(c.text, text);
+        assert_eq!(c.to_shown(15), 15);
+    }
+
+    #[test]
+    fn a_long_line_keeps_a_window_around_each_label_end() {
+        let text = format!("é{}é + 1\nnext\n", "x".repeat(1_000));
+        let plus = text.find('+').unwrap_or_default();
+        let c = clip(&text, &[plus, plus + 1]);
+        assert!(c.text.starts_with('…'), "{}", c.text);
+        assert!(c.text.ends_with(" + 1\nnext\n"), "{}", c.text);
+        assert!(c.text.chars().count() < 200);
+        let shown = c.to_shown(plus);
+        assert_eq!(&c.text[shown..shown + 1], "+");
+        assert_eq!(c.to_original(shown), plus);
+    }
+
+    #[test]
+    fn a_long_span_keeps_both_of_its_ends() {
+        let text = format!("a = \"{}\"\n", "é".repeat(1_000));
+        let (start, end) = (4, text.len() - 1);
+        let c = clip(&text, &[start, end]);
+        let span = c.span(start, end);
+        let shown = &c.text[span.offset()..span.offset() + span.len()];
+        assert!(
+            shown.starts_with("\"é") && shown.ends_with("é\""),
+            "{shown}"
+        );
+        assert!(shown.contains('…'));
+    }
+}
