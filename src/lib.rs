@@ -37,6 +37,7 @@ pub mod graph;
 pub mod lint;
 pub mod lsp;
 pub mod names;
+pub mod nesting;
 pub mod plan;
 pub mod rules;
 pub mod source;

@@ -555,3 +555,25 @@ fn a_scripted_loop_out_of_steps_gets_its_answer_from_the_next_reply() {
     let out = json(&stdout(&o));
     assert_eq!(out["summary"]["note"], "forced", "{out}");
 }
+
+/// Shown failing on the old build: a tool call whose arguments nested 120 levels deep was
+/// stored with its model turn, and `show --json` printed the thread as a document nested
+/// deeper than JSON readers (serde_json, pipec's own) take.
+#[test]
+fn a_reply_nested_past_the_limit_is_refused_before_its_turn_is_stored() {
+    let deep: Value = serde_json::from_str(&format!("{}{}", "[".repeat(120), "]".repeat(120)))
+        .expect("deep JSON");
+    let server = ChatServer::start(Arc::new(move |_req: &Value, _seen: &[Value]| {
+        tool_calls(&[("get_deal", json!({ "deal_id": deep.clone() }))])
+    }));
+    let s = setup("act-deep-reply", &openai(&server.url), "", None);
+    let o = s.run();
+    let err = stderr(&o);
+    assert_eq!(code(&o), 1, "{err}");
+    let thread = thread_of(&err).expect("thread");
+    let show = s.pipec(&["show", &thread, "--json", "--internal"]);
+    assert_eq!(code(&show), 0, "{}", stderr(&show));
+    assert_eq!(json(&stdout(&show))["status"], "failed");
+    assert!(err.contains("nests more than 64 levels"), "{err}");
+    assert!(s.calls("tool get_deal").is_empty());
+}

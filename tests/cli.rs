@@ -927,3 +927,152 @@ fn json_fixes_name_their_edits() {
     );
     assert_eq!(&text[start..end], "digset");
 }
+
+/// A fresh folder holding the given files.
+fn folder_with(tag: &str, files: &[(&str, &str)]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pipec-cli-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for (name, text) in files {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+    dir
+}
+
+/// Shown failing on the old build: miette padded the caret with a format width past
+/// 65,535 and panicked (exit 101) in every command that renders diagnostics.
+#[test]
+fn a_diagnostic_past_column_65535_is_drawn_clipped_around_its_span() {
+    // A minified literal of 70,000 characters, then an error on the same line.
+    let source = format!("input a: string = \"{}\" + 1\n", "x".repeat(70_000));
+    let dir = folder_with("long-line", &[("long.pipe", &source)]);
+    for command in ["check", "compile", "fmt", "run", "serve"] {
+        let out = run(&[command, "long.pipe"], &dir);
+        let text = format!("{}{}", stdout(&out), stderr(&out));
+        assert_eq!(out.status.code(), Some(1), "{command}: {text}");
+        // The location is the one in the file, and the line is clipped to a window
+        // around the span, marked with `…`, the caret still under the `+`.
+        assert!(text.contains("long.pipe:1:70022"), "{command}: {text}");
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with(" 1 │ …"))
+            .unwrap_or_else(|| panic!("{command}: no clipped line in {text}"));
+        assert!(lines[at].chars().count() < 200, "{command}: {}", lines[at]);
+        let column = |line: &str, c: char| line.chars().position(|x| x == c);
+        assert_eq!(
+            column(lines[at], '+'),
+            column(lines[at + 1], '┬'),
+            "{command}: the caret is not under the `+`:\n{}\n{}",
+            lines[at],
+            lines[at + 1]
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Shown failing on the old build: each aborted `check`, `compile` or `run` with a stack
+/// overflow (or, for brackets, reported a misleading syntax error).
+#[test]
+fn deep_nesting_is_a_coded_error_not_a_stack_overflow() {
+    let deep = |open: &str, inner: &str, close: &str, n: usize| {
+        format!("{}{inner}{}", open.repeat(n), close.repeat(n))
+    };
+    let cases = [
+        (
+            "parentheses",
+            format!("input a: int = {}\n", deep("(", "1", ")", 5_000)),
+        ),
+        (
+            "lists",
+            format!("input a: json = {}\n", deep("[", "", "]", 10_000)),
+        ),
+        (
+            "records",
+            format!("input a: json = {}\n", deep("{a: ", "1", "}", 5_000)),
+        ),
+        (
+            "list-types",
+            format!("input a: string{}\n", "[]".repeat(10_000)),
+        ),
+        (
+            "generics",
+            format!("input a: {}\n", deep("list<", "int", ">", 5_000)),
+        ),
+        (
+            "record-types",
+            format!("input a: {}\n", deep("{a: ", "int", "}", 5_000)),
+        ),
+        (
+            "nots",
+            format!("input a: bool = {}true\n", "!".repeat(50_000)),
+        ),
+        (
+            "comparisons",
+            format!("input a: bool = true{}\n", " == true".repeat(50_000)),
+        ),
+        (
+            "coalescing",
+            format!("input a: int? = null{}\n", " ?? null".repeat(50_000)),
+        ),
+        (
+            "fields",
+            format!("input a: int = x{}\n", ".a".repeat(50_000)),
+        ),
+        (
+            "calls",
+            format!("input a: int = f{}\n", "()".repeat(50_000)),
+        ),
+    ];
+    for (what, source) in &cases {
+        let dir = folder_with(&format!("deep-{what}"), &[("deep.pipe", source)]);
+        let out = run(&["check", "--format", "json", "deep.pipe"], &dir);
+        assert_eq!(out.status.code(), Some(1), "{what}: {}", stderr(&out));
+        let json: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("json");
+        let codes: Vec<String> = diags(&json)
+            .iter()
+            .filter_map(|d| d["code"].as_str().map(str::to_string))
+            .collect();
+        assert_eq!(codes, ["P0005"], "{what}: {json}");
+        for command in ["compile", "run"] {
+            let out = run(&[command, "deep.pipe"], &dir);
+            assert_eq!(out.status.code(), Some(1), "{what}: {command}");
+            let text = format!("{}{}", stdout(&out), stderr(&out));
+            assert!(
+                text.contains("P0005 nesting-too-deep"),
+                "{what}: {command}: {text}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Shown failing on the old build: a chain of 20,000 attributes in a prompt template
+/// overflowed the stack of `check`.
+#[test]
+fn a_prompt_template_nested_too_deep_is_a_coded_error() {
+    let pipe = "model fast {\n  provider = \"openai\"\n  name = \"gpt-4o-mini\"\n  api_key = secret(\"OPENAI_API_KEY\")\n}\n\ninput topic: string\n\nthink brief(topic: string = input.topic) -> string {\n  model = fast\n  prompt = file(\"brief\")\n}\n\noutput brief = brief\n";
+    for (what, template) in [
+        (
+            "attributes",
+            format!("{{{{ topic{} }}}}", ".a".repeat(20_000)),
+        ),
+        ("nots", format!("{{{{ {}topic }}}}", "not ".repeat(20_000))),
+        (
+            "concatenation",
+            format!("{{{{ topic{} }}}}", " ~ topic".repeat(20_000)),
+        ),
+    ] {
+        let dir = folder_with(
+            &format!("deep-template-{what}"),
+            &[("brief.pipe", pipe), ("prompts/brief.jinja", &template)],
+        );
+        let out = run(&["check", "brief.pipe"], &dir);
+        let text = stdout(&out);
+        assert_eq!(out.status.code(), Some(1), "{what}: {text}{}", stderr(&out));
+        assert!(text.contains("P0005 nesting-too-deep"), "{what}: {text}");
+        assert!(text.contains("prompts/brief.jinja:1:1"), "{what}: {text}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

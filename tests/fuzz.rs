@@ -1,7 +1,9 @@
 //! A bounded fuzz run of the whole front end, part of every `cargo test`: random and
 //! mutated `.pipe` files (the examples, the UI cases, synthetic pipelines) go through
-//! check, lowering, `fmt` and the plan reader. Nothing may panic, and every diagnostic
-//! span must lie on char boundaries inside its file.
+//! check, lowering, terminal rendering, `fmt` and the plan reader. Nothing may panic or
+//! overflow the stack (a token repeated thousands of times nests deep or makes a line
+//! past 65,535 columns), and every diagnostic span must lie on char boundaries inside
+//! its file.
 //!
 //! `PIPEC_FUZZ_ITERS` sets the number of inputs (default 3000); `PIPEC_FUZZ_SEED` the
 //! seed. A failing input is written to `target/fuzz-failure.pipe`. For open-ended runs
@@ -154,7 +156,7 @@ fn mutate(rng: &mut Rng, text: &str, corpus: &[(String, String)]) -> String {
     for _ in 0..1 + rng.below(4) {
         let len = s.len();
         let at = floor(&s, rng.below(len + 1));
-        match rng.below(8) {
+        match rng.below(9) {
             0 | 1 => {
                 let token: &&str = rng.pick(TOKENS);
                 s.insert_str(at, token.as_ref());
@@ -183,6 +185,17 @@ fn mutate(rng: &mut Rng, text: &str, corpus: &[(String, String)]) -> String {
                 let end = floor(&s, (at + 1).min(len));
                 let token: &&str = rng.pick(TOKENS);
                 s.replace_range(at..end.max(at), token.as_ref());
+            }
+            7 => {
+                // One token many times: nesting past the limit (brackets, chains of
+                // operators, list marks) or a line longer than 65,535 columns.
+                let token: &&str = rng.pick(TOKENS);
+                let times = match rng.below(8) {
+                    0 => 65_536 / token.len().max(1) + 1,
+                    1 => 1 + rng.below(3_000),
+                    _ => 1 + rng.below(64),
+                };
+                s.insert_str(at, &token.repeat(times));
             }
             _ => {
                 let n = rng.below(30);

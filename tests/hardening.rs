@@ -1180,6 +1180,53 @@ fn deciding_on_a_blocked_call_is_no_crash(store: &StoreKind) {
     assert_eq!(st["nodes"][0]["crash_count"], 0, "{st}");
 }
 
+/// Shown failing on the old build: a command's output nested 100 levels deep was taken
+/// and stored, and the thread could no longer be read (`show` said the store was damaged,
+/// R0410).
+fn a_value_nested_past_the_limit_is_refused_before_it_is_stored(store: &StoreKind) {
+    let p = Project::on(store, "deepvalue");
+    p.write(
+        "deep.pipe",
+        "node deep() -> json {\n  exec = [\"./deep.sh\"]\n}\n\noutput deep = deep\n",
+    );
+    p.script(
+        "deep.sh",
+        &format!(
+            "#!/bin/sh\ncat >/dev/null\necho '{}{}'\n",
+            "[".repeat(100),
+            "]".repeat(100)
+        ),
+    );
+    let out = p.run(&["run", "deep.pipe"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    assert!(err.contains("R0601"), "{err}");
+    assert!(err.contains("nests more than 64 levels"), "{err}");
+    let thread = thread_of(&err).expect("thread");
+    assert_eq!(show(&p, &thread)["status"], "failed");
+
+    // An input as deep is refused before anything is written.
+    p.write("echo.pipe", "input a: json\n\noutput a = input.a\n");
+    let deep = format!("a={}{}", "[".repeat(100), "]".repeat(100));
+    let out = p.run(&["run", "echo.pipe", "--input", &deep]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("R0001"), "{}", stderr(&out));
+    assert!(thread_of(&stderr(&out)).is_none(), "{}", stderr(&out));
+
+    // Nor does a `return` build one around an input that fits.
+    p.write(
+        "wrap.pipe",
+        "input a: json\n\nnode wrap(x: json = input.a) -> json {\n  return = { a: { a: { a: x } } }\n}\n\noutput wrap = wrap\n",
+    );
+    let fits = format!("a={}{}", "[".repeat(62), "]".repeat(62));
+    let out = p.run(&["run", "wrap.pipe", "--input", &fits]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    assert!(err.contains("nests more than 64 levels"), "{err}");
+    let thread = thread_of(&err).expect("thread");
+    assert_eq!(show(&p, &thread)["status"], "failed");
+}
+
 fn events_of_concurrent_items_stream_in_order(store: &StoreKind) {
     let p = Project::on(store, "order");
     p.write(
@@ -1718,6 +1765,7 @@ on_every_store!(
     a_decision_may_name_a_call_by_the_name_a_rename_gives_it,
     a_servers_401_is_not_taken_for_a_piece_of_a_secret,
     credentials_in_clear_are_refused_before_a_plan_or_thread_holds_them,
+    a_value_nested_past_the_limit_is_refused_before_it_is_stored,
 );
 
 /// Progress names each item of an `each` node (`work[2]`), and a node whose items failed

@@ -734,3 +734,51 @@ fn a_quick_fix_from_a_diagnostic_fixes_it_when_applied() {
     );
     assert_eq!(r["result"], json!([]));
 }
+
+/// Shown failing on the old build: opening a file of 10,000 list marks (or a long chain of
+/// `!`, or a template with a long chain) overflowed the stack and killed the server, and
+/// 5,000 nested parentheses were a misleading syntax error. Now each is a P0005
+/// diagnostic, and the server answers as before.
+#[test]
+fn deep_nesting_is_a_diagnostic_and_the_server_survives() {
+    let mut f = fixture("lsp-deep");
+    let deep = |open: &str, inner: &str, close: &str, n: usize| {
+        format!("{}{inner}{}", open.repeat(n), close.repeat(n))
+    };
+    for (version, text) in [
+        format!("input a: string{}\n", "[]".repeat(10_000)),
+        format!("input a: int = {}\n", deep("(", "1", ")", 5_000)),
+        format!("input a: bool = {}true\n", "!".repeat(50_000)),
+        format!("input a: json = {}\n", deep("[", "", "]", 10_000)),
+    ]
+    .iter()
+    .enumerate()
+    {
+        if version == 0 {
+            f.client.open(&f.app, text);
+        } else {
+            f.client.change_all(&f.app, version as i64 + 1, text);
+        }
+        let d = f.client.diagnostics(&f.app);
+        let codes: Vec<&str> = d.iter().filter_map(|d| d["code"].as_str()).collect();
+        assert_eq!(codes, ["P0005"], "{d:?}");
+    }
+    let template = format!("{{{{ ticket.title{} }}}}\n", ".a".repeat(20_000));
+    f.client.open(&f.prompt, &template);
+    f.client.change_all(&f.app, 10, APP);
+    let on_template = f.client.diagnostics(&f.prompt);
+    assert!(
+        on_template.iter().any(|d| d["code"] == "P0005"),
+        "{on_template:?}"
+    );
+
+    // Still alive, and still right.
+    f.client.change_all(&f.prompt, 2, PROMPT);
+    f.client.forget_diagnostics();
+    f.client.change_all(&f.app, 11, APP);
+    assert!(f.client.diagnostics(&f.app).is_empty());
+    let h = hover_text(&mut f.client, &f.app, pos(APP, "model = fast", 0, 9));
+    assert!(h.contains("model fast"), "{h}");
+    assert!(f.client.is_running());
+    assert!(f.client.shutdown().success());
+}

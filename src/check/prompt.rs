@@ -70,8 +70,9 @@ struct Walk<'p> {
 
 /// Whether a prompt template parses (what a fix must keep true of a template it edits).
 pub fn template_parses(text: &str) -> bool {
-    minijinja::machinery::parse(text, "template", minijinja::syntax::SyntaxConfig::default())
-        .is_ok()
+    crate::nesting::template_too_deep(text).is_none()
+        && minijinja::machinery::parse(text, "template", minijinja::syntax::SyntaxConfig::default())
+            .is_ok()
 }
 
 impl Checker<'_> {
@@ -271,6 +272,17 @@ impl Checker<'_> {
         text: &str,
         locals: &mut Locals,
     ) -> bool {
+        // minijinja recurses once per operator of a chain: a template nested past the
+        // limit is refused before it parses.
+        if let Some(deep) = crate::nesting::template_too_deep(text) {
+            let (f, span) = place.range(deep.range.start, deep.range.end);
+            w.diags.push(
+                Diagnostic::new(&r::NESTING_TOO_DEEP, f, span, deep.what)
+                    .label("too deep")
+                    .help("split it: compute parts in a node of their own, or move inner blocks to a template of their own (`{% include %}`)"),
+            );
+            return false;
+        }
         let parsed =
             minijinja::machinery::parse(text, name, minijinja::syntax::SyntaxConfig::default());
         match parsed {

@@ -290,7 +290,18 @@ pub fn parse_inputs(plan: &Plan, pairs: &[String], files: &[PathBuf]) -> Result<
                 if is_string {
                     Value::String(v.to_string())
                 } else {
-                    serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_string()))
+                    match serde_json::from_str(v) {
+                        Ok(value) => value,
+                        // JSON nested past what the parser reads is not text meant as a
+                        // string.
+                        Err(e) if e.to_string().starts_with("recursion limit exceeded") => {
+                            return Err(format!(
+                                "`--input {k}=...`: the JSON nests deeper than pipec reads (values nest at most {} levels)",
+                                crate::nesting::MAX_VALUE_NESTING
+                            ));
+                        }
+                        Err(_) => Value::String(v.to_string()),
+                    }
                 }
             }
         };

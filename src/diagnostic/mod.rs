@@ -4,6 +4,7 @@
 //! documentation), a message, a primary span and secondary labels, and an optional help
 //! line. Rendering (terminal via miette, JSON, SARIF) lives in the submodules.
 
+mod clip;
 mod render;
 mod rule;
 mod runtime_codes;

@@ -3,9 +3,10 @@
 
 use std::fmt;
 
-use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceSpan};
+use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan};
 use serde::Serialize;
 
+use super::clip::ClippedSource;
 use super::{Applicability, Counts, Diagnostic, Edit, Fix, Label, Rule, Severity};
 use crate::source::SourceDb;
 
@@ -66,7 +67,7 @@ pub fn render_terminal(db: &SourceDb, diags: &[Diagnostic], opts: TerminalOption
 /// One diagnostic, as miette wants it.
 struct Report<'a> {
     diag: &'a Diagnostic,
-    source: Option<NamedSource<String>>,
+    source: Option<ClippedSource>,
     labels: Vec<LabeledSpan>,
     related: Vec<Related>,
     help: Option<String>,
@@ -80,32 +81,42 @@ impl<'a> Report<'a> {
         let mut source = None;
         if let Some(primary) = &diag.primary {
             let file = db.get(primary.file);
-            source = Some(NamedSource::new(&file.name, file.text.to_string()));
-            labels.push(LabeledSpan::new_primary_with_span(
-                non_empty(&primary.message),
-                to_span(primary, file.text.len()),
-            ));
-            for l in &diag.secondary {
-                if l.file == primary.file {
-                    labels.push(LabeledSpan::new_with_span(
-                        non_empty(&l.message),
-                        to_span(l, file.text.len()),
-                    ));
+            let here: Vec<&Label> = std::iter::once(primary)
+                .chain(diag.secondary.iter().filter(|l| l.file == primary.file))
+                .collect();
+            let shown = ClippedSource::new(
+                &file.name,
+                file.text.clone(),
+                &label_ends(&here, &file.text),
+            );
+            for (i, l) in here.iter().enumerate() {
+                let span = shown_span(&shown, l, file.text.len());
+                labels.push(if i == 0 {
+                    LabeledSpan::new_primary_with_span(non_empty(&l.message), span)
                 } else {
-                    let other = db.get(l.file);
-                    related.push(Related {
-                        message: if l.message.is_empty() {
-                            "related".into()
-                        } else {
-                            l.message.clone()
-                        },
-                        source: NamedSource::new(&other.name, other.text.to_string()),
-                        label: LabeledSpan::new_primary_with_span(
-                            None,
-                            to_span(l, other.text.len()),
-                        ),
-                    });
-                }
+                    LabeledSpan::new_with_span(non_empty(&l.message), span)
+                });
+            }
+            source = Some(shown);
+            for l in diag.secondary.iter().filter(|l| l.file != primary.file) {
+                let other = db.get(l.file);
+                let shown = ClippedSource::new(
+                    &other.name,
+                    other.text.clone(),
+                    &label_ends(&[l], &other.text),
+                );
+                related.push(Related {
+                    message: if l.message.is_empty() {
+                        "related".into()
+                    } else {
+                        l.message.clone()
+                    },
+                    label: LabeledSpan::new_primary_with_span(
+                        None,
+                        shown_span(&shown, l, other.text.len()),
+                    ),
+                    source: shown,
+                });
             }
         }
         let mut help = diag.help.clone();
@@ -130,10 +141,19 @@ fn non_empty(s: &str) -> Option<String> {
     (!s.is_empty()).then(|| s.to_string())
 }
 
-fn to_span(l: &Label, len: usize) -> SourceSpan {
+/// The starts and ends of labels, as offsets on character boundaries of `text`.
+fn label_ends(labels: &[&Label], text: &str) -> Vec<usize> {
+    labels
+        .iter()
+        .flat_map(|l| [l.span.start, l.span.end])
+        .map(|o| crate::source::floor_char_boundary(text, (o as usize).min(text.len())))
+        .collect()
+}
+
+fn shown_span(shown: &ClippedSource, l: &Label, len: usize) -> miette::SourceSpan {
     let start = (l.span.start as usize).min(len);
     let end = (l.span.end as usize).min(len).max(start);
-    SourceSpan::new(start.into(), end - start)
+    shown.span(start, end)
 }
 
 impl fmt::Debug for Report<'_> {
@@ -194,7 +214,7 @@ impl miette::Diagnostic for Report<'_> {
 /// A label in another file, drawn as a related note.
 struct Related {
     message: String,
-    source: NamedSource<String>,
+    source: ClippedSource,
     label: LabeledSpan,
 }
 

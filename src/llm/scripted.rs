@@ -306,6 +306,10 @@ fn call_of(c: Value) -> Result<CallSpec, String> {
 fn render(template: &Value, inputs: &Value) -> Result<Value, String> {
     Ok(match template {
         Value::String(s) => {
+            // minijinja recurses once per level: a text nested past the limit is refused.
+            if let Some(deep) = crate::nesting::template_too_deep(s) {
+                return Err(deep.what);
+            }
             let env = minijinja::Environment::new();
             let trimmed = s.trim();
             if let Some(expr) = trimmed

@@ -708,14 +708,22 @@ impl NodeCx<'_> {
 }
 
 fn template_entry(place: &str, t: &Template) -> Result<(), Violation> {
-    if t.sources.contains_key(&t.entry) {
-        Ok(())
-    } else {
-        Err(Violation::Malformed {
+    if !t.sources.contains_key(&t.entry) {
+        return Err(Violation::Malformed {
             place: place.to_string(),
             why: format!("the template `{}` is not among its sources", t.entry),
-        })
+        });
     }
+    // Rendering recurses once per level: compile refuses a deeper template (P0005).
+    for (name, text) in &t.sources {
+        if let Some(deep) = crate::nesting::template_too_deep(text) {
+            return Err(Violation::Malformed {
+                place: place.to_string(),
+                why: format!("in the template `{name}`, {}", deep.what),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn local_refs(

@@ -22,6 +22,7 @@ catalogue! {
     invalid_literal::INVALID_LITERAL,
     dangling_doc_comment::DANGLING_DOC_COMMENT,
     invalid_encoding::INVALID_ENCODING,
+    nesting_too_deep::NESTING_TOO_DEEP,
     unknown_name::UNKNOWN_NAME,
     duplicate_declaration::DUPLICATE_DECLARATION,
     unknown_setting::UNKNOWN_SETTING,

@@ -245,6 +245,22 @@ pub fn is_resource(src: &Source) -> bool {
 }
 
 /// Evaluates a body expression over the node's (hydrated) parameters.
+/// The value of a `return` body. It may nest no deeper than a value a run takes in: the
+/// records and lists a body builds around its parameters could otherwise, node after
+/// node, make a value the store cannot read back.
+pub fn returned(params: &BTreeMap<String, Value>, e: &Expr) -> Result<Value, EvalError> {
+    let v = expr(params, e)?;
+    if crate::nesting::value_too_deep(&v) {
+        return Err(EvalError::Expression {
+            problem: format!(
+                "the value nests more than {} levels of arrays and objects",
+                crate::nesting::MAX_VALUE_NESTING
+            ),
+        });
+    }
+    Ok(v)
+}
+
 pub fn expr(params: &BTreeMap<String, Value>, e: &Expr) -> Result<Value, EvalError> {
     Ok(match e {
         Expr::Param { name } => params.get(name).cloned().unwrap_or(Value::Null),

@@ -150,6 +150,16 @@ impl Validators {
 
     /// Checks a value; the error lists the first few problems with their paths.
     pub fn check(&self, schema: &Value, value: &Value, mode: Mode) -> Result<(), ValidationError> {
+        // Every value a run takes in is checked here, whatever its type (`json` too): one
+        // nested past the limit could not be read back from the store.
+        if crate::nesting::value_too_deep(value) {
+            return Err(ValidationError::Mismatch {
+                problems: vec![format!(
+                    "the value nests more than {} levels of arrays and objects",
+                    crate::nesting::MAX_VALUE_NESTING
+                )],
+            });
+        }
         let v = self.validator(schema, mode)?;
         let problems: Vec<String> = v
             .iter_errors(value)

@@ -347,6 +347,10 @@ fn remote(
 /// each value is escaped as the inside of a JSON string.
 fn render(text: String, mime: Option<String>) -> Result<ReadHandler, String> {
     let json = mime.as_deref().is_some_and(|m| m.contains("json"));
+    // minijinja recurses once per level: a text nested past the limit is refused first.
+    if let Some(deep) = crate::nesting::template_too_deep(&text) {
+        return Err(format!("a render text nests too deep: {}", deep.what));
+    }
     let mut env = minijinja::Environment::new();
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
     env.add_template_owned("render", text)

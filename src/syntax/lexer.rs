@@ -4,6 +4,9 @@
 //! pest skips comments, but `fmt` must keep every one and `// pipec: allow(...)` lines are
 //! suppressions, so this pass collects them. It knows just enough about strings (regular
 //! and N-hash raw) not to mistake `"http://x"` for a comment.
+//!
+//! It also measures how deep brackets nest, so that a piece nested past
+//! [`MAX_NESTING`] is refused before pest, whose recursion follows the brackets, sees it.
 
 use crate::source::Span;
 
@@ -35,6 +38,58 @@ pub struct Scan {
     pub unterminated: Vec<(Span, bool)>,
     /// Byte offsets where a new top-level declaration starts (with its leading comments).
     pub cuts: Vec<u32>,
+    /// The first bracket of each piece that opened past [`MAX_NESTING`] levels.
+    pub too_deep: Vec<Span>,
+}
+
+use crate::nesting::MAX_NESTING;
+
+/// The brackets open at a point of the text. `<` opens a level too, since `list<...>`
+/// nests a type: a `<` that was a comparison is forgotten at the next `>`, at the
+/// bracket that closes around it, or at a token no type holds (`=`, `,`, `:`, `;`,
+/// `&&`, `||`, `??`, `!=`).
+#[derive(Default)]
+struct Nesting {
+    open: Vec<u8>,
+    /// Whether this piece already went past the limit (reported once per piece).
+    reported: bool,
+}
+
+impl Nesting {
+    fn reset(&mut self) {
+        self.open.clear();
+        self.reported = false;
+    }
+
+    fn open(&mut self, bracket: u8, at: usize, out: &mut Scan) {
+        self.open.push(bracket);
+        if self.open.len() > MAX_NESTING && !self.reported {
+            self.reported = true;
+            out.too_deep.push(Span::new(at as u32, at as u32 + 1));
+        }
+    }
+
+    /// A closing `)`, `]` or `}`: closes its opener and every `<` opened inside it.
+    fn close(&mut self, opener: u8) {
+        while let Some(top) = self.open.pop() {
+            if top == opener || top != b'<' {
+                break;
+            }
+        }
+    }
+
+    fn close_angle(&mut self) {
+        if self.open.last() == Some(&b'<') {
+            self.open.pop();
+        }
+    }
+
+    /// Forgets the `<` opened since the innermost bracket: they were comparisons.
+    fn forget_angles(&mut self) {
+        while self.open.last() == Some(&b'<') {
+            self.open.pop();
+        }
+    }
 }
 
 /// Words that start a top-level declaration.
@@ -50,6 +105,7 @@ pub fn scan(text: &str) -> Scan {
     let mut line_start = true;
     // Start of the current line, and whether everything on it so far is blank.
     let mut cur_line = 0usize;
+    let mut nesting = Nesting::default();
     while i < bytes.len() {
         let b = bytes[i];
         if line_start {
@@ -57,9 +113,52 @@ pub fn scan(text: &str) -> Scan {
             cur_line = i;
             if i > 0 && starts_declaration(&text[i..]) {
                 out.cuts.push(back_over_comments(text, i) as u32);
+                nesting.reset();
             }
         }
+        let next = bytes.get(i + 1).copied();
         match b {
+            b'(' | b'[' | b'{' => {
+                nesting.open(b, i, &mut out);
+                i += 1;
+            }
+            b')' => {
+                nesting.close(b'(');
+                i += 1;
+            }
+            b']' => {
+                nesting.close(b'[');
+                i += 1;
+            }
+            b'}' => {
+                nesting.close(b'{');
+                i += 1;
+            }
+            b'-' if next == Some(b'>') => {
+                // `->` closes nothing.
+                i += 2;
+            }
+            b'<' | b'>' | b'!' | b'=' if next == Some(b'=') => {
+                // `<=`, `>=`, `!=`, `==` are comparisons: no type holds them.
+                nesting.forget_angles();
+                i += 2;
+            }
+            b'<' => {
+                nesting.open(b'<', i, &mut out);
+                i += 1;
+            }
+            b'>' => {
+                nesting.close_angle();
+                i += 1;
+            }
+            b'=' | b',' | b':' | b';' => {
+                nesting.forget_angles();
+                i += 1;
+            }
+            b'&' | b'|' | b'?' if next == Some(b) => {
+                nesting.forget_angles();
+                i += 2;
+            }
             b'\n' => {
                 line_start = true;
                 i += 1;

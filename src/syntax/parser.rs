@@ -6,17 +6,17 @@
 //! declaration it is in and every error of the file is reported in one run. Pieces are
 //! parsed on all available cores.
 
-use std::sync::{LazyLock, Mutex};
+use std::sync::Mutex;
 
 use pest::Parser as _;
 use pest::iterators::{Pair, Pairs};
-use pest::pratt_parser::{Assoc, Op, PrattParser};
 
 use super::ast::*;
 use super::lexer::{self, Comment, Scan};
 use super::literal::{self, Number};
 use crate::diagnostic::Diagnostic;
-use crate::rules::{INVALID_LITERAL, SYNTAX_ERROR};
+use crate::nesting::MAX_NESTING;
+use crate::rules::{INVALID_LITERAL, NESTING_TOO_DEEP, SYNTAX_ERROR};
 use crate::source::{FileId, Span};
 
 #[derive(pest_derive::Parser)]
@@ -40,6 +40,7 @@ pub fn parse(file_id: FileId, text: &str) -> Parsed {
         comments,
         unterminated,
         cuts,
+        too_deep,
     } = lexer::scan(text);
 
     let mut bounds = Vec::with_capacity(cuts.len() + 2);
@@ -68,6 +69,15 @@ pub fn parse(file_id: FileId, text: &str) -> Parsed {
     let mut slots: Vec<Option<PieceResult>> = pieces
         .iter()
         .map(|(a, b)| {
+            // A piece nested past the limit never reaches pest, whose recursion follows
+            // the brackets.
+            if let Some(at) = too_deep.iter().find(|s| (*a..*b).contains(&s.start)) {
+                return Some(too_deep_piece(
+                    file_id,
+                    &text[*a as usize..*b as usize],
+                    *at,
+                ));
+            }
             let old = last.get(&text[*a as usize..*b as usize])?;
             let (items, stray_docs) = super::reuse::moved(old, *a);
             Some(PieceResult {
@@ -216,6 +226,8 @@ fn parse_piece(
                 text,
                 comments,
                 diagnostics: Vec::new(),
+                nesting: 0,
+                too_deep: false,
             };
             let (items, stray_docs) = b.piece(pairs);
             PieceResult {
@@ -244,6 +256,25 @@ fn parse_piece(
                 broken: declared_names(src),
             }
         }
+    }
+}
+
+/// A piece whose brackets nest past [`MAX_NESTING`]: reported, and left out as a
+/// piece that does not parse is.
+fn too_deep_piece(file: FileId, src: &str, at: Span) -> PieceResult {
+    let diagnostic = Diagnostic::new(
+        &NESTING_TOO_DEEP,
+        file,
+        at,
+        format!("brackets are nested more than {} deep", MAX_NESTING),
+    )
+    .label(format!("bracket {} opens here", MAX_NESTING + 1))
+    .help("give deep values at run time (`--inputs FILE`), and name the inner parts of deep types");
+    PieceResult {
+        items: Vec::new(),
+        stray_docs: Vec::new(),
+        diagnostics: vec![diagnostic],
+        broken: declared_names(src),
     }
 }
 
@@ -527,23 +558,6 @@ fn describe_rule(rule: Rule) -> Option<&'static str> {
 
 // ---------------------------------------------------------------- building the tree
 
-static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
-    PrattParser::new()
-        .op(Op::infix(Rule::or_op, Assoc::Left))
-        .op(Op::infix(Rule::and_op, Assoc::Left))
-        .op(Op::infix(Rule::eq_op, Assoc::Left)
-            | Op::infix(Rule::ne_op, Assoc::Left)
-            | Op::infix(Rule::lt_op, Assoc::Left)
-            | Op::infix(Rule::le_op, Assoc::Left)
-            | Op::infix(Rule::gt_op, Assoc::Left)
-            | Op::infix(Rule::ge_op, Assoc::Left))
-        .op(Op::infix(Rule::coalesce_op, Assoc::Right))
-        .op(Op::prefix(Rule::not_op))
-        .op(Op::postfix(Rule::field_access)
-            | Op::postfix(Rule::splat_access)
-            | Op::postfix(Rule::call_args))
-});
-
 struct Builder<'t> {
     file: FileId,
     base: u32,
@@ -551,6 +565,11 @@ struct Builder<'t> {
     text: &'t str,
     comments: &'t [(u32, u32)],
     diagnostics: Vec<Diagnostic>,
+    /// How many expressions (or types) the builder is inside; 0 between them.
+    nesting: usize,
+    /// Whether the expression (or type) being built nests past the limit: its inner
+    /// part was replaced by an error, and the outermost one is reported and replaced.
+    too_deep: bool,
 }
 
 impl Builder<'_> {
@@ -947,6 +966,13 @@ impl Builder<'_> {
     }
 
     fn type_expr(&mut self, pair: Pair<'_, Rule>) -> TypeExpr {
+        self.nesting += 1;
+        let ty = self.type_expr_inner(pair);
+        self.nesting -= 1;
+        self.outermost_type(ty)
+    }
+
+    fn type_expr_inner(&mut self, pair: Pair<'_, Rule>) -> TypeExpr {
         let span = self.tight_span(&pair);
         let mut terms = Vec::new();
         let mut optional = false;
@@ -963,16 +989,16 @@ impl Builder<'_> {
             error_type(span)
         } else {
             let s = terms[0].span.to(terms[terms.len() - 1].span);
-            TypeExpr {
+            self.bounded_type(TypeExpr {
                 kind: TypeExprKind::Union(terms),
                 span: s,
-            }
+            })
         };
         if optional {
-            TypeExpr {
+            self.bounded_type(TypeExpr {
                 kind: TypeExprKind::Optional(Box::new(base)),
                 span,
-            }
+            })
         } else {
             base
         }
@@ -986,10 +1012,10 @@ impl Builder<'_> {
         let mut ty = self.type_atom(atom);
         for mark in inner {
             let end = self.span(&mark).end;
-            ty = TypeExpr {
+            ty = self.bounded_type(TypeExpr {
                 span: Span::new(ty.span.start, end),
                 kind: TypeExprKind::List(Box::new(ty)),
-            };
+            });
         }
         ty
     }
@@ -1014,39 +1040,154 @@ impl Builder<'_> {
             }
             _ => TypeExprKind::Name(pair.into_inner().map(|p| self.ident(p)).collect()),
         };
-        TypeExpr { kind, span }
+        self.bounded_type(TypeExpr { kind, span })
     }
 
     fn expr(&mut self, pair: Pair<'_, Rule>) -> Expr {
-        let pairs = pair.into_inner();
-        // The Pratt closures cannot borrow `self` mutably more than once at a time, so
-        // literal diagnostics are collected in a cell.
-        let this = std::cell::RefCell::new(&mut *self);
-        PRATT
-            .map_primary(|p| this.borrow_mut().primary(p))
-            .map_prefix(|op, rhs| Expr {
-                span: this.borrow().span(&op).to(rhs.span),
-                kind: ExprKind::Not(Box::new(rhs)),
-            })
-            .map_postfix(|lhs, op| this.borrow_mut().postfix(lhs, op))
-            .map_infix(|lhs, op, rhs| {
-                let bin = match op.as_rule() {
-                    Rule::coalesce_op => BinOp::Coalesce,
-                    Rule::or_op => BinOp::Or,
-                    Rule::and_op => BinOp::And,
-                    Rule::eq_op => BinOp::Eq,
-                    Rule::ne_op => BinOp::Ne,
-                    Rule::lt_op => BinOp::Lt,
-                    Rule::le_op => BinOp::Le,
-                    Rule::gt_op => BinOp::Gt,
-                    _ => BinOp::Ge,
-                };
-                Expr {
-                    span: lhs.span.to(rhs.span),
-                    kind: ExprKind::Binary(bin, Box::new(lhs), Box::new(rhs)),
+        self.nesting += 1;
+        let e = self.fold(pair);
+        self.nesting -= 1;
+        self.outermost_expr(e)
+    }
+
+    /// Folds the flat operator sequence pest gives (`unary (infix unary)*`) by operator
+    /// precedence, with explicit stacks rather than recursion, so that a long chain of
+    /// operators cannot overflow the stack before its depth is measured. Postfix
+    /// operators bind tightest, then `!`, then `??` (right-associative), the comparisons,
+    /// `&&` and `||` (all left-associative).
+    fn fold(&mut self, pair: Pair<'_, Rule>) -> Expr {
+        let whole = self.span(&pair);
+        let mut operands: Vec<Expr> = Vec::new();
+        let mut operators: Vec<BinOp> = Vec::new();
+        let mut nots: Vec<Span> = Vec::new();
+        let mut current: Option<Expr> = None;
+        for p in pair.into_inner() {
+            match p.as_rule() {
+                Rule::not_op => nots.push(self.span(&p)),
+                Rule::field_access | Rule::splat_access | Rule::call_args => {
+                    if let Some(lhs) = current.take() {
+                        let e = self.postfix(lhs, p);
+                        current = Some(self.bounded_expr(e));
+                    }
                 }
-            })
-            .parse(pairs)
+                rule => match binary_operator(rule) {
+                    Some(op) => {
+                        let operand = self.unary(current.take(), &mut nots, whole);
+                        operands.push(operand);
+                        while operators.last().is_some_and(|top| {
+                            precedence(*top) > precedence(op)
+                                || (precedence(*top) == precedence(op) && op != BinOp::Coalesce)
+                        }) {
+                            self.reduce(&mut operands, &mut operators);
+                        }
+                        operators.push(op);
+                    }
+                    None => current = Some(self.primary(p)),
+                },
+            }
+        }
+        let last = self.unary(current.take(), &mut nots, whole);
+        operands.push(last);
+        while !operators.is_empty() {
+            self.reduce(&mut operands, &mut operators);
+        }
+        operands.pop().unwrap_or(Expr {
+            kind: ExprKind::Error,
+            span: whole,
+        })
+    }
+
+    /// An operand with the `!`s written before it.
+    fn unary(&mut self, operand: Option<Expr>, nots: &mut Vec<Span>, whole: Span) -> Expr {
+        let mut e = operand.unwrap_or(Expr {
+            kind: ExprKind::Error,
+            span: whole,
+        });
+        while let Some(not) = nots.pop() {
+            e = self.bounded_expr(Expr {
+                span: not.to(e.span),
+                kind: ExprKind::Not(Box::new(e)),
+            });
+        }
+        e
+    }
+
+    /// Applies the operator on top of the stack to the two operands on top of theirs.
+    fn reduce(&mut self, operands: &mut Vec<Expr>, operators: &mut Vec<BinOp>) {
+        let (Some(op), Some(rhs), Some(lhs)) = (operators.pop(), operands.pop(), operands.pop())
+        else {
+            return;
+        };
+        let e = self.bounded_expr(Expr {
+            span: lhs.span.to(rhs.span),
+            kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)),
+        });
+        operands.push(e);
+    }
+
+    /// An expression nested past the limit becomes an error; the outermost expression
+    /// around it is reported (see [`Builder::outermost_expr`]).
+    fn bounded_expr(&mut self, e: Expr) -> Expr {
+        if expr_depth(&e) > MAX_NESTING {
+            self.too_deep = true;
+            Expr {
+                kind: ExprKind::Error,
+                span: e.span,
+            }
+        } else {
+            e
+        }
+    }
+
+    fn bounded_type(&mut self, t: TypeExpr) -> TypeExpr {
+        if type_depth(&t) > MAX_NESTING {
+            self.too_deep = true;
+            error_type(t.span)
+        } else {
+            t
+        }
+    }
+
+    /// Reports an outermost expression that nests past the limit, once, and replaces it
+    /// by an error so that nothing after the parser sees part of it.
+    fn outermost_expr(&mut self, e: Expr) -> Expr {
+        if self.nesting > 0 || !std::mem::take(&mut self.too_deep) {
+            return e;
+        }
+        self.report_too_deep(
+            e.span,
+            "expression",
+            "compute the inner part in a node of its own, or give the value at run time",
+        );
+        Expr {
+            kind: ExprKind::Error,
+            span: e.span,
+        }
+    }
+
+    fn outermost_type(&mut self, t: TypeExpr) -> TypeExpr {
+        if self.nesting > 0 || !std::mem::take(&mut self.too_deep) {
+            return t;
+        }
+        self.report_too_deep(
+            t.span,
+            "type",
+            "give the inner part a name: `type Inner = ...`",
+        );
+        error_type(t.span)
+    }
+
+    fn report_too_deep(&mut self, span: Span, what: &str, help: &str) {
+        self.diagnostics.push(
+            Diagnostic::new(
+                &NESTING_TOO_DEEP,
+                self.file,
+                span,
+                format!("this {what} nests more than {} levels deep", MAX_NESTING),
+            )
+            .label(format!("more than {} levels", MAX_NESTING))
+            .help(help),
+        );
     }
 
     fn postfix(&mut self, lhs: Expr, op: Pair<'_, Rule>) -> Expr {
@@ -1132,7 +1273,7 @@ impl Builder<'_> {
             }
             _ => ExprKind::Error,
         };
-        Expr { kind, span }
+        self.bounded_expr(Expr { kind, span })
     }
 
     fn number(&mut self, text: &str, span: Span) -> ExprKind {
@@ -1219,6 +1360,80 @@ impl Builder<'_> {
                 }
             }
         }
+    }
+}
+
+fn binary_operator(rule: Rule) -> Option<BinOp> {
+    Some(match rule {
+        Rule::coalesce_op => BinOp::Coalesce,
+        Rule::or_op => BinOp::Or,
+        Rule::and_op => BinOp::And,
+        Rule::eq_op => BinOp::Eq,
+        Rule::ne_op => BinOp::Ne,
+        Rule::lt_op => BinOp::Lt,
+        Rule::le_op => BinOp::Le,
+        Rule::gt_op => BinOp::Gt,
+        Rule::ge_op => BinOp::Ge,
+        _ => return None,
+    })
+}
+
+/// How tightly a binary operator binds: `||`, then `&&`, the comparisons, then `??`.
+fn precedence(op: BinOp) -> u8 {
+    match op {
+        BinOp::Or => 1,
+        BinOp::And => 2,
+        BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => 3,
+        BinOp::Coalesce => 4,
+    }
+}
+
+/// The levels of an expression: 0 for a literal or a name, one more for each bracket and
+/// operator around it. The builder never makes one deeper than [`MAX_NESTING`] + 1,
+/// so this recursion is bounded.
+fn expr_depth(e: &Expr) -> usize {
+    let below =
+        |children: &mut dyn Iterator<Item = &Expr>| 1 + children.map(expr_depth).max().unwrap_or(0);
+    match &e.kind {
+        ExprKind::Field(of, _)
+        | ExprKind::Splat(of, _)
+        | ExprKind::Not(of)
+        | ExprKind::Paren(of) => 1 + expr_depth(of),
+        ExprKind::Call(callee, args) => {
+            below(&mut std::iter::once(&**callee).chain(args.iter().map(|a| &a.value)))
+        }
+        ExprKind::Record(entries) => below(&mut entries.iter().map(|en| &en.value)),
+        ExprKind::List(items) => below(&mut items.iter()),
+        ExprKind::Binary(_, l, r) => 1 + expr_depth(l).max(expr_depth(r)),
+        ExprKind::Str(_)
+        | ExprKind::Int(_)
+        | ExprKind::Float(_)
+        | ExprKind::Size(..)
+        | ExprKind::Duration(..)
+        | ExprKind::Bool(_)
+        | ExprKind::Null
+        | ExprKind::Name(_)
+        | ExprKind::Error => 0,
+    }
+}
+
+/// The levels of a type, counted and bounded as [`expr_depth`]'s are.
+fn type_depth(t: &TypeExpr) -> usize {
+    match &t.kind {
+        TypeExprKind::Generic(_, of)
+        | TypeExprKind::List(of)
+        | TypeExprKind::Optional(of)
+        | TypeExprKind::Paren(of) => 1 + type_depth(of),
+        TypeExprKind::Record(r) => {
+            1 + r
+                .fields
+                .iter()
+                .map(|f| type_depth(&f.ty))
+                .max()
+                .unwrap_or(0)
+        }
+        TypeExprKind::Union(terms) => 1 + terms.iter().map(type_depth).max().unwrap_or(0),
+        TypeExprKind::Name(_) | TypeExprKind::Literal(_) => 0,
     }
 }
 

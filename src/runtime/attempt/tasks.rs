@@ -48,7 +48,7 @@ impl Attempt {
             return false;
         };
         let eval_one = |params: &Params| -> Result<Value, StoredError> {
-            eval::expr(params, value).map_err(|e| {
+            eval::returned(params, value).map_err(|e| {
                 RuntimeError::new(e.rule(), format!("`return` of `{}`: {e}", node.name))
                     .stored(Some(&node.name))
             })

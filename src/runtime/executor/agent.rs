@@ -258,7 +258,18 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
                     Ok(r) => r,
                     Err(e) => return Err(model_failure(&cx, model, turn, e).await),
                 };
-                // The turn is stored before anything it asks for runs.
+                // The turn is stored before anything it asks for runs, so a reply nested
+                // deeper than the store reads back is refused first.
+                if crate::nesting::value_too_deep(&reply_value(&reply)) {
+                    return Err(fatal(
+                        &cx,
+                        &codes::MODEL_OUTPUT_INVALID,
+                        format!(
+                            "the reply of the model `{model}` nests more than {} levels of arrays and objects",
+                            crate::nesting::MAX_VALUE_NESTING
+                        ),
+                    ));
+                }
                 let rec = row(
                     &cx,
                     "model",

@@ -37,7 +37,7 @@ impl Executor for Pure {
                     format!("`{}` is not a `return` node", node.name),
                 ));
             };
-            eval::expr(&cx.unit.params, value).map_err(|e: eval::EvalError| {
+            eval::returned(&cx.unit.params, value).map_err(|e: eval::EvalError| {
                 fatal(&cx, e.rule(), format!("`return` of `{}`: {e}", node.name))
             })
         })
