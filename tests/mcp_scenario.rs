@@ -412,3 +412,117 @@ fn a_history_over_its_cap_fails_with_r0101_and_never_reaches_the_store() {
         "the store holds no email"
     );
 }
+
+/// A pipeline that reads one deal from the CRM named by `CRM_URL`.
+const DEAL_BY_ENV_URL: &str = r#"server crm {
+  url = env("CRM_URL")
+}
+
+type Deal {
+  deal_id: string
+  name: string
+}
+
+tool get_deal(deal_id: string) -> Deal from crm {
+  read_only = true
+}
+
+input deal_id: string
+
+node deal(deal_id: string = input.deal_id) -> Deal {
+  call = get_deal(deal_id: deal_id)
+}
+
+output deal = deal
+"#;
+
+/// A server's `url` may be `env("NAME")`, read when the run starts like any `env()`
+/// value: missing is R0002, a value without a scheme is R0109 with the URL it meant
+/// (before anything is stored or called), and `check --online` reads it the same way.
+/// Before, `url = env(...)` was P0203 and the file did not compile.
+#[test]
+fn a_server_url_may_come_from_the_environment_and_is_checked_when_a_run_reads_it() {
+    let project = Project::new("env-url");
+    let (log, expire) = (project.dir.join("calls.log"), project.dir.join("expire"));
+    let (port, _server) = start_http(Server::DemoHttp, &project.dir, &log, &expire, 3);
+    project.write("deal.pipe", DEAL_BY_ENV_URL);
+    let run = |url: Option<&str>, args: &[&str]| {
+        let mut c = project.cmd(args);
+        match url {
+            Some(u) => c.env("CRM_URL", u),
+            None => c.env_remove("CRM_URL"),
+        };
+        c.stdin(Stdio::null()).output().expect("pipec runs")
+    };
+    let deal = ["run", "deal.pipe", "--input", "deal_id=D1"];
+
+    let o = run(None, &deal);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 1, "{err}");
+    assert!(err.contains("R0002") && err.contains("CRM_URL"), "{err}");
+
+    let bare = format!("127.0.0.1:{port}/mcp");
+    let o = run(Some(&bare), &deal);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 1, "{err}");
+    assert!(err.contains("R0109"), "{err}");
+    assert!(
+        err.contains("`CRM_URL`") && err.contains("no scheme"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("set `CRM_URL` to `http://{bare}`")),
+        "the fix: {err}"
+    );
+    let runs = run(None, &["runs", "--json"]);
+    assert_eq!(
+        json(&stdout(&runs)),
+        serde_json::json!([]),
+        "a refused run starts no thread"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap_or_default(),
+        "",
+        "a refused run calls nothing"
+    );
+    let o = run(Some(&bare), &["check", "--online", "deal.pipe"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stdout(&o).contains("R0109") || stderr(&o).contains("R0109"));
+
+    let url = format!("http://{bare}");
+    let o = run(Some(&url), &["check", "--online", "deal.pipe"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let o = run(Some(&url), &deal);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(json(&stdout(&o))["deal"]["deal_id"], "D1");
+}
+
+/// A server's `command` and `args` may be `env()` values too; a relative command is
+/// found from the declaring file's folder.
+#[test]
+fn a_server_command_and_its_args_may_come_from_the_environment() {
+    let project = Project::new("env-command");
+    project.write(
+        "deal.pipe",
+        &DEAL_BY_ENV_URL.replace(
+            "url = env(\"CRM_URL\")",
+            "command = env(\"CRM_BIN\")\n  args = [env(\"CRM_FLAG\")]",
+        ),
+    );
+    project.script(
+        "bin/crm.sh",
+        &format!(
+            "#!/bin/sh\n[ \"$1\" = \"--from-env\" ] || {{ echo \"unexpected argument: $1\" >&2; exit 3; }}\nexec '{}'\n",
+            demo_bin()
+        ),
+    );
+    let o = project
+        .cmd(&["run", "deal.pipe", "--input", "deal_id=D2"])
+        .env("CRM_BIN", "bin/crm.sh")
+        .env("CRM_FLAG", "--from-env")
+        .stdin(Stdio::null())
+        .output()
+        .expect("pipec runs");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(json(&stdout(&o))["deal"]["deal_id"], "D2");
+}

@@ -396,6 +396,23 @@ crate::declare_rule! {
 
 crate::declare_rule! {
     /// ## What it catches
+    /// An `env()` value that its setting cannot take: a server `url = env("NAME")` whose value is not an `http:` or `https:` URL with a host (`localhost:8080/mcp` has no scheme). Reported with every missing variable, before anything runs; `pipec check --online` and `pipec tools pull` read it the same way.
+    ///
+    /// ## Why it matters
+    /// A literal `url` is checked when the file is (P0206 invalid-server-url); a value read from the environment can only be checked when a run reads it, and would otherwise fail at the first call with a transport error that does not name the variable.
+    ///
+    /// ## What to do
+    /// Set the variable to the server's streamable HTTP endpoint, scheme included: `MCP_URL=http://localhost:8080/mcp`.
+    pub static CONFIG_INVALID = {
+        code: "R0109",
+        name: "config-invalid",
+        severity: Error,
+        summary: "an environment variable whose value its setting cannot take",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
     /// A thread id (or prefix) that the store does not hold, or a prefix that names several threads.
     ///
     /// ## Why it matters
@@ -755,6 +772,7 @@ crate::declare_rule! {
 pub static RUNTIME_CODES: &[&Rule] = &[
     &INPUT_INVALID,
     &CONFIG_MISSING,
+    &CONFIG_INVALID,
     &THREAD_NOT_FOUND,
     &PLAN_INVALID,
     &NOT_SUPPORTED,
