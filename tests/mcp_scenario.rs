@@ -526,3 +526,154 @@ fn a_server_command_and_its_args_may_come_from_the_environment() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(json(&stdout(&o))["deal"]["deal_id"], "D2");
 }
+
+/// The demo CRM's `get_deal_card` answers with content in place: a line of text, the deal
+/// as an embedded resource (whose URI the server does not serve) and an image.
+fn deal_card_pipeline() -> String {
+    format!(
+        r#"server crm {{
+  command = "{}"
+  env = {{ CRM_CALL_LOG: env("CRM_CALL_LOG") }}
+}}
+
+type Deal {{
+  deal_id: string
+  owner: string
+}}
+
+link "deal-card": Deal = "mcp://crm/deals/{{deal_id}}/card"
+
+tool get_deal_card(deal_id: string) -> string from crm {{
+  read_only = true
+  links = ["deal-card"]
+}}
+
+tool owner_picture(deal_id: string) -> bytes from crm {{
+  name = "get_deal_card"
+  read_only = true
+}}
+
+input deal_id: string
+
+node card(deal_id: string = input.deal_id) -> string {{
+  call = get_deal_card(deal_id: deal_id)
+}}
+
+node owner(
+  line: string = card,
+  deal: Deal = resource(ref: "deal-card", max_bytes: 10kb),
+) -> {{ line: string, owner: string }} {{
+  return = {{ line: line, owner: deal.owner }}
+}}
+
+node picture(deal_id: string = input.deal_id) -> bytes {{
+  call = owner_picture(deal_id: deal_id)
+}}
+
+output owner = owner
+output picture = picture
+"#,
+        demo_bin()
+    )
+}
+
+/// The 1×1 PNG the demo CRM sends as a deal owner's picture.
+const OWNER_PICTURE_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+/// Non-text tool content is no longer dropped without a word: an embedded resource goes
+/// into its producer's manifest with its content, and a `resource(ref:)` downstream reads
+/// it from there (the server, which does not serve its URI, is never asked); an image is
+/// a `bytes` value for a tool declared `-> bytes`, and kept in the manifest with its MIME
+/// type when the value took the text; `show --internal` lists both.
+#[test]
+fn non_text_tool_content_is_mapped_and_listed_not_dropped() {
+    let project = Project::new("content-in-place");
+    let log = project.dir.join("calls.log");
+    project.write("card.pipe", &deal_card_pipeline());
+    let o = project
+        .cmd(&["run", "card.pipe", "--input", "deal_id=D1"])
+        .env("CRM_CALL_LOG", &log)
+        .stdin(Stdio::null())
+        .output()
+        .expect("pipec runs");
+    let err = stderr(&o);
+    assert_eq!(code(&o), 0, "{err}");
+    let out = json(&stdout(&o));
+    let owner = out["owner"]["owner"]
+        .as_str()
+        .expect("the owner, from the card");
+    assert!(
+        out["owner"]["line"]
+            .as_str()
+            .is_some_and(|l| l.ends_with(&format!("owned by {owner}"))),
+        "{out}"
+    );
+    assert_eq!(out["picture"], OWNER_PICTURE_PNG, "the image as bytes");
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        !calls.lines().any(|l| l.starts_with("read ")),
+        "the embedded card is read from the manifest, not from the server:\n{calls}"
+    );
+    let thread = thread_of(&err).or_else(|| thread_of(&stdout(&o)));
+    let runs = json(&stdout(&project.run(&["runs", "--json"])));
+    let thread = thread
+        .or_else(|| runs[0]["id"].as_str().map(str::to_string))
+        .expect("the thread");
+    let text = stdout(&project.run(&["show", &thread, "--internal"]));
+    assert!(
+        text.contains("deal-card")
+            && text.contains("mcp://crm/deals/D1/card (embedded: application/json"),
+        "{text}"
+    );
+    assert!(
+        text.contains("(image)            image/png, 70 B, in place from get_deal_card"),
+        "{text}"
+    );
+    let shown = json(&stdout(&project.run(&[
+        "show",
+        &thread,
+        "--json",
+        "--internal",
+    ])));
+    let held: Vec<&Value> = shown["manifests"]
+        .as_array()
+        .expect("manifests")
+        .iter()
+        .map(|m| &m["link"])
+        .collect();
+    let image = held
+        .iter()
+        .find(|l| l["embedded"]["block"] == "image")
+        .expect("the image of `card` is kept");
+    assert_eq!(image["embedded"]["blob"], OWNER_PICTURE_PNG);
+    assert_eq!(image["mime"], "image/png");
+    assert_eq!(
+        held.iter()
+            .filter(|l| l["embedded"]["block"] == "image")
+            .count(),
+        1,
+        "`picture` took its image as its value, which is not stored twice"
+    );
+}
+
+/// A declared type that cannot hold what the result carries fails with R0107, naming it.
+#[test]
+fn an_image_a_record_type_cannot_hold_fails_with_r0107() {
+    let project = Project::new("content-unfit");
+    project.write(
+        "card.pipe",
+        &deal_card_pipeline()
+            .replace("-> bytes from crm", "-> Deal from crm")
+            .replace(") -> bytes {", ") -> Deal {"),
+    );
+    let o = project
+        .cmd(&["run", "card.pipe", "--input", "deal_id=D1"])
+        .env("CRM_CALL_LOG", project.dir.join("calls.log"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("pipec runs");
+    let err = stderr(&o);
+    assert_eq!(code(&o), 1, "{err}");
+    assert!(err.contains("R0107"), "{err}");
+    assert!(err.contains("an image (image/png, 70 B)"), "{err}");
+}
