@@ -677,3 +677,144 @@ fn an_image_a_record_type_cannot_hold_fails_with_r0107() {
     assert!(err.contains("R0107"), "{err}");
     assert!(err.contains("an image (image/png, 70 B)"), "{err}");
 }
+
+/// The version of the npm reference server the interop test installs.
+const EVERYTHING_VERSION: &str = "2026.8.31";
+
+/// `mcp-server-everything`, the npm reference server, installed under `target/` on first
+/// use. Without npm (or the registry) the test says so and passes, unless
+/// `PIPEC_REQUIRE_NPM=1` (as in CI).
+fn everything_server() -> Option<PathBuf> {
+    let dir = crate_root().join("target/server-everything");
+    let bin = dir.join("node_modules/.bin/mcp-server-everything");
+    let installed = || {
+        std::fs::read_to_string(
+            dir.join("node_modules/@modelcontextprotocol/server-everything/package.json"),
+        )
+        .is_ok_and(|p| p.contains(&format!("\"version\": \"{EVERYTHING_VERSION}\"")))
+    };
+    if bin.exists() && installed() {
+        return Some(bin);
+    }
+    let _ = std::fs::create_dir_all(&dir);
+    let status = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--prefix"])
+        .arg(&dir)
+        .arg(format!(
+            "@modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"
+        ))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if status.is_ok_and(|s| s.success()) && bin.exists() && installed() {
+        return Some(bin);
+    }
+    let required = std::env::var("PIPEC_REQUIRE_NPM").is_ok_and(|v| v == "1");
+    assert!(
+        !required,
+        "PIPEC_REQUIRE_NPM=1 but `npm install @modelcontextprotocol/server-everything@{EVERYTHING_VERSION}` failed"
+    );
+    eprintln!(
+        "skipped: npm could not install @modelcontextprotocol/server-everything (set PIPEC_REQUIRE_NPM=1 to fail instead)"
+    );
+    None
+}
+
+/// Against the npm reference server: `get-resource-reference` embeds a text resource
+/// (read downstream through its link kind) or a blob (the value of a `-> bytes` tool),
+/// and `get-annotated-message` sends an image beside its text, which the manifest keeps.
+#[test]
+fn embedded_resources_and_images_of_the_reference_server_reach_the_pipeline() {
+    let Some(server) = everything_server() else {
+        return;
+    };
+    let project = Project::new("everything");
+    project.write(
+        "everything.pipe",
+        &format!(
+            r#"server everything {{
+  command = "{}"
+  args = ["stdio"]
+}}
+
+link "text-resource": string = "demo://resource/dynamic/text/{{id}}"
+
+tool text_reference(resourceId: float, resourceType: "Text" | "Blob") -> string from everything {{
+  name = "get-resource-reference"
+  read_only = true
+  links = ["text-resource"]
+}}
+
+tool blob_reference(resourceId: float, resourceType: "Text" | "Blob") -> bytes from everything {{
+  name = "get-resource-reference"
+  read_only = true
+}}
+
+tool annotated(includeImage: bool, messageType: "error" | "success" | "debug") -> string from everything {{
+  name = "get-annotated-message"
+  read_only = true
+}}
+
+input id: float
+
+node said(id: float = input.id) -> string {{
+  call = text_reference(resourceId: id, resourceType: "Text")
+}}
+
+node text(said: string = said, body: string = resource(ref: "text-resource", max_bytes: 10kb)) -> string {{
+  return = body
+}}
+
+node blob(id: float = input.id) -> bytes {{
+  call = blob_reference(resourceId: id, resourceType: "Blob")
+}}
+
+node message(id: float = input.id) -> string {{
+  call = annotated(includeImage: true, messageType: "success")
+  after = [blob]
+}}
+
+output said = said
+output text = text
+output blob = blob
+output message = message
+"#,
+            server.display()
+        ),
+    );
+    let o = project.run(&["run", "everything.pipe", "--input", "id=1"]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 0, "{err}");
+    let out = json(&stdout(&o));
+    assert!(
+        out["said"]
+            .as_str()
+            .is_some_and(|s| s.contains("Returning resource reference for Resource 1")),
+        "{out}"
+    );
+    assert!(
+        out["text"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("Resource 1: This is a plaintext resource")),
+        "the embedded resource, read through its kind: {out}"
+    );
+    let blob = pipec::base64::decode(out["blob"].as_str().unwrap_or_default()).expect("base64");
+    assert!(
+        String::from_utf8_lossy(&blob).starts_with("Resource 1: This is a base64 blob"),
+        "{out}"
+    );
+    assert!(out["message"].is_string(), "{out}");
+    let runs = json(&stdout(&project.run(&["runs", "--json"])));
+    let thread = runs[0]["id"].as_str().expect("the thread").to_string();
+    let text = stdout(&project.run(&["show", &thread, "--internal"]));
+    assert!(
+        text.contains("demo://resource/dynamic/text/1 (embedded: text/plain"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains("message") && l.contains("(image)") && l.contains("image/png")),
+        "{text}"
+    );
+}
