@@ -107,13 +107,13 @@ crate::declare_rule! {
 
 crate::declare_rule! {
     /// ## What it catches
-    /// A tool result with no `structuredContent` and no single JSON text block, or one that does not validate against `-> T`.
+    /// A tool result with no `structuredContent` and no single JSON text block, or one that does not validate against `-> T`; also a result holding images, audio or embedded blobs that the declared type cannot hold (the message names each with its MIME type and size), and several binary blocks for `-> bytes`.
     ///
     /// ## Why it matters
-    /// Downstream nodes rely on the declared type.
+    /// Downstream nodes rely on the declared type, and content a type cannot hold must not vanish without a word.
     ///
     /// ## What to do
-    /// Declare `-> string` for text results, or fix the declared type.
+    /// Declare `-> string` for text results, `-> bytes` (or `bytes[]`) for images, audio and blobs, or fix the declared type.
     pub static TOOL_RESULT_UNPARSABLE = {
         code: "R0107",
         name: "tool-result-unparsable",
