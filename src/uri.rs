@@ -1,6 +1,7 @@
 //! URI templates (RFC 6570): validation through `iri-string`, variables with their
 //! positions, and the matching of URIs against link templates, which RFC 6570 does not
-//! define and no maintained crate provides.
+//! define and no maintained crate provides. Also what a server's `url` must be, so the
+//! checker (a literal) and the runtime (an `env()` value) judge it alike.
 //!
 //! Matching is defined for a subset: each expression is `{var}` or `{+var}`, expressions
 //! are separated by literal text, `{var}` matches one segment (`[^/?#]+`), and `{+var}`
@@ -476,9 +477,83 @@ fn query_ends(uri: &str, start: usize, names: &[&str], next: &mut [bool]) {
     }
 }
 
+/// Why a server's `url` cannot be reached over streamable HTTP, and the URL it most
+/// likely meant when there is one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerUrlProblem {
+    /// What is wrong, in words (`it has no scheme`).
+    pub why: String,
+    /// The text with the scheme it lacks: `http://` for this machine, `https://` else.
+    pub meant: Option<String>,
+}
+
+/// `None` when `text` is an absolute `http:` or `https:` URL with a host. A URL without
+/// `scheme://` (`localhost:8080/mcp`, which a URL parser takes for the scheme
+/// `localhost`) has no scheme.
+pub fn server_url_problem(text: &str) -> Option<ServerUrlProblem> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Some(ServerUrlProblem {
+            why: "it is empty".into(),
+            meant: None,
+        });
+    }
+    let Some((scheme, _)) = trimmed.split_once("://") else {
+        let host = trimmed
+            .split(['/', ':', '?', '#'])
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let local = matches!(
+            host.as_str(),
+            "localhost" | "127.0.0.1" | "[::1]" | "0.0.0.0"
+        ) || host.starts_with("127.");
+        let well_formed = !trimmed.contains(char::is_whitespace) && !host.is_empty();
+        return Some(ServerUrlProblem {
+            why: "it has no scheme".into(),
+            meant: well_formed
+                .then(|| format!("{}://{trimmed}", if local { "http" } else { "https" })),
+        });
+    };
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return Some(ServerUrlProblem {
+            why: format!(
+                "`{scheme}:` is not a scheme MCP is spoken over (streamable HTTP takes `http:` or `https:`)"
+            ),
+            meant: None,
+        });
+    }
+    match url::Url::parse(trimmed) {
+        Ok(u) if u.host_str().is_some_and(|h| !h.is_empty()) => None,
+        Ok(_) => Some(ServerUrlProblem {
+            why: "it names no host".into(),
+            meant: None,
+        }),
+        Err(e) => Some(ServerUrlProblem {
+            why: format!("it is not a URL ({e})"),
+            meant: None,
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_server_url_needs_http_or_https_and_a_host() {
+        assert_eq!(server_url_problem("http://127.0.0.1:8080/mcp"), None);
+        assert_eq!(server_url_problem("HTTPS://mcp.example.com"), None);
+        let p = server_url_problem("localhost:8080/mcp").expect("no scheme");
+        assert_eq!(p.why, "it has no scheme");
+        assert_eq!(p.meant.as_deref(), Some("http://localhost:8080/mcp"));
+        let p = server_url_problem("mcp.example.com/mcp").expect("no scheme");
+        assert_eq!(p.meant.as_deref(), Some("https://mcp.example.com/mcp"));
+        assert!(server_url_problem("ftp://x/y").is_some_and(|p| p.why.contains("`ftp:`")));
+        assert!(server_url_problem("").is_some());
+        assert!(server_url_problem("http://").is_some());
+        assert!(server_url_problem("/just/a/path").is_some_and(|p| p.meant.is_none()));
+    }
 
     fn t(s: &str) -> UriTemplate {
         parse(s).expect("valid template")

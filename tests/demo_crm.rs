@@ -232,7 +232,7 @@ const EMAILS_2025: &str = "mcp://crm/deals/D1/emails/2025-01-01/2025-12-31";
 async fn check_tools_and_templates(client: &Client) {
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["get_deal", "arm_expiry"]);
+    assert_eq!(names, ["get_deal", "arm_expiry", "get_deal_card"]);
     let annotations = tools[0].annotations.clone().unwrap();
     assert_eq!(annotations.read_only_hint, Some(true));
     assert_eq!(annotations.idempotent_hint, Some(true));
@@ -648,6 +648,7 @@ async fn help_documents_the_interface() {
     for needle in CRM_VARS.iter().copied().chain([
         "--http",
         "get_deal",
+        "get_deal_card",
         "arm_expiry",
         "mcp://crm/deals/{deal_id}/activity",
         "mcp://crm/deals/{deal_id}/emails/{start}/{end}",

@@ -412,3 +412,409 @@ fn a_history_over_its_cap_fails_with_r0101_and_never_reaches_the_store() {
         "the store holds no email"
     );
 }
+
+/// A pipeline that reads one deal from the CRM named by `CRM_URL`.
+const DEAL_BY_ENV_URL: &str = r#"server crm {
+  url = env("CRM_URL")
+}
+
+type Deal {
+  deal_id: string
+  name: string
+}
+
+tool get_deal(deal_id: string) -> Deal from crm {
+  read_only = true
+}
+
+input deal_id: string
+
+node deal(deal_id: string = input.deal_id) -> Deal {
+  call = get_deal(deal_id: deal_id)
+}
+
+output deal = deal
+"#;
+
+/// A server's `url` may be `env("NAME")`, read when the run starts like any `env()`
+/// value: missing is R0002, a value without a scheme is R0109 with the URL it meant
+/// (before anything is stored or called), and `check --online` reads it the same way.
+/// Before, `url = env(...)` was P0203 and the file did not compile.
+#[test]
+fn a_server_url_may_come_from_the_environment_and_is_checked_when_a_run_reads_it() {
+    let project = Project::new("env-url");
+    let (log, expire) = (project.dir.join("calls.log"), project.dir.join("expire"));
+    let (port, _server) = start_http(Server::DemoHttp, &project.dir, &log, &expire, 3);
+    project.write("deal.pipe", DEAL_BY_ENV_URL);
+    let run = |url: Option<&str>, args: &[&str]| {
+        let mut c = project.cmd(args);
+        match url {
+            Some(u) => c.env("CRM_URL", u),
+            None => c.env_remove("CRM_URL"),
+        };
+        c.stdin(Stdio::null()).output().expect("pipec runs")
+    };
+    let deal = ["run", "deal.pipe", "--input", "deal_id=D1"];
+
+    let o = run(None, &deal);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 1, "{err}");
+    assert!(err.contains("R0002") && err.contains("CRM_URL"), "{err}");
+
+    let bare = format!("127.0.0.1:{port}/mcp");
+    let o = run(Some(&bare), &deal);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 1, "{err}");
+    assert!(err.contains("R0109"), "{err}");
+    assert!(
+        err.contains("`CRM_URL`") && err.contains("no scheme"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("set `CRM_URL` to `http://{bare}`")),
+        "the fix: {err}"
+    );
+    let runs = run(None, &["runs", "--json"]);
+    assert_eq!(
+        json(&stdout(&runs)),
+        serde_json::json!([]),
+        "a refused run starts no thread"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap_or_default(),
+        "",
+        "a refused run calls nothing"
+    );
+    let o = run(Some(&bare), &["check", "--online", "deal.pipe"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stdout(&o).contains("R0109") || stderr(&o).contains("R0109"));
+
+    let url = format!("http://{bare}");
+    let o = run(Some(&url), &["check", "--online", "deal.pipe"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let o = run(Some(&url), &deal);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(json(&stdout(&o))["deal"]["deal_id"], "D1");
+}
+
+/// A server's `command` and `args` may be `env()` values too; a relative command is
+/// found from the declaring file's folder.
+#[test]
+fn a_server_command_and_its_args_may_come_from_the_environment() {
+    let project = Project::new("env-command");
+    project.write(
+        "deal.pipe",
+        &DEAL_BY_ENV_URL.replace(
+            "url = env(\"CRM_URL\")",
+            "command = env(\"CRM_BIN\")\n  args = [env(\"CRM_FLAG\")]",
+        ),
+    );
+    project.script(
+        "bin/crm.sh",
+        &format!(
+            "#!/bin/sh\n[ \"$1\" = \"--from-env\" ] || {{ echo \"unexpected argument: $1\" >&2; exit 3; }}\nexec '{}'\n",
+            demo_bin()
+        ),
+    );
+    let o = project
+        .cmd(&["run", "deal.pipe", "--input", "deal_id=D2"])
+        .env("CRM_BIN", "bin/crm.sh")
+        .env("CRM_FLAG", "--from-env")
+        .stdin(Stdio::null())
+        .output()
+        .expect("pipec runs");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(json(&stdout(&o))["deal"]["deal_id"], "D2");
+}
+
+/// The demo CRM's `get_deal_card` answers with content in place: a line of text, the deal
+/// as an embedded resource (whose URI the server does not serve) and an image.
+fn deal_card_pipeline() -> String {
+    format!(
+        r#"server crm {{
+  command = "{}"
+  env = {{ CRM_CALL_LOG: env("CRM_CALL_LOG") }}
+}}
+
+type Deal {{
+  deal_id: string
+  owner: string
+}}
+
+link "deal-card": Deal = "mcp://crm/deals/{{deal_id}}/card"
+
+tool get_deal_card(deal_id: string) -> string from crm {{
+  read_only = true
+  links = ["deal-card"]
+}}
+
+tool owner_picture(deal_id: string) -> bytes from crm {{
+  name = "get_deal_card"
+  read_only = true
+}}
+
+input deal_id: string
+
+node card(deal_id: string = input.deal_id) -> string {{
+  call = get_deal_card(deal_id: deal_id)
+}}
+
+node owner(
+  line: string = card,
+  deal: Deal = resource(ref: "deal-card", max_bytes: 10kb),
+) -> {{ line: string, owner: string }} {{
+  return = {{ line: line, owner: deal.owner }}
+}}
+
+node picture(deal_id: string = input.deal_id) -> bytes {{
+  call = owner_picture(deal_id: deal_id)
+}}
+
+output owner = owner
+output picture = picture
+"#,
+        demo_bin()
+    )
+}
+
+/// The 1×1 PNG the demo CRM sends as a deal owner's picture.
+const OWNER_PICTURE_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+/// Non-text tool content is no longer dropped without a word: an embedded resource goes
+/// into its producer's manifest with its content, and a `resource(ref:)` downstream reads
+/// it from there (the server, which does not serve its URI, is never asked); an image is
+/// a `bytes` value for a tool declared `-> bytes`, and kept in the manifest with its MIME
+/// type when the value took the text; `show --internal` lists both.
+#[test]
+fn non_text_tool_content_is_mapped_and_listed_not_dropped() {
+    let project = Project::new("content-in-place");
+    let log = project.dir.join("calls.log");
+    project.write("card.pipe", &deal_card_pipeline());
+    let o = project
+        .cmd(&["run", "card.pipe", "--input", "deal_id=D1"])
+        .env("CRM_CALL_LOG", &log)
+        .stdin(Stdio::null())
+        .output()
+        .expect("pipec runs");
+    let err = stderr(&o);
+    assert_eq!(code(&o), 0, "{err}");
+    let out = json(&stdout(&o));
+    let owner = out["owner"]["owner"]
+        .as_str()
+        .expect("the owner, from the card");
+    assert!(
+        out["owner"]["line"]
+            .as_str()
+            .is_some_and(|l| l.ends_with(&format!("owned by {owner}"))),
+        "{out}"
+    );
+    assert_eq!(out["picture"], OWNER_PICTURE_PNG, "the image as bytes");
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        !calls.lines().any(|l| l.starts_with("read ")),
+        "the embedded card is read from the manifest, not from the server:\n{calls}"
+    );
+    let thread = thread_of(&err).or_else(|| thread_of(&stdout(&o)));
+    let runs = json(&stdout(&project.run(&["runs", "--json"])));
+    let thread = thread
+        .or_else(|| runs[0]["id"].as_str().map(str::to_string))
+        .expect("the thread");
+    let text = stdout(&project.run(&["show", &thread, "--internal"]));
+    assert!(
+        text.contains("deal-card")
+            && text.contains("mcp://crm/deals/D1/card (embedded: application/json"),
+        "{text}"
+    );
+    assert!(
+        text.contains("(image)            image/png, 70 B, in place from get_deal_card"),
+        "{text}"
+    );
+    let shown = json(&stdout(&project.run(&[
+        "show",
+        &thread,
+        "--json",
+        "--internal",
+    ])));
+    let held: Vec<&Value> = shown["manifests"]
+        .as_array()
+        .expect("manifests")
+        .iter()
+        .map(|m| &m["link"])
+        .collect();
+    let image = held
+        .iter()
+        .find(|l| l["embedded"]["block"] == "image")
+        .expect("the image of `card` is kept");
+    assert_eq!(image["embedded"]["blob"], OWNER_PICTURE_PNG);
+    assert_eq!(image["mime"], "image/png");
+    assert_eq!(
+        held.iter()
+            .filter(|l| l["embedded"]["block"] == "image")
+            .count(),
+        1,
+        "`picture` took its image as its value, which is not stored twice"
+    );
+}
+
+/// A declared type that cannot hold what the result carries fails with R0107, naming it.
+#[test]
+fn an_image_a_record_type_cannot_hold_fails_with_r0107() {
+    let project = Project::new("content-unfit");
+    project.write(
+        "card.pipe",
+        &deal_card_pipeline()
+            .replace("-> bytes from crm", "-> Deal from crm")
+            .replace(") -> bytes {", ") -> Deal {"),
+    );
+    let o = project
+        .cmd(&["run", "card.pipe", "--input", "deal_id=D1"])
+        .env("CRM_CALL_LOG", project.dir.join("calls.log"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("pipec runs");
+    let err = stderr(&o);
+    assert_eq!(code(&o), 1, "{err}");
+    assert!(err.contains("R0107"), "{err}");
+    assert!(err.contains("an image (image/png, 70 B)"), "{err}");
+}
+
+/// The version of the npm reference server the interop test installs.
+const EVERYTHING_VERSION: &str = "2026.8.31";
+
+/// `mcp-server-everything`, the npm reference server, installed under `target/` on first
+/// use. Without npm (or the registry) the test says so and passes, unless
+/// `PIPEC_REQUIRE_NPM=1` (as in CI).
+fn everything_server() -> Option<PathBuf> {
+    let dir = crate_root().join("target/server-everything");
+    let bin = dir.join("node_modules/.bin/mcp-server-everything");
+    let installed = || {
+        std::fs::read_to_string(
+            dir.join("node_modules/@modelcontextprotocol/server-everything/package.json"),
+        )
+        .is_ok_and(|p| p.contains(&format!("\"version\": \"{EVERYTHING_VERSION}\"")))
+    };
+    if bin.exists() && installed() {
+        return Some(bin);
+    }
+    let _ = std::fs::create_dir_all(&dir);
+    let status = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--prefix"])
+        .arg(&dir)
+        .arg(format!(
+            "@modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"
+        ))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if status.is_ok_and(|s| s.success()) && bin.exists() && installed() {
+        return Some(bin);
+    }
+    let required = std::env::var("PIPEC_REQUIRE_NPM").is_ok_and(|v| v == "1");
+    assert!(
+        !required,
+        "PIPEC_REQUIRE_NPM=1 but `npm install @modelcontextprotocol/server-everything@{EVERYTHING_VERSION}` failed"
+    );
+    eprintln!(
+        "skipped: npm could not install @modelcontextprotocol/server-everything (set PIPEC_REQUIRE_NPM=1 to fail instead)"
+    );
+    None
+}
+
+/// Against the npm reference server: `get-resource-reference` embeds a text resource
+/// (read downstream through its link kind) or a blob (the value of a `-> bytes` tool),
+/// and `get-annotated-message` sends an image beside its text, which the manifest keeps.
+#[test]
+fn embedded_resources_and_images_of_the_reference_server_reach_the_pipeline() {
+    let Some(server) = everything_server() else {
+        return;
+    };
+    let project = Project::new("everything");
+    project.write(
+        "everything.pipe",
+        &format!(
+            r#"server everything {{
+  command = "{}"
+  args = ["stdio"]
+}}
+
+link "text-resource": string = "demo://resource/dynamic/text/{{id}}"
+
+tool text_reference(resourceId: float, resourceType: "Text" | "Blob") -> string from everything {{
+  name = "get-resource-reference"
+  read_only = true
+  links = ["text-resource"]
+}}
+
+tool blob_reference(resourceId: float, resourceType: "Text" | "Blob") -> bytes from everything {{
+  name = "get-resource-reference"
+  read_only = true
+}}
+
+tool annotated(includeImage: bool, messageType: "error" | "success" | "debug") -> string from everything {{
+  name = "get-annotated-message"
+  read_only = true
+}}
+
+input id: float
+
+node said(id: float = input.id) -> string {{
+  call = text_reference(resourceId: id, resourceType: "Text")
+}}
+
+node text(said: string = said, body: string = resource(ref: "text-resource", max_bytes: 10kb)) -> string {{
+  return = body
+}}
+
+node blob(id: float = input.id) -> bytes {{
+  call = blob_reference(resourceId: id, resourceType: "Blob")
+}}
+
+node message(id: float = input.id) -> string {{
+  call = annotated(includeImage: true, messageType: "success")
+  after = [blob]
+}}
+
+output said = said
+output text = text
+output blob = blob
+output message = message
+"#,
+            server.display()
+        ),
+    );
+    let o = project.run(&["run", "everything.pipe", "--input", "id=1"]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 0, "{err}");
+    let out = json(&stdout(&o));
+    assert!(
+        out["said"]
+            .as_str()
+            .is_some_and(|s| s.contains("Returning resource reference for Resource 1")),
+        "{out}"
+    );
+    assert!(
+        out["text"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("Resource 1: This is a plaintext resource")),
+        "the embedded resource, read through its kind: {out}"
+    );
+    let blob = pipec::base64::decode(out["blob"].as_str().unwrap_or_default()).expect("base64");
+    assert!(
+        String::from_utf8_lossy(&blob).starts_with("Resource 1: This is a base64 blob"),
+        "{out}"
+    );
+    assert!(out["message"].is_string(), "{out}");
+    let runs = json(&stdout(&project.run(&["runs", "--json"])));
+    let thread = runs[0]["id"].as_str().expect("the thread").to_string();
+    let text = stdout(&project.run(&["show", &thread, "--internal"]));
+    assert!(
+        text.contains("demo://resource/dynamic/text/1 (embedded: text/plain"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains("message") && l.contains("(image)") && l.contains("image/png")),
+        "{text}"
+    );
+}

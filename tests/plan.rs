@@ -417,3 +417,83 @@ output review = review
     );
     assert_eq!(Plan::from_json(&plan.to_json()), Ok(plan));
 }
+
+#[test]
+fn a_servers_command_args_and_url_may_be_read_from_the_environment() {
+    let plan = compile_text(
+        r#"
+server crm {
+  url = env("CRM_URL", default: "http://127.0.0.1:8080/mcp")
+}
+
+server files {
+  command = env("FILES_SERVER")
+  args = ["--root", env("FILES_ROOT", default: "data")]
+}
+
+server plain {
+  url = "https://plain.example/mcp"
+}
+
+tool get_deal(deal_id: string) -> json from crm {
+  read_only = true
+}
+
+tool list_files(root: string) -> json from files {
+  read_only = true
+}
+
+tool ping(text: string) -> json from plain {
+  read_only = true
+}
+
+input deal_id: string
+
+node deal(deal_id: string = input.deal_id) -> json {
+  call = get_deal(deal_id: deal_id)
+}
+
+node listed(deal_id: string = input.deal_id) -> json {
+  call = list_files(root: deal_id)
+}
+
+node pinged(deal_id: string = input.deal_id) -> json {
+  call = ping(text: deal_id)
+}
+
+output deal = deal
+output listed = listed
+output pinged = pinged
+"#,
+    );
+    let json: serde_json::Value = serde_json::from_str(&plan.to_json()).expect("json");
+    let server = |name: &str| {
+        json["servers"]
+            .as_array()
+            .and_then(|s| s.iter().find(|s| s["name"] == name))
+            .cloned()
+            .expect("server")
+    };
+    // A literal is the plain string it always was, so such plans keep their hash.
+    assert_eq!(
+        server("plain")["url"],
+        serde_json::json!("https://plain.example/mcp")
+    );
+    assert_eq!(
+        server("crm")["url"],
+        serde_json::json!({"kind": "env", "var": "CRM_URL", "default": "http://127.0.0.1:8080/mcp"})
+    );
+    assert_eq!(
+        server("files")["command"],
+        serde_json::json!({"kind": "env", "var": "FILES_SERVER"})
+    );
+    assert_eq!(
+        server("files")["args"],
+        serde_json::json!(["--root", {"kind": "env", "var": "FILES_ROOT", "default": "data"}])
+    );
+    let listed: Vec<&str> = plan.config.iter().map(|c| c.var.as_str()).collect();
+    for var in ["CRM_URL", "FILES_SERVER", "FILES_ROOT"] {
+        assert!(listed.contains(&var), "{var} in config: {listed:?}");
+    }
+    assert_eq!(Plan::from_json(&plan.to_json()), Ok(plan));
+}

@@ -494,6 +494,30 @@ fn serve_with_nothing_to_serve_or_a_broken_spec_refuses_to_start() {
     assert!(err.contains("P0802"), "{err}");
 }
 
+/// A file that declares servers and tools but no `serve` block and no nodes serves
+/// nothing: `pipec serve` says so and exits instead of starting an empty server that
+/// waits on stdin without a word.
+#[test]
+fn serve_of_files_that_serve_nothing_says_so() {
+    let p = Project::new("serve-empty");
+    p.write(
+        "lib.pipe",
+        "server crm {\n  command = \"pipec-demo-crm\"\n}\n\ntool get_deal(deal_id: string) -> json from crm {\n  read_only = true\n}\n",
+    );
+    let out = p
+        .cmd(&["serve", "lib.pipe"])
+        .stdin(std::process::Stdio::piped())
+        .output()
+        .expect("pipec runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("nothing to serve") && err.contains("lib.pipe") && err.contains("serve {"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "nothing on the protocol stream");
+}
+
 fn spec_text(name: &str) -> String {
     format!(
         "apiVersion: reshapr.io/v1alpha1\nkind: Resources\nservice:\n  name: notes\n  version: '1'\nresources:\n  'notes://{name}':\n    name: {name}\n    text: the {name} note\n"

@@ -172,8 +172,17 @@ impl Checker<'_> {
     fn check_server(&mut self, f: usize, id: ServerId, decl: &ast::BlockDecl) {
         let file = self.files[f].id;
         let s = self.settings(file, &decl.body, SERVER_SETTINGS, "a server");
-        let command = self.string_setting(&s, "command").map(|x| x.0);
-        let url = self.string_setting(&s, "url").map(|x| x.0);
+        let command = s
+            .expr("command")
+            .and_then(|e| self.server_string(file, e, "command"))
+            .map(|x| x.0);
+        let url = s
+            .expr("url")
+            .and_then(|e| self.server_string(file, e, "url"));
+        if let Some((ConfigValue::Literal(text), span)) = &url {
+            self.check_server_url(file, text, *span);
+        }
+        let url = url.map(|x| x.0);
         if command.is_none() && url.is_none() && !s.has("command") && !s.has("url") {
             self.missing_setting(
                 file,
@@ -183,12 +192,21 @@ impl Checker<'_> {
                 "say how to start it: `command = \"my-mcp-server\"` (an MCP server over stdio)",
             );
         }
-        let args = self
-            .strings_setting(&s, "args")
-            .unwrap_or_default()
-            .into_iter()
-            .map(|x| x.0)
-            .collect();
+        let args = match s.expr("args") {
+            Some(e) => match &e.kind {
+                ExprKind::List(items) => items
+                    .iter()
+                    .filter_map(|item| self.server_string(file, item, "args"))
+                    .map(|x| x.0)
+                    .collect(),
+                ExprKind::Error => Vec::new(),
+                _ => {
+                    self.wrong_value(file, e.span, "args", "a list of strings");
+                    Vec::new()
+                }
+            },
+            None => Vec::new(),
+        };
         let cwd = self.string_setting(&s, "cwd").map(|x| x.0);
         let server_name = &decl.name.name;
         let env = match s.get("env") {
@@ -232,6 +250,72 @@ impl Checker<'_> {
         server.startup_timeout_ms = startup_timeout_ms;
         server.timeout_ms = timeout_ms;
         server.base_dir = base_dir;
+    }
+
+    /// A server's `command`, `url` or one of its `args`: a string, or `env("NAME")`,
+    /// which a run reads when it starts. A secret is refused: a command line is visible
+    /// to every user of the machine, and a URL ends up in logs.
+    fn server_string(
+        &mut self,
+        file: FileId,
+        e: &ast::Expr,
+        name: &str,
+    ) -> Option<(ConfigValue, Span)> {
+        match &e.kind {
+            ExprKind::Str(lit) => Some((ConfigValue::Literal(lit.value.clone()), lit.span)),
+            ExprKind::Call(..) => self
+                .config_value(file, e, false, &Holds::Config)
+                .map(|v| (v, e.span)),
+            ExprKind::Error => None,
+            _ => {
+                self.wrong_value(file, e.span, name, "a string or `env(\"NAME\")`");
+                None
+            }
+        }
+    }
+
+    /// P0206 for a literal `url` that is not an http(s) URL, with the scheme it lacks as
+    /// a fix when it lacks one (unsafe: `http` or `https` is the author's choice).
+    fn check_server_url(&mut self, file: FileId, text: &str, span: Span) {
+        let Some(problem) = uri::server_url_problem(text) else {
+            return;
+        };
+        let mut d = Diagnostic::new(
+            &r::INVALID_SERVER_URL,
+            file,
+            span,
+            format!(
+                "the server url `{text}` is not an http(s) URL: {}",
+                problem.why
+            ),
+        )
+        .label(problem.why.clone());
+        match &problem.meant {
+            Some(meant) => {
+                d = d.help(format!("write `url = \"{meant}\"`"));
+                let literal = self.db.get(file).slice(span);
+                if literal.starts_with('"') && !literal.starts_with("\"\"\"") && text == text.trim()
+                {
+                    let scheme = &meant[..meant.len() - text.len()];
+                    let at = span.start + 1;
+                    d = d.fix(crate::diagnostic::Fix {
+                        title: format!("add `{scheme}`"),
+                        applicability: crate::diagnostic::Applicability::Unsafe,
+                        edits: vec![crate::diagnostic::Edit {
+                            file,
+                            span: Span::new(at, at),
+                            replacement: scheme.to_string(),
+                        }],
+                    });
+                }
+            }
+            None => {
+                d = d.help(
+                    "a `url` server speaks streamable HTTP: write `url = \"https://host/mcp\"`",
+                );
+            }
+        }
+        self.diags.push(d);
     }
 
     /// A record of values that may be secrets: a server's `env` or `headers`.

@@ -65,15 +65,32 @@ pub enum ConfigValue {
     },
 }
 
+impl std::fmt::Display for ConfigValue {
+    /// As it is written in `.pipe` source.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigValue::Literal(s) => write!(f, "{s}"),
+            ConfigValue::Env { var, default: None } => write!(f, "env({var:?})"),
+            ConfigValue::Env {
+                var,
+                default: Some(d),
+            } => write!(f, "env({var:?}, default: {d:?})"),
+            ConfigValue::Secret { var } => write!(f, "secret({var:?})"),
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct ServerDef {
     pub info: DeclInfo,
-    pub command: Option<String>,
-    pub args: Vec<String>,
+    /// A literal or `env()` (never a secret: a command line is visible to every user of
+    /// the machine), as are `args` and `url`.
+    pub command: Option<ConfigValue>,
+    pub args: Vec<ConfigValue>,
     pub env: Vec<(String, ConfigValue)>,
     /// Relative to the project root, or absolute as written.
     pub cwd: Option<String>,
-    pub url: Option<String>,
+    pub url: Option<ConfigValue>,
     /// HTTP headers sent with every request to a `url` server.
     pub headers: Vec<(String, ConfigValue)>,
     /// URI patterns the server serves, for routing.

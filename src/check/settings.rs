@@ -104,7 +104,7 @@ impl Checker<'_> {
         );
     }
 
-    fn wrong_value(&mut self, file: FileId, span: Span, name: &str, wanted: &str) {
+    pub(crate) fn wrong_value(&mut self, file: FileId, span: Span, name: &str, wanted: &str) {
         self.diags.push(
             Diagnostic::new(
                 &r::INVALID_LITERAL_TYPE,

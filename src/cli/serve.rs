@@ -113,6 +113,27 @@ pub fn run(args: Args) -> u8 {
         );
         return EXIT_FINDINGS;
     };
+    if pipelines.is_empty()
+        && catalogues
+            .iter()
+            .all(|c| c.resources.is_empty() && c.templates.is_empty())
+    {
+        let named: Vec<String> = files
+            .iter()
+            .chain(&args.resources)
+            .map(|f| format!("`{}`", f.display()))
+            .collect();
+        super::err(&format!(
+            "error: nothing to serve: {} {} no resource, no resource template and no pipeline\n  help: add a `serve {{ resources {{ ... }} }}` block, or nodes (a pipeline with nodes is served as a tool of its name)",
+            named.join(", "),
+            if named.len() == 1 {
+                "declares"
+            } else {
+                "declare"
+            }
+        ));
+        return EXIT_USAGE;
+    }
     let identity = identity(&catalogues);
     let options = BuildOptions {
         backend: args.backend.clone(),

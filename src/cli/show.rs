@@ -312,7 +312,7 @@ pub fn run(args: Args) -> u8 {
         }
         let links = manifests(&state);
         if !links.is_empty() {
-            s.push_str("\nmanifests (links the tool calls returned)\n");
+            s.push_str("\nmanifests (links, and content the tool calls returned in place)\n");
             for (node, item, r) in links {
                 let at = match item {
                     Some(i) => format!("{node}[{i}]"),
@@ -337,11 +337,25 @@ pub fn run(args: Args) -> u8 {
                         )
                     })
                     .unwrap_or_default();
-                s.push_str(&format!(
-                    "  {at:<16} {:<18} {}{made}\n",
-                    r.kind.as_deref().unwrap_or("(no kind)"),
-                    r.uri
-                ));
+                // Content carried in place: its MIME type and size, never its bytes
+                // (`--json` has them). An image or audio block has no URI and no kind.
+                let mime = r.mime.as_deref().unwrap_or("no MIME type");
+                let size = crate::runtime::progress::human_bytes(r.size.unwrap_or(0));
+                let (kind, what) = match &r.embedded {
+                    Some(e) if r.uri.is_empty() => (
+                        format!("({})", e.block),
+                        format!("{mime}, {size}, in place"),
+                    ),
+                    Some(_) => (
+                        r.kind.clone().unwrap_or_else(|| "(no kind)".into()),
+                        format!("{} (embedded: {mime}, {size})", r.uri),
+                    ),
+                    None => (
+                        r.kind.clone().unwrap_or_else(|| "(no kind)".into()),
+                        r.uri.clone(),
+                    ),
+                };
+                s.push_str(&format!("  {at:<16} {kind:<18} {what}{made}\n"));
             }
         }
         if !state.items.is_empty() {

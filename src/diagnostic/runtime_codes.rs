@@ -107,13 +107,13 @@ crate::declare_rule! {
 
 crate::declare_rule! {
     /// ## What it catches
-    /// A tool result with no `structuredContent` and no single JSON text block, or one that does not validate against `-> T`.
+    /// A tool result with no `structuredContent` and no single JSON text block, or one that does not validate against `-> T`; also a result holding images, audio or embedded blobs that the declared type cannot hold (the message names each with its MIME type and size), and several binary blocks for `-> bytes`.
     ///
     /// ## Why it matters
-    /// Downstream nodes rely on the declared type.
+    /// Downstream nodes rely on the declared type, and content a type cannot hold must not vanish without a word.
     ///
     /// ## What to do
-    /// Declare `-> string` for text results, or fix the declared type.
+    /// Declare `-> string` for text results, `-> bytes` (or `bytes[]`) for images, audio and blobs, or fix the declared type.
     pub static TOOL_RESULT_UNPARSABLE = {
         code: "R0107",
         name: "tool-result-unparsable",
@@ -391,6 +391,23 @@ crate::declare_rule! {
         name: "config-missing",
         severity: Error,
         summary: "an environment variable or secret the run needs is not set",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
+    /// An `env()` value that its setting cannot take: a server `url = env("NAME")` whose value is not an `http:` or `https:` URL with a host (`localhost:8080/mcp` has no scheme). Reported with every missing variable, before anything runs; `pipec check --online` and `pipec tools pull` read it the same way.
+    ///
+    /// ## Why it matters
+    /// A literal `url` is checked when the file is (P0206 invalid-server-url); a value read from the environment can only be checked when a run reads it, and would otherwise fail at the first call with a transport error that does not name the variable.
+    ///
+    /// ## What to do
+    /// Set the variable to the server's streamable HTTP endpoint, scheme included: `MCP_URL=http://localhost:8080/mcp`.
+    pub static CONFIG_INVALID = {
+        code: "R0109",
+        name: "config-invalid",
+        severity: Error,
+        summary: "an environment variable whose value its setting cannot take",
     };
 }
 
@@ -772,6 +789,7 @@ crate::declare_rule! {
 pub static RUNTIME_CODES: &[&Rule] = &[
     &INPUT_INVALID,
     &CONFIG_MISSING,
+    &CONFIG_INVALID,
     &THREAD_NOT_FOUND,
     &PLAN_INVALID,
     &NOT_SUPPORTED,

@@ -296,7 +296,15 @@ fn describe_decl(snap: &Snapshot, d: DeclRef) -> String {
         DeclRef::Server(s) => {
             let server = &hir.servers[s as usize];
             let how = match (&server.command, &server.url) {
-                (Some(c), _) => format!("runs `{c} {}`", server.args.join(" ")),
+                (Some(c), _) => format!(
+                    "runs `{c} {}`",
+                    server
+                        .args
+                        .iter()
+                        .map(|a| a.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ),
                 (None, Some(u)) => format!("at `{u}`"),
                 _ => String::new(),
             };

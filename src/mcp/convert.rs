@@ -162,7 +162,13 @@ fn content_block(block: Value) -> Content {
         },
         Some(media @ ("image" | "audio")) => match (text(&block, "mimeType"), text(&block, "data"))
         {
-            (Some(mime), Some(data)) => Ok(Content::Media { mime, data }),
+            (Some(mime), Some(data)) => base64::decode(&data)
+                .map(|data| Content::Media {
+                    kind: media.to_string(),
+                    mime,
+                    data,
+                })
+                .map_err(|e| format!("the data of an {media} block is not base64: {e}")),
             _ => Err(format!("an {media} block needs `mimeType` and `data`")),
         },
         Some("resource_link") => link(&block).map(Content::Link),
@@ -282,7 +288,7 @@ mod tests {
                 {"type": "resource_link", "name": "no-uri"},
                 {"type": "resource_link", "uri": "mcp://x/1", "name": "one", "size": 12, "mimeType": "application/json"},
                 {"type": "resource_link", "uri": "mcp://x/2", "name": "two", "size": 1.5},
-                {"type": "image", "mimeType": "image/png", "data": "iVBO"},
+                {"type": "image", "mimeType": "image/png", "data": "iVBORw=="},
                 {"type": "resource", "resource": {"uri": "mcp://x/3", "blob": "aGk="}},
                 {"type": "hologram"}
             ],
@@ -309,7 +315,16 @@ mod tests {
         assert!(
             matches!(&result.content[3], Content::Malformed { problem, .. } if problem.contains("1.5"))
         );
-        assert!(matches!(&result.content[4], Content::Media { mime, .. } if mime == "image/png"));
+        assert!(
+            matches!(&result.content[4], Content::Media { kind, mime, data } if kind == "image" && mime == "image/png" && data == b"\x89PNG")
+        );
+        let bad = tool_result(
+            json!({"content": [{"type": "audio", "mimeType": "audio/wav", "data": "not base64!"}]}),
+        )
+        .expect("result");
+        assert!(
+            matches!(&bad.content[0], Content::Malformed { kind: Some(k), problem } if k == "audio" && problem.contains("not base64"))
+        );
         assert!(
             matches!(&result.content[5], Content::Resource(r) if r.body == Body::Blob(b"hi".to_vec()))
         );

@@ -107,10 +107,12 @@ pub struct ToolResult {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Content {
     Text(String),
-    /// An image or audio block: its MIME type and its base64 data, as sent.
+    /// An image or audio block: its type (`image` or `audio`), its MIME type and its
+    /// data, decoded.
     Media {
+        kind: String,
         mime: String,
-        data: String,
+        data: Vec<u8>,
     },
     Link(Link),
     /// An embedded resource.

@@ -112,18 +112,35 @@ impl Lower<'_> {
         }
     }
 
+    /// A literal stays a plain string, so a plan that reads no configuration there has
+    /// the shape (and the hash) it always had.
+    fn server_value(
+        &self,
+        v: &hir::ConfigValue,
+        config: &mut BTreeMap<String, ConfigVar>,
+    ) -> ServerValue {
+        match v {
+            hir::ConfigValue::Literal(s) => ServerValue::Literal(s.clone()),
+            other => ServerValue::Config(self.config(other, config)),
+        }
+    }
+
     fn server(&self, s: &hir::ServerDef, config: &mut BTreeMap<String, ConfigVar>) -> Server {
         Server {
             name: s.info.display.clone(),
-            command: s.command.clone(),
-            args: s.args.clone(),
+            command: s.command.as_ref().map(|v| self.server_value(v, config)),
+            args: s
+                .args
+                .iter()
+                .map(|v| self.server_value(v, config))
+                .collect(),
             env: s
                 .env
                 .iter()
                 .map(|(k, v)| (k.clone(), self.config(v, config)))
                 .collect(),
             cwd: s.cwd.clone(),
-            url: s.url.clone(),
+            url: s.url.as_ref().map(|v| self.server_value(v, config)),
             headers: s
                 .headers
                 .iter()

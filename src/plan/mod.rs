@@ -110,6 +110,47 @@ pub enum ConfigValue {
     },
 }
 
+/// A server's `command`, one of its `args`, or its `url`: a literal, written as a plain
+/// string (so plans that use no `env()` there read as they always did), or `env("NAME")`,
+/// read when a run starts. Never a secret.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ServerValue {
+    Literal(String),
+    Config(ConfigValue),
+}
+
+impl From<String> for ServerValue {
+    fn from(s: String) -> ServerValue {
+        ServerValue::Literal(s)
+    }
+}
+
+impl ServerValue {
+    /// The value as written in `.pipe` source, for messages (`env("MCP_URL")`).
+    pub fn written(&self) -> String {
+        match self {
+            ServerValue::Literal(s) | ServerValue::Config(ConfigValue::Literal { value: s }) => {
+                s.clone()
+            }
+            ServerValue::Config(ConfigValue::Env { var, default: None }) => format!("env({var:?})"),
+            ServerValue::Config(ConfigValue::Env {
+                var,
+                default: Some(d),
+            }) => format!("env({var:?}, default: {d:?})"),
+            ServerValue::Config(ConfigValue::Secret { var }) => format!("secret({var:?})"),
+        }
+    }
+
+    /// The configuration it reads, when it is not a literal.
+    pub fn config(&self) -> Option<&ConfigValue> {
+        match self {
+            ServerValue::Config(c) => Some(c),
+            ServerValue::Literal(_) => None,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigVar {
@@ -124,13 +165,15 @@ pub struct ConfigVar {
 pub struct Server {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command: Option<String>,
-    pub args: Vec<String>,
+    pub command: Option<ServerValue>,
+    pub args: Vec<ServerValue>,
     pub env: BTreeMap<String, ConfigValue>,
+    /// The folder a `command` runs in (relative to `base_dir`); `base_dir` itself when
+    /// absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
+    pub url: Option<ServerValue>,
     /// HTTP headers on every request to a `url` server (values may be secrets).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, ConfigValue>,

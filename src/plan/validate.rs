@@ -247,7 +247,19 @@ impl<'p> Validator<'p> {
     fn declarations(&self) -> Result<(), Violation> {
         for s in &self.plan.servers {
             let place = format!("the server `{}`", s.name);
-            for v in s.env.values() {
+            for v in s.env.values().chain(s.headers.values()) {
+                self.config_value(&place, v)?;
+            }
+            let line = s.command.iter().chain(&s.args).chain(&s.url);
+            for v in line.filter_map(ServerValue::config) {
+                if let ConfigValue::Secret { var } = v {
+                    return Err(Violation::Malformed {
+                        place,
+                        why: format!(
+                            "its command line or url reads the secret `{var}`, which compile never writes there"
+                        ),
+                    });
+                }
                 self.config_value(&place, v)?;
             }
             for pattern in &s.resources {

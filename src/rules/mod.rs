@@ -38,6 +38,7 @@ catalogue! {
     invalid_literal_type::INVALID_LITERAL_TYPE,
     optional_into_required::OPTIONAL_INTO_REQUIRED,
     record_literal_mismatch::RECORD_LITERAL_MISMATCH,
+    invalid_server_url::INVALID_SERVER_URL,
     unbound_uri_variable::UNBOUND_URI_VARIABLE,
     invalid_uri_template::INVALID_URI_TEMPLATE,
     unroutable_resource::UNROUTABLE_RESOURCE,

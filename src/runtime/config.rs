@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::error::{RuntimeError, combine};
 use crate::diagnostic as codes;
-use crate::plan::{Body, ConfigValue, Plan, Source};
+use crate::plan::{Body, ConfigValue, Plan, Server, ServerValue, Source};
 
 /// What a run needs from its environment.
 #[derive(Default)]
@@ -18,6 +18,45 @@ pub(crate) struct Needs {
     /// `env()` variables and their defaults.
     pub env: BTreeMap<String, Option<String>>,
     pub secrets: BTreeSet<String>,
+    /// `env()` variables that are a server's `url`, with the server: their values must
+    /// be http(s) URLs, as a literal `url` must (P0206).
+    pub urls: BTreeMap<String, String>,
+}
+
+impl Needs {
+    fn note(&mut self, v: &ConfigValue) {
+        match v {
+            ConfigValue::Env { var, default } => {
+                self.env.insert(var.clone(), default.clone());
+            }
+            ConfigValue::Secret { var } => {
+                self.secrets.insert(var.clone());
+            }
+            ConfigValue::Literal { .. } => {}
+        }
+    }
+
+    /// What a server reads: its `env`, `headers`, and an `env()` in its command line or
+    /// its `url`.
+    pub(crate) fn server(&mut self, s: &Server) {
+        for v in s.env.values().chain(s.headers.values()) {
+            self.note(v);
+        }
+        for v in s
+            .command
+            .iter()
+            .chain(&s.args)
+            .filter_map(ServerValue::config)
+        {
+            self.note(v);
+        }
+        if let Some(v) = s.url.as_ref().and_then(ServerValue::config) {
+            self.note(v);
+            if let ConfigValue::Env { var, .. } = v {
+                self.urls.insert(var.clone(), s.name.clone());
+            }
+        }
+    }
 }
 
 /// The needs of the nodes in `to_run` (all nodes when `None`) and of the models they
@@ -59,29 +98,11 @@ pub(crate) fn needs(
         .iter()
         .filter(|s| servers_used(plan, to_run).contains(&s.name))
     {
-        for v in s.env.values().chain(s.headers.values()) {
-            match v {
-                ConfigValue::Env { var, default } => {
-                    out.env.insert(var.clone(), default.clone());
-                }
-                ConfigValue::Secret { var } => {
-                    out.secrets.insert(var.clone());
-                }
-                ConfigValue::Literal { .. } => {}
-            }
-        }
+        out.server(s);
     }
     for m in plan.models.iter().filter(|m| models.contains(&m.name)) {
         for v in [&m.base_url, &m.api_key].into_iter().flatten() {
-            match v {
-                ConfigValue::Env { var, default } => {
-                    out.env.insert(var.clone(), default.clone());
-                }
-                ConfigValue::Secret { var } => {
-                    out.secrets.insert(var.clone());
-                }
-                ConfigValue::Literal { .. } => {}
-            }
+            out.note(v);
         }
     }
     out
@@ -189,7 +210,8 @@ pub(crate) struct Values {
 }
 
 /// The configuration values: recorded ones first (a resume), then the environment,
-/// then the default. Also the secrets. Every missing one is in the error.
+/// then the default. Also the secrets. Every missing one, and every value its setting
+/// cannot take (a server `url` without a scheme), is in the error.
 pub(crate) fn read(
     needs: &Needs,
     recorded: &BTreeMap<String, String>,
@@ -214,6 +236,29 @@ pub(crate) fn read(
                     "set it, or give a default: `env(\"{var}\", default: \"...\")`"
                 )),
             ),
+        }
+    }
+    for (var, server) in &needs.urls {
+        let Some(value) = config.get(var) else {
+            continue;
+        };
+        if let Some(problem) = crate::uri::server_url_problem(value) {
+            let fix = match &problem.meant {
+                Some(meant) => format!("set `{var}` to `{meant}`"),
+                None => format!(
+                    "set `{var}` to the server's streamable HTTP endpoint, such as `https://host/mcp`"
+                ),
+            };
+            missing.push(
+                RuntimeError::new(
+                    &codes::CONFIG_INVALID,
+                    format!(
+                        "the environment variable `{var}` is the `url` of the server `{server}`, and `{value}` is not an http(s) URL: {}",
+                        problem.why
+                    ),
+                )
+                .help(fix),
+            );
         }
     }
     let mut secrets = BTreeMap::new();

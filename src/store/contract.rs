@@ -766,6 +766,7 @@ fn heal(number: u32) -> HealRec {
             origin: None,
             produced_ms: 0,
             max_bytes: None,
+            embedded: None,
         },
         replay_call: "consume:g0:i0:s0:c1048576".into(),
         by_node: "consume".into(),

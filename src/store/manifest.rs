@@ -1,7 +1,9 @@
 //! Resource references as the store keeps them: a `resource_link` lifted out of a tool
 //! result (with the call that produced it, so a dead one can be re-derived), where it
-//! sits in its producer's manifest, and the heals that replaced a dead one. Bytes are
-//! never stored here: a reference is a URI and what is needed to find or rebuild it.
+//! sits in its producer's manifest, and the heals that replaced a dead one. A link holds
+//! no bytes: it is a URI and what is needed to find or rebuild it. The content a result
+//! carried in place (an embedded resource, an image, an audio clip) is kept with its
+//! entry, since no server can give it again; the tool's `max_result_bytes` bounds it.
 
 use std::collections::BTreeMap;
 
@@ -45,6 +47,24 @@ pub struct ResourceRef {
     /// declares its content type downstream reads it within that cap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_bytes: Option<u64>,
+    /// What the result carried in place of a link: an embedded resource's content (read
+    /// from here, without a round trip to the server), or an image or audio block, which
+    /// has no URI and is kept, never bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedded: Option<Embedded>,
+}
+
+/// Content a tool result carried in place.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Embedded {
+    /// The block's type: `resource`, `image` or `audio`.
+    pub block: String,
+    /// The content as text, when the server sent it as text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// The content as bytes, in base64, when the server sent it as a blob or as media.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
 }
 
 /// The tool call that returned a link: replayed, with the same arguments, to re-derive it.
@@ -145,6 +165,11 @@ mod tests {
             }),
             produced_ms: 5,
             max_bytes: Some(20_000),
+            embedded: Some(Embedded {
+                block: "resource".into(),
+                text: Some("{}".into()),
+                blob: None,
+            }),
         };
         let v = r.to_value();
         assert!(ResourceRef::is_ref(&v));

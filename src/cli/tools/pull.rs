@@ -310,8 +310,8 @@ fn given_target(args: &Args) -> Result<Target, u8> {
             let quoted: Vec<String> = rest.iter().map(|a| escape(a)).collect();
             block.push_str(&format!("  args = [{}]\n", quoted.join(", ")));
         }
-        server.command = Some(program.clone());
-        server.args = rest.to_vec();
+        server.command = Some(program.clone().into());
+        server.args = rest.iter().cloned().map(Into::into).collect();
     }
     if let Some(url) = &args.url {
         block.push_str(&format!("  url = {}\n", escape(url)));
@@ -340,7 +340,7 @@ fn given_target(args: &Args) -> Result<Target, u8> {
         if !entries.is_empty() {
             block.push_str(&format!("  headers = {{ {} }}\n", entries.join(", ")));
         }
-        server.url = Some(url.clone());
+        server.url = Some(url.clone().into());
     }
     block.push_str("}\n");
     Ok(Target {

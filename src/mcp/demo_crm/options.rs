@@ -19,6 +19,10 @@ pub(crate) const HELP: &str = r#"Tools:
           mcp://crm/deals/{deal_id}/emails/2025-01-01/2025-12-31   name
               {deal_id}-emails-2025-01-01-2025-12-31, description email-history, mimeType
               application/json, size = the exact byte size of that read
+  get_deal_card(deal_id: string)   read-only, idempotent. No structuredContent: a text block
+        "{name} ({stage}), owned by {owner}", the deal as an embedded resource
+        mcp://crm/deals/{deal_id}/card (application/json; resources/read does not serve it),
+        and the owner's picture as an image block (image/png, a 1x1 PNG)
   arm_expiry(count: int = 1)  the next COUNT email reads of this process fail as expired
 
 Resource templates (application/json):

@@ -1,17 +1,24 @@
-//! The CRM's tools: `get_deal` (a deal, with links to its activity and email history)
-//! and `arm_expiry` (the next email reads fail as expired links).
+//! The CRM's tools: `get_deal` (a deal, with links to its activity and email history),
+//! `get_deal_card` (content carried in place: a line of text, the deal as an embedded
+//! resource and its owner's picture as an image) and `arm_expiry` (the next email reads
+//! fail as expired links).
 
 use std::sync::Arc;
 
 use rmcp::ErrorData;
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Resource, Tool, ToolAnnotations};
+use rmcp::model::{
+    CallToolResult, ContentBlock, JsonObject, Resource, ResourceContents, Tool, ToolAnnotations,
+};
 use serde_json::{Map, Value, json};
 
 use super::crm::Crm;
 use super::data::{self, HISTORY_END, HISTORY_START};
 use super::uris;
 
-const TOOL_NAMES: &[&str] = &["get_deal", "arm_expiry"];
+const TOOL_NAMES: &[&str] = &["get_deal", "arm_expiry", "get_deal_card"];
+
+/// The owner's picture on a deal card: a 1×1 PNG, the same for every deal.
+pub(crate) const OWNER_PICTURE_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 
 fn object(value: Value) -> Arc<JsonObject> {
     match value {
@@ -83,6 +90,27 @@ pub(crate) fn list() -> Vec<Tool> {
                 .destructive(false)
                 .open_world(false),
         ),
+        Tool::new(
+            "get_deal_card",
+            "A deal's card, all of it in the result: a line of text, the deal as an embedded \
+             JSON resource (mcp://crm/deals/{deal_id}/card, which resources/read does not \
+             serve) and its owner's picture as a PNG image.",
+            object(json!({
+                "type": "object",
+                "properties": {
+                    "deal_id": {"type": "string", "description": "The deal's id, such as D1"}
+                },
+                "required": ["deal_id"]
+            })),
+        )
+        .with_title("Get a deal's card")
+        .with_annotations(
+            ToolAnnotations::new()
+                .read_only(true)
+                .idempotent(true)
+                .destructive(false)
+                .open_world(false),
+        ),
     ]
 }
 
@@ -105,6 +133,13 @@ pub(crate) fn call(
             None => Err(bad_arguments(
                 name,
                 "get_deal needs `deal_id`, such as {\"deal_id\": \"D1\"}".into(),
+            )),
+        },
+        "get_deal_card" => match arguments.get("deal_id") {
+            Some(Value::String(deal_id)) => Ok(get_deal_card(deal_id)),
+            _ => Err(bad_arguments(
+                name,
+                "get_deal_card needs `deal_id` as a string, such as {\"deal_id\": \"D1\"}".into(),
             )),
         },
         "arm_expiry" => {
@@ -156,4 +191,18 @@ fn get_deal(crm: &Crm, deal_id: &str) -> CallToolResult {
     result.content.push(ContentBlock::resource_link(activity));
     result.content.push(ContentBlock::resource_link(emails));
     result
+}
+
+fn get_deal_card(deal_id: &str) -> CallToolResult {
+    let deal = data::deal(deal_id);
+    let line = format!("{} ({}), owned by {}", deal.name, deal.stage, deal.owner);
+    let json = serde_json::to_string(&deal).unwrap_or_default();
+    CallToolResult::success(vec![
+        ContentBlock::text(line),
+        ContentBlock::resource(
+            ResourceContents::text(json, uris::card_uri(deal_id))
+                .with_mime_type("application/json"),
+        ),
+        ContentBlock::image(OWNER_PICTURE_PNG, "image/png"),
+    ])
 }

@@ -26,6 +26,11 @@ pub(crate) fn activity_uri(deal_id: &str) -> String {
     format!("{DEALS_PREFIX}{}/activity", encode_segment(deal_id))
 }
 
+/// A deal's card: only ever embedded in a `get_deal_card` result, never read.
+pub(crate) fn card_uri(deal_id: &str) -> String {
+    format!("{DEALS_PREFIX}{}/card", encode_segment(deal_id))
+}
+
 pub(crate) fn emails_uri(deal_id: &str, start: &str, end: &str) -> String {
     format!(
         "{DEALS_PREFIX}{}/emails/{}/{}",

@@ -317,6 +317,11 @@ fn scrub_ref(s: &Scrubber, r: &mut ResourceRef) {
     if let Some(c) = &mut r.producing_call {
         s.scrub_value(&mut c.args);
     }
+    if let Some(e) = &mut r.embedded {
+        for text in e.text.iter_mut().chain(e.blob.iter_mut()) {
+            *text = s.scrub(text);
+        }
+    }
 }
 
 /// Scrubs an error's texts.

@@ -773,7 +773,7 @@ async fn tool_call(
             format!("The result was {size} bytes, over the limit of {limit}; ask for less."),
         )
     } else {
-        match results::value_of(tool, &result, &shared.validators) {
+        match results::value_of(&shared.plan, tool, &result, &shared.validators) {
             Ok(_) | Err(ResultError::Unparsable(_)) => {
                 (CallState::Ok, results::for_model(&result, &for_model))
             }
@@ -933,6 +933,7 @@ async fn read_tool(
         origin: None,
         produced_ms: ids::now_ms(),
         max_bytes: None,
+        embedded: None,
     };
     let mut events = Vec::new();
     let mut reader = Reader {

@@ -229,21 +229,23 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
             ),
         ));
     }
-    let value = results::value_of(tool, &result, &shared.validators).map_err(|e| match e {
-        ResultError::Tool(text) => fatal(
-            &cx,
-            &codes::TOOL_FAILED,
-            scrub(&format!("`{}` failed: {text}", tool.name)),
-        ),
-        ResultError::Unparsable(why) => fatal(
-            &cx,
-            &codes::TOOL_RESULT_UNPARSABLE,
-            scrub(&format!(
-                "the result of `{}` does not fit `{}`: {why}",
-                tool.name, node.output_type
-            )),
-        ),
-    })?;
+    let value = results::value_of(&shared.plan, tool, &result, &shared.validators).map_err(
+        |e| match e {
+            ResultError::Tool(text) => fatal(
+                &cx,
+                &codes::TOOL_FAILED,
+                scrub(&format!("`{}` failed: {text}", tool.name)),
+            ),
+            ResultError::Unparsable(why) => fatal(
+                &cx,
+                &codes::TOOL_RESULT_UNPARSABLE,
+                scrub(&format!(
+                    "the result of `{}` does not fit `{}`: {why}",
+                    tool.name, node.output_type
+                )),
+            ),
+        },
+    )?;
     shared
         .validators
         .check(&node.output, &value, Mode::Open)

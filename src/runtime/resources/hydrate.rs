@@ -3,6 +3,8 @@
 //! binding's `max_bytes` while reading (a reference kept upstream, `ref<T>`, by the cap
 //! of the binding that kept it), parsed by MIME type and validated. A parameter declared
 //! `ref<T>` keeps its reference; an optional one whose resource is not served is null.
+//! An embedded resource (content a tool result carried in place) is read from its
+//! reference, without a round trip to the server, and never heals: nothing can die.
 //! A read the server answers with an error (or with nothing) may mean the link died:
 //! `heal.rs` re-derives it when its producer may be called again.
 
@@ -19,7 +21,7 @@ use crate::runtime::error::RuntimeError;
 use crate::runtime::executor::TryError;
 use crate::runtime::progress::{Step, human_bytes};
 use crate::runtime::validate::Mode;
-use crate::store::{Event, ResourceRef, Write};
+use crate::store::{Embedded, Event, ResourceRef, Write};
 
 /// The cap of a binding that declares none.
 pub(crate) const DEFAULT_MAX_BYTES: u64 = 16_000_000;
@@ -76,6 +78,17 @@ struct Cap {
     from_reference: bool,
 }
 
+impl Cap {
+    /// A parameter bound to an upstream value holding a `ref<T>` has no cap of its own:
+    /// the one written where the reference was kept applies.
+    fn of(caps: &Caps, r: &ResourceRef) -> Cap {
+        Cap {
+            bytes: caps.max_bytes.or(r.max_bytes).unwrap_or(DEFAULT_MAX_BYTES),
+            from_reference: caps.max_bytes.is_none() && r.max_bytes.is_some(),
+        }
+    }
+}
+
 /// Whether a parameter's value is fetched: it holds references and is not `ref<T>`.
 fn fetched(p: &Param, v: &Value) -> bool {
     if p.keep_ref {
@@ -95,7 +108,7 @@ pub(crate) fn needed(node: &Node, params: &Params) -> bool {
 }
 
 /// A schema with its `$ref` to a named type followed.
-fn resolved<'a>(plan: &'a Plan, schema: &'a Value) -> &'a Value {
+pub(crate) fn resolved<'a>(plan: &'a Plan, schema: &'a Value) -> &'a Value {
     let mut s = schema;
     for _ in 0..8 {
         match s
@@ -113,7 +126,7 @@ fn resolved<'a>(plan: &'a Plan, schema: &'a Value) -> &'a Value {
 
 /// The schema of the items of a list schema (following `T?`), or `None` for a
 /// schema that is not a list.
-fn items_of<'a>(plan: &'a Plan, schema: &'a Value) -> Option<&'a Value> {
+pub(crate) fn items_of<'a>(plan: &'a Plan, schema: &'a Value) -> Option<&'a Value> {
     let s = resolved(plan, schema);
     if s.get("type").and_then(Value::as_str) == Some("array") {
         return s.get("items");
@@ -274,17 +287,15 @@ impl Reader<'_> {
         r: &ResourceRef,
         caps: &Caps,
     ) -> Result<(std::sync::Arc<Vec<ResourceContent>>, u64), TryError> {
+        if let Some(embedded) = &r.embedded {
+            return self.embedded(param, r, embedded, caps);
+        }
         // A reference healed earlier (in this attempt or before) is read at its new URI.
         let current = match r.origin.as_ref().and_then(|o| self.resources().heal_of(o)) {
             Some(h) => h.to,
             None => r.clone(),
         };
-        // A parameter bound to an upstream value holding a `ref<T>` has no cap of its
-        // own: the one written where the reference was kept applies.
-        let cap = Cap {
-            bytes: caps.max_bytes.or(r.max_bytes).unwrap_or(DEFAULT_MAX_BYTES),
-            from_reference: caps.max_bytes.is_none() && r.max_bytes.is_some(),
-        };
+        let cap = Cap::of(caps, r);
         let first = match self.shared.scrubber.placeholder_in(&current.uri) {
             // The store keeps a link as the scrubber left it: a URI that held a secret
             // (a link of a call given one) holds `secret(NAME)` after a resume, and
@@ -318,6 +329,48 @@ impl Reader<'_> {
                 ),
             )),
         }
+    }
+
+    /// The content an embedded resource carried, within the binding's cap as a read
+    /// would be.
+    fn embedded(
+        &self,
+        param: &str,
+        r: &ResourceRef,
+        embedded: &Embedded,
+        caps: &Caps,
+    ) -> Result<(std::sync::Arc<Vec<ResourceContent>>, u64), TryError> {
+        let body = match (&embedded.text, &embedded.blob) {
+            (Some(t), _) => Body::Text(t.clone()),
+            (None, Some(b)) => Body::Blob(crate::base64::decode(b).map_err(|e| {
+                self.error(
+                    param,
+                    &codes::RESOURCE_PARSE_FAILED,
+                    format!("the embedded content of {} is not base64: {e}", r.uri),
+                )
+            })?),
+            (None, None) => {
+                return Err(self.error(
+                    param,
+                    &codes::RESOURCE_NOT_FOUND,
+                    format!(
+                        "{} was a {} block without content, which cannot be read",
+                        r.uri, embedded.block
+                    ),
+                ));
+            }
+        };
+        let content = ResourceContent {
+            uri: r.uri.clone(),
+            mime: r.mime.clone(),
+            body,
+        };
+        let size = content.len() as u64;
+        let cap = Cap::of(caps, r);
+        if size > cap.bytes {
+            return Err(self.too_large(param, &r.uri, Some(size), cap));
+        }
+        Ok((std::sync::Arc::new(vec![content]), size))
     }
 
     /// A read through the cache. `Dead` is an answer that may mean the link expired.
@@ -521,7 +574,7 @@ impl Reader<'_> {
                 Body::Text(t) => t.as_bytes(),
                 Body::Blob(b) => b,
             };
-            return Ok(Value::String(encode_base64(raw)));
+            return Ok(Value::String(crate::base64::encode(raw)));
         }
         let text = match &c.body {
             Body::Text(t) => t.as_str(),
@@ -587,32 +640,6 @@ fn server_answer(e: &McpError) -> String {
     }
 }
 
-fn encode_base64(data: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        out.push(T[(n >> 18) as usize & 63] as char);
-        out.push(T[(n >> 12) as usize & 63] as char);
-        out.push(if chunk.len() > 1 {
-            T[(n >> 6) as usize & 63] as char
-        } else {
-            '='
-        });
-        out.push(if chunk.len() > 2 {
-            T[n as usize & 63] as char
-        } else {
-            '='
-        });
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -622,7 +649,5 @@ mod tests {
         assert_eq!(human_bytes(512), "512 B");
         assert_eq!(human_bytes(200_000), "200 KB");
         assert_eq!(human_bytes(5_140_570), "5.1 MB");
-        assert_eq!(encode_base64(b"hello"), "aGVsbG8=");
-        assert_eq!(encode_base64(b"hi"), "aGk=");
     }
 }

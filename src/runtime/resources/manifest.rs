@@ -2,16 +2,19 @@
 //! link becomes a [`ResourceRef`] with its kind (the one among the tool's link kinds whose
 //! template matches the URI, with the variables it captured; failing that, the kind the
 //! link's name or description names), the server it came from, and the call that produced
-//! it, so a dead link can be re-derived. The manifest lives with the node's row and is
-//! never printed as output.
+//! it, so a dead link can be re-derived. Embedded resources are lifted the same way
+//! (their kind by template), with their content, so that reading one makes no round
+//! trip; images and audio are lifted with their bytes and MIME type unless the value
+//! took them (`-> bytes`), so nothing a result held is dropped. The manifest lives with
+//! the node's row and is never printed as output.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::mcp::{Content, Link, ToolResult};
+use crate::mcp::{Body, Content, ToolResult};
 use crate::plan::{Plan, Tool};
-use crate::store::{ProducingCall, RefOrigin, ResourceRef, ids};
+use crate::store::{Embedded, ProducingCall, RefOrigin, ResourceRef, ids};
 
 /// A link whose URI is not a URI, or a `resource_link` block that does not parse (its
 /// `uri` is then empty).
@@ -35,30 +38,27 @@ impl std::fmt::Display for MalformedLink {
     }
 }
 
-/// The kind and captures of a URI among the tool's link kinds.
+/// The kind and captures of a URI among the tool's link kinds: the kind whose template
+/// matches it, else the kind one of `names` (a link's name, description, title) names.
 pub(crate) fn kind_of(
     plan: &Plan,
     tool: &Tool,
-    link: &Link,
+    uri: &str,
+    names: &[&String],
 ) -> (Option<String>, BTreeMap<String, String>) {
     for kind in &tool.links {
         let Some(k) = plan.link_kinds.iter().find(|k| &k.kind == kind) else {
             continue;
         };
         if let Ok(t) = crate::uri::parse(&k.template)
-            && let Some(captures) = t.match_uri(&link.uri)
+            && let Some(captures) = t.match_uri(uri)
         {
             return (Some(kind.clone()), captures.into_iter().collect());
         }
     }
-    let named = [
-        Some(&link.name),
-        link.description.as_ref(),
-        link.title.as_ref(),
-    ];
-    for n in named.into_iter().flatten() {
-        if tool.links.iter().any(|k| k == n) {
-            return (Some(n.clone()), BTreeMap::new());
+    for n in names {
+        if tool.links.iter().any(|k| k == *n) {
+            return (Some((*n).clone()), BTreeMap::new());
         }
     }
     (None, BTreeMap::new())
@@ -83,9 +83,9 @@ fn check_uri(uri: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The links of a result as references, in the order the result lists them. `call` is
-/// the journal key of the call; `args` its arguments as stored (secrets as
-/// placeholders).
+/// The links of a result as references, and what it carried in place (embedded
+/// resources, images, audio), in the order the result lists them. `call` is the journal
+/// key of the call; `args` its arguments as stored (secrets as placeholders).
 pub(crate) fn lift(
     plan: &Plan,
     tool: &Tool,
@@ -93,6 +93,8 @@ pub(crate) fn lift(
     args: &Value,
     call: &str,
 ) -> Result<Vec<ResourceRef>, MalformedLink> {
+    let took_bytes =
+        super::results::takes_bytes(plan, &tool.output_schema) != super::results::TakesBytes::No;
     let mut out = Vec::new();
     for c in &result.content {
         if let Content::Malformed {
@@ -106,31 +108,95 @@ pub(crate) fn lift(
                 why: problem.clone(),
             });
         }
-        let Content::Link(link) = c else { continue };
-        check_uri(&link.uri).map_err(|why| MalformedLink {
-            uri: link.uri.clone(),
-            why,
-        })?;
-        let (kind, captures) = kind_of(plan, tool, link);
-        out.push(ResourceRef {
-            uri: link.uri.clone(),
-            server: tool.server.clone(),
-            kind,
-            captures,
-            name: link.name.clone(),
-            mime: link.mime.clone(),
-            size: link.size,
-            producing_call: Some(ProducingCall {
+        let producing_call = || {
+            Some(ProducingCall {
                 tool: tool.name.clone(),
                 args: args.clone(),
                 read_only: tool.read_only,
                 idempotent: tool.idempotent || tool.read_only,
                 call: call.to_string(),
+            })
+        };
+        match c {
+            Content::Link(link) => {
+                check_uri(&link.uri).map_err(|why| MalformedLink {
+                    uri: link.uri.clone(),
+                    why,
+                })?;
+                let names = [
+                    Some(&link.name),
+                    link.description.as_ref(),
+                    link.title.as_ref(),
+                ];
+                let names: Vec<&String> = names.into_iter().flatten().collect();
+                let (kind, captures) = kind_of(plan, tool, &link.uri, &names);
+                out.push(ResourceRef {
+                    uri: link.uri.clone(),
+                    server: tool.server.clone(),
+                    kind,
+                    captures,
+                    name: link.name.clone(),
+                    mime: link.mime.clone(),
+                    size: link.size,
+                    producing_call: producing_call(),
+                    origin: None,
+                    produced_ms: ids::now_ms(),
+                    max_bytes: None,
+                    embedded: None,
+                });
+            }
+            Content::Resource(r) => {
+                check_uri(&r.uri).map_err(|why| MalformedLink {
+                    uri: r.uri.clone(),
+                    why: format!("(an embedded resource) {why}"),
+                })?;
+                let (kind, captures) = kind_of(plan, tool, &r.uri, &[]);
+                let (text, blob) = match &r.body {
+                    Body::Text(t) => (Some(t.clone()), None),
+                    Body::Blob(b) => (None, Some(crate::base64::encode(b))),
+                };
+                // The value took a blob (`-> bytes`): the reference stays, its bytes are
+                // not stored twice, and a read of it goes to the server.
+                let embedded = (!(took_bytes && blob.is_some())).then(|| Embedded {
+                    block: "resource".into(),
+                    text,
+                    blob,
+                });
+                out.push(ResourceRef {
+                    uri: r.uri.clone(),
+                    server: tool.server.clone(),
+                    kind,
+                    captures,
+                    name: String::new(),
+                    mime: r.mime.clone(),
+                    size: Some(r.len() as u64),
+                    producing_call: producing_call(),
+                    origin: None,
+                    produced_ms: ids::now_ms(),
+                    max_bytes: None,
+                    embedded,
+                });
+            }
+            Content::Media { kind, mime, data } if !took_bytes => out.push(ResourceRef {
+                uri: String::new(),
+                server: tool.server.clone(),
+                kind: None,
+                captures: BTreeMap::new(),
+                name: String::new(),
+                mime: Some(mime.clone()),
+                size: Some(data.len() as u64),
+                producing_call: producing_call(),
+                origin: None,
+                produced_ms: ids::now_ms(),
+                max_bytes: None,
+                embedded: Some(Embedded {
+                    block: kind.clone(),
+                    text: None,
+                    blob: Some(crate::base64::encode(data)),
+                }),
             }),
-            origin: None,
-            produced_ms: ids::now_ms(),
-            max_bytes: None,
-        });
+            _ => {}
+        }
     }
     Ok(out)
 }

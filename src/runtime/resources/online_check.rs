@@ -84,9 +84,11 @@ pub async fn check_online(
             let config = match server_config_from_environment(server, project_root, environment) {
                 Ok(config) => config,
                 Err(e) => {
+                    // R0002 for what is missing, R0109 for a value its setting cannot take.
+                    let rule = crate::rules::find_rule(e.code).unwrap_or(&codes::CONFIG_MISSING);
                     let finding = Finding::new(
                         Subject::Server(i),
-                        &codes::CONFIG_MISSING,
+                        rule,
                         format!(
                             "the server `{}` cannot be started without its configuration: {}",
                             server.name, e.message

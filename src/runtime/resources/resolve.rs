@@ -138,6 +138,7 @@ pub(crate) fn resolve(node: &Node, params: &mut Params, env: &dyn Env) -> Result
                     origin: None,
                     produced_ms: ids::now_ms(),
                     max_bytes: *max_bytes,
+                    embedded: None,
                 }
                 .to_value()
             }

@@ -21,7 +21,7 @@ use crate::mcp::{
     Body, McpError, RequestOptions, ResourceContent, ServerConfig, Session, ToolInfo, ToolResult,
     TransportConfig,
 };
-use crate::plan::{ConfigValue, Plan, Server};
+use crate::plan::{ConfigValue, Plan, Server, ServerValue};
 use crate::runtime::RuntimeError;
 use crate::runtime::config;
 use crate::runtime::secrets::Scrubber;
@@ -207,25 +207,16 @@ impl Servers for McpServers {
 
 /// A server's connection settings with its `env()` values and secrets read through
 /// `environment` alone, as a run would read them when it starts (`pipec check
-/// --online`): every variable that is missing, and has no default, is in the error
-/// (`R0002`), and then nothing is started.
+/// --online`, `pipec tools pull`): every variable that is missing, and has no default,
+/// is in the error (`R0002`), with an `env()` url that is not an http(s) URL (`R0109`),
+/// and then nothing is started.
 pub fn server_config_from_environment(
     s: &Server,
     project_root: &Path,
     environment: &dyn Fn(&str) -> Option<String>,
 ) -> Result<ServerConfig, RuntimeError> {
     let mut needs = config::Needs::default();
-    for v in s.env.values().chain(s.headers.values()) {
-        match v {
-            ConfigValue::Env { var, default } => {
-                needs.env.insert(var.clone(), default.clone());
-            }
-            ConfigValue::Secret { var } => {
-                needs.secrets.insert(var.clone());
-            }
-            ConfigValue::Literal { .. } => {}
-        }
-    }
+    needs.server(s);
     let values = config::read(&needs, &BTreeMap::new(), environment)?;
     let mut scrubber = Scrubber::default();
     for (k, v) in &values.secrets {
@@ -259,10 +250,16 @@ fn server_config(
             ConfigValue::Secret { var } => secrets.get(var).cloned().unwrap_or_default(),
         }
     };
+    let text = |v: &ServerValue| -> String {
+        match v {
+            ServerValue::Literal(s) => s.clone(),
+            ServerValue::Config(c) => value(c),
+        }
+    };
     let base = project_root.join(&s.base_dir);
     let transport = match (&s.url, &s.command) {
         (Some(url), _) => TransportConfig::Http {
-            url: url.clone(),
+            url: text(url),
             headers: s
                 .headers
                 .iter()
@@ -270,7 +267,7 @@ fn server_config(
                 .collect(),
         },
         (None, command) => {
-            let command = command.clone().unwrap_or_default();
+            let command = command.as_ref().map(text).unwrap_or_default();
             let program = crate::process::find_program(&command, &base)
                 .unwrap_or_else(|| PathBuf::from(&command));
             let cwd = match &s.cwd {
@@ -279,7 +276,7 @@ fn server_config(
             };
             TransportConfig::Stdio {
                 program,
-                args: s.args.clone(),
+                args: s.args.iter().map(text).collect(),
                 cwd,
                 env: s.env.iter().map(|(k, v)| (k.clone(), value(v))).collect(),
             }
