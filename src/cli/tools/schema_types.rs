@@ -66,7 +66,13 @@ impl PipeType {
     }
 
     /// The type as written in a `.pipe` file.
+    #[cfg(test)]
     pub(crate) fn text(&self) -> String {
+        self.written(&|name| name.to_string())
+    }
+
+    /// The type as written, with each record type named by `record`.
+    fn written(&self, record: &dyn Fn(&str) -> String) -> String {
         let base = match &self.shape {
             Shape::String => "string".to_string(),
             Shape::Int => "int".to_string(),
@@ -79,24 +85,49 @@ impl PipeType {
                 .map(|v| crate::syntax::printer::escape(v))
                 .collect::<Vec<_>>()
                 .join(" | "),
-            Shape::Record(name) => name.clone(),
+            Shape::Record(name) => record(name),
             Shape::List(item) => {
                 // `[]` binds to one term: a list of unions or of optional values needs
                 // parentheses.
                 let needs_parens =
                     item.optional || matches!(&item.shape, Shape::Literals(v) if v.len() > 1);
                 if needs_parens {
-                    format!("({})[]", item.text())
+                    format!("({})[]", item.written(record))
                 } else {
-                    format!("{}[]", item.text())
+                    format!("{}[]", item.written(record))
                 }
             }
-            Shape::Map(value) => format!("map<{}>", value.text()),
+            Shape::Map(value) => format!("map<{}>", value.written(record)),
         };
         if self.optional {
             format!("{base}?")
         } else {
             base
+        }
+    }
+
+    /// The record types it names, directly or in lists and maps.
+    fn records<'t>(&'t self, out: &mut Vec<&'t str>) {
+        match &self.shape {
+            Shape::Record(name) => out.push(name),
+            Shape::List(inner) | Shape::Map(inner) => inner.records(out),
+            _ => {}
+        }
+    }
+
+    /// The same type, its record types renamed where `renamed` says.
+    fn renamed(&self, renamed: &HashMap<String, String>) -> PipeType {
+        let shape = match &self.shape {
+            Shape::Record(name) => {
+                Shape::Record(renamed.get(name).cloned().unwrap_or_else(|| name.clone()))
+            }
+            Shape::List(inner) => Shape::List(Box::new(inner.renamed(renamed))),
+            Shape::Map(inner) => Shape::Map(Box::new(inner.renamed(renamed))),
+            other => other.clone(),
+        };
+        PipeType {
+            shape,
+            optional: self.optional,
         }
     }
 
@@ -202,8 +233,28 @@ pub(crate) struct Types<'a> {
     /// The schemas already made into types, by their text and direction.
     seen: HashMap<(String, Direction), PipeType>,
     /// `$ref` definitions already made into types (or being made, for records that
-    /// refer to themselves).
-    refs: HashMap<(String, Direction), PipeType>,
+    /// refer to themselves), by their name, the text of the schema they are defined in
+    /// (two tools may define one name differently) and direction.
+    refs: HashMap<(String, String, Direction), PipeType>,
+}
+
+/// The records worth declaring, and what became of the others' names.
+pub(crate) struct Declared {
+    pub records: Vec<Record>,
+    /// A record merged into an identical one, by its name → the name it goes by.
+    renamed: HashMap<String, String>,
+}
+
+impl Declared {
+    /// A type as written, naming merged records by the record they were merged into.
+    pub(crate) fn text(&self, ty: &PipeType) -> String {
+        ty.written(&|name| {
+            self.renamed
+                .get(name)
+                .cloned()
+                .unwrap_or_else(|| name.to_string())
+        })
+    }
 }
 
 impl<'a> Types<'a> {
@@ -217,8 +268,62 @@ impl<'a> Types<'a> {
     }
 
     /// The records made, in the order they were met.
+    #[cfg(test)]
     pub(crate) fn into_records(self) -> Vec<Record> {
         self.records
+    }
+
+    /// The records to declare for types `used`: each structurally identical group of
+    /// records (the same fields of the same types, whatever their names and docs) as
+    /// its first, and only the records `used` reaches. A schema met in several places
+    /// (a tool's argument and another's result, one definition in two tools) or a
+    /// branch of `anyOf` that became `json` would otherwise leave twins and orphans.
+    pub(crate) fn finish<'t>(self, used: impl IntoIterator<Item = &'t PipeType>) -> Declared {
+        let renamed = twins(&self.records);
+        let by_name: HashMap<&str, &Record> =
+            self.records.iter().map(|r| (r.name.as_str(), r)).collect();
+        let canonical = |name: &str| {
+            renamed
+                .get(name)
+                .cloned()
+                .unwrap_or_else(|| name.to_string())
+        };
+        let mut reached: std::collections::HashSet<String> = std::collections::HashSet::new();
+        let mut work: Vec<String> = Vec::new();
+        for ty in used {
+            let mut names = Vec::new();
+            ty.records(&mut names);
+            work.extend(names.into_iter().map(canonical));
+        }
+        while let Some(name) = work.pop() {
+            if !reached.insert(name.clone()) {
+                continue;
+            }
+            if let Some(record) = by_name.get(name.as_str()) {
+                for field in &record.fields {
+                    let mut names = Vec::new();
+                    field.ty.records(&mut names);
+                    work.extend(names.into_iter().map(canonical));
+                }
+            }
+        }
+        let records = self
+            .records
+            .iter()
+            .filter(|r| !renamed.contains_key(&r.name) && reached.contains(&r.name))
+            .map(|r| Record {
+                fields: r
+                    .fields
+                    .iter()
+                    .map(|f| Field {
+                        ty: f.ty.renamed(&renamed),
+                        ..f.clone()
+                    })
+                    .collect(),
+                ..r.clone()
+            })
+            .collect();
+        Declared { records, renamed }
     }
 
     /// The type of `schema`, whose `$ref`s point into `root`; `hint` names a record
@@ -392,7 +497,7 @@ impl<'a> Types<'a> {
         else {
             return PipeType::json();
         };
-        let key = (name.to_string(), direction);
+        let key = (name.to_string(), root.to_string(), direction);
         if let Some(known) = self.refs.get(&key) {
             return known.clone();
         }
@@ -524,6 +629,64 @@ impl<'a> Types<'a> {
             record.left_out = left_out;
         }
     }
+}
+
+/// Records that are structurally one (the same field names, each of the same type
+/// with twins taken as one, the same fields left out), by name → the first of their
+/// group. Groups are refined from "all records alike" until stable, so records that
+/// refer to themselves (or to each other) are found alike too.
+fn twins(records: &[Record]) -> HashMap<String, String> {
+    let index: HashMap<&str, usize> = records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.name.as_str(), i))
+        .collect();
+    let mut group = vec![0usize; records.len()];
+    let mut groups = 1;
+    loop {
+        let signature = |r: &Record| {
+            let fields: Vec<String> = r
+                .fields
+                .iter()
+                .map(|f| {
+                    let ty = f.ty.written(&|name| match index.get(name) {
+                        Some(&i) => format!("#{}", group[i]),
+                        None => name.to_string(),
+                    });
+                    format!("{}: {ty}", f.name)
+                })
+                .collect();
+            (fields, r.left_out.clone())
+        };
+        let mut seen: HashMap<(usize, (Vec<String>, Vec<String>)), usize> = HashMap::new();
+        let next: Vec<usize> = records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let count = seen.len();
+                *seen.entry((group[i], signature(r))).or_insert(count)
+            })
+            .collect();
+        let refined = seen.len();
+        group = next;
+        if refined == groups {
+            break;
+        }
+        groups = refined;
+    }
+    let mut first: HashMap<usize, &str> = HashMap::new();
+    let mut out = HashMap::new();
+    for (i, r) in records.iter().enumerate() {
+        match first.get(&group[i]) {
+            Some(name) => {
+                out.insert(r.name.clone(), name.to_string());
+            }
+            None => {
+                first.insert(group[i], &r.name);
+            }
+        }
+    }
+    out
 }
 
 /// The values in their first order, each once (a union lists a literal once).
