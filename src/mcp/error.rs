@@ -222,12 +222,15 @@ impl std::fmt::Display for McpError {
                 body,
                 challenge,
             } => {
-                write!(f, "the server `{server}` at {url} answered HTTP {status}")?;
+                write!(f, "the server `{server}` answered HTTP {status}")?;
                 if let Some(reason) = http::StatusCode::from_u16(*status)
                     .ok()
                     .and_then(|s| s.canonical_reason())
                 {
                     write!(f, " {reason}")?;
+                }
+                if !url.is_empty() {
+                    write!(f, " at {url}")?;
                 }
                 // rmcp keeps no body of a 5xx that is not a JSON-RPC error.
                 if !body.trim().is_empty() {

@@ -1,12 +1,15 @@
 """An MCP stdio server that is lax the way some servers in the wild are, for pipec's
 tests. Python's standard library only: it speaks JSON-RPC lines by hand.
 
-    lax_server.py
+    lax_server.py [--refuse-discover | --strict]
 
 It answers every request it does not know with an empty result (`{}`), `server/discover`
 among them, so a client has to fall back to `initialize`, which it answers for
 2025-11-25 with the `tools` capability only: it offers no resources, and answers
-`resources/templates/list` and `resources/list` with `{}` too.
+`resources/templates/list` and `resources/list` with `{}` too. With --refuse-discover it
+answers `server/discover` with "method not found", as a server of 2025-11-25 does, and
+is lax about everything else; with --strict it answers every method it does not know
+that way.
 
 Tools (tools/list)
   lookup        read-only; returns {"found": arguments.key}
@@ -60,13 +63,21 @@ def log(method: str) -> None:
             f.write(method + "\n")
 
 
-def handle(message: dict) -> None:
+def handle(message: dict, refuse_discover: bool, strict: bool) -> None:
     method = message.get("method")
     request_id = message.get("id")
     if method is not None:
         log(method)
     if method is None or request_id is None:
         return  # a notification, or an answer
+    known = ("initialize", "tools/list", "tools/call")
+    if strict and method not in known or refuse_discover and method == "server/discover":
+        send({
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "error": {"code": -32601, "message": f"Method not found: {method}"},
+        })
+        return
     if method == "initialize":
         result = {
             "protocolVersion": "2025-11-25",
@@ -97,13 +108,15 @@ def handle(message: dict) -> None:
 
 
 def main() -> None:
+    refuse_discover = "--refuse-discover" in sys.argv[1:]
+    strict = "--strict" in sys.argv[1:]
     for line in sys.stdin:
         try:
             message = json.loads(line)
         except ValueError:
             continue
         if isinstance(message, dict):
-            handle(message)
+            handle(message, refuse_discover, strict)
 
 
 if __name__ == "__main__":

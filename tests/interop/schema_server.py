@@ -14,6 +14,11 @@ Tools (tools/list)
                    a result with $defs, nested records, a list of records, a field
                    named `x-total` and a map
   getOwner         read-only; an input record; no output schema
+  update-ticket    takes a ticket and answers one: the records of search-tickets again,
+                   defined in schemas of its own, as an argument and as a result
+  classify         read-only; a result field that is an object or a string (so `json`)
+  get-team         read-only; a result whose $defs define `Person` otherwise than
+                   search-tickets does
 """
 
 from __future__ import annotations
@@ -32,6 +37,12 @@ TICKET = {
         "labels": {"type": "array", "items": {"type": "string"}},
     },
     "required": ["id", "title", "priority", "labels"],
+}
+
+PERSON = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "manager": {"$ref": "#/$defs/Person"}},
+    "required": ["name"],
 }
 
 TOOLS = [
@@ -60,11 +71,7 @@ TOOLS = [
             "required": ["hits"],
             "$defs": {
                 "Ticket": TICKET,
-                "Person": {
-                    "type": "object",
-                    "properties": {"name": {"type": "string"}, "manager": {"$ref": "#/$defs/Person"}},
-                    "required": ["name"],
-                },
+                "Person": PERSON,
             },
         },
     },
@@ -81,6 +88,66 @@ TOOLS = [
                 }
             },
             "required": ["account"],
+        },
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "update-ticket",
+        "description": "Change a ticket; answers it as it is now.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"ticket": {"$ref": "#/$defs/Ticket"}},
+            "required": ["ticket"],
+            "$defs": {"Ticket": TICKET, "Person": PERSON},
+        },
+        "outputSchema": {
+            "type": "object",
+            "properties": {"ticket": {"$ref": "#/$defs/Ticket"}},
+            "required": ["ticket"],
+            "$defs": {"Ticket": TICKET, "Person": PERSON},
+        },
+        "annotations": {"idempotentHint": True, "destructiveHint": False},
+    },
+    {
+        "name": "classify",
+        "description": "Guess a label for a text.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"],
+        },
+        "outputSchema": {
+            "type": "object",
+            "properties": {
+                "label": {
+                    "anyOf": [
+                        {"type": "object", "properties": {"code": {"type": "string"}, "score": {"type": "number"}}},
+                        {"type": "string"},
+                    ]
+                }
+            },
+        },
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "get-team",
+        "description": "A team and who leads it.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"team": {"type": "string"}},
+            "required": ["team"],
+        },
+        "outputSchema": {
+            "type": "object",
+            "properties": {"lead": {"$ref": "#/$defs/Person"}},
+            "required": ["lead"],
+            "$defs": {
+                "Person": {
+                    "type": "object",
+                    "properties": {"email": {"type": "string"}},
+                    "required": ["email"],
+                }
+            },
         },
         "annotations": {"readOnlyHint": True},
     },

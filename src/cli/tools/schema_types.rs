@@ -115,22 +115,6 @@ impl PipeType {
         }
     }
 
-    /// The same type, its record types renamed where `renamed` says.
-    fn renamed(&self, renamed: &HashMap<String, String>) -> PipeType {
-        let shape = match &self.shape {
-            Shape::Record(name) => {
-                Shape::Record(renamed.get(name).cloned().unwrap_or_else(|| name.clone()))
-            }
-            Shape::List(inner) => Shape::List(Box::new(inner.renamed(renamed))),
-            Shape::Map(inner) => Shape::Map(Box::new(inner.renamed(renamed))),
-            other => other.clone(),
-        };
-        PipeType {
-            shape,
-            optional: self.optional,
-        }
-    }
-
     /// The value as a pipec literal, when it is one that surely fits this type (a
     /// parameter's default); `None` otherwise.
     pub(crate) fn literal(&self, value: &Value) -> Option<String> {
@@ -236,12 +220,16 @@ pub(crate) struct Types<'a> {
     /// refer to themselves), by their name, the text of the schema they are defined in
     /// (two tools may define one name differently) and direction.
     refs: HashMap<(String, String, Direction), PipeType>,
+    /// The name each record wanted, by the name it got: names are given again once
+    /// twins and orphans are gone, so that no `Person4` stands beside no `Person2`.
+    wanted: HashMap<String, String>,
 }
 
 /// The records worth declaring, and what became of the others' names.
 pub(crate) struct Declared {
     pub records: Vec<Record>,
-    /// A record merged into an identical one, by its name → the name it goes by.
+    /// Every record made, by the name it was made under → the name it is declared
+    /// under (its twin's, when it was merged into one).
     renamed: HashMap<String, String>,
 }
 
@@ -264,7 +252,15 @@ impl<'a> Types<'a> {
             records: Vec::new(),
             seen: HashMap::new(),
             refs: HashMap::new(),
+            wanted: HashMap::new(),
         }
+    }
+
+    /// A name for a record, `wanted` or the first free one like it.
+    fn claim(&mut self, wanted: &str) -> String {
+        let name = self.taken.claim(wanted);
+        self.wanted.insert(name.clone(), wanted.to_string());
+        name
     }
 
     /// The records made, in the order they were met.
@@ -279,11 +275,11 @@ impl<'a> Types<'a> {
     /// (a tool's argument and another's result, one definition in two tools) or a
     /// branch of `anyOf` that became `json` would otherwise leave twins and orphans.
     pub(crate) fn finish<'t>(self, used: impl IntoIterator<Item = &'t PipeType>) -> Declared {
-        let renamed = twins(&self.records);
+        let twin_of = twins(&self.records);
         let by_name: HashMap<&str, &Record> =
             self.records.iter().map(|r| (r.name.as_str(), r)).collect();
         let canonical = |name: &str| {
-            renamed
+            twin_of
                 .get(name)
                 .cloned()
                 .unwrap_or_else(|| name.to_string())
@@ -307,20 +303,37 @@ impl<'a> Types<'a> {
                 }
             }
         }
+        // The kept records take their names again, in order, now that the others'
+        // are free.
+        for record in &self.records {
+            self.taken.release(&record.name);
+        }
+        let mut final_name: HashMap<String, String> = HashMap::new();
+        for record in &self.records {
+            if !twin_of.contains_key(&record.name) && reached.contains(&record.name) {
+                let wanted = self.wanted.get(&record.name).unwrap_or(&record.name);
+                final_name.insert(record.name.clone(), self.taken.claim(wanted));
+            }
+        }
+        let renamed: HashMap<String, String> = self
+            .records
+            .iter()
+            .filter_map(|r| {
+                let name = final_name.get(&canonical(&r.name))?;
+                Some((r.name.clone(), name.clone()))
+            })
+            .collect();
         let records = self
             .records
             .iter()
-            .filter(|r| !renamed.contains_key(&r.name) && reached.contains(&r.name))
-            .map(|r| Record {
-                fields: r
-                    .fields
-                    .iter()
-                    .map(|f| Field {
-                        ty: f.ty.renamed(&renamed),
-                        ..f.clone()
-                    })
-                    .collect(),
-                ..r.clone()
+            .filter_map(|r| {
+                let name = final_name.get(&r.name)?;
+                // Its fields keep the names they were made with: `Declared::text`
+                // writes them under their final ones.
+                Some(Record {
+                    name: name.clone(),
+                    ..r.clone()
+                })
             })
             .collect();
         Declared { records, renamed }
@@ -513,7 +526,7 @@ impl<'a> Types<'a> {
         self.refs.insert(key.clone(), PipeType::json());
         let hint = camel_case(name, "Type");
         let ty = if self.record_fields(definition, direction).is_some() {
-            let record_name = self.taken.claim(&hint);
+            let record_name = self.claim(&hint);
             let ty = PipeType::of(Shape::Record(record_name.clone()));
             self.refs.insert(key.clone(), ty.clone());
             self.record(definition, root, record_name, direction, depth);
@@ -572,7 +585,7 @@ impl<'a> Types<'a> {
             Some(t) => camel_case(t, hint),
             None => hint.to_string(),
         };
-        let name = self.taken.claim(&base);
+        let name = self.claim(&base);
         let ty = PipeType::of(Shape::Record(name.clone()));
         self.seen.insert(key, ty.clone());
         self.record(schema, root, name, direction, depth);
@@ -840,6 +853,46 @@ mod tests {
         // Sent to the server, an object with a field pipec cannot name stays a map.
         let (ty, _) = type_text(schema, Direction::Input);
         assert_eq!(ty, "map<json>");
+    }
+
+    #[test]
+    fn twins_are_declared_once_and_orphans_not_at_all() {
+        let person = json!({
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "boss": {"$ref": "#/$defs/Person"}},
+            "required": ["name"]
+        });
+        // Two schemas that define `Person` alike, one read and one sent, and a branch
+        // of `anyOf` that makes a record before the whole becomes `json`.
+        let a = json!({"type": "object", "properties": {"p": {"$ref": "#/$defs/Person"}}, "$defs": {"Person": person.clone()}});
+        let b = json!({"type": "object", "properties": {"q": {"$ref": "#/$defs/Person"}}, "required": ["q"], "$defs": {"Person": person}});
+        let c = json!({"anyOf": [{"type": "object", "properties": {"code": {"type": "string"}}}, {"type": "string"}]});
+        let mut taken = Taken::default();
+        let mut types = Types::new(&mut taken);
+        let ta = types.type_of(&a, &a, "A", Direction::Output);
+        let tb = types.type_of(&b, &b, "B", Direction::Input);
+        let tc = types.type_of(&c, &c, "C", Direction::Output);
+        assert_eq!(tc.text(), "json");
+        let declared = types.finish([&ta, &tb, &tc]);
+        let names: Vec<&str> = declared.records.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["A", "Person", "B"]);
+        let field =
+            |record: usize, field: usize| declared.text(&declared.records[record].fields[field].ty);
+        assert_eq!(field(2, 0), "Person");
+        assert_eq!(field(1, 0), "Person?");
+
+        // One name defined otherwise in another schema is another record, named as
+        // if the twins and orphans had never been.
+        let other = json!({"type": "object", "properties": {"lead": {"$ref": "#/$defs/Person"}}, "$defs": {"Person": {"type": "object", "properties": {"email": {"type": "string"}}}}});
+        let mut taken = Taken::default();
+        let mut types = Types::new(&mut taken);
+        let ta = types.type_of(&a, &a, "A", Direction::Output);
+        let tb = types.type_of(&b, &b, "B", Direction::Input);
+        let to = types.type_of(&other, &other, "Other", Direction::Output);
+        let declared = types.finish([&ta, &tb, &to]);
+        let names: Vec<&str> = declared.records.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["A", "Person", "B", "Other", "Person2"]);
+        assert_eq!(declared.text(&declared.records[3].fields[0].ty), "Person2?");
     }
 
     #[test]
