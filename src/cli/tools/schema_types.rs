@@ -668,10 +668,12 @@ fn twins(records: &[Record]) -> HashMap<String, String> {
                     });
                     format!("{}: {ty}", f.name)
                 })
+                // `left out` is no identifier, so this cannot pass for a field.
+                .chain(r.left_out.iter().map(|name| format!("left out: {name}")))
                 .collect();
-            (fields, r.left_out.clone())
+            fields
         };
-        let mut seen: HashMap<(usize, (Vec<String>, Vec<String>)), usize> = HashMap::new();
+        let mut seen: HashMap<(usize, Vec<String>), usize> = HashMap::new();
         let next: Vec<usize> = records
             .iter()
             .enumerate()
