@@ -32,6 +32,7 @@ const CRM_VARS: &[&str] = &[
     "CRM_PORT_FILE",
     "CRM_HEADER_LOG",
     "CRM_TOKEN",
+    "CRM_BEARER_TOKEN",
 ];
 
 /// The heal replays' call numbers start here (`resources/heal.rs`), so a journal row
