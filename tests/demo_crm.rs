@@ -36,6 +36,7 @@ const CRM_VARS: &[&str] = &[
     "CRM_HTTP_PORT",
     "CRM_PORT_FILE",
     "CRM_HEADER_LOG",
+    "CRM_BEARER_TOKEN",
 ];
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
@@ -607,6 +608,36 @@ async fn over_http_the_call_log_and_the_header_log_see_every_request() {
         "{log}"
     );
     assert!(lines.iter().all(|l| l.starts_with("HTTP ")), "{log}");
+}
+
+#[tokio::test]
+async fn crm_bearer_token_refuses_requests_without_it_as_an_oauth_resource_server_does() {
+    let server = spawn_http(&[], &[("CRM_BEARER_TOKEN", "right-token")]).await;
+    for (authorization, error) in [
+        (None, "invalid_request"),
+        (Some("Bearer wrong-token"), "invalid_token"),
+    ] {
+        let mut request = post(&server.url, call(1, "D1"));
+        if let Some(value) = authorization {
+            request = request.header("authorization", value);
+        }
+        let refused = request.send().await.unwrap();
+        assert_eq!(refused.status().as_u16(), 401);
+        assert_eq!(
+            refused.headers()["www-authenticate"],
+            format!("Bearer realm=\"pipec-demo-crm\", error=\"{error}\"").as_str()
+        );
+        let body: Value = serde_json::from_str(&refused.text().await.unwrap()).unwrap();
+        assert_eq!(body["error"], error);
+        assert!(
+            body["error_description"]
+                .as_str()
+                .is_some_and(|d| !d.is_empty()),
+            "{body}"
+        );
+    }
+    let client = connect_http(&server.url, Some("right-token"), false).await;
+    check_get_deal(&client).await;
 }
 
 #[tokio::test]

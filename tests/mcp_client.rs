@@ -1,6 +1,7 @@
 //! The MCP client (`pipec::mcp::Session`) against real servers: the CRM fixture on the
 //! official Python SDK over stdio and over streamable HTTP, a misbehaving stdio server
-//! (`tests/interop/fault_server.py`), and tiny HTTP servers inside the test.
+//! (`tests/interop/fault_server.py`), a lax one (`tests/interop/lax_server.py`), and tiny
+//! HTTP servers inside the test.
 
 mod common;
 
@@ -8,9 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::python::{crm_server, fault_server, on_path, python, python_with_mcp};
+use common::python::{crm_server, fault_server, lax_server, on_path, python, python_with_mcp};
 use pipec::mcp::{
-    Body, Content, McpError, RequestOptions, ServerConfig, Session, ToolResult, TransportConfig,
+    Body, Content, McpError, Offers, RequestOptions, ServerConfig, Session, TaskSupport,
+    ToolResult, TransportConfig,
 };
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -543,6 +545,47 @@ async fn a_legacy_server_is_reached_by_the_initialize_handshake() {
     session.close().await;
 }
 
+/// Lax servers answer a method they do not know with `{}`, `server/discover` among
+/// them; the official SDKs take that for a server of the `initialize` era, and so does
+/// pipec (it used to fail the start with rmcp's debug form of the answer).
+#[tokio::test]
+async fn an_empty_answer_to_server_discover_falls_back_to_initialize() {
+    let session = connect(config("lax", stdio(&lax_server(), &[], &[], python()))).await;
+    assert_eq!(session.protocol_version().as_deref(), Some("2025-11-25"));
+    assert_eq!(
+        session.offers(),
+        Offers {
+            tools: true,
+            resources: false
+        }
+    );
+    let tools = session.list_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["lookup", "long_report"]);
+    // The listing is read as sent: rmcp's types would drop `execution`.
+    assert_eq!(tools[1].task_support, TaskSupport::Required);
+    assert_eq!(tools[1].raw["execution"]["taskSupport"], "required");
+    let found = call(&session, "lookup", json!({"key": "k1"}))
+        .await
+        .expect("a call");
+    assert_eq!(found.structured, Some(json!({"found": "k1"})));
+    session.close().await;
+
+    // The same over streamable HTTP.
+    let (url, log) = tiny_server_with(Probe::Empty, OnCall::BigJson(10)).await;
+    let session = connect(http_config(url)).await;
+    assert_eq!(session.protocol_version().as_deref(), Some("2025-11-25"));
+    let asked = asked(&log);
+    assert!(
+        asked.starts_with(&[
+            "POST server/discover".to_string(),
+            "POST initialize".to_string()
+        ]),
+        "{asked:?}"
+    );
+    session.close().await;
+}
+
 #[tokio::test]
 async fn listings_follow_every_page_and_stop_at_a_repeated_cursor() {
     let session = connect(fault(&[], &[("FAULT_PAGES", "3")])).await;
@@ -1018,6 +1061,21 @@ enum OnCall {
     Malformed { sse: bool },
 }
 
+/// What the tiny server answers to the handshake.
+#[derive(Clone, Copy)]
+enum Probe {
+    /// `server/discover` is "method not found"; `initialize` is answered.
+    Refused,
+    /// `server/discover` is answered with `{}`, as lax servers answer what they do not
+    /// know; `initialize` is answered.
+    Empty,
+    /// `{}` to both.
+    EmptyToBoth,
+    /// 401 to both, with a `WWW-Authenticate` challenge and a JSON body that explains
+    /// (and names the secret).
+    Unauthorized,
+}
+
 /// What the tiny server was asked: `POST initialize`, `DELETE`, ...
 type Asked = Arc<std::sync::Mutex<Vec<String>>>;
 
@@ -1026,6 +1084,11 @@ type Asked = Arc<std::sync::Mutex<Vec<String>>>;
 /// notifications, refuses the GET stream, and does `on_call` with a `tools/call`. One
 /// request per connection.
 async fn tiny_server(on_call: OnCall) -> (String, Asked) {
+    tiny_server_with(Probe::Refused, on_call).await
+}
+
+/// The tiny server, answering the handshake as `probe` says.
+async fn tiny_server_with(probe: Probe, on_call: OnCall) -> (String, Asked) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -1034,7 +1097,7 @@ async fn tiny_server(on_call: OnCall) -> (String, Asked) {
     let log = asked.clone();
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
-            tokio::spawn(answer_one(stream, on_call, log.clone()));
+            tokio::spawn(answer_one(stream, probe, on_call, log.clone()));
         }
     });
     (url, asked)
@@ -1044,7 +1107,7 @@ fn asked(log: &Asked) -> Vec<String> {
     log.lock().map(|l| l.clone()).unwrap_or_default()
 }
 
-async fn answer_one(mut stream: tokio::net::TcpStream, on_call: OnCall, log: Asked) {
+async fn answer_one(mut stream: tokio::net::TcpStream, probe: Probe, on_call: OnCall, log: Asked) {
     let mut request = Vec::new();
     let mut buf = [0u8; 4096];
     let (head_end, length) = loop {
@@ -1098,12 +1161,26 @@ async fn answer_one(mut stream: tokio::net::TcpStream, on_call: OnCall, log: Ask
             text.len()
         )
     };
-    let reply = match method {
-        "server/discover" => json_reply(json!({
+    let unauthorized = || {
+        let text = json!({
+            "error": "invalid_token",
+            "error_description": format!("the token expired yesterday (key {SECRET})"),
+        })
+        .to_string();
+        format!(
+            "HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Bearer realm=\"tiny\", error=\"invalid_token\"\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+            text.len()
+        )
+    };
+    let empty = json_reply(json!({"jsonrpc": "2.0", "id": id, "result": {}}));
+    let reply = match (method, probe) {
+        ("server/discover" | "initialize", Probe::Unauthorized) => unauthorized(),
+        ("server/discover", Probe::Empty) | (_, Probe::EmptyToBoth) => empty,
+        ("server/discover", _) => json_reply(json!({
             "jsonrpc": "2.0", "id": id,
             "error": {"code": -32601, "message": "Method not found"}
         })),
-        "initialize" => json_reply(json!({
+        ("initialize", _) => json_reply(json!({
             "jsonrpc": "2.0", "id": id,
             "result": {
                 "protocolVersion": "2025-11-25",
@@ -1112,7 +1189,7 @@ async fn answer_one(mut stream: tokio::net::TcpStream, on_call: OnCall, log: Ask
             }
         }))
         .replacen("\r\n", "\r\nmcp-session-id: tiny-session-1\r\n", 1),
-        "tools/call" => match on_call {
+        ("tools/call", _) => match on_call {
             OnCall::Status500 => {
                 let text = format!("database exploded (key {SECRET})");
                 format!(
@@ -1332,15 +1409,90 @@ async fn a_malformed_link_over_http_keeps_the_rest_of_the_result() {
 }
 
 #[tokio::test]
-async fn an_http_server_that_is_not_there_is_a_start_error() {
+async fn an_http_server_that_is_not_there_is_a_start_error_naming_its_url_and_the_cause() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
     drop(listener);
-    let err = Session::connect(http_config(url.clone()))
+    let err = Session::connect(http_config(format!("{url}?key={SECRET}")))
         .await
         .expect_err("nothing listens");
     assert!(
-        matches!(&err, McpError::Start { server, .. } if server == "tiny"),
+        matches!(&err, McpError::Start { server, url: Some(shown), .. } if server == "tiny" && *shown == url),
         "{err:?}"
+    );
+    let text = err.to_string();
+    assert_eq!(
+        text,
+        format!(
+            "the server `tiny` could not be reached at {url}: nothing listens there (connection refused)"
+        )
+    );
+    assert!(err.help().is_some_and(|h| h.contains("`url`")), "{err:?}");
+}
+
+/// A 401 with a challenge: rmcp drops its body, where the server says why; pipec asks
+/// again for it, and shows it (redacted) with the challenge and what to check.
+#[tokio::test]
+async fn a_refused_handshake_shows_the_servers_explanation_and_challenge() {
+    let (url, log) = tiny_server_with(Probe::Unauthorized, OnCall::BigJson(10)).await;
+    let err = Session::connect(http_config(url.clone()))
+        .await
+        .expect_err("401");
+    match &err {
+        McpError::Http {
+            status,
+            body,
+            challenge,
+            url: shown,
+            ..
+        } => {
+            assert_eq!(*status, 401);
+            assert_eq!(shown, &url);
+            assert!(body.contains("the token expired yesterday"), "{body}");
+            assert!(
+                body.contains("[redacted]") && !body.contains(SECRET),
+                "{body}"
+            );
+            assert_eq!(
+                challenge.as_deref(),
+                Some(r#"Bearer realm="tiny", error="invalid_token""#)
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(err.refused_credentials());
+    assert!(
+        err.help()
+            .is_some_and(|h| h.contains("`headers` of the server `tiny`")),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.starts_with(&format!(
+            "the server `tiny` answered HTTP 401 Unauthorized at {url}: "
+        )),
+        "{text}"
+    );
+    // The handshake's request was sent twice (the second time for the body), and
+    // nothing else.
+    let asked = asked(&log);
+    assert_eq!(
+        asked,
+        ["POST server/discover", "POST server/discover"],
+        "{asked:?}"
+    );
+}
+
+/// No error shows a debug form of rmcp's types, whatever the handshake got.
+#[tokio::test]
+async fn a_handshake_answered_with_nonsense_is_a_start_error_in_words() {
+    let (url, _) = tiny_server_with(Probe::EmptyToBoth, OnCall::BigJson(10)).await;
+    let err = Session::connect(http_config(url))
+        .await
+        .expect_err("no initialize result");
+    let text = err.to_string();
+    assert_eq!(
+        text,
+        "the server `tiny` could not be started: the server answered the handshake with something that is not an answer to `initialize`"
     );
 }

@@ -32,6 +32,7 @@ const CRM_VARS: &[&str] = &[
     "CRM_PORT_FILE",
     "CRM_HEADER_LOG",
     "CRM_TOKEN",
+    "CRM_BEARER_TOKEN",
 ];
 
 /// The heal replays' call numbers start here (`resources/heal.rs`), so a journal row
@@ -770,6 +771,43 @@ fn an_authorization_error_on_a_read_is_r0501_and_no_heal() {
         crm.no_heal(&run.thread);
         crm.resumes(&run.thread);
     }
+}
+
+/// Refused credentials are the server's setup, not the tool's failure: R0501 with what
+/// to check (it was R0503, a tool that failed), and no retry sends them again.
+#[test]
+fn an_authorization_error_on_a_tool_call_is_r0501_with_what_to_check() {
+    for status in [401, 403] {
+        let crm = Crm::http(&format!("call-status-{status}"), &SHORT);
+        crm.faults(&format!("status {status} tool get_deal"));
+        let run = crm.run();
+        let message = crm.failed(&run, "deal", "R0501");
+        assert!(
+            message.contains(&format!("`crm` answered HTTP {status}")),
+            "{message}"
+        );
+        assert!(message.contains(&crm_url(&crm)), "{message}");
+        let err = stderr(&run.out);
+        assert!(
+            err.contains("help: the server did not accept the credentials pipec sent")
+                || err.contains("help: the server knows the credentials pipec sent"),
+            "no help line:\n{err}"
+        );
+        assert_eq!(
+            crm.log_lines("tool get_deal").len(),
+            1,
+            "the call was tried again"
+        );
+        crm.resumes(&run.thread);
+    }
+}
+
+/// The URL of the HTTP server a test runs against.
+fn crm_url(crm: &Crm) -> String {
+    crm._http
+        .as_ref()
+        .map(|h| h.url.clone())
+        .expect("an HTTP server")
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! `pipec tools pull` and `pipec check --online`, end to end through the binary, against
-//! `pipec-demo-crm`, the CRM fixture on the official Python SDK, and a standard-library
-//! server whose tools have schemas to type and which speaks an old protocol.
+//! `pipec-demo-crm`, the CRM fixture and a server of fixed resources on the official
+//! Python SDK, a standard-library server whose tools have schemas to type and which
+//! speaks an old protocol, and a lax one (`{}` for what it does not know, a tool that
+//! runs only as a task).
 
 // A value that is not there fails the test, which is what these unwraps say.
 #![allow(clippy::unwrap_used)]
@@ -11,7 +13,9 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use common::python::{crm_server, on_path, python, python_with_mcp, schema_server};
+use common::python::{
+    crm_server, lax_server, on_path, python, python_with_mcp, reports_server, schema_server,
+};
 use common::{Project, code, json, stderr, stdout};
 
 fn demo_crm() -> &'static str {
@@ -835,6 +839,351 @@ fn pull_from_a_server_that_fails_is_r0501_with_its_stderr() {
     assert_eq!(stdout(&out), "");
 }
 
+// ------------------------------------------------------------------ peers in the wild
+
+/// The `server` block of the lax server under `name`, with its arguments (`--strict`,
+/// `--refuse-discover`) and its log of methods.
+fn lax_block(name: &str, args: &[&str], log: &Path) -> String {
+    let mut argv = vec![quoted(&lax_server().display().to_string())];
+    argv.extend(args.iter().map(|a| quoted(a)));
+    format!(
+        "server {name} {{\n  command = {}\n  args = [{}]\n  env = {{ LAX_LOG: {} }}\n}}\n",
+        quoted(&on_path(&python()).display().to_string()),
+        argv.join(", "),
+        quoted(&log.display().to_string())
+    )
+}
+
+fn methods_asked(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// A server that answers `server/discover` with `{}` (as lax servers answer what they do
+/// not know) is reached with `initialize`, as the official SDKs reach it; the old client
+/// stopped with rmcp's debug form of the answer.
+#[test]
+fn pull_from_a_server_that_answers_discover_with_an_empty_result_falls_back_to_initialize() {
+    let p = Project::new("pull-lax-discover");
+    let log = p.dir.join("methods.log");
+    p.write("lax.pipe", &lax_block("lax", &[], &log));
+    let out = p.run(&["tools", "pull", "lax", "lax.pipe"]);
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert_eq!(code(&out), 0, "{text}{err}");
+    assert!(text.contains("(MCP 2025-11-25)"), "{text}");
+    assert!(text.contains("tool lookup(key: string)"), "{text}");
+    assert!(
+        !err.contains("EmptyResult") && !err.contains("Some("),
+        "{err}"
+    );
+    let asked = methods_asked(&log);
+    assert!(
+        asked.starts_with(&["server/discover".to_string(), "initialize".to_string()]),
+        "{asked:?}"
+    );
+}
+
+/// A server that declares no resources is not asked for them: it owes no answer, and a
+/// lax one answers `{}`, which failed the whole command.
+#[test]
+fn pull_and_check_online_ask_no_resources_of_a_server_that_offers_none() {
+    let p = Project::new("lax-no-resources");
+    let log = p.dir.join("methods.log");
+    let text = lax_block("lax", &["--refuse-discover"], &log)
+        + r#"
+tool lookup(key: string) -> json from lax {
+  read_only = true
+}
+
+reader page(id: string) -> json from lax {
+  uri = "lax://pages/{id}"
+  max_bytes = 1kb
+}
+"#;
+    p.write("lax.pipe", &text);
+    let out = p.run(&["tools", "pull", "lax", "lax.pipe"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("declared already, as the tool `lookup`"),
+        "{}",
+        stdout(&out)
+    );
+    let (exit, diags) = check_online(&p, "lax.pipe");
+    assert_eq!(exit, 0, "{diags:#?}");
+    assert!(with_code(&diags, "R0501").is_empty(), "{diags:#?}");
+    // What the reader reads cannot be served: the warning says why.
+    let found = with_code(&diags, "P0703");
+    assert_eq!(found.len(), 1, "{diags:#?}");
+    assert_eq!(found[0]["line"], line_of(&text, "reader page("));
+    assert!(
+        found[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("offers no resources"),
+        "{diags:#?}"
+    );
+    let asked = methods_asked(&log);
+    assert!(asked.contains(&"tools/list".to_string()), "{asked:?}");
+    assert!(
+        !asked.iter().any(|m| m.starts_with("resources/")),
+        "resources were asked for: {asked:?}"
+    );
+}
+
+/// A tool the server runs only as an MCP task fails every call pipec makes (pipec calls
+/// without tasks), so it is said before anything runs: `tools pull` leaves it out and
+/// says why, `check --online` and a run refuse its declaration (R0502), and `--format
+/// json` shows the listing with its `execution` as the server sent it.
+#[test]
+fn a_tool_that_runs_only_as_a_task_is_said_by_pull_and_refused_by_check_online_and_run() {
+    let p = Project::new("lax-task");
+    let log = p.dir.join("methods.log");
+    let server = lax_block("lax", &["--strict"], &log);
+    p.write("lax.pipe", &server);
+    let out = p.run(&["tools", "pull", "lax", "lax.pipe"]);
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert_eq!(code(&out), 0, "{text}{err}");
+    assert!(text.contains("tool lookup("), "{text}");
+    assert!(!text.contains("tool long_report("), "{text}");
+    assert!(
+        text.contains("// `long_report` is left out: the server runs it only as an MCP task"),
+        "{text}"
+    );
+    assert!(
+        err.contains("warning: the server `lax` runs `long_report` only as an MCP task"),
+        "{err}"
+    );
+
+    let raw = json(&pull(&p, &["lax", "lax.pipe", "--format", "json"]));
+    let listed = raw["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "long_report")
+        .cloned()
+        .expect("long_report is listed");
+    assert_eq!(listed["execution"]["taskSupport"], "required", "{listed:#}");
+
+    let text = server
+        + r#"
+tool long_report(quarter: string) -> json from lax {
+  read_only = true
+}
+
+input quarter: string
+
+node report(quarter: string = input.quarter) -> json {
+  call = long_report(quarter: quarter)
+}
+
+output report = report
+"#;
+    p.write("lax.pipe", &text);
+    let (exit, diags) = check_online(&p, "lax.pipe");
+    assert_eq!(exit, 1, "{diags:#?}");
+    let found = with_code(&diags, "R0502");
+    assert_eq!(found.len(), 1, "{diags:#?}");
+    assert_eq!(found[0]["line"], line_of(&text, "tool long_report("));
+    assert!(
+        found[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("only as an MCP task"),
+        "{diags:#?}"
+    );
+    // A run refuses it before it calls anything.
+    let _ = std::fs::remove_file(&log);
+    let out = p.run(&["run", "lax.pipe", "--input", "quarter=q1"]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    assert!(err.contains("error[R0502]"), "{err}");
+    assert!(err.contains("only as an MCP task"), "{err}");
+    assert!(
+        !methods_asked(&log).contains(&"tools/call".to_string()),
+        "the tool was called"
+    );
+}
+
+/// A templated read whose expansions are fixed resources of `resources/list` (as a
+/// server lists a small set of documents) is served, though no template matches it.
+#[test]
+fn online_check_takes_listed_fixed_resources_for_what_a_templated_read_reads() {
+    let p = Project::new("online-fixed-resources");
+    let text = format!(
+        "server reports {{\n  command = {}\n  args = [{}]\n}}\n",
+        quoted(&on_path(&python_with_mcp()).display().to_string()),
+        quoted(&reports_server().display().to_string())
+    ) + r#"
+reader quarter_2025(quarter: string) -> json from reports {
+  uri = "mcp://reports/2025/{quarter}"
+  max_bytes = 10kb
+}
+
+reader quarter_2024(quarter: string) -> json from reports {
+  uri = "mcp://reports/2024/{quarter}"
+  max_bytes = 10kb
+}
+"#;
+    p.write("reports.pipe", &text);
+    let (exit, diags) = check_online(&p, "reports.pipe");
+    assert_eq!(exit, 0, "{diags:#?}");
+    let found = with_code(&diags, "P0703");
+    assert_eq!(found.len(), 1, "only 2024 is not served: {diags:#?}");
+    assert_eq!(found[0]["line"], line_of(&text, "reader quarter_2024("));
+    assert!(
+        found[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("lists no resource template or resource that matches"),
+        "{diags:#?}"
+    );
+    // The listing shows them, as the server sent them.
+    let raw = json(&pull(&p, &["reports", "reports.pipe", "--format", "json"]));
+    let uris: Vec<&str> = raw["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["uri"].as_str())
+        .collect();
+    assert!(uris.contains(&"mcp://reports/2025/q1"), "{raw:#}");
+}
+
+/// A `url` nothing listens at: the message names the URL and the cause in words, and
+/// says what to do; it used to be rmcp's "send discover request" and its type names.
+#[test]
+fn pull_from_an_unreachable_url_names_it_and_the_cause() {
+    let p = Project::new("pull-unreachable");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    drop(listener);
+    let out = p.run(&["tools", "pull", "kb", "--url", &url]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    assert!(
+        err.contains(&format!(
+            "error[R0501]: the server `kb` could not be reached at {url}: nothing listens there (connection refused)"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("help: start the server, or correct its `url`"),
+        "{err}"
+    );
+    for jargon in ["send discover request", "Transport [", "Client error"] {
+        assert!(!err.contains(jargon), "{jargon:?} in:\n{err}");
+    }
+    // The same from `check --online`.
+    p.write(
+        "kb.pipe",
+        &format!("server kb {{\n  url = {}\n}}\n", quoted(&url)),
+    );
+    let (exit, diags) = check_online(&p, "kb.pipe");
+    assert_eq!(exit, 1, "{diags:#?}");
+    let found = with_code(&diags, "R0501");
+    assert_eq!(found.len(), 1, "{diags:#?}");
+    assert!(
+        found[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("could not be reached at {url}")),
+        "{diags:#?}"
+    );
+    assert_eq!(found[0]["help"], "start the server, or correct its `url`");
+}
+
+/// A server that refuses the token: R0501, with what the server says about it (the body
+/// of its 401, which rmcp drops) and its challenge, and what to check; never the token.
+#[test]
+fn a_refused_token_is_r0501_with_the_servers_explanation() {
+    let p = Project::new("pull-401");
+    let mut server = HttpCrm::start_with(&p.dir.join("headers.log"), Some("right-token"));
+    let out = p.run(&[
+        "tools",
+        "pull",
+        "kb",
+        "--url",
+        &server.url,
+        "--header",
+        "Authorization=Bearer wrong-token",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(code(&out), 1, "{err}");
+    assert!(err.contains("error[R0501]"), "{err}");
+    assert!(
+        err.contains(&format!("answered HTTP 401 Unauthorized at {}", server.url)),
+        "{err}"
+    );
+    assert!(
+        err.contains("the token is not the one this CRM was started with"),
+        "the server's explanation is missing:\n{err}"
+    );
+    assert!(err.contains("WWW-Authenticate: "), "{err}");
+    assert!(err.contains("error=\"invalid_token\""), "{err}");
+    assert!(
+        err.contains("help: the server did not accept the credentials pipec sent: check the `headers` of the server `kb`"),
+        "{err}"
+    );
+    assert!(!err.contains("wrong-token"), "the token is shown:\n{err}");
+    assert_eq!(stdout(&out), "");
+    server.stop();
+}
+
+/// `tools pull` types each record structure once and only what the tools use: the same
+/// definitions met again in another tool's schemas (as an argument and as a result) are
+/// one record, an `anyOf` branch that became `json` leaves none behind, and a name
+/// another tool defines otherwise is a record of its own.
+#[test]
+fn pulled_types_are_declared_once_and_only_when_used() {
+    let p = Project::new("pull-types-once");
+    let text = pull(
+        &p,
+        &[
+            "tracker",
+            "--command",
+            &python_command(&schema_server(), &python()),
+        ],
+    );
+    let types: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("type "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    for once in ["Ticket", "Person"] {
+        assert_eq!(
+            types.iter().filter(|t| **t == once).count(),
+            1,
+            "{once}: {types:?}"
+        );
+    }
+    assert!(
+        !types
+            .iter()
+            .any(|t| t.starts_with("Ticket") && *t != "Ticket"),
+        "a twin of Ticket: {types:?}"
+    );
+    assert!(
+        !types.contains(&"ClassifyResultLabel"),
+        "a type nothing uses: {types:?}"
+    );
+    let update = declaration(&text, "tool update_ticket(");
+    assert!(
+        update.contains("ticket: Ticket") && update.contains("-> UpdateTicketResult"),
+        "{update}"
+    );
+    assert!(declaration(&text, "type UpdateTicketResult {").contains("ticket: Ticket\n"));
+    assert!(declaration(&text, "type ClassifyResult {").contains("label: json"));
+    // `get-team` defines a `Person` of its own: its lead is no ticket's assignee.
+    let team = declaration(&text, "type GetTeamResult {");
+    assert!(team.contains("lead: Person2"), "{team}");
+    assert!(declaration(&text, "type Person2 {").contains("email: string"));
+    p.write("tracker.pipe", &text);
+    assert_checks_clean(&p, "tracker.pipe", false);
+    assert_checks_clean(&p, "tracker.pipe", true);
+}
+
 /// The demo CRM over streamable HTTP on a free port, logging the headers it gets.
 struct HttpCrm {
     child: Child,
@@ -843,13 +1192,22 @@ struct HttpCrm {
 
 impl HttpCrm {
     fn start(header_log: &Path) -> HttpCrm {
-        let mut child = Command::new(demo_crm())
+        HttpCrm::start_with(header_log, None)
+    }
+
+    /// With `token`, every request must carry it as a bearer token.
+    fn start_with(header_log: &Path, token: Option<&str>) -> HttpCrm {
+        let mut command = Command::new(demo_crm());
+        command
             .args(["--http", "127.0.0.1:0"])
             .env("CRM_HEADER_LOG", header_log)
+            .env_remove("CRM_BEARER_TOKEN")
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("the demo CRM starts");
+            .stdout(Stdio::piped());
+        if let Some(token) = token {
+            command.env("CRM_BEARER_TOKEN", token);
+        }
+        let mut child = command.spawn().expect("the demo CRM starts");
         let mut line = String::new();
         if let Some(stdout) = child.stdout.take() {
             let _ = BufReader::new(stdout).read_line(&mut line);

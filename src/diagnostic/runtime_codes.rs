@@ -260,24 +260,24 @@ crate::declare_rule! {
 
 crate::declare_rule! {
     /// ## What it catches
-    /// An MCP server that failed to spawn, crashed, timed out, or wrote something other than the protocol.
+    /// An MCP server that failed to spawn, could not be reached at its `url`, crashed, timed out, wrote something other than the protocol, or refused pipec's credentials (HTTP 401 or 403, on the handshake or on a tool call).
     ///
     /// ## Why it matters
-    /// Transport failures are not resource expiry and are never healed by replaying.
+    /// Transport failures are not resource expiry and are never healed by replaying. Refused credentials are the server's setup, not a tool's failure, and are not retried: the same ones would be sent again.
     ///
     /// ## What to do
-    /// Run the server's command by hand; the error shows the tail of its stderr.
+    /// Run the server's command by hand; the error shows the tail of its stderr. For a `url`, the error names it and the cause; for a 401 or 403 it shows the server's explanation and challenge: check the server's `headers` and the secrets they name.
     pub static MCP_SERVER_FAILED = {
         code: "R0501",
         name: "mcp-server-failed",
         severity: Error,
-        summary: "an MCP server that could not be started or stopped answering",
+        summary: "an MCP server that could not be started or reached, stopped answering, or refused pipec's credentials (HTTP 401 or 403, a tool call's too)",
     };
 }
 
 crate::declare_rule! {
     /// ## What it catches
-    /// A declared tool the server does not offer (`tools/list` does not list it), or whose input schema the server no longer accepts: a parameter the declaration sends that the server does not know, or one the server requires that the declaration does not send. Checked when a run starts, before any node runs, and by `pipec check --online`.
+    /// A declared tool the server does not offer (`tools/list` does not list it), or whose input schema the server no longer accepts: a parameter the declaration sends that the server does not know, or one the server requires that the declaration does not send; or a tool the server runs only as an MCP task (`execution.taskSupport` is `required`), which pipec, calling tools without tasks, does not support yet. Checked when a run starts, before any node runs, and by `pipec check --online`.
     ///
     /// ## Why it matters
     /// A tool that moved or changed would otherwise fail in the middle of a run, after earlier steps (and their effects) are done.
@@ -288,7 +288,7 @@ crate::declare_rule! {
         code: "R0502",
         name: "mcp-tool-mismatch",
         severity: Error,
-        summary: "a declared tool the server does not offer, or offers with another input schema",
+        summary: "a declared tool the server does not offer, offers with another input schema, or runs only as an MCP task",
     };
 }
 

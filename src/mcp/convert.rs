@@ -5,7 +5,10 @@
 
 use serde_json::{Map, Value};
 
-use super::{Body, Content, Link, ResourceContent, TemplateInfo, ToolInfo, ToolResult};
+use super::{
+    Body, Content, Link, ResourceContent, ResourceInfo, TaskSupport, TemplateInfo, ToolInfo,
+    ToolResult,
+};
 use crate::base64;
 
 /// Why an answer could not be used.
@@ -56,26 +59,38 @@ fn next_cursor(result: &Map<String, Value>) -> Converted<Option<String>> {
     }
 }
 
-/// One page of `tools/list`: its tools and the cursor of the next page.
-pub(super) fn tools_page(result: Value) -> Page<ToolInfo> {
-    let result = complete(result, "tools/list")?;
-    let Some(Value::Array(tools)) = result.get("tools") else {
-        return protocol("the tools/list result has no `tools` list");
+/// One page of a listing: the objects under `key`, each read by `item` (given its
+/// index, and what one is called in messages), and the cursor of the next page.
+fn page_of<T>(
+    result: Value,
+    method: &str,
+    key: &str,
+    what: &str,
+    item: impl Fn(&str, usize, &Map<String, Value>) -> Converted<T>,
+) -> Page<T> {
+    let result = complete(result, method)?;
+    let Some(Value::Array(items)) = result.get(key) else {
+        return protocol(format!("the {method} result has no `{key}` list"));
     };
-    let tools = tools
+    let items = items
         .iter()
         .enumerate()
-        .map(|(i, tool)| tool_info(i, tool))
+        .map(|(i, value)| match value {
+            Value::Object(object) => item(what, i, object),
+            _ => protocol(format!("{what} {i} of the listing is not an object")),
+        })
         .collect::<Converted<Vec<_>>>()?;
-    Ok((tools, next_cursor(&result)?))
+    Ok((items, next_cursor(&result)?))
 }
 
-fn tool_info(index: usize, tool: &Value) -> Converted<ToolInfo> {
-    let Value::Object(tool) = tool else {
-        return protocol(format!("tool {index} of the listing is not an object"));
-    };
+/// One page of `tools/list`: its tools and the cursor of the next page.
+pub(super) fn tools_page(result: Value) -> Page<ToolInfo> {
+    page_of(result, "tools/list", "tools", "tool", tool_info)
+}
+
+fn tool_info(what: &str, index: usize, tool: &Map<String, Value>) -> Converted<ToolInfo> {
     let Some(name) = text(tool, "name") else {
-        return protocol(format!("tool {index} of the listing has no `name`"));
+        return protocol(format!("{what} {index} of the listing has no `name`"));
     };
     let annotations = tool.get("annotations").and_then(Value::as_object);
     let hint = |key: &str| {
@@ -95,35 +110,71 @@ fn tool_info(index: usize, tool: &Value) -> Converted<ToolInfo> {
         idempotent: hint("idempotentHint"),
         destructive: hint("destructiveHint"),
         open_world: hint("openWorldHint"),
+        task_support: task_support(tool),
         name,
         raw: Value::Object(tool.clone()),
     })
 }
 
+/// `execution.taskSupport`; a value pipec does not know is taken as a server's wish
+/// that pipec cannot meet, so as `required`.
+fn task_support(tool: &Map<String, Value>) -> TaskSupport {
+    let support = tool
+        .get("execution")
+        .and_then(|e| e.get("taskSupport"))
+        .filter(|s| !s.is_null());
+    match support.map(|s| s.as_str()) {
+        None | Some(Some("forbidden")) => TaskSupport::Forbidden,
+        Some(Some("optional")) => TaskSupport::Optional,
+        Some(_) => TaskSupport::Required,
+    }
+}
+
+/// One page of `resources/list`.
+pub(super) fn resources_page(result: Value) -> Page<ResourceInfo> {
+    page_of(
+        result,
+        "resources/list",
+        "resources",
+        "resource",
+        |what, i, resource| {
+            let Some(uri) = text(resource, "uri") else {
+                return protocol(format!("{what} {i} of the listing has no `uri`"));
+            };
+            Ok(ResourceInfo {
+                name: text(resource, "name").unwrap_or_else(|| uri.clone()),
+                title: text(resource, "title"),
+                description: text(resource, "description"),
+                mime: text(resource, "mimeType"),
+                uri,
+                raw: Value::Object(resource.clone()),
+            })
+        },
+    )
+}
+
 /// One page of `resources/templates/list`.
 pub(super) fn templates_page(result: Value) -> Page<TemplateInfo> {
-    let result = complete(result, "resources/templates/list")?;
-    let Some(Value::Array(templates)) = result.get("resourceTemplates") else {
-        return protocol("the resources/templates/list result has no `resourceTemplates` list");
-    };
-    let mut out = Vec::with_capacity(templates.len());
-    for (i, template) in templates.iter().enumerate() {
-        let Value::Object(template) = template else {
-            return protocol(format!("template {i} of the listing is not an object"));
-        };
-        let Some(uri_template) = text(template, "uriTemplate") else {
-            return protocol(format!("template {i} of the listing has no `uriTemplate`"));
-        };
-        out.push(TemplateInfo {
-            name: text(template, "name").unwrap_or_else(|| uri_template.clone()),
-            title: text(template, "title"),
-            description: text(template, "description"),
-            mime: text(template, "mimeType"),
-            uri_template,
-            raw: Value::Object(template.clone()),
-        });
-    }
-    Ok((out, next_cursor(&result)?))
+    let method = "resources/templates/list";
+    page_of(
+        result,
+        method,
+        "resourceTemplates",
+        "template",
+        |what, i, template| {
+            let Some(uri_template) = text(template, "uriTemplate") else {
+                return protocol(format!("{what} {i} of the listing has no `uriTemplate`"));
+            };
+            Ok(TemplateInfo {
+                name: text(template, "name").unwrap_or_else(|| uri_template.clone()),
+                title: text(template, "title"),
+                description: text(template, "description"),
+                mime: text(template, "mimeType"),
+                uri_template,
+                raw: Value::Object(template.clone()),
+            })
+        },
+    )
 }
 
 /// A `tools/call` result.
@@ -277,6 +328,47 @@ mod tests {
         assert_eq!(tools[1].input_schema, json!({}));
         assert!(
             matches!(tools_page(json!({"tools": [{"title": "x"}]})), Err(Unusable::Protocol(m)) if m.contains("no `name`"))
+        );
+    }
+
+    #[test]
+    fn task_support_is_read_and_an_unknown_value_is_taken_as_required() {
+        let support = |execution: Value| {
+            let (tools, _) = tools_page(json!({"tools": [{"name": "t", "execution": execution}]}))
+                .expect("listing");
+            tools[0].task_support
+        };
+        assert_eq!(support(Value::Null), TaskSupport::Forbidden);
+        assert_eq!(support(json!({})), TaskSupport::Forbidden);
+        assert_eq!(
+            support(json!({"taskSupport": "forbidden"})),
+            TaskSupport::Forbidden
+        );
+        assert_eq!(
+            support(json!({"taskSupport": "optional"})),
+            TaskSupport::Optional
+        );
+        assert_eq!(
+            support(json!({"taskSupport": "required"})),
+            TaskSupport::Required
+        );
+        assert_eq!(
+            support(json!({"taskSupport": "always"})),
+            TaskSupport::Required
+        );
+    }
+
+    #[test]
+    fn a_resource_listing() {
+        let (resources, next) = resources_page(json!({
+            "resources": [{"uri": "mcp://r/q1", "name": "q1", "mimeType": "application/json"}, {"uri": "mcp://r/q2"}]
+        }))
+        .expect("listing");
+        assert_eq!(next, None);
+        assert_eq!(resources[0].mime.as_deref(), Some("application/json"));
+        assert_eq!(resources[1].name, "mcp://r/q2");
+        assert!(
+            matches!(resources_page(json!({})), Err(Unusable::Protocol(m)) if m.contains("no `resources` list"))
         );
     }
 

@@ -14,6 +14,11 @@ pub enum McpError {
         server: String,
         message: String,
         stderr: String,
+        /// The server's URL when it could not be reached over HTTP (as shown: no user,
+        /// password, query or fragment).
+        url: Option<String>,
+        /// What to do about it, when pipec can tell.
+        help: Option<String>,
     },
     /// Starting took longer than its `startup_timeout`.
     StartTimeout {
@@ -45,8 +50,13 @@ pub enum McpError {
     /// An HTTP server answered with an error status.
     Http {
         server: String,
+        /// The server's URL, as shown (no user, password, query or fragment).
+        url: String,
         status: u16,
+        /// The start of the body: the server's explanation, redacted.
         body: String,
+        /// The `WWW-Authenticate` challenge of a 401 or 403, redacted.
+        challenge: Option<String>,
     },
     /// The server answered the request with a JSON-RPC error.
     Server {
@@ -85,6 +95,41 @@ impl McpError {
         matches!(self, McpError::Server { .. })
     }
 
+    /// What to do about it, when pipec can tell: for a refused login, the credentials
+    /// to check; for a server that cannot be reached, its address.
+    pub fn help(&self) -> Option<String> {
+        match self {
+            McpError::Start { help, .. } => help.clone(),
+            McpError::Http {
+                server,
+                status: 401,
+                ..
+            } => Some(format!(
+                "the server did not accept the credentials pipec sent: check the `headers` of the server `{server}` and the secrets they name"
+            )),
+            McpError::Http {
+                server,
+                status: 403,
+                ..
+            } => Some(format!(
+                "the server knows the credentials pipec sent but does not let them do this: check what the token in the `headers` of the server `{server}` is allowed (its scopes)"
+            )),
+            _ => None,
+        }
+    }
+
+    /// Whether the server refused the credentials it was sent (HTTP 401 or 403): a
+    /// setup problem that trying again does not fix.
+    pub fn refused_credentials(&self) -> bool {
+        matches!(
+            self,
+            McpError::Http {
+                status: 401 | 403,
+                ..
+            }
+        )
+    }
+
     /// The JSON-RPC error code, when the server answered with one.
     pub fn code(&self) -> Option<i64> {
         match self {
@@ -108,6 +153,19 @@ impl std::fmt::Display for McpError {
                 server,
                 message,
                 stderr,
+                url: Some(url),
+                ..
+            } => write!(
+                f,
+                "the server `{server}` could not be reached at {url}: {message}{}",
+                tail(stderr)
+            ),
+            McpError::Start {
+                server,
+                message,
+                stderr,
+                url: None,
+                ..
             } => write!(
                 f,
                 "the server `{server}` could not be started: {message}{}",
@@ -157,19 +215,32 @@ impl std::fmt::Display for McpError {
                     "the server `{server}` sent a message larger than {limit} bytes"
                 ),
             },
-            // rmcp keeps no body of a 5xx that is not a JSON-RPC error.
             McpError::Http {
                 server,
+                url,
                 status,
                 body,
-            } if body.trim().is_empty() => {
-                write!(f, "the server `{server}` answered HTTP {status}")
+                challenge,
+            } => {
+                write!(f, "the server `{server}` answered HTTP {status}")?;
+                if let Some(reason) = http::StatusCode::from_u16(*status)
+                    .ok()
+                    .and_then(|s| s.canonical_reason())
+                {
+                    write!(f, " {reason}")?;
+                }
+                if !url.is_empty() {
+                    write!(f, " at {url}")?;
+                }
+                // rmcp keeps no body of a 5xx that is not a JSON-RPC error.
+                if !body.trim().is_empty() {
+                    write!(f, ": {}", body.trim())?;
+                }
+                if let Some(challenge) = challenge {
+                    write!(f, " (WWW-Authenticate: {challenge})")?;
+                }
+                Ok(())
             }
-            McpError::Http {
-                server,
-                status,
-                body,
-            } => write!(f, "the server `{server}` answered HTTP {status}: {body}"),
             McpError::Server {
                 server,
                 code,

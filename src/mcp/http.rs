@@ -3,6 +3,7 @@
 //! request, and the session-wide size limit on every body and SSE event.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::{HeaderName, HeaderValue};
@@ -11,7 +12,7 @@ use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
 use super::McpError;
-use super::http_client::SlotAwareClient;
+use super::http_client::{Refusal, SlotAwareClient};
 
 pub(super) type HttpTransport = StreamableHttpClientTransport<SlotAwareClient>;
 
@@ -44,18 +45,21 @@ fn install_crypto() {
     });
 }
 
-/// The transport for `url`. Refuses (`Start`) a header that is not valid HTTP or that
-/// the transport sets itself; values are never shown, since they may be secrets.
+/// The transport for `url`, and where it leaves the server's explanation of a refused
+/// handshake. Refuses (`Start`) a header that is not valid HTTP or that the transport
+/// sets itself; values are never shown, since they may be secrets.
 pub(super) fn transport(
     server: &str,
     url: &str,
     headers: &[(String, String)],
     max_message_bytes: usize,
-) -> Result<HttpTransport, McpError> {
+) -> Result<(HttpTransport, Arc<Refusal>), McpError> {
     let fail = |message: String| McpError::Start {
         server: server.to_string(),
         message,
         stderr: String::new(),
+        url: None,
+        help: None,
     };
     let mut custom = HashMap::with_capacity(headers.len());
     for (name, value) in headers {
@@ -96,11 +100,29 @@ pub(super) fn transport(
         .max_json_response_size(max_message_bytes)
         .max_sse_event_size(max_message_bytes)
         .max_error_response_size(ERROR_BODY_BYTES);
-    config.retry_config = std::sync::Arc::new(retry);
-    Ok(StreamableHttpClientTransport::with_client(
-        SlotAwareClient::new(client),
-        config,
+    config.retry_config = Arc::new(retry);
+    let client = SlotAwareClient::new(client);
+    let refusal = client.refusal();
+    Ok((
+        StreamableHttpClientTransport::with_client(client, config),
+        refusal,
     ))
+}
+
+/// `url` as messages show it: scheme, host, port and path, without a user, a password,
+/// a query or a fragment, any of which may hold a credential.
+pub(super) fn shown_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.set_query(None);
+            parsed.set_fragment(None);
+            parsed.to_string()
+        }
+        // Not a URL at all: nothing to take out, and reqwest refuses it anyway.
+        Err(_) => url.split(['?', '#']).next().unwrap_or(url).to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -112,7 +134,7 @@ mod tests {
             .iter()
             .map(|(n, v)| (n.to_string(), v.to_string()))
             .collect();
-        match transport("crm", "http://127.0.0.1:9/mcp", &headers, 1 << 20) {
+        match transport("crm", "http://127.0.0.1:9/mcp", &headers, 1 << 20).map(|(t, _)| t) {
             Err(McpError::Start { message, .. }) => message,
             Err(other) => panic!("{other:?}"),
             Ok(_) => panic!("accepted"),
@@ -129,6 +151,19 @@ mod tests {
         let message = refused(&[("Authorization", "Bearer s3cret\n")]);
         assert!(message.contains("Authorization"), "{message}");
         assert!(!message.contains("s3cret"), "{message}");
+    }
+
+    #[test]
+    fn a_shown_url_has_no_credentials_query_or_fragment() {
+        assert_eq!(
+            shown_url("https://user:pw@kb.example.com:8443/mcp?key=k#frag"),
+            "https://kb.example.com:8443/mcp"
+        );
+        assert_eq!(
+            shown_url("http://127.0.0.1:9/mcp"),
+            "http://127.0.0.1:9/mcp"
+        );
+        assert_eq!(shown_url("not a url?key=k"), "not a url");
     }
 
     #[tokio::test]

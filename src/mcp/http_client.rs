@@ -4,16 +4,22 @@
 //! lowers them to the request's own (found in the slot its message carries) and notes in
 //! the slot when the answer went over. The answer's `result` goes to the slot as raw JSON
 //! (rmcp gets a stand-in), as over stdio.
+//!
+//! rmcp drops the body of a 401 or 403 that carries a `WWW-Authenticate` challenge, and
+//! that body is where a server explains the refusal. When the handshake meets one, the
+//! wrapper sends the same request once more and keeps the start of that answer's body:
+//! a refused request changed nothing on the server, and the handshake's requests change
+//! nothing anyway. Other requests are never sent twice.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use http::{HeaderName, HeaderValue};
 use rmcp::model::{
-    ClientJsonRpcMessage, CustomResult, ErrorCode, ErrorData, GetExtensions, RequestId,
-    ServerJsonRpcMessage, ServerResult,
+    ClientJsonRpcMessage, ClientRequest, CustomResult, ErrorCode, ErrorData, GetExtensions,
+    RequestId, ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
@@ -29,15 +35,107 @@ use super::request_slot::{Found, RequestSlot, SlotMarker};
 /// ends): a limited request's event may be this much longer than its message.
 const SSE_FRAMING: usize = 1024;
 
+/// How much of a refusal's body is kept.
+const EXPLANATION_BYTES: usize = 4 * 1024;
+
 #[derive(Clone)]
 pub(super) struct SlotAwareClient {
     inner: reqwest::Client,
+    refusal: Arc<Refusal>,
+}
+
+/// The server's explanation of the last 401 or 403 the handshake met: the start of the
+/// body, as text.
+#[derive(Debug, Default)]
+pub(super) struct Refusal {
+    body: Mutex<Option<String>>,
+}
+
+impl Refusal {
+    /// The explanation, once.
+    pub fn take(&self) -> Option<String> {
+        match self.body.lock() {
+            Ok(mut body) => body.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        }
+    }
+
+    fn set(&self, text: String) {
+        match self.body.lock() {
+            Ok(mut body) => *body = Some(text),
+            Err(poisoned) => *poisoned.into_inner() = Some(text),
+        }
+    }
 }
 
 impl SlotAwareClient {
     pub fn new(inner: reqwest::Client) -> SlotAwareClient {
-        SlotAwareClient { inner }
+        SlotAwareClient {
+            inner,
+            refusal: Arc::default(),
+        }
     }
+
+    /// Where the explanation of a refused handshake is left.
+    pub fn refusal(&self) -> Arc<Refusal> {
+        self.refusal.clone()
+    }
+
+    /// Sends `message` again, as it was sent, and keeps the start of the body of the
+    /// refusal it meets.
+    async fn explain_refusal(
+        &self,
+        uri: &str,
+        message: &ClientJsonRpcMessage,
+        session_id: Option<&str>,
+        auth_header: Option<&str>,
+        custom_headers: &HashMap<HeaderName, HeaderValue>,
+    ) {
+        let mut request = self
+            .inner
+            .post(uri)
+            .header(http::header::ACCEPT, "text/event-stream, application/json")
+            .json(message);
+        if let Some(token) = auth_header {
+            request = request.bearer_auth(token);
+        }
+        for (name, value) in custom_headers {
+            request = request.header(name, value);
+        }
+        if let Some(session) = session_id {
+            request = request.header("mcp-session-id", session);
+        }
+        let Ok(mut response) = request.send().await else {
+            return;
+        };
+        if !matches!(response.status().as_u16(), 401 | 403) {
+            return;
+        }
+        let mut body = Vec::new();
+        while body.len() < EXPLANATION_BYTES {
+            match response.chunk().await {
+                Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+                _ => break,
+            }
+        }
+        body.truncate(EXPLANATION_BYTES);
+        let text = String::from_utf8_lossy(&body).trim().to_string();
+        if !text.is_empty() {
+            self.refusal.set(text);
+        }
+    }
+}
+
+/// Whether a message is one of the handshake's requests, which change nothing on the
+/// server and so may be sent twice.
+fn is_handshake(message: &ClientJsonRpcMessage) -> bool {
+    matches!(
+        message,
+        ClientJsonRpcMessage::Request(request) if matches!(
+            request.request,
+            ClientRequest::InitializeRequest(_) | ClientRequest::DiscoverRequest(_)
+        )
+    )
 }
 
 /// The request a message is, with its slot.
@@ -124,6 +222,16 @@ impl StreamableHttpClient for SlotAwareClient {
                 .max_sse_event_size
                 .min(limit.saturating_add(SSE_FRAMING));
         }
+        // Kept only when it may be needed: to ask again why a handshake was refused.
+        let again = is_handshake(&message).then(|| {
+            (
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                auth_header.clone(),
+                custom_headers.clone(),
+            )
+        });
         let response = self
             .inner
             .post_message_with_response_limits(
@@ -135,6 +243,20 @@ impl StreamableHttpClient for SlotAwareClient {
                 limits,
             )
             .await;
+        let refused = matches!(
+            response,
+            Err(StreamableHttpError::AuthRequired(_) | StreamableHttpError::InsufficientScope(_))
+        );
+        if refused && let Some((uri, message, session_id, auth_header, custom_headers)) = again {
+            self.explain_refusal(
+                &uri,
+                &message,
+                session_id.as_deref(),
+                auth_header.as_deref(),
+                &custom_headers,
+            )
+            .await;
+        }
         let Some((id, slot)) = slotted else {
             return response;
         };
@@ -146,7 +268,7 @@ impl StreamableHttpClient for SlotAwareClient {
                 });
                 Err(StreamableHttpError::ResponseBodyTooLarge { max_size })
             }
-            Ok(StreamableHttpPostResponse::Json(message, session)) if slot.takes_result() => Ok(
+            Ok(StreamableHttpPostResponse::Json(message, session)) => Ok(
                 StreamableHttpPostResponse::Json(take_result(message, &id, &slot), session),
             ),
             Ok(StreamableHttpPostResponse::Sse(events, session)) => {
@@ -294,9 +416,7 @@ fn watch_data(
             ),
             Some(id.clone()),
         )
-    } else if slot.takes_result()
-        && let Some(result) = message.remove("result")
-    {
+    } else if let Some(result) = message.remove("result") {
         slot.set(Found::Result(result));
         ServerJsonRpcMessage::response(
             ServerResult::CustomResult(CustomResult(Value::Null)),

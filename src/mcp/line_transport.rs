@@ -105,7 +105,6 @@ where
         };
         if let Some(pending) = &pending
             && let Some(slot) = &pending.slot
-            && slot.takes_result()
             && let Some(result) = message.remove("result")
         {
             slot.set(Found::Result(result));

@@ -4,7 +4,8 @@
 //! knows nothing of plans, the runtime or the store. What a tool result *means* to a
 //! pipeline (structured output, links of a kind, hydration, healing) is the runtime's.
 //!
-//! - `session.rs` the session: connecting, the requests, their timeouts, closing.
+//! - `session.rs` the session: connecting, the requests, their timeouts, closing;
+//!   `discover_probe.rs` the answer to `server/discover` that calls for `initialize`.
 //! - `stdio.rs` a server process; `line_transport.rs` MCP over its stdin and stdout,
 //!   `line_reader.rs` its lines under their size limits, `message_id.rs` the `id` of a
 //!   message found while it streams in, `garbage.rs` lines that are not messages,
@@ -17,6 +18,7 @@
 
 mod convert;
 pub mod demo_crm;
+mod discover_probe;
 mod error;
 mod failure;
 mod garbage;

@@ -13,9 +13,6 @@ use serde_json::Value;
 #[derive(Debug, Default)]
 pub(super) struct RequestSlot {
     limit: Option<usize>,
-    /// The transport keeps the answer's result (else it only leaves verdicts, and the
-    /// result goes to rmcp, which reads listings itself).
-    takes_result: bool,
     found: Mutex<Option<Found>>,
 }
 
@@ -35,27 +32,12 @@ impl RequestSlot {
     pub fn new(limit: Option<usize>) -> Arc<RequestSlot> {
         Arc::new(RequestSlot {
             limit,
-            takes_result: true,
-            found: Mutex::new(None),
-        })
-    }
-
-    /// A slot for verdicts only (over the session's limit, malformed): the result goes
-    /// to rmcp.
-    pub fn verdicts_only() -> Arc<RequestSlot> {
-        Arc::new(RequestSlot {
-            limit: None,
-            takes_result: false,
             found: Mutex::new(None),
         })
     }
 
     pub fn limit(&self) -> Option<usize> {
         self.limit
-    }
-
-    pub fn takes_result(&self) -> bool {
-        self.takes_result
     }
 
     /// Records what the transport found; the first verdict stands.

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
     ClientCapabilities, ClientConfig, ClientRequest, GetExtensions, Implementation,
-    ListResourceTemplatesRequest, ListToolsRequest, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequest, ReadResourceRequestParams, RequestId, RequestMetaObject, ServerResult,
+    ListResourceTemplatesRequest, ListResourcesRequest, ListToolsRequest, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequest, ReadResourceRequestParams, RequestId, RequestMetaObject,
+    ServerResult,
 };
 use rmcp::service::{
     ClientCacheConfig, ClientInitializeError, ClientLifecycleMode, ClientServiceExt,
@@ -20,14 +21,15 @@ use rmcp::{Peer, RoleClient, ServiceError};
 use serde_json::{Map, Value};
 
 use super::convert::{self, Unusable};
+use super::discover_probe::DiscoverProbe;
 use super::failure::Context;
 use super::garbage::GarbageLines;
 use super::request_slot::{Found, RequestSlot, SlotMarker};
 use super::stderr::StderrTail;
 use super::stdio::{self, Launch, ServerProcess};
 use super::{
-    McpError, ResourceContent, ServerConfig, TemplateInfo, ToolInfo, ToolResult, TransportConfig,
-    http,
+    McpError, Offers, ResourceContent, ResourceInfo, ServerConfig, TemplateInfo, ToolInfo,
+    ToolResult, TransportConfig, http,
 };
 
 /// Per-request settings; `None` takes the server's.
@@ -63,6 +65,7 @@ pub struct Session {
     garbage: Arc<GarbageLines>,
     largest_read_buffer: Arc<AtomicUsize>,
     protocol_version: String,
+    offers: Offers,
     closed: AtomicBool,
 }
 
@@ -75,11 +78,16 @@ fn client() -> ClientConfig {
     )
 }
 
+/// The versions `server/discover` proposes.
+fn discover_versions() -> Vec<ProtocolVersion> {
+    vec![ProtocolVersion::V_2026_07_28]
+}
+
 /// `server/discover` with 2026-07-28 first, else the `initialize` handshake of
 /// 2025-11-25 (never the default version there, which has no handshake).
 fn lifecycle() -> ClientLifecycleMode {
     ClientLifecycleMode::Auto {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        preferred_versions: discover_versions(),
         legacy_version: Some(ProtocolVersion::V_2025_11_25),
     }
 }
@@ -89,13 +97,14 @@ type Handshake = Result<RunningService<RoleClient, ClientConfig>, ClientInitiali
 impl Session {
     /// Starts or reaches the server and negotiates the protocol, all within the server's
     /// `startup_timeout`: `server/discover` (2026-07-28) first, then the `initialize`
-    /// handshake (2025-11-25) when the server answers the probe with an error. A server
+    /// handshake (2025-11-25) when the server answers the probe with an error, or with
+    /// anything but a discover result that offers 2026-07-28 (`discover_probe.rs`). A server
     /// that does not answer the probe at all is tried with `initialize` after rmcp's fixed
     /// 10 s, so such a server needs a startup timeout above that.
     pub async fn connect(config: ServerConfig) -> Result<Session, McpError> {
         let garbage = Arc::new(GarbageLines::default());
         let largest_read_buffer = Arc::new(AtomicUsize::new(0));
-        let (handshake, process, stderr) = match &config.transport {
+        let (handshake, process, stderr, refusal) = match &config.transport {
             TransportConfig::Stdio {
                 program,
                 args,
@@ -111,24 +120,31 @@ impl Session {
                     max_message_bytes: config.max_message_bytes,
                 };
                 let started = stdio::start(&launch, garbage.clone(), largest_read_buffer.clone())?;
-                let handshake = Self::handshake(
-                    &config,
-                    &garbage,
-                    client().serve_with_lifecycle(started.transport, lifecycle()),
-                )
-                .await;
-                (handshake, Some(started.process), started.stderr)
-            }
-            TransportConfig::Http { url, headers } => {
-                let transport =
-                    http::transport(&config.name, url, headers, config.max_message_bytes)?;
+                let transport = DiscoverProbe::new(started.transport, discover_versions());
                 let handshake = Self::handshake(
                     &config,
                     &garbage,
                     client().serve_with_lifecycle(transport, lifecycle()),
                 )
                 .await;
-                (handshake, None, Arc::new(StderrTail::empty()))
+                (handshake, Some(started.process), started.stderr, None)
+            }
+            TransportConfig::Http { url, headers } => {
+                let (transport, refusal) =
+                    http::transport(&config.name, url, headers, config.max_message_bytes)?;
+                let transport = DiscoverProbe::new(transport, discover_versions());
+                let handshake = Self::handshake(
+                    &config,
+                    &garbage,
+                    client().serve_with_lifecycle(transport, lifecycle()),
+                )
+                .await;
+                (
+                    handshake,
+                    None,
+                    Arc::new(StderrTail::empty()),
+                    Some(refusal),
+                )
             }
         };
         let failed = |error: McpError| async {
@@ -143,6 +159,8 @@ impl Session {
                 stderr.wait_ended(LAST_WORDS).await;
                 let context = Context {
                     server: &config.name,
+                    url: config.url(),
+                    refusal: refusal.as_deref(),
                     redact: &config.redact,
                     stderr: stderr.text(&*config.redact),
                 };
@@ -173,9 +191,16 @@ impl Session {
             .set_response_cache_config(ClientCacheConfig::disabled())
             .await;
         let peer = service.peer().clone();
-        let protocol_version = peer
-            .peer_info()
+        let info = peer.peer_info();
+        let protocol_version = info
+            .as_ref()
             .map(|info| info.protocol_version.as_str().to_string())
+            .unwrap_or_default();
+        let offers = info
+            .map(|info| Offers {
+                tools: info.capabilities.tools.is_some(),
+                resources: info.capabilities.resources.is_some(),
+            })
             .unwrap_or_default();
         Ok(Session {
             config,
@@ -186,6 +211,7 @@ impl Session {
             garbage,
             largest_read_buffer,
             protocol_version,
+            offers,
             closed: AtomicBool::new(false),
         })
     }
@@ -225,6 +251,16 @@ impl Session {
         .await
     }
 
+    /// Every fixed resource the server lists, page after page.
+    pub async fn list_resources(&self) -> Result<Vec<ResourceInfo>, McpError> {
+        self.list("resources/list", convert::resources_page, |cursor| {
+            ClientRequest::ListResourcesRequest(ListResourcesRequest::with_param(
+                PaginatedRequestParams::default().with_cursor(cursor),
+            ))
+        })
+        .await
+    }
+
     /// Every resource template the server lists, page after page.
     pub async fn list_resource_templates(&self) -> Result<Vec<TemplateInfo>, McpError> {
         self.list(
@@ -255,11 +291,14 @@ impl Session {
         let mut cursor = None;
         for _ in 0..MAX_PAGES {
             let left = deadline.saturating_duration_since(Instant::now());
+            // The slot keeps the page as the server sent it: rmcp's types drop what they
+            // do not know (a tool's `execution`), and `tools pull --format json` passes
+            // listings through whole.
             let (result, found) = self
                 .request(
                     method,
                     request(cursor.clone()),
-                    Some(RequestSlot::verdicts_only()),
+                    Some(RequestSlot::new(None)),
                     left,
                     self.config.request_timeout,
                 )
@@ -400,6 +439,8 @@ impl Session {
     fn context(&self) -> Context<'_> {
         Context {
             server: &self.config.name,
+            url: self.config.url(),
+            refusal: None,
             redact: &self.config.redact,
             stderr: self.stderr_tail(),
         }
@@ -441,6 +482,11 @@ impl Session {
     /// The protocol version the session speaks (`2026-07-28`, `2025-11-25`, ...).
     pub fn protocol_version(&self) -> Option<String> {
         (!self.protocol_version.is_empty()).then(|| self.protocol_version.clone())
+    }
+
+    /// What the server said it offers when the session started.
+    pub fn offers(&self) -> Offers {
+        self.offers
     }
 
     /// The end of what the server wrote to stderr, redacted (empty over HTTP).

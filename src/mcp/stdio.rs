@@ -55,6 +55,8 @@ pub(super) fn start(
         server: launch.server.to_string(),
         message,
         stderr: String::new(),
+        url: None,
+        help: None,
     };
     let Some(program) = launch.program.to_str() else {
         return Err(fail(format!(

@@ -46,6 +46,18 @@ pub struct ServerConfig {
     pub redact: Redact,
 }
 
+impl ServerConfig {
+    /// The server's URL as messages show it, for a server reached over HTTP.
+    pub(super) fn url(&self) -> Option<String> {
+        match &self.transport {
+            TransportConfig::Http { url, .. } => {
+                Some(self.redact.whole(&super::http::shown_url(url)))
+            }
+            TransportConfig::Stdio { .. } => None,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum TransportConfig {
     /// A process speaking MCP on its stdin and stdout, started with a cleared environment
@@ -77,7 +89,41 @@ pub struct ToolInfo {
     pub idempotent: Option<bool>,
     pub destructive: Option<bool>,
     pub open_world: Option<bool>,
+    /// Whether the tool runs as an MCP task (its `execution.taskSupport`).
+    pub task_support: TaskSupport,
     /// The listing's entry as the server sent it (`pipec tools pull --format json`).
+    pub raw: Value,
+}
+
+/// Whether a tool may, or must, be called as an MCP task (MCP 2025-11-25's
+/// `execution.taskSupport`). pipec calls tools without tasks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// Never as a task (also when the listing says nothing).
+    #[default]
+    Forbidden,
+    /// With a task or without.
+    Optional,
+    /// Only as a task: a call without one fails.
+    Required,
+}
+
+/// What a server said it offers when the session started (its capabilities).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Offers {
+    pub tools: bool,
+    pub resources: bool,
+}
+
+/// A fixed resource as the server lists it (`resources/list`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResourceInfo {
+    pub uri: String,
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub mime: Option<String>,
+    /// The listing's entry as the server sent it.
     pub raw: Value,
 }
 

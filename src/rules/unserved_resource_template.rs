@@ -4,10 +4,12 @@ crate::declare_rule! {
     /// ## What it catches
     /// With `pipec check --online`: a reader's `uri`, or the URI of a
     /// `resource("...")` binding, that matches none of the resource templates its
-    /// server lists (`resources/templates/list`). A template matches when it is the
-    /// same apart from variable names, or when it matches a URI the declared one
-    /// expands to. URIs without expressions are not compared: they may name fixed
-    /// resources, which template listings do not show.
+    /// server lists (`resources/templates/list`) and none of its fixed resources
+    /// (`resources/list`), or whose server declares no resources at all. A template
+    /// matches when it is the same apart from variable names, or when it matches a URI
+    /// the declared one expands to; a fixed resource matches when it is one of the URIs
+    /// the declared one expands to. URIs without expressions are not compared: they
+    /// may name resources a listing leaves out.
     ///
     /// ## Why it matters
     /// A read of a URI the server does not serve fails at run time with R0105
@@ -36,6 +38,6 @@ crate::declare_rule! {
         code: "P0703",
         name: "unserved-resource-template",
         severity: Warning,
-        summary: "a reader or resource URI that none of the server's resource templates matches",
+        summary: "a reader or resource URI that none of the server's resource templates or fixed resources matches",
     };
 }

@@ -43,6 +43,7 @@ pub use resources::server_listing::{ServerListing, take_listing};
 pub use resources::servers::{
     Fetcher, Replayer, ServerFuture, Servers, server_config_from_environment,
 };
+pub(crate) use resources::tools_check::TASK_HELP;
 pub use runner::{Environment, EventSink, Runner};
 pub use stored_plan::stored_plan;
 pub use worker::{ServedPlan, Worker, WorkerLog, WorkerOptions, WorkerReport};

@@ -69,6 +69,17 @@ pub fn fault_server() -> PathBuf {
     interop("fault_server.py")
 }
 
+/// The lax server: `{}` for what it does not know, `server/discover` among it; no
+/// resources; a tool that runs only as a task (standard library only).
+pub fn lax_server() -> PathBuf {
+    interop("lax_server.py")
+}
+
+/// Quarterly reports as fixed resources, on the official Python SDK.
+pub fn reports_server() -> PathBuf {
+    interop("reports_server.py")
+}
+
 /// `name` resolved on `PATH` as an absolute path, as the runtime hands programs over.
 pub fn on_path(name: &str) -> PathBuf {
     if name.contains('/') {

@@ -17,6 +17,11 @@ Tools (tools/list)
                    in its environment, its description ends with that value, as is
                    and in a JSON example escaped the way Go escapes `&`, `<` and `>`
                    (a server that echoes what it was started with)
+  update-ticket    takes a ticket and answers one: the records of search-tickets again,
+                   defined in schemas of its own, as an argument and as a result
+  classify         read-only; a result field that is an object or a string (so `json`)
+  get-team         read-only; a result whose $defs define `Person` otherwise than
+                   search-tickets does
 """
 
 from __future__ import annotations
@@ -36,6 +41,12 @@ TICKET = {
         "labels": {"type": "array", "items": {"type": "string"}},
     },
     "required": ["id", "title", "priority", "labels"],
+}
+
+PERSON = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "manager": {"$ref": "#/$defs/Person"}},
+    "required": ["name"],
 }
 
 TOOLS = [
@@ -64,11 +75,7 @@ TOOLS = [
             "required": ["hits"],
             "$defs": {
                 "Ticket": TICKET,
-                "Person": {
-                    "type": "object",
-                    "properties": {"name": {"type": "string"}, "manager": {"$ref": "#/$defs/Person"}},
-                    "required": ["name"],
-                },
+                "Person": PERSON,
             },
         },
     },
@@ -85,6 +92,66 @@ TOOLS = [
                 }
             },
             "required": ["account"],
+        },
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "update-ticket",
+        "description": "Change a ticket; answers it as it is now.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"ticket": {"$ref": "#/$defs/Ticket"}},
+            "required": ["ticket"],
+            "$defs": {"Ticket": TICKET, "Person": PERSON},
+        },
+        "outputSchema": {
+            "type": "object",
+            "properties": {"ticket": {"$ref": "#/$defs/Ticket"}},
+            "required": ["ticket"],
+            "$defs": {"Ticket": TICKET, "Person": PERSON},
+        },
+        "annotations": {"idempotentHint": True, "destructiveHint": False},
+    },
+    {
+        "name": "classify",
+        "description": "Guess a label for a text.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"],
+        },
+        "outputSchema": {
+            "type": "object",
+            "properties": {
+                "label": {
+                    "anyOf": [
+                        {"type": "object", "properties": {"code": {"type": "string"}, "score": {"type": "number"}}},
+                        {"type": "string"},
+                    ]
+                }
+            },
+        },
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "get-team",
+        "description": "A team and who leads it.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"team": {"type": "string"}},
+            "required": ["team"],
+        },
+        "outputSchema": {
+            "type": "object",
+            "properties": {"lead": {"$ref": "#/$defs/Person"}},
+            "required": ["lead"],
+            "$defs": {
+                "Person": {
+                    "type": "object",
+                    "properties": {"email": {"type": "string"}},
+                    "required": ["email"],
+                }
+            },
         },
         "annotations": {"readOnlyHint": True},
     },

@@ -1,15 +1,17 @@
 //! A server's listings as `.pipe` declarations, ready to paste: the `server` block when
-//! the server is declared nowhere yet, record types from the tools' schemas, a `tool`
-//! for each tool (its annotations as settings), a `reader` for each resource template,
-//! and a suggested `link` kind as a comment. The text is laid out by `pipec fmt`.
+//! the server is declared nowhere yet, record types from the tools' schemas (each
+//! structure once, and only those the tools use), a `tool` for each tool (its
+//! annotations as settings; a tool the server runs only as an MCP task is left out, with
+//! a note), a `reader` for each resource template, and a suggested `link` kind as a
+//! comment. The text is laid out by `pipec fmt`.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
 use super::identifiers::{Taken, camel_case, is_identifier, kebab_case, snake_case};
-use super::schema_types::{Direction, PipeType, Record, Types, description};
-use crate::mcp::{TemplateInfo, ToolInfo};
+use super::schema_types::{Declared, Direction, PipeType, Record, Types, description};
+use crate::mcp::{TaskSupport, TemplateInfo, ToolInfo};
 use crate::runtime::ServerListing;
 use crate::syntax::printer::escape;
 
@@ -44,28 +46,35 @@ pub(crate) fn declarations(pull: Pull<'_>) -> String {
         declared_tools,
         declared_uris,
     } = pull;
-    let mut tools = String::new();
     let mut notes = Vec::new();
-    let records = {
-        let mut type_maker = Types::new(&mut types);
-        for tool in &listing.tools {
-            if let Some(local) = declared_tools.get(&tool.name) {
-                notes.push(format!(
-                    "// `{}` is declared already, as the tool `{local}`",
-                    tool.name
-                ));
-                continue;
-            }
-            tools.push_str(&tool_declaration(
-                server,
-                tool,
-                &mut values,
-                &mut type_maker,
+    let mut type_maker = Types::new(&mut types);
+    let mut pulled = Vec::new();
+    for tool in &listing.tools {
+        if let Some(local) = declared_tools.get(&tool.name) {
+            notes.push(format!(
+                "// `{}` is declared already, as the tool `{local}`",
+                tool.name
             ));
-            tools.push('\n');
+            continue;
         }
-        type_maker.into_records()
-    };
+        if tool.task_support == TaskSupport::Required {
+            notes.push(format!(
+                "// `{}` is left out: the server runs it only as an MCP task, which pipec does not support yet",
+                tool.name
+            ));
+            continue;
+        }
+        pulled.push(pull_tool(tool, &mut values, &mut type_maker));
+    }
+    let used = pulled
+        .iter()
+        .flat_map(|t| t.params.iter().map(|p| &p.ty).chain([&t.returns]));
+    let declared = type_maker.finish(used);
+    let mut tools = String::new();
+    for tool in &pulled {
+        tools.push_str(&tool_declaration(server, tool, &declared));
+        tools.push('\n');
+    }
     let mut readers = String::new();
     for template in &listing.templates {
         if let Some(local) = declared_uris.get(&template.uri_template) {
@@ -100,8 +109,8 @@ pub(crate) fn declarations(pull: Pull<'_>) -> String {
         out.push_str(&block);
         out.push('\n');
     }
-    for record in &records {
-        out.push_str(&record_declaration(record));
+    for record in &declared.records {
+        out.push_str(&record_declaration(record, &declared));
         out.push('\n');
     }
     out.push_str(&tools);
@@ -128,12 +137,12 @@ fn doc_lines(text: Option<&str>, indent: &str) -> String {
     out
 }
 
-fn record_declaration(record: &Record) -> String {
+fn record_declaration(record: &Record, declared: &Declared) -> String {
     let mut out = doc_lines(record.doc.as_deref(), "");
     out.push_str(&format!("type {} {{\n", record.name));
     for field in &record.fields {
         out.push_str(&doc_lines(field.doc.as_deref(), "  "));
-        out.push_str(&format!("  {}: {}\n", field.name, field.ty.text()));
+        out.push_str(&format!("  {}: {}\n", field.name, declared.text(&field.ty)));
     }
     for name in &record.left_out {
         out.push_str(&format!(
@@ -145,12 +154,24 @@ fn record_declaration(record: &Record) -> String {
     out
 }
 
-fn tool_declaration(
-    server: &str,
-    tool: &ToolInfo,
-    values: &mut Taken,
-    types: &mut Types<'_>,
-) -> String {
+/// A tool to declare, its types made but not yet written: records are merged and
+/// left out only once every tool's types are known.
+struct PulledTool<'a> {
+    info: &'a ToolInfo,
+    local: String,
+    params: Vec<PulledParam>,
+    returns: PipeType,
+}
+
+struct PulledParam {
+    name: String,
+    wire: String,
+    ty: PipeType,
+    default: Option<String>,
+    doc: Option<String>,
+}
+
+fn pull_tool<'a>(tool: &'a ToolInfo, values: &mut Taken, types: &mut Types<'_>) -> PulledTool<'a> {
     let local = values.claim(&snake_case(&tool.name, "tool"));
     let camel = camel_case(&local, "Tool");
     let schema = &tool.input_schema;
@@ -159,7 +180,7 @@ fn tool_declaration(
         .and_then(Value::as_array)
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    let mut params = String::new();
+    let mut params = Vec::new();
     let mut param_names = Taken::default();
     if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
         for (wire, property) in properties {
@@ -176,21 +197,42 @@ fn tool_declaration(
                 (false, Some(d)) if d != "null" => (ty, Some(d)),
                 (false, _) => (ty.optional(), None),
             };
-            params.push_str(&doc_lines(description(property).as_deref(), "  "));
-            params.push_str(&format!("  {name}: {}", ty.text()));
-            if name != *wire {
-                params.push_str(&format!(" as {}", escape(wire)));
-            }
-            if let Some(d) = default {
-                params.push_str(&format!(" = {d}"));
-            }
-            params.push_str(",\n");
+            params.push(PulledParam {
+                name,
+                wire: wire.clone(),
+                ty,
+                default,
+                doc: description(property),
+            });
         }
     }
     let returns = match &tool.output_schema {
         Some(output) => types.type_of(output, output, &format!("{camel}Result"), Direction::Output),
         None => PipeType::json(),
     };
+    PulledTool {
+        info: tool,
+        local,
+        params,
+        returns,
+    }
+}
+
+fn tool_declaration(server: &str, pulled: &PulledTool<'_>, declared: &Declared) -> String {
+    let tool = pulled.info;
+    let local = &pulled.local;
+    let mut params = String::new();
+    for p in &pulled.params {
+        params.push_str(&doc_lines(p.doc.as_deref(), "  "));
+        params.push_str(&format!("  {}: {}", p.name, declared.text(&p.ty)));
+        if p.name != p.wire {
+            params.push_str(&format!(" as {}", escape(&p.wire)));
+        }
+        if let Some(d) = &p.default {
+            params.push_str(&format!(" = {d}"));
+        }
+        params.push_str(",\n");
+    }
     let doc = tool.description.as_deref().or(tool.title.as_deref());
     let mut out = doc_lines(doc, "");
     out.push_str(&format!("tool {local}("));
@@ -198,8 +240,11 @@ fn tool_declaration(
         out.push('\n');
         out.push_str(&params);
     }
-    out.push_str(&format!(") -> {} from {server} {{\n", returns.text()));
-    if local != tool.name {
+    out.push_str(&format!(
+        ") -> {} from {server} {{\n",
+        declared.text(&pulled.returns)
+    ));
+    if *local != tool.name {
         out.push_str(&format!("  name = {}\n", escape(&tool.name)));
     }
     let no_annotations =

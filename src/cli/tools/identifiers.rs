@@ -112,6 +112,11 @@ impl Taken {
         self.names.insert(candidate.clone());
         candidate
     }
+
+    /// Frees a name claimed before.
+    pub(crate) fn release(&mut self, name: &str) {
+        self.names.remove(name);
+    }
 }
 
 #[cfg(test)]

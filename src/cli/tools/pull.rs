@@ -13,6 +13,7 @@ use super::identifiers::{Taken, is_identifier, snake_case};
 use crate::cli::common::{self, print_error};
 use crate::cli::{EXIT_FINDINGS, EXIT_OK, EXIT_USAGE};
 use crate::diagnostic as codes;
+use crate::mcp::TaskSupport;
 use crate::names::env_var_name;
 use crate::plan::{ConfigValue, Server};
 use crate::runtime::{RuntimeError, ServerListing};
@@ -105,14 +106,28 @@ pub fn run(args: Args) -> u8 {
     let listing = match runtime.block_on(crate::runtime::take_listing(config)) {
         Ok(listing) => listing,
         Err(e) => {
-            print_error(
-                &RuntimeError::new(&codes::MCP_SERVER_FAILED, e.to_string()).help(
-                    "check the server's `command` (or `url`) and run it by hand to see what it says",
-                ),
-            );
+            let help = e.help().unwrap_or_else(|| {
+                "check the server's `command` (or `url`) and run it by hand to see what it says"
+                    .to_string()
+            });
+            print_error(&RuntimeError::new(&codes::MCP_SERVER_FAILED, e.to_string()).help(help));
             return EXIT_FINDINGS;
         }
     };
+    let consequence = match args.format {
+        Format::Pipe => "so it is left out",
+        Format::Json => "so pipec cannot call it",
+    };
+    for tool in &listing.tools {
+        if tool.task_support == TaskSupport::Required {
+            crate::cli::err(&format!(
+                "warning: the server `{}` runs `{}` only as an MCP task, which pipec does not support yet, {consequence}\n  help: {}",
+                args.server,
+                tool.name,
+                crate::runtime::TASK_HELP
+            ));
+        }
+    }
     let text = match args.format {
         Format::Json => raw_listing(&args.server, &listing),
         Format::Pipe => {
@@ -141,6 +156,7 @@ fn raw_listing(server: &str, listing: &ServerListing) -> String {
         "protocolVersion": listing.protocol_version,
         "tools": listing.tools.iter().map(|t| t.raw.clone()).collect::<Vec<_>>(),
         "resourceTemplates": listing.templates.iter().map(|t| t.raw.clone()).collect::<Vec<_>>(),
+        "resources": listing.resources.iter().map(|r| r.raw.clone()).collect::<Vec<_>>(),
     });
     format!(
         "{}\n",

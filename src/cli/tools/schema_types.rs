@@ -66,7 +66,13 @@ impl PipeType {
     }
 
     /// The type as written in a `.pipe` file.
+    #[cfg(test)]
     pub(crate) fn text(&self) -> String {
+        self.written(&|name| name.to_string())
+    }
+
+    /// The type as written, with each record type named by `record`.
+    fn written(&self, record: &dyn Fn(&str) -> String) -> String {
         let base = match &self.shape {
             Shape::String => "string".to_string(),
             Shape::Int => "int".to_string(),
@@ -79,24 +85,33 @@ impl PipeType {
                 .map(|v| crate::syntax::printer::escape(v))
                 .collect::<Vec<_>>()
                 .join(" | "),
-            Shape::Record(name) => name.clone(),
+            Shape::Record(name) => record(name),
             Shape::List(item) => {
                 // `[]` binds to one term: a list of unions or of optional values needs
                 // parentheses.
                 let needs_parens =
                     item.optional || matches!(&item.shape, Shape::Literals(v) if v.len() > 1);
                 if needs_parens {
-                    format!("({})[]", item.text())
+                    format!("({})[]", item.written(record))
                 } else {
-                    format!("{}[]", item.text())
+                    format!("{}[]", item.written(record))
                 }
             }
-            Shape::Map(value) => format!("map<{}>", value.text()),
+            Shape::Map(value) => format!("map<{}>", value.written(record)),
         };
         if self.optional {
             format!("{base}?")
         } else {
             base
+        }
+    }
+
+    /// The record types it names, directly or in lists and maps.
+    fn records<'t>(&'t self, out: &mut Vec<&'t str>) {
+        match &self.shape {
+            Shape::Record(name) => out.push(name),
+            Shape::List(inner) | Shape::Map(inner) => inner.records(out),
+            _ => {}
         }
     }
 
@@ -202,8 +217,32 @@ pub(crate) struct Types<'a> {
     /// The schemas already made into types, by their text and direction.
     seen: HashMap<(String, Direction), PipeType>,
     /// `$ref` definitions already made into types (or being made, for records that
-    /// refer to themselves).
-    refs: HashMap<(String, Direction), PipeType>,
+    /// refer to themselves), by their name, the text of the schema they are defined in
+    /// (two tools may define one name differently) and direction.
+    refs: HashMap<(String, String, Direction), PipeType>,
+    /// The name each record wanted, by the name it got: names are given again once
+    /// twins and orphans are gone, so that no `Person4` stands beside no `Person2`.
+    wanted: HashMap<String, String>,
+}
+
+/// The records worth declaring, and what became of the others' names.
+pub(crate) struct Declared {
+    pub records: Vec<Record>,
+    /// Every record made, by the name it was made under → the name it is declared
+    /// under (its twin's, when it was merged into one).
+    renamed: HashMap<String, String>,
+}
+
+impl Declared {
+    /// A type as written, naming merged records by the record they were merged into.
+    pub(crate) fn text(&self, ty: &PipeType) -> String {
+        ty.written(&|name| {
+            self.renamed
+                .get(name)
+                .cloned()
+                .unwrap_or_else(|| name.to_string())
+        })
+    }
 }
 
 impl<'a> Types<'a> {
@@ -213,12 +252,91 @@ impl<'a> Types<'a> {
             records: Vec::new(),
             seen: HashMap::new(),
             refs: HashMap::new(),
+            wanted: HashMap::new(),
         }
     }
 
+    /// A name for a record, `wanted` or the first free one like it.
+    fn claim(&mut self, wanted: &str) -> String {
+        let name = self.taken.claim(wanted);
+        self.wanted.insert(name.clone(), wanted.to_string());
+        name
+    }
+
     /// The records made, in the order they were met.
+    #[cfg(test)]
     pub(crate) fn into_records(self) -> Vec<Record> {
         self.records
+    }
+
+    /// The records to declare for types `used`: each structurally identical group of
+    /// records (the same fields of the same types, whatever their names and docs) as
+    /// its first, and only the records `used` reaches. A schema met in several places
+    /// (a tool's argument and another's result, one definition in two tools) or a
+    /// branch of `anyOf` that became `json` would otherwise leave twins and orphans.
+    pub(crate) fn finish<'t>(self, used: impl IntoIterator<Item = &'t PipeType>) -> Declared {
+        let twin_of = twins(&self.records);
+        let by_name: HashMap<&str, &Record> =
+            self.records.iter().map(|r| (r.name.as_str(), r)).collect();
+        let canonical = |name: &str| {
+            twin_of
+                .get(name)
+                .cloned()
+                .unwrap_or_else(|| name.to_string())
+        };
+        let mut reached: std::collections::HashSet<String> = std::collections::HashSet::new();
+        let mut work: Vec<String> = Vec::new();
+        for ty in used {
+            let mut names = Vec::new();
+            ty.records(&mut names);
+            work.extend(names.into_iter().map(canonical));
+        }
+        while let Some(name) = work.pop() {
+            if !reached.insert(name.clone()) {
+                continue;
+            }
+            if let Some(record) = by_name.get(name.as_str()) {
+                for field in &record.fields {
+                    let mut names = Vec::new();
+                    field.ty.records(&mut names);
+                    work.extend(names.into_iter().map(canonical));
+                }
+            }
+        }
+        // The kept records take their names again, in order, now that the others'
+        // are free.
+        for record in &self.records {
+            self.taken.release(&record.name);
+        }
+        let mut final_name: HashMap<String, String> = HashMap::new();
+        for record in &self.records {
+            if !twin_of.contains_key(&record.name) && reached.contains(&record.name) {
+                let wanted = self.wanted.get(&record.name).unwrap_or(&record.name);
+                final_name.insert(record.name.clone(), self.taken.claim(wanted));
+            }
+        }
+        let renamed: HashMap<String, String> = self
+            .records
+            .iter()
+            .filter_map(|r| {
+                let name = final_name.get(&canonical(&r.name))?;
+                Some((r.name.clone(), name.clone()))
+            })
+            .collect();
+        let records = self
+            .records
+            .iter()
+            .filter_map(|r| {
+                let name = final_name.get(&r.name)?;
+                // Its fields keep the names they were made with: `Declared::text`
+                // writes them under their final ones.
+                Some(Record {
+                    name: name.clone(),
+                    ..r.clone()
+                })
+            })
+            .collect();
+        Declared { records, renamed }
     }
 
     /// The type of `schema`, whose `$ref`s point into `root`; `hint` names a record
@@ -392,7 +510,7 @@ impl<'a> Types<'a> {
         else {
             return PipeType::json();
         };
-        let key = (name.to_string(), direction);
+        let key = (name.to_string(), root.to_string(), direction);
         if let Some(known) = self.refs.get(&key) {
             return known.clone();
         }
@@ -408,7 +526,7 @@ impl<'a> Types<'a> {
         self.refs.insert(key.clone(), PipeType::json());
         let hint = camel_case(name, "Type");
         let ty = if self.record_fields(definition, direction).is_some() {
-            let record_name = self.taken.claim(&hint);
+            let record_name = self.claim(&hint);
             let ty = PipeType::of(Shape::Record(record_name.clone()));
             self.refs.insert(key.clone(), ty.clone());
             self.record(definition, root, record_name, direction, depth);
@@ -467,7 +585,7 @@ impl<'a> Types<'a> {
             Some(t) => camel_case(t, hint),
             None => hint.to_string(),
         };
-        let name = self.taken.claim(&base);
+        let name = self.claim(&base);
         let ty = PipeType::of(Shape::Record(name.clone()));
         self.seen.insert(key, ty.clone());
         self.record(schema, root, name, direction, depth);
@@ -524,6 +642,66 @@ impl<'a> Types<'a> {
             record.left_out = left_out;
         }
     }
+}
+
+/// Records that are structurally one (the same field names, each of the same type
+/// with twins taken as one, the same fields left out), by name → the first of their
+/// group. Groups are refined from "all records alike" until stable, so records that
+/// refer to themselves (or to each other) are found alike too.
+fn twins(records: &[Record]) -> HashMap<String, String> {
+    let index: HashMap<&str, usize> = records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.name.as_str(), i))
+        .collect();
+    let mut group = vec![0usize; records.len()];
+    let mut groups = 1;
+    loop {
+        let signature = |r: &Record| {
+            let fields: Vec<String> = r
+                .fields
+                .iter()
+                .map(|f| {
+                    let ty = f.ty.written(&|name| match index.get(name) {
+                        Some(&i) => format!("#{}", group[i]),
+                        None => name.to_string(),
+                    });
+                    format!("{}: {ty}", f.name)
+                })
+                // `left out` is no identifier, so this cannot pass for a field.
+                .chain(r.left_out.iter().map(|name| format!("left out: {name}")))
+                .collect();
+            fields
+        };
+        let mut seen: HashMap<(usize, Vec<String>), usize> = HashMap::new();
+        let next: Vec<usize> = records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let count = seen.len();
+                *seen.entry((group[i], signature(r))).or_insert(count)
+            })
+            .collect();
+        let refined = seen.len();
+        group = next;
+        if refined == groups {
+            break;
+        }
+        groups = refined;
+    }
+    let mut first: HashMap<usize, &str> = HashMap::new();
+    let mut out = HashMap::new();
+    for (i, r) in records.iter().enumerate() {
+        match first.get(&group[i]) {
+            Some(name) => {
+                out.insert(r.name.clone(), name.to_string());
+            }
+            None => {
+                first.insert(group[i], &r.name);
+            }
+        }
+    }
+    out
 }
 
 /// The values in their first order, each once (a union lists a literal once).
@@ -677,6 +855,46 @@ mod tests {
         // Sent to the server, an object with a field pipec cannot name stays a map.
         let (ty, _) = type_text(schema, Direction::Input);
         assert_eq!(ty, "map<json>");
+    }
+
+    #[test]
+    fn twins_are_declared_once_and_orphans_not_at_all() {
+        let person = json!({
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "boss": {"$ref": "#/$defs/Person"}},
+            "required": ["name"]
+        });
+        // Two schemas that define `Person` alike, one read and one sent, and a branch
+        // of `anyOf` that makes a record before the whole becomes `json`.
+        let a = json!({"type": "object", "properties": {"p": {"$ref": "#/$defs/Person"}}, "$defs": {"Person": person.clone()}});
+        let b = json!({"type": "object", "properties": {"q": {"$ref": "#/$defs/Person"}}, "required": ["q"], "$defs": {"Person": person}});
+        let c = json!({"anyOf": [{"type": "object", "properties": {"code": {"type": "string"}}}, {"type": "string"}]});
+        let mut taken = Taken::default();
+        let mut types = Types::new(&mut taken);
+        let ta = types.type_of(&a, &a, "A", Direction::Output);
+        let tb = types.type_of(&b, &b, "B", Direction::Input);
+        let tc = types.type_of(&c, &c, "C", Direction::Output);
+        assert_eq!(tc.text(), "json");
+        let declared = types.finish([&ta, &tb, &tc]);
+        let names: Vec<&str> = declared.records.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["A", "Person", "B"]);
+        let field =
+            |record: usize, field: usize| declared.text(&declared.records[record].fields[field].ty);
+        assert_eq!(field(2, 0), "Person");
+        assert_eq!(field(1, 0), "Person?");
+
+        // One name defined otherwise in another schema is another record, named as
+        // if the twins and orphans had never been.
+        let other = json!({"type": "object", "properties": {"lead": {"$ref": "#/$defs/Person"}}, "$defs": {"Person": {"type": "object", "properties": {"email": {"type": "string"}}}}});
+        let mut taken = Taken::default();
+        let mut types = Types::new(&mut taken);
+        let ta = types.type_of(&a, &a, "A", Direction::Output);
+        let tb = types.type_of(&b, &b, "B", Direction::Input);
+        let to = types.type_of(&other, &other, "Other", Direction::Output);
+        let declared = types.finish([&ta, &tb, &to]);
+        let names: Vec<&str> = declared.records.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["A", "Person", "B", "Other", "Person2"]);
+        assert_eq!(declared.text(&declared.records[3].fields[0].ty), "Person2?");
     }
 
     #[test]

@@ -1,6 +1,8 @@
-//! MCP over streamable HTTP at `/mcp`, with fault injection and the header log: hyper
-//! serves each connection, every request is logged, a POST is judged by `intercept`
-//! and either answered here or handed, unchanged, to rmcp's streamable HTTP service.
+//! MCP over streamable HTTP at `/mcp`, with fault injection, the header log and an
+//! optional bearer token: hyper serves each connection, every request is logged, one
+//! without the token is refused as OAuth's resource servers refuse it (RFC 6750), a POST
+//! is judged by `intercept` and either answered here or handed, unchanged, to rmcp's
+//! streamable HTTP service.
 
 use std::convert::Infallible;
 use std::io;
@@ -32,12 +34,15 @@ pub(crate) struct HttpOptions {
     pub(crate) addr: String,
     pub(crate) port_file: Option<PathBuf>,
     pub(crate) header_log: Option<PathBuf>,
+    /// The token every request must carry (`CRM_BEARER_TOKEN`).
+    pub(crate) bearer_token: Option<String>,
 }
 
 struct Front {
     crm: Arc<Crm>,
     mcp: StreamableHttpService<CrmServer, LocalSessionManager>,
     header_log: Option<PathBuf>,
+    bearer_token: Option<String>,
 }
 
 /// Listens, says where, and serves until the process is stopped.
@@ -71,6 +76,7 @@ pub(crate) async fn serve(crm: Arc<Crm>, options: HttpOptions) -> Result<(), Str
         crm,
         mcp,
         header_log: options.header_log,
+        bearer_token: options.bearer_token,
     });
     loop {
         let stream = match listener.accept().await {
@@ -124,6 +130,9 @@ impl Front {
                 ),
             );
         }
+        if let Some(refused) = self.refuse_unauthorized(&request) {
+            return refused;
+        }
         if request.method() != Method::POST {
             return from_rmcp(self.mcp.handle(request).await);
         }
@@ -154,6 +163,40 @@ impl Front {
             ),
             Verdict::Cut(answer) => cut(answer),
         }
+    }
+
+    /// A request without the bearer token the server was started with: 401, with the
+    /// challenge in `WWW-Authenticate` and the reason in the body, as RFC 6750 has it.
+    fn refuse_unauthorized(&self, request: &Request<Incoming>) -> Option<Response<Body>> {
+        let token = self.bearer_token.as_deref()?;
+        let sent = request
+            .headers()
+            .get(hyper::header::AUTHORIZATION)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        let (error, description) = match sent.as_deref().and_then(|v| v.strip_prefix("Bearer ")) {
+            Some(given) if given == token => return None,
+            Some(_) => (
+                "invalid_token",
+                "the token is not the one this CRM was started with (CRM_BEARER_TOKEN)",
+            ),
+            None => (
+                "invalid_request",
+                "this CRM needs an Authorization header with its bearer token",
+            ),
+        };
+        let body = serde_json::json!({"error": error, "error_description": description});
+        let mut response = respond(
+            StatusCode::UNAUTHORIZED,
+            "application/json",
+            body.to_string(),
+        );
+        let challenge = format!("Bearer realm=\"pipec-demo-crm\", error=\"{error}\"");
+        if let Ok(value) = hyper::header::HeaderValue::from_str(&challenge) {
+            response
+                .headers_mut()
+                .insert(hyper::header::WWW_AUTHENTICATE, value);
+        }
+        Some(response)
     }
 
     /// One line per request in `CRM_HEADER_LOG`, in the format the Python peer writes:

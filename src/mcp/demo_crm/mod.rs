@@ -80,6 +80,7 @@ pub fn main() -> ExitCode {
                     addr,
                     port_file: settings.port_file,
                     header_log: settings.header_log,
+                    bearer_token: settings.bearer_token,
                 };
                 http::serve(crm, options).await
             }

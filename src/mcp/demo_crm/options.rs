@@ -59,6 +59,9 @@ Environment:
   CRM_HEADER_LOG=PATH  over HTTP, append one line per request:
                          HTTP POST /mcp authorization='Bearer t' mcp-protocol-version='2025-11-25' mcp-session-id=set
                        (None for a header not sent)
+  CRM_BEARER_TOKEN=T   over HTTP, every request must carry `Authorization: Bearer T`;
+                       any other gets 401 with a WWW-Authenticate challenge and a JSON
+                       body {"error", "error_description"} saying what was wrong
 
 Fault injection: while CRM_FAULT_FILE exists, every tool call and read checks it; the
 first line that applies to the request decides its answer, and a line with TIMES is
@@ -107,6 +110,7 @@ pub(crate) struct Settings {
     pub(crate) fault_file: Option<PathBuf>,
     pub(crate) header_log: Option<PathBuf>,
     pub(crate) port_file: Option<PathBuf>,
+    pub(crate) bearer_token: Option<String>,
 }
 
 /// Why the settings were refused, and what to type instead.
@@ -174,6 +178,7 @@ pub(crate) fn settings(
         fault_file: path("CRM_FAULT_FILE"),
         header_log: path("CRM_HEADER_LOG"),
         port_file: path("CRM_PORT_FILE"),
+        bearer_token: var("CRM_BEARER_TOKEN"),
     })
 }
 

@@ -26,6 +26,7 @@ use crate::llm::{
 use crate::mcp::{McpError, RequestOptions};
 use crate::plan::{Body, Node, Plan, Tool, ToolKind};
 use crate::runtime::attempt::event_write;
+use crate::runtime::error::RuntimeError;
 use crate::runtime::journal;
 use crate::runtime::resources::heal::IDEMPOTENCY_META;
 use crate::runtime::resources::hydrate::{Caps, Reader};
@@ -708,8 +709,10 @@ async fn tool_call(
                 let _ = shared.commit(std::mem::take(writes)).await;
                 return Err(TryError::Unknown(message));
             }
-            if rule.is_none() {
-                // Nothing happened, or it may happen again safely: the node tries again.
+            // Nothing happened, or it may happen again safely (the node tries again); or
+            // the server refused pipec's credentials, which the model cannot mend (the
+            // node fails, as a `call` node would).
+            if rule.is_none() || e.refused_credentials() {
                 if !repeatable {
                     let rec = finish(
                         CallState::ToolError,
@@ -721,10 +724,17 @@ async fn tool_call(
                     writes.push(Write::Call(call_key.clone(), rec));
                     let _ = shared.commit(std::mem::take(writes)).await;
                 }
-                return Err(TryError::Transient {
-                    rule: &codes::MCP_SERVER_FAILED,
-                    message,
-                });
+                if rule.is_none() {
+                    return Err(TryError::Transient {
+                        rule: &codes::MCP_SERVER_FAILED,
+                        message,
+                    });
+                }
+                let mut error = RuntimeError::new(&codes::MCP_SERVER_FAILED, message);
+                if let Some(help) = e.help() {
+                    error = error.help(help);
+                }
+                return Err(TryError::Fatal(error.stored(Some(&node.name))));
             }
             // The server refused the call: the model is told, and may do otherwise. A
             // result read past is told like one over the limit once read: ask for less.

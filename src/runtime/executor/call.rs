@@ -96,6 +96,11 @@ pub(crate) fn call_failure(
         | McpError::Garbage { .. }
         | McpError::Protocol { .. } => (None, !repeatable),
         McpError::Http { status, .. } if *status >= 500 => (None, !repeatable),
+        // Refused credentials are the server's setup, not the tool's failure, and trying
+        // again sends the same ones.
+        McpError::Http { .. } if e.refused_credentials() => {
+            (Some(&codes::MCP_SERVER_FAILED), false)
+        }
         McpError::TooLarge { .. } => (Some(&codes::TOOL_RESULT_UNPARSABLE), false),
         McpError::Server { .. } | McpError::Http { .. } | McpError::InputRequired { .. } => {
             (Some(&codes::TOOL_FAILED), false)
@@ -208,7 +213,13 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
         Err(e) => {
             let message = scrub(&format!("`{}` calling `{}`: {e}", node.name, tool.name));
             return Err(match call_failure(&e, repeatable(tool), &scrub) {
-                (Some(rule), _) => fatal(&cx, rule, message),
+                (Some(rule), _) => {
+                    let mut error = RuntimeError::new(rule, message);
+                    if let Some(help) = e.help() {
+                        error = error.help(help);
+                    }
+                    TryError::Fatal(error.stored(Some(&node.name)))
+                }
                 (None, true) => TryError::Unknown(message),
                 (None, false) => TryError::Transient {
                     rule: &codes::MCP_SERVER_FAILED,

@@ -7,17 +7,17 @@
 //! `R0501`, configuration it lacks `R0002`, a tool it does not offer or whose input
 //! schema the declaration does not fit `R0502`. What only a listing reveals has a rule of
 //! its own: annotations that contradict the declaration (P0701), parameters an open
-//! schema does not list (P0702), URIs no listed template matches (P0703), and links
-//! declared on a server whose protocol cannot return them (P0704).
+//! schema does not list (P0702), URIs no listed template or fixed resource matches
+//! (P0703), and links declared on a server whose protocol cannot return them (P0704).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::server_listing::{ServerListing, take_listing};
 use super::servers::server_config_from_environment;
-use super::tools_check::{Mismatch, comparison, missing_tool};
+use super::tools_check::{Mismatch, TASK_HELP, comparison, missing_tool};
 use crate::diagnostic::{self as codes, Rule, Severity};
-use crate::mcp::{TemplateInfo, ToolInfo};
+use crate::mcp::{ResourceInfo, ToolInfo};
 use crate::plan::{Plan, Source, Tool, ToolKind};
 use crate::rules as r;
 use crate::uri::{self, Part, UriTemplate};
@@ -98,9 +98,12 @@ pub async fn check_online(
                 }
             };
             take_listing(config).await.map_err(|e| {
-                Finding::new(Subject::Server(i), &codes::MCP_SERVER_FAILED, e.to_string()).help(
-                "check the server's `command` (or `url`) and run it by hand to see what it says",
-            )
+                let help = e.help().unwrap_or_else(|| {
+                    "check the server's `command` (or `url`) and run it by hand to see what it says"
+                        .to_string()
+                });
+                Finding::new(Subject::Server(i), &codes::MCP_SERVER_FAILED, e.to_string())
+                    .help(help)
             })
         });
     let listings = futures::future::join_all(sessions).await;
@@ -140,18 +143,19 @@ pub fn compare_server(plan: &Plan, server: &str, listing: &ServerListing) -> Vec
             }
             ToolKind::Reader => {
                 if let Some(uri) = &tool.uri
-                    && !served(uri, &listing.templates)
+                    && !served(uri, listing)
                 {
                     out.push(
                         Finding::new(
                             Subject::Tool(i),
                             &r::UNSERVED_RESOURCE_TEMPLATE,
                             format!(
-                                "the server `{server}` lists no resource template that matches the `uri` of the reader `{}`: {uri}",
+                                "{} the `uri` of the reader `{}`: {uri}",
+                                unserved(server, listing),
                                 tool.name
                             ),
                         )
-                        .help(templates_help(uri, &listing.templates)),
+                        .help(templates_help(uri, listing)),
                     );
                 }
             }
@@ -162,7 +166,7 @@ pub fn compare_server(plan: &Plan, server: &str, listing: &ServerListing) -> Vec
             let mut found = Vec::new();
             resource_sources(&p.source, &mut found);
             for (uri, on) in found {
-                if on == server && !served(uri, &listing.templates) {
+                if on == server && !served(uri, listing) {
                     out.push(
                         Finding::new(
                             Subject::Binding {
@@ -171,11 +175,13 @@ pub fn compare_server(plan: &Plan, server: &str, listing: &ServerListing) -> Vec
                             },
                             &r::UNSERVED_RESOURCE_TEMPLATE,
                             format!(
-                                "the server `{server}` lists no resource template that matches what `{}` of `{}` reads: {uri}",
-                                p.name, node.name
+                                "{} what `{}` of `{}` reads: {uri}",
+                                unserved(server, listing),
+                                p.name,
+                                node.name
                             ),
                         )
-                        .help(templates_help(uri, &listing.templates)),
+                        .help(templates_help(uri, listing)),
                     );
                 }
             }
@@ -229,6 +235,9 @@ fn compare_tool(plan: &Plan, i: usize, tool: &Tool, info: &ToolInfo, out: &mut V
                     None => format!("add `{wire}` to the parameters; {pull}"),
                 };
                 Finding::new(Subject::Tool(i), &codes::MCP_TOOL_MISMATCH, message).help(help)
+            }
+            Mismatch::RequiresTask => {
+                Finding::new(Subject::Tool(i), &codes::MCP_TOOL_MISMATCH, message).help(TASK_HELP)
             }
         };
         out.push(finding);
@@ -331,11 +340,22 @@ fn shape(t: &UriTemplate) -> Vec<String> {
         .collect()
 }
 
-/// Whether one of the listed templates serves the URIs of `declared`: it has the same
-/// shape, or (when it can be matched) it matches a URI that `declared` expands to. A
-/// URI without expressions is taken as served: it may be a fixed resource, which no
-/// template listing shows.
-pub fn served(declared: &str, templates: &[TemplateInfo]) -> bool {
+/// The start of a P0703 message: what the server lists, or that it offers no resources.
+fn unserved(server: &str, listing: &ServerListing) -> String {
+    if listing.offers.resources {
+        format!("the server `{server}` lists no resource template or resource that matches")
+    } else {
+        format!(
+            "the server `{server}` offers no resources (its capabilities have no `resources`), so nothing matches"
+        )
+    }
+}
+
+/// Whether the server serves the URIs of `declared`: a listed template has the same
+/// shape, or (when it can be matched) matches a URI that `declared` expands to; or a
+/// listed fixed resource is one of the URIs `declared` expands to. A URI without
+/// expressions is taken as served: it may be a fixed resource the listing leaves out.
+pub fn served(declared: &str, listing: &ServerListing) -> bool {
     let Ok(declared_t) = uri::parse(declared) else {
         return true;
     };
@@ -344,7 +364,7 @@ pub fn served(declared: &str, templates: &[TemplateInfo]) -> bool {
     }
     let declared_shape = shape(&declared_t);
     let sampled = declared_t.sample("pipec1");
-    templates.iter().any(|listed| {
+    let by_template = listing.templates.iter().any(|listed| {
         if listed.uri_template == declared {
             return true;
         }
@@ -353,10 +373,23 @@ pub fn served(declared: &str, templates: &[TemplateInfo]) -> bool {
         };
         shape(&t) == declared_shape
             || (t.check_matchable().is_ok() && t.match_uri(&sampled).is_some())
-    })
+    });
+    by_template || expands_to_a_listed_resource(&declared_t, &listing.resources)
 }
 
-fn templates_help(declared: &str, templates: &[TemplateInfo]) -> String {
+/// Whether one of the fixed resources is a URI the template expands to.
+fn expands_to_a_listed_resource(declared: &UriTemplate, resources: &[ResourceInfo]) -> bool {
+    declared.check_matchable().is_ok()
+        && resources
+            .iter()
+            .any(|r| declared.match_uri(&r.uri).is_some())
+}
+
+fn templates_help(declared: &str, listing: &ServerListing) -> String {
+    if !listing.offers.resources {
+        return "read it from a server that offers resources, or check the server's `command` (or `url`)".to_string();
+    }
+    let templates = &listing.templates;
     if templates.is_empty() {
         return "the server lists no resource templates".to_string();
     }
@@ -371,6 +404,7 @@ fn templates_help(declared: &str, templates: &[TemplateInfo]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mcp::TemplateInfo;
 
     fn template(text: &str) -> TemplateInfo {
         TemplateInfo {
@@ -383,18 +417,41 @@ mod tests {
         }
     }
 
+    fn listing(templates: &[&str], resources: &[&str]) -> ServerListing {
+        ServerListing {
+            protocol_version: None,
+            offers: crate::mcp::Offers {
+                tools: true,
+                resources: true,
+            },
+            tools: Vec::new(),
+            templates: templates.iter().map(|t| template(t)).collect(),
+            resources: resources
+                .iter()
+                .map(|uri| ResourceInfo {
+                    uri: uri.to_string(),
+                    name: "r".into(),
+                    title: None,
+                    description: None,
+                    mime: None,
+                    raw: serde_json::Value::Null,
+                })
+                .collect(),
+        }
+    }
+
     #[test]
     fn a_template_serves_the_same_shape_under_other_variable_names() {
-        let listed = [template("mcp://crm/deals/{deal_id}/emails/{start}/{end}")];
+        let listed = listing(&["mcp://crm/deals/{deal_id}/emails/{start}/{end}"], &[]);
         assert!(served("mcp://crm/deals/{id}/emails/{from}/{to}", &listed));
         assert!(!served("mcp://crm/deals/{id}/mail/{from}/{to}", &listed));
     }
 
     #[test]
     fn a_template_serves_a_narrower_declared_uri() {
-        let listed = [template("file:///{+path}")];
+        let listed = listing(&["file:///{+path}"], &[]);
         assert!(served("file:///handbook/{+page}", &listed));
-        let listed = [template("mcp://crm/deals/{deal_id}/emails/{start}/{end}")];
+        let listed = listing(&["mcp://crm/deals/{deal_id}/emails/{start}/{end}"], &[]);
         assert!(served(
             "mcp://crm/deals/{deal.id}/emails/2025-01-01/{end}",
             &listed
@@ -403,8 +460,17 @@ mod tests {
 
     #[test]
     fn fixed_uris_and_unparsable_ones_are_not_judged() {
-        assert!(served("file:///README.md", &[]));
-        assert!(served("mcp://x/{unclosed", &[]));
-        assert!(!served("mcp://x/{a}", &[]));
+        let none = listing(&[], &[]);
+        assert!(served("file:///README.md", &none));
+        assert!(served("mcp://x/{unclosed", &none));
+        assert!(!served("mcp://x/{a}", &none));
+    }
+
+    #[test]
+    fn a_template_whose_expansions_are_listed_resources_is_served() {
+        let listed = listing(&[], &["mcp://reports/2025/q1", "mcp://reports/2025/q2"]);
+        assert!(served("mcp://reports/2025/{quarter}", &listed));
+        assert!(!served("mcp://reports/2024/{quarter}", &listed));
+        assert!(!served("mcp://reports/{year}/{quarter}/pdf", &listed));
     }
 }

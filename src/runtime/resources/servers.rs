@@ -119,6 +119,8 @@ impl McpServers {
                 server: server.to_string(),
                 message: "the plan declares no such server".into(),
                 stderr: String::new(),
+                url: None,
+                help: None,
             });
         };
         let mut slot = slot.lock().await;

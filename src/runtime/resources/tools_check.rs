@@ -1,6 +1,7 @@
 //! The declared tools against what their servers offer (`tools/list`), before a run
 //! starts anything: a tool the server does not list, or whose input schema the
-//! declaration does not fit, is `R0502`; annotations that contradict the declaration are
+//! declaration does not fit, or which the server runs only as an MCP task (which pipec
+//! does not support yet), is `R0502`; annotations that contradict the declaration are
 //! warnings (the declaration wins: it is what the checker proved the pipeline against).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -9,7 +10,7 @@ use serde_json::Value;
 
 use super::servers::Servers;
 use crate::diagnostic as codes;
-use crate::mcp::ToolInfo;
+use crate::mcp::{TaskSupport, ToolInfo};
 use crate::plan::{Plan, Tool, ToolKind};
 use crate::runtime::error::{RuntimeError, combine};
 
@@ -65,7 +66,14 @@ pub(crate) enum Mismatch {
     UnknownParam { param: usize },
     /// The server requires a parameter the declaration does not send.
     MissingRequired { wire: String },
+    /// The server runs the tool only as an MCP task (`execution.taskSupport` is
+    /// `required`): a call without one, the only kind pipec makes, fails.
+    RequiresTask,
 }
+
+/// What to do about a tool the server runs only as a task.
+pub(crate) const TASK_HELP: &str =
+    "use another tool of the server, or ask its authors for a way to run this one without a task";
 
 impl Mismatch {
     /// The problem in words, naming parameters by their wire names.
@@ -86,6 +94,7 @@ impl Mismatch {
             Mismatch::MissingRequired { wire } => {
                 format!("the server requires `{wire}`, which the declaration does not send")
             }
+            Mismatch::RequiresTask => "the server runs it only as an MCP task (its `execution.taskSupport` is `required`), which pipec does not support yet".to_string(),
         }
     }
 }
@@ -131,6 +140,9 @@ pub(crate) struct Comparison {
 /// Compares one declaration with the server's listing of it.
 pub(crate) fn comparison(plan: &Plan, tool: &Tool, info: &ToolInfo) -> Comparison {
     let mut out = Comparison::default();
+    if info.task_support == TaskSupport::Required {
+        out.mismatches.push(Mismatch::RequiresTask);
+    }
     let props = info
         .input_schema
         .get("properties")
@@ -215,10 +227,14 @@ pub(crate) fn compare(plan: &Plan, tool: &Tool, info: &ToolInfo, report: &mut To
                     problems.join("; ")
                 ),
             )
-            .help(format!(
-                "compare with `pipec tools pull {}`, and fix the declaration",
-                tool.server
-            )),
+            .help(if found.mismatches == [Mismatch::RequiresTask] {
+                TASK_HELP.to_string()
+            } else {
+                format!(
+                    "compare with `pipec tools pull {}`, and fix the declaration",
+                    tool.server
+                )
+            }),
         );
     }
     for c in &found.contradictions {
@@ -285,10 +301,13 @@ pub async fn check_tools(
         let listed = match servers.list_tools(server).await {
             Ok(l) => l,
             Err(e) => {
-                report.errors.push(
-                    RuntimeError::new(&codes::MCP_SERVER_FAILED, e.to_string())
-                        .help("check the server's `command` (or `url`) and run it by hand to see what it says"),
-                );
+                let help = e.help().unwrap_or_else(|| {
+                    "check the server's `command` (or `url`) and run it by hand to see what it says"
+                        .to_string()
+                });
+                report
+                    .errors
+                    .push(RuntimeError::new(&codes::MCP_SERVER_FAILED, e.to_string()).help(help));
                 continue;
             }
         };
@@ -349,6 +368,7 @@ tool get_deal(deal_id: string, limit: int?, dry: bool as "dry-run") -> json from
             idempotent: None,
             destructive: None,
             open_world: None,
+            task_support: TaskSupport::Forbidden,
             raw: serde_json::Value::Null,
         }
     }
@@ -385,6 +405,30 @@ tool get_deal(deal_id: string, limit: int?, dry: bool as "dry-run") -> json from
         assert_eq!(open.mismatches.len(), 2, "{:?}", open.mismatches);
         assert_eq!(open.unlisted, [Unlisted { param: 1 }]);
         assert!(open.contradictions.is_empty());
+    }
+
+    #[test]
+    fn a_tool_the_server_runs_only_as_a_task_does_not_fit() {
+        let plan = plan();
+        let tool = &plan.tools[0];
+        let schema = json!({"type": "object", "properties": {"deal_id": {"type": "string"}}});
+        let mut info = info(schema, Some(true));
+        info.task_support = TaskSupport::Optional;
+        assert!(comparison(&plan, tool, &info).mismatches.is_empty());
+        info.task_support = TaskSupport::Required;
+        assert_eq!(
+            comparison(&plan, tool, &info).mismatches,
+            [Mismatch::RequiresTask]
+        );
+        let mut report = ToolReport::default();
+        compare(&plan, tool, &info, &mut report);
+        assert_eq!(report.errors.len(), 1);
+        assert!(
+            report.errors[0].message.contains("only as an MCP task"),
+            "{}",
+            report.errors[0].message
+        );
+        assert_eq!(report.errors[0].help.as_deref(), Some(TASK_HELP));
     }
 
     #[test]
