@@ -706,6 +706,34 @@ fn an_empty_read_is_taken_for_an_expired_link_and_healed() {
     );
 }
 
+/// A dead link whose producer, called again, returns no link of its kind names the
+/// link's captured values in words (it printed the map's Debug form), and the thread
+/// still completes once the server behaves.
+#[test]
+fn a_heal_whose_replay_returns_no_such_link_names_the_captures_in_words() {
+    let crm = Crm::stdio("heal-no-link", &SHORT);
+    // The first run stops at the read, before the link can expire, so that the resume's
+    // replay is the one `get_deal` call the fault below answers.
+    crm.faults("error -32601 read 1");
+    let run = crm.run();
+    crm.failed(&run, "digest", "R0501");
+    crm.faults("empty tool get_deal");
+    std::fs::write(&crm.expire, "1\n").expect("arm the expiry");
+    let out = crm
+        .command(&["resume", &run.thread])
+        .output()
+        .expect("resume");
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("error[R0102]"), "{err}");
+    assert!(
+        err.contains("it returned no `email-history` link for deal_id = `D1`, "),
+        "{err}"
+    );
+    assert!(!err.contains("{\""), "no Debug form: {err}");
+    crm.resumes(&run.thread);
+}
+
 #[test]
 fn an_empty_read_every_time_is_r0102_after_one_heal() {
     let crm = Crm::http("empty-always", &SHORT);

@@ -361,7 +361,11 @@ pub fn run(args: Args) -> u8 {
         if !state.items.is_empty() {
             s.push_str("\nitems\n");
             for ((n, g, i), r) in &state.items {
-                s.push_str(&format!("  {n}[{i}] gen {g}: {:?}\n", r.state));
+                let state = serde_json::to_value(r.state)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                s.push_str(&format!("  {n}[{i}] gen {g}: {state}\n"));
             }
         }
         s.push_str("\nattempts\n");

@@ -922,7 +922,10 @@ async fn read_tool(
             return Err(fatal(
                 cx,
                 &codes::PLAN_INVALID,
-                format!("the reader `{}` has a broken template: {e:?}", tool.name),
+                format!(
+                    "the reader `{}` has a broken template: {}",
+                    tool.name, e.message
+                ),
             ));
         }
     };

@@ -238,7 +238,14 @@ pub(crate) async fn heal(
                     if dead.captures.is_empty() {
                         String::new()
                     } else {
-                        format!(" for {:?}", dead.captures)
+                        format!(
+                            " for {}",
+                            dead.captures
+                                .iter()
+                                .map(|(k, v)| format!("{k} = `{v}`"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
                     }
                 )
             }),

@@ -115,7 +115,7 @@ pub(crate) fn resolve(node: &Node, params: &mut Params, env: &dyn Env) -> Result
                         node,
                         &p.name,
                         &codes::PLAN_INVALID,
-                        format!("`{uri}`: {e:?}"),
+                        format!("`{uri}`: {}", e.message),
                     )
                 })?;
                 let expanded = template.expand(&|v| lookup(params, v)).map_err(|e| {
