@@ -508,7 +508,7 @@ fn main() {
             prefix: "demo",
             name: "pipec-demo-crm",
             transport: TransportConfig::Stdio {
-                program: PathBuf::from(env!("CARGO_BIN_EXE_pipec-demo-crm")),
+                program: demo_crm(),
                 args: Vec::new(),
                 cwd: root.clone(),
                 env,
@@ -543,4 +543,20 @@ fn main() {
         )
         .unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
     }
+}
+
+/// The demo CRM server, beside pipec's executable: a crate of its own, built here with the
+/// cargo running the benchmark when it is not there yet.
+fn demo_crm() -> PathBuf {
+    let pipec = std::path::Path::new(env!("CARGO_BIN_EXE_pipec"));
+    let bin = pipec.with_file_name("pipec-demo-crm");
+    if !bin.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = std::process::Command::new(cargo)
+            .args(["build", "--quiet", "--release", "-p", "pipec-demo-crm"])
+            .status()
+            .expect("cargo starts to build pipec-demo-crm");
+        assert!(status.success(), "cargo build -p pipec-demo-crm failed");
+    }
+    bin
 }

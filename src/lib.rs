@@ -1,8 +1,14 @@
 //! pipec: a compiler and durable runtime for typed LLM and agent pipelines.
 //!
 //! A `.pipe` file declares typed data, MCP servers and tools, models, nodes and gates,
-//! and where every node input comes from. This crate checks such files, lowers them to a
-//! [`Plan`], and (in later modules) runs plans on an embedded checkpoint store.
+//! and where every node input comes from. pipec checks such files, lowers them to a
+//! [`Plan`], and runs plans as durable threads on a store.
+//!
+//! This crate is the command line and the facade of the workspace: each layer is a crate
+//! of its own (`pipec-check`, `pipec-runtime`, `pipec-store`, ...), re-exported here
+//! under the name of its concept. Without default features it is the compiler and the
+//! runtime on redb, without the command line, `pipec serve`, the language server or
+//! PostgreSQL.
 //!
 //! # Compiling a pipeline
 //!
@@ -29,151 +35,29 @@
 //! println!("{}", err.render(pipec::diagnostic::TerminalOptions::default()));
 //! ```
 
-pub mod base64;
-pub mod check;
-pub mod diagnostic;
-pub mod fix;
-pub mod graph;
-pub mod lint;
-pub mod lsp;
-pub mod names;
-pub mod nesting;
-pub mod plan;
-pub mod rules;
-pub mod source;
-pub mod syntax;
-pub mod uri;
-
+pub use pipec_base::{base64, names, nesting, source, uri};
+pub use pipec_check as check;
+pub use pipec_check::{
+    Analysis, CompileError, analyze, compile_file, compile_str, compile_with, fix, lint,
+    lower_analysis,
+};
+pub use pipec_diagnostic as diagnostic;
+pub use pipec_diagnostic::rules;
+pub use pipec_mcp as mcp;
+pub use pipec_plan as plan;
+pub use pipec_plan::{Plan, graph};
+pub use pipec_process as process;
+pub use pipec_runtime as runtime;
+pub use pipec_runtime::{llm, prompt};
+pub use pipec_store as store;
+pub use pipec_syntax as syntax;
 #[doc(hidden)]
-pub mod synth;
+pub use pipec_syntax::synth;
 
-use std::path::Path;
+#[cfg(feature = "lsp")]
+pub use pipec_lsp as lsp;
+#[cfg(feature = "serve")]
+pub use pipec_serve as serve;
 
-pub use plan::Plan;
-
-use check::SyntaxFile;
-use check::hir::Hir;
-use diagnostic::{Diagnostic, Severity, TerminalOptions};
-use source::{FsLoader, Loader, MemoryLoader, SourceDb};
-
-/// Everything pipec knows about a checked file: the program, its sources, and every
-/// diagnostic (sorted, with suppressions applied).
-pub struct Analysis {
-    pub hir: Hir,
-    pub db: SourceDb,
-    pub diagnostics: Vec<Diagnostic>,
-    pub syntax: Vec<SyntaxFile>,
-}
-
-impl Analysis {
-    pub fn has_errors(&self) -> bool {
-        self.diagnostics
-            .iter()
-            .any(|d| d.severity == Severity::Error)
-    }
-}
-
-/// Checks a file (parse, resolve, types, prompts, graph, lints), reading through `loader`.
-/// `display_name` is how the file is named in messages.
-pub fn analyze(loader: &dyn Loader, path: &Path, display_name: &str) -> Analysis {
-    let checked = check::check(loader, path, display_name);
-    let mut diagnostics = checked.diagnostics;
-    let has_errors = diagnostics.iter().any(Diagnostic::is_error);
-    let cx = lint::LintContext {
-        hir: &checked.hir,
-        syntax: &checked.syntax,
-        db: &checked.db,
-    };
-    lint::run(&cx, &mut diagnostics);
-    if has_errors {
-        // A program with errors is incomplete: what looks unused may be used by the
-        // code that failed to check, so these warnings would mostly be noise.
-        diagnostics.retain(|d| !rules::UNUSED_FAMILY.contains(&d.rule.code));
-    }
-    lint::apply_suppressions(&checked.syntax, &checked.db, &mut diagnostics, has_errors);
-    diagnostic::snap_spans(&checked.db, &mut diagnostics);
-    diagnostic::sort_and_dedup(&mut diagnostics);
-    Analysis {
-        hir: checked.hir,
-        db: checked.db,
-        diagnostics,
-        syntax: checked.syntax,
-    }
-}
-
-/// Why a file did not compile: every diagnostic, and the sources to show them with.
-pub struct CompileError {
-    pub db: SourceDb,
-    pub diagnostics: Vec<Diagnostic>,
-}
-
-impl CompileError {
-    /// The diagnostics drawn for a terminal.
-    pub fn render(&self, opts: TerminalOptions) -> String {
-        diagnostic::render_terminal(&self.db, &self.diagnostics, opts)
-    }
-}
-
-impl std::fmt::Debug for CompileError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.render(TerminalOptions::default()))
-    }
-}
-
-impl std::fmt::Display for CompileError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.render(TerminalOptions::default()))
-    }
-}
-
-impl std::error::Error for CompileError {}
-
-/// The pipeline's name: the file name without its extension.
-fn pipeline_name(path: &Path) -> String {
-    path.file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "pipeline".into())
-}
-
-/// Checks and lowers an analysis; errors (not warnings) refuse the plan.
-pub fn lower_analysis(analysis: Analysis, path: &Path) -> Result<Plan, CompileError> {
-    if analysis.has_errors() {
-        return Err(CompileError {
-            db: analysis.db,
-            diagnostics: analysis
-                .diagnostics
-                .into_iter()
-                .filter(Diagnostic::is_error)
-                .collect(),
-        });
-    }
-    Ok(plan::lower(&analysis.hir, &pipeline_name(path)))
-}
-
-/// Compiles the `.pipe` file at `path` (and its imports and prompt templates).
-pub fn compile_file(path: impl AsRef<Path>) -> Result<Plan, CompileError> {
-    let path = path.as_ref();
-    let name = path.to_string_lossy().into_owned();
-    lower_analysis(analyze(&FsLoader, path, &name), path)
-}
-
-/// Compiles source text held in memory. Prompts must be inline strings and imports are
-/// not available; use [`compile_with`] with a [`MemoryLoader`] for those.
-pub fn compile_str(name: &str, source: &str) -> Result<Plan, CompileError> {
-    let loader = MemoryLoader::new().with(name, source);
-    compile_with(&loader, Path::new(name))
-}
-
-/// Compiles a file read through any loader.
-pub fn compile_with(loader: &dyn Loader, path: &Path) -> Result<Plan, CompileError> {
-    let name = path.to_string_lossy().into_owned();
-    lower_analysis(analyze(loader, path, &name), path)
-}
+#[cfg(feature = "cli")]
 pub mod cli;
-pub mod llm;
-pub mod mcp;
-pub mod process;
-pub mod prompt;
-pub mod runtime;
-pub mod serve;
-pub mod store;

@@ -503,3 +503,147 @@ output z = calm
         let _ = std::fs::remove_dir_all(dir);
     }
 }
+
+// ------------------------------------------------------------ the store contract
+
+mod store_contract {
+    use pipec::store::contract;
+    use pipec::store::*;
+
+    /// A store of another crate: every operation handed to a memory store, except that
+    /// `prune` may be made to forget its work, as a faulty implementation would.
+    struct Wrapped {
+        inner: MemoryStore,
+        prune_deletes: bool,
+    }
+
+    impl Store for Wrapped {
+        fn location(&self) -> String {
+            format!("wrapped {}", self.inner.location())
+        }
+        fn put_plan(&self, hash: &str, plan_json: &str) -> StoreFuture<'_, ()> {
+            self.inner.put_plan(hash, plan_json)
+        }
+        fn get_plan(&self, hash: &str) -> StoreFuture<'_, Option<String>> {
+            self.inner.get_plan(hash)
+        }
+        fn create_thread(
+            &self,
+            rec: ThreadRec,
+            attempt: AttemptRec,
+        ) -> StoreFuture<'_, (Lease, Vec<RecordedEvent>)> {
+            self.inner.create_thread(rec, attempt)
+        }
+        fn claim(&self, thread: &str, attempt: AttemptRec) -> StoreFuture<'_, Claimed> {
+            self.inner.claim(thread, attempt)
+        }
+        fn commit<'a>(
+            &'a self,
+            lease: &'a Lease,
+            writes: Vec<Write>,
+        ) -> StoreFuture<'a, Vec<RecordedEvent>> {
+            self.inner.commit(lease, writes)
+        }
+        fn commit_last<'a>(
+            &'a self,
+            lease: &'a Lease,
+            writes: Vec<Write>,
+        ) -> StoreFuture<'a, Vec<RecordedEvent>> {
+            self.inner.commit_last(lease, writes)
+        }
+        fn answer(
+            &self,
+            thread: &str,
+            answers: Vec<(String, serde_json::Value)>,
+            by: &str,
+        ) -> StoreFuture<'_, Vec<RecordedEvent>> {
+            self.inner.answer(thread, answers, by)
+        }
+        fn request_cancel(
+            &self,
+            thread: &str,
+        ) -> StoreFuture<'_, (CancelOutcome, Vec<RecordedEvent>)> {
+            self.inner.request_cancel(thread)
+        }
+        fn load(&self, thread: &str) -> StoreFuture<'_, ThreadState> {
+            self.inner.load(thread)
+        }
+        fn is_held(&self, thread: &str) -> bool {
+            self.inner.is_held(thread)
+        }
+        fn import(&self, state: ThreadState, events: Vec<RecordedEvent>) -> StoreFuture<'_, ()> {
+            self.inner.import(state, events)
+        }
+        fn list(&self, query: ListQuery) -> StoreFuture<'_, Vec<ThreadSummary>> {
+            self.inner.list(query)
+        }
+        fn events(&self, thread: &str, since: u64) -> StoreFuture<'_, Vec<RecordedEvent>> {
+            self.inner.events(thread, since)
+        }
+        fn prune(&self, before_ms: u64, statuses: Vec<Status>) -> StoreFuture<'_, usize> {
+            if self.prune_deletes {
+                self.inner.prune(before_ms, statuses)
+            } else {
+                Box::pin(std::future::ready(Ok(0)))
+            }
+        }
+        fn submit(&self, rec: ThreadRec) -> StoreFuture<'_, Vec<RecordedEvent>> {
+            self.inner.submit(rec)
+        }
+        fn runnable(&self, query: RunnableQuery) -> StoreFuture<'_, Vec<RunnableThread>> {
+            self.inner.runnable(query)
+        }
+        fn take(
+            &self,
+            query: RunnableQuery,
+            attempt: AttemptRec,
+        ) -> StoreFuture<'_, Option<Vec<Taken>>> {
+            self.inner.take(query, attempt)
+        }
+        fn wait_for_work(&self, timeout: std::time::Duration) -> StoreFuture<'_, ()> {
+            self.inner.wait_for_work(timeout)
+        }
+        fn news(&self) -> Option<News> {
+            self.inner.news()
+        }
+    }
+
+    #[test]
+    fn a_store_of_another_crate_passes_the_public_contract() {
+        assert!(
+            contract::CASES.len() >= 20,
+            "{} cases",
+            contract::CASES.len()
+        );
+        contract::check(|_case| {
+            Box::new(Wrapped {
+                inner: MemoryStore::new(),
+                prune_deletes: true,
+            })
+        });
+        // The redb store passes it through the same door.
+        let dir = std::env::temp_dir().join(format!("pipec-contract-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        contract::check(|case| Box::new(RedbStore::open(dir.join(case)).expect("store")));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_store_that_breaks_the_contract_is_named_with_the_case() {
+        let failed = std::panic::catch_unwind(|| {
+            contract::check(|_case| {
+                Box::new(Wrapped {
+                    inner: MemoryStore::new(),
+                    prune_deletes: false,
+                })
+            })
+        })
+        .expect_err("a prune that deletes nothing passes the contract");
+        let message = failed.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(
+            message.contains("prune_deletes_old_terminal_threads_only"),
+            "{message}"
+        );
+    }
+}

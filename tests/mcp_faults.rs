@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use common::{Project, code, json, stderr, stdout, thread_of};
 use serde_json::{Value, json};
 
-const DEMO: &str = env!("CARGO_BIN_EXE_pipec-demo-crm");
+static DEMO: std::sync::LazyLock<&str> =
+    std::sync::LazyLock::new(|| common::demo_crm_bin().to_str().expect("a UTF-8 path"));
 
 /// Every variable the demo server reads, kept out of the commands a test starts so that
 /// only what the test sets applies.
@@ -125,7 +126,7 @@ struct HttpCrm {
 
 impl HttpCrm {
     fn start(env: &[(&str, &Path)]) -> HttpCrm {
-        let mut command = Command::new(DEMO);
+        let mut command = Command::new(*DEMO);
         command
             .args(["--http", "127.0.0.1:0"])
             .stdin(Stdio::null())
@@ -193,7 +194,8 @@ impl Crm {
   }}
   timeout = {}
 }}"#,
-            shape.timeout
+            shape.timeout,
+            DEMO = *DEMO
         );
         project.write("faults.pipe", &pipeline(&server, shape));
         Crm::around(project, None)
@@ -998,7 +1000,7 @@ fn the_canary_secret_reaches_its_server_header_and_call_but_nothing_pipec_writes
     let project = Project::new("canary");
     let header_log = project.dir.join("headers.log");
     let http = HttpCrm::start(&[("CRM_HEADER_LOG", &header_log)]);
-    project.script("logged-crm.sh", &LOGGED_CRM.replace("DEMO", DEMO));
+    project.script("logged-crm.sh", &LOGGED_CRM.replace("DEMO", &DEMO));
     project.write("canary.pipe", &CANARY_PIPELINE.replace("URL", &http.url));
     let fault = project.dir.join("faults");
     let log = project.dir.join("calls.log");
@@ -1197,7 +1199,7 @@ output history = secret_history
 #[test]
 fn a_link_that_held_a_secret_is_derived_again_after_a_resume_not_read_at_its_placeholder() {
     let project = Project::new("secret-link");
-    project.write("link.pipe", &SECRET_LINK_PIPELINE.replace("DEMO", DEMO));
+    project.write("link.pipe", &SECRET_LINK_PIPELINE.replace("DEMO", &DEMO));
     let fault = project.dir.join("faults");
     let log = project.dir.join("calls.log");
     // The call succeeds; the read of its link fails, so the resume reads the link as
@@ -1319,7 +1321,7 @@ struct AgentCrm {
 impl AgentCrm {
     fn new(tag: &str) -> AgentCrm {
         let project = Project::new(tag);
-        project.write("agent.pipe", &AGENT_PIPELINE.replace("DEMO", DEMO));
+        project.write("agent.pipe", &AGENT_PIPELINE.replace("DEMO", &DEMO));
         let replies = json!({ "research": [
             { "tool_calls": [
                 { "name": "get_deal", "arguments": { "deal_id": "{{ deal_id }}" } },

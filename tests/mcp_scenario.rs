@@ -38,7 +38,7 @@ impl Drop for Running {
 }
 
 fn demo_bin() -> &'static str {
-    env!("CARGO_BIN_EXE_pipec-demo-crm")
+    common::demo_crm_bin().to_str().expect("a UTF-8 path")
 }
 
 /// A project holding `deal_research` with `server` as its CRM, its prompts and replies,

@@ -19,7 +19,7 @@ use common::python::{
 use common::{Project, code, json, stderr, stdout};
 
 fn demo_crm() -> &'static str {
-    env!("CARGO_BIN_EXE_pipec-demo-crm")
+    common::demo_crm_bin().to_str().expect("a UTF-8 path")
 }
 
 /// A `.pipe` string literal.

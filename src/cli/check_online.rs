@@ -36,7 +36,7 @@ impl Online {
             ));
             return Vec::new();
         }
-        let plan = crate::plan::lower(&analysis.hir, name);
+        let plan = pipec_check::lower(&analysis.hir, name);
         let root = analysis.hir.project_root.clone();
         let environment = |k: &str| std::env::var(k).ok();
         let findings =

@@ -16,7 +16,36 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// The binary under test: this build's, or `PIPEC_TEST_BIN` (to run a regression test
 /// against an older build and see it fail there).
 pub fn pipec_bin() -> String {
+    demo_crm_bin();
     std::env::var("PIPEC_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_pipec").to_string())
+}
+
+/// The demo CRM server, which pipelines in the tests start by its bare name: pipec finds
+/// it beside its own executable. It is a crate of its own, so `cargo test -p pipec` does not
+/// build it; the first test that needs it builds it with the cargo running the tests.
+pub fn demo_crm_bin() -> &'static Path {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let pipec = Path::new(env!("CARGO_BIN_EXE_pipec"));
+        let bin = pipec.with_file_name("pipec-demo-crm");
+        if !bin.exists() {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let mut build = Command::new(cargo);
+            build.args(["build", "--quiet", "-p", "pipec-demo-crm"]);
+            if pipec
+                .parent()
+                .and_then(Path::file_name)
+                .is_some_and(|dir| dir == "release")
+            {
+                build.arg("--release");
+            }
+            let status = build
+                .status()
+                .expect("cargo starts to build pipec-demo-crm");
+            assert!(status.success(), "cargo build -p pipec-demo-crm failed");
+        }
+        bin
+    })
 }
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);

@@ -281,7 +281,7 @@ fn declared_target(file: &Path, name: &str) -> Result<Target, u8> {
         }
     }
     Ok(Target {
-        server: crate::plan::lower_server(hir, server),
+        server: pipec_check::lower_server(hir, server),
         root: hir.project_root.clone(),
         block: None,
         given_secrets: BTreeMap::new(),

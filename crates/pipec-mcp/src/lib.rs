@@ -1,0 +1,40 @@
+//! MCP, protocol and transport only: a session with one server (stdio or streamable
+//! HTTP), listing its tools and resource templates, calling a tool, reading a resource,
+//! and the values and typed errors those give. rmcp's types stay inside this module; it
+//! knows nothing of plans, the runtime or the store. What a tool result *means* to a
+//! pipeline (structured output, links of a kind, hydration, healing) is the runtime's.
+//!
+//! - `session.rs` the session: connecting, the requests, their timeouts, closing;
+//!   `discover_probe.rs` the answer to `server/discover` that calls for `initialize`.
+//! - `stdio.rs` a server process; `line_transport.rs` MCP over its stdin and stdout,
+//!   `line_reader.rs` its lines under their size limits, `message_id.rs` the `id` of a
+//!   message found while it streams in, `garbage.rs` lines that are not messages,
+//!   `stderr.rs` the tail of its stderr.
+//! - `http.rs` a server over streamable HTTP; `http_client.rs` the HTTP client that
+//!   reads each answer under its request's limit.
+//! - `request_slot.rs` what a request in flight expects and what its transport found.
+//! - `convert.rs` the server's JSON as pipec's values (`base64.rs` for blobs);
+//!   `failure.rs` rmcp's errors as pipec's.
+
+mod convert;
+mod discover_probe;
+mod error;
+mod failure;
+mod garbage;
+mod http;
+mod http_client;
+mod line_reader;
+mod line_transport;
+mod message_id;
+mod raw;
+mod request_slot;
+#[cfg(feature = "server")]
+pub mod server;
+mod session;
+mod stderr;
+mod stdio;
+mod types;
+
+pub use error::McpError;
+pub use session::{RequestOptions, Session};
+pub use types::*;

@@ -1,0 +1,304 @@
+//! `each` nodes that run as tasks: items run concurrently within the node's
+//! `concurrency`, each committed as it finishes; items already stored are not run again.
+//! Items are started one at a time as room frees up, so once an item fails the node
+//! (or its outcome is unknown), no further item starts: those running finish and are
+//! recorded, nothing queued behind them is paid for. With `drop_failed_items`, a failed
+//! item is recorded as dropped, with its reason, and the others go on.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::Value;
+use tokio::task::JoinSet;
+
+use super::commit::{Shared, event_write};
+use crate::bind;
+use crate::error::RuntimeError;
+use crate::tries::{self, Unit, UnitEnd};
+use pipec_diagnostic as codes;
+use pipec_plan::Node;
+use pipec_store::{Event, ItemRec, ItemState, StoredError, Write};
+
+/// How an item ended.
+enum ItemEnd {
+    Done(ItemRec),
+    /// Its error, and whether its outcome is unknown.
+    Failed(StoredError, bool),
+    /// It never started: the node failed while it waited for a permit.
+    NotStarted,
+    /// Its calls wait at their approval gates.
+    Waiting(Vec<(String, pipec_store::GateRec)>),
+}
+
+/// Runs the items of an `each` node; `done` holds the item rows already stored.
+pub(super) async fn run_each(
+    shared: Arc<Shared>,
+    node: Arc<Node>,
+    units: Vec<Unit>,
+    done: BTreeMap<u32, ItemRec>,
+) -> UnitEnd {
+    // Items in flight: the node's `concurrency`, and never more than the run may run at
+    // once, so no item waits for a permit with its `started` row written.
+    let limit = node
+        .concurrency
+        .map_or(usize::MAX, |c| c.max(1) as usize)
+        .min(shared.concurrency.max(1));
+    let total = units.len() as u32;
+    let generation = units.first().map_or(0, |u| u.generation);
+    let mut results: BTreeMap<u32, ItemRec> = done;
+    let queue: Vec<Unit> = units
+        .into_iter()
+        .filter(|u| {
+            !results
+                .get(&u.item)
+                .is_some_and(|r| r.state != ItemState::Failed)
+        })
+        .collect();
+    let mut queue = queue.into_iter();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut set: JoinSet<(u32, ItemEnd)> = JoinSet::new();
+    let mut failure: Option<(StoredError, bool)> = None;
+    // The item whose failure fails the node, and how many failed: each was reported
+    // as it failed, so the node's own report only counts them.
+    let mut first_failed_item: Option<u32> = None;
+    let mut failed_items = 0u32;
+    let mut waiting = Vec::new();
+    loop {
+        // Start items while there is room and nothing failed the node.
+        while failure.is_none() && set.len() < limit {
+            let Some(unit) = queue.next() else {
+                break;
+            };
+            match bind::when_holds(&node, &unit.params) {
+                Ok(true) => {
+                    set.spawn(run_item(shared.clone(), node.clone(), unit, stop.clone()));
+                }
+                Ok(false) => {
+                    let rec = ItemRec {
+                        state: ItemState::Skipped,
+                        value: None,
+                        error: None,
+                        manifest: Vec::new(),
+                    };
+                    let write = Write::Item(node.name.clone(), generation, unit.item, rec.clone());
+                    if let Err(e) = shared.commit(vec![write]).await {
+                        failure = Some((e.stored(Some(&node.name)), false));
+                        break;
+                    }
+                    results.insert(unit.item, rec);
+                }
+                Err(e) => failure = Some((e, false)),
+            }
+        }
+        if failure.is_some() {
+            stop.store(true, Ordering::SeqCst);
+        }
+        let Some(joined) = set.join_next().await else {
+            break;
+        };
+        match joined {
+            Ok((item, ItemEnd::Done(rec))) => {
+                results.insert(item, rec);
+            }
+            Ok((_, ItemEnd::NotStarted)) => {}
+            Ok((_, ItemEnd::Waiting(gates))) => waiting.extend(gates),
+            Ok((item, ItemEnd::Failed(error, unknown))) => {
+                if node.drop_failed_items && !unknown {
+                    let rec = ItemRec {
+                        state: ItemState::Dropped,
+                        value: None,
+                        error: Some(error.clone()),
+                        manifest: Vec::new(),
+                    };
+                    let writes = vec![
+                        Write::Item(node.name.clone(), generation, item, rec.clone()),
+                        event_write(Event::ItemDropped {
+                            node: node.name.clone(),
+                            item,
+                            code: error.code.clone(),
+                            message: error.message.clone(),
+                        }),
+                    ];
+                    if let Err(e) = shared.commit(writes).await {
+                        failure.get_or_insert((e.stored(Some(&node.name)), false));
+                    }
+                    results.insert(item, rec);
+                } else {
+                    // The first failure stands; later ones are recorded in their rows.
+                    failed_items += 1;
+                    if failure.is_none() {
+                        first_failed_item = Some(item);
+                    }
+                    failure.get_or_insert((error, unknown));
+                }
+            }
+            Err(e) => {
+                failure.get_or_insert((
+                    RuntimeError::new(
+                        &codes::INTERNAL_ERROR,
+                        format!("an item of `{}` stopped unexpectedly: {e}", node.name),
+                    )
+                    .stored(Some(&node.name)),
+                    false,
+                ));
+            }
+        }
+        if failure.is_some() {
+            stop.store(true, Ordering::SeqCst);
+        }
+    }
+    if let Some((mut error, unknown)) = failure {
+        if let Some(item) = first_failed_item {
+            error.message = items_failed_message(item, failed_items, &error.message);
+            if !unknown {
+                return UnitEnd::ItemsFailed {
+                    error,
+                    failed: failed_items,
+                    total,
+                };
+            }
+        }
+        return if unknown {
+            UnitEnd::Unknown {
+                error,
+                writes: Vec::new(),
+                row: None,
+            }
+        } else {
+            UnitEnd::Failed {
+                error,
+                writes: Vec::new(),
+                row: None,
+            }
+        };
+    }
+    if !waiting.is_empty() {
+        // The items that finished are in their rows; the node goes on from them once
+        // the gates are answered.
+        return UnitEnd::Waiting {
+            gates: waiting,
+            writes: Vec::new(),
+            row: None,
+        };
+    }
+    let done: Vec<&ItemRec> = (0..total)
+        .filter_map(|i| results.get(&i))
+        .filter(|r| r.state == ItemState::Done)
+        .collect();
+    let values: Vec<Value> = done.iter().filter_map(|r| r.value.clone()).collect();
+    let manifest = done.iter().flat_map(|r| r.manifest.clone()).collect();
+    UnitEnd::Value {
+        value: Value::Array(values),
+        writes: Vec::new(),
+        row: None,
+        manifest,
+    }
+}
+
+/// The node's error when items failed: the first failure's message, naming its item
+/// and how many others failed with it (their errors are in their rows).
+fn items_failed_message(item: u32, failed: u32, message: &str) -> String {
+    match failed {
+        0 | 1 => format!("item {item}: {message}"),
+        2 => format!("item {item} (1 other item failed too): {message}"),
+        n => format!("item {item} ({} other items failed too): {message}", n - 1),
+    }
+}
+
+/// One item: once it holds a permit (and the node has not failed meanwhile), its tries,
+/// then its row, committed.
+async fn run_item(
+    shared: Arc<Shared>,
+    node: Arc<Node>,
+    mut unit: Unit,
+    stop: Arc<AtomicBool>,
+) -> (u32, ItemEnd) {
+    let item = unit.item;
+    let generation = unit.generation;
+    let Ok(permit) = shared.permits.clone().acquire_owned().await else {
+        return (item, ItemEnd::NotStarted);
+    };
+    if stop.load(Ordering::SeqCst) {
+        return (item, ItemEnd::NotStarted);
+    }
+    unit.permit = Some(permit);
+    let end = tries::run_unit(shared.clone(), unit).await;
+    let (rec, mut writes, outcome) = match end {
+        UnitEnd::Value {
+            value,
+            writes,
+            manifest,
+            ..
+        } => (
+            ItemRec {
+                state: ItemState::Done,
+                value: Some(value),
+                error: None,
+                manifest,
+            },
+            writes,
+            None,
+        ),
+        UnitEnd::Waiting { gates, writes, .. } => {
+            if let Err(e) = shared.commit(writes).await {
+                return (item, ItemEnd::Failed(e.stored(Some(&node.name)), false));
+            }
+            return (item, ItemEnd::Waiting(gates));
+        }
+        UnitEnd::Skipped { writes, .. } => (
+            ItemRec {
+                state: ItemState::Skipped,
+                value: None,
+                error: None,
+                manifest: Vec::new(),
+            },
+            writes,
+            None,
+        ),
+        UnitEnd::Failed { error, writes, .. } => (
+            ItemRec {
+                state: ItemState::Failed,
+                value: None,
+                error: Some(error.clone()),
+                manifest: Vec::new(),
+            },
+            writes,
+            Some((error, false)),
+        ),
+        // An item is one unit, never an `each` of its own; were it one, it failed.
+        UnitEnd::ItemsFailed { error, .. } => (
+            ItemRec {
+                state: ItemState::Failed,
+                value: None,
+                error: Some(error.clone()),
+                manifest: Vec::new(),
+            },
+            Vec::new(),
+            Some((error, false)),
+        ),
+        UnitEnd::Unknown { error, writes, .. } => (
+            ItemRec {
+                state: ItemState::Failed,
+                value: None,
+                error: Some(error.clone()),
+                manifest: Vec::new(),
+            },
+            writes,
+            Some((error, true)),
+        ),
+    };
+    writes.push(Write::Item(
+        node.name.clone(),
+        generation,
+        item,
+        rec.clone(),
+    ));
+    if let Err(e) = shared.commit(writes).await {
+        return (item, ItemEnd::Failed(e.stored(Some(&node.name)), false));
+    }
+    match outcome {
+        None => (item, ItemEnd::Done(rec)),
+        Some((error, unknown)) => (item, ItemEnd::Failed(error, unknown)),
+    }
+}

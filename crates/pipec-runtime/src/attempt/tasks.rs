@@ -1,0 +1,364 @@
+//! The nodes of an attempt that are not gates: pure nodes computed in place, and the
+//! nodes that run as tasks through their kind's executor — bound, journaled (the first
+//! try's `started` row joins the scheduler's next commit), started, and ended.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::OwnedSemaphorePermit;
+
+use super::nodes::ValueAt;
+use super::{Attempt, each};
+use crate::bind::{self, Entry, Params};
+use crate::error::RuntimeError;
+use crate::eval;
+use crate::executor;
+use crate::journal;
+use crate::resources::hydrate;
+use crate::tries::{self, Unit, UnitEnd};
+use pipec_diagnostic as codes;
+use pipec_plan::{Body, Node};
+use pipec_store::{CallKey, ItemRec, StoredError};
+
+/// A started task's result, as the scheduler sees it.
+pub(super) struct TaskDone {
+    idx: usize,
+    end: UnitEnd,
+    items: Option<u32>,
+}
+
+/// A node the scheduler computes in place: a `return` body that fetches no resource
+/// (`ref<T>` parameters keep their references, so they count as pure).
+pub(super) fn is_pure(node: &Node) -> bool {
+    matches!(node.body, Body::Return { .. })
+        && !node
+            .params
+            .iter()
+            .any(|p| eval::is_resource(&p.source) && !p.keep_ref)
+}
+
+impl Attempt {
+    /// A `return` node: computed here, its row joins the next commit. `false` when it
+    /// must run as a task after all: a parameter holds a reference it declares the
+    /// content type for, which is fetched (nothing was changed then).
+    pub(super) fn run_pure(&mut self, i: usize) -> bool {
+        let node = self.nodes.node(i).clone();
+        let Body::Return { value } = &node.body else {
+            return false;
+        };
+        let eval_one = |params: &Params| -> Result<Value, StoredError> {
+            eval::returned(params, value).map_err(|e| {
+                RuntimeError::new(e.rule(), format!("`return` of `{}`: {e}", node.name))
+                    .stored(Some(&node.name))
+            })
+        };
+        match bind::enter(&node, &self.scope()) {
+            Entry::Skip => self.nodes.skip(i, &mut self.buffer),
+            Entry::Fail(e) => self.nodes.fail(i, e, &mut self.buffer),
+            Entry::Run(params) if hydrate::needed(&node, &params) => return false,
+            Entry::Run(params) => match eval_one(&params) {
+                Ok(v) => {
+                    self.nodes.mark_running(i);
+                    self.nodes
+                        .finish(i, v, ValueAt::Row, Vec::new(), &mut self.buffer);
+                }
+                Err(e) => self.nodes.fail(i, e, &mut self.buffer),
+            },
+            Entry::Each { name, base, items } => {
+                let count = items.len() as u32;
+                let mut all = Vec::new();
+                for item in items {
+                    match bind::item_params(&node, &self.scope(), &base, &name, item) {
+                        Ok(params) if hydrate::needed(&node, &params) => return false,
+                        Ok(params) => all.push(params),
+                        Err(e) => {
+                            self.nodes.fail(i, e, &mut self.buffer);
+                            return true;
+                        }
+                    }
+                }
+                let mut out = Vec::new();
+                for params in all {
+                    match bind::when_holds(&node, &params) {
+                        Ok(true) => {}
+                        Ok(false) => continue,
+                        Err(e) => {
+                            self.nodes.fail(i, e, &mut self.buffer);
+                            return true;
+                        }
+                    }
+                    match eval_one(&params) {
+                        Ok(v) => out.push(v),
+                        Err(e) => {
+                            self.nodes.fail(i, e, &mut self.buffer);
+                            return true;
+                        }
+                    }
+                }
+                self.nodes.mark_running(i);
+                // Computed whole, it has no item rows: the list is kept in its row.
+                self.nodes.finish(
+                    i,
+                    Value::Array(out),
+                    ValueAt::RowOfItems(count),
+                    Vec::new(),
+                    &mut self.buffer,
+                );
+            }
+        }
+        true
+    }
+
+    /// The call a person asked to retry, for an item of a node of this generation.
+    fn retried_call(&self, node: &str, generation: u32, item: u32) -> Option<(CallKey, String)> {
+        self.state
+            .calls
+            .iter()
+            .rfind(|(k, c)| {
+                k.node == node
+                    && k.generation == generation
+                    && k.item == item
+                    && c.decision.as_deref() == Some("retry requested")
+            })
+            .map(|(k, c)| (k.clone(), c.args_hash.clone()))
+    }
+
+    /// Binds a node that runs as a task and writes its start rows (and, for a journaled
+    /// node without `each`, its first try's `started` row). `None` when it was skipped or
+    /// failed right away.
+    pub(super) fn prepare_task(
+        &mut self,
+        i: usize,
+        permit: Option<OwnedSemaphorePermit>,
+    ) -> Option<(Vec<Unit>, Option<u32>)> {
+        let node = Arc::new(self.nodes.node(i).clone());
+        let Some(executor) = executor::for_node(&node) else {
+            self.nodes.fail(
+                i,
+                RuntimeError::new(
+                    &codes::INTERNAL_ERROR,
+                    format!("`{}` has no executor", node.name),
+                )
+                .stored(Some(&node.name)),
+                &mut self.buffer,
+            );
+            return None;
+        };
+        let entry = bind::enter(&node, &self.scope());
+        let generation = self.nodes.generation(i);
+        let old = self.nodes.row(i).cloned();
+        let unit = |this: &Attempt, item: u32, is_item: bool, params: Params| {
+            let step = journal::next_step(&this.state, &node.name, generation, item);
+            let key = journal::key(&node.name, generation, item, step);
+            Unit {
+                node: node.clone(),
+                executor,
+                item,
+                is_item,
+                params,
+                generation,
+                tries: if is_item {
+                    0
+                } else {
+                    old.as_ref().map_or(0, |o| o.tries)
+                },
+                step,
+                idem_key: journal::idempotency_key(
+                    &this.state,
+                    &this.shared.thread_id,
+                    &key,
+                    executor.key_per_step(),
+                ),
+                retry_of: this.retried_call(&node.name, generation, item),
+                row: None,
+                started: None,
+                permit: None,
+                wait_until_ms: if is_item {
+                    None
+                } else {
+                    old.as_ref().and_then(|o| o.next_retry_ms)
+                },
+                hydrated: None,
+                calls: std::sync::Mutex::new(
+                    this.state
+                        .calls
+                        .iter()
+                        .filter(|(k, _)| {
+                            k.node == node.name && k.generation == generation && k.item == item
+                        })
+                        .map(|(k, r)| ((k.seq, k.call), r.clone()))
+                        .collect(),
+                ),
+            }
+        };
+        match entry {
+            Entry::Skip => {
+                self.nodes.skip(i, &mut self.buffer);
+                None
+            }
+            Entry::Fail(e) => {
+                self.nodes.fail(i, e, &mut self.buffer);
+                None
+            }
+            Entry::Each { name, base, items } => {
+                let n = items.len() as u32;
+                let mut units: Vec<Unit> = Vec::new();
+                for (k, item) in items.into_iter().enumerate() {
+                    match bind::item_params(&node, &self.scope(), &base, &name, item) {
+                        Ok(params) => units.push(unit(self, k as u32, true, params)),
+                        Err(e) => {
+                            self.nodes.fail(i, e, &mut self.buffer);
+                            return None;
+                        }
+                    }
+                }
+                self.nodes.start(i, Some(n), &mut self.buffer);
+                Some((units, Some(n)))
+            }
+            Entry::Run(params) => {
+                let mut unit = unit(self, 0, false, params);
+                self.nodes.start(i, None, &mut self.buffer);
+                unit.row = self.nodes.row(i).cloned();
+                unit.permit = permit;
+                // The first try is journaled here, in the scheduler's next commit, when it
+                // can start at once; a try that first waits out a backoff is journaled by
+                // `run_unit` once it holds its permit.
+                let in_backoff = unit
+                    .wait_until_ms
+                    .is_some_and(|t| t > pipec_store::ids::now_ms());
+                // A node that fetches resources first is journaled once they are
+                // fetched, just before its call, by `run_unit`.
+                if executor.journaled(&self.shared.plan, &node) && !in_backoff && !unit.fetches() {
+                    match unit.begin_try(self.shared.attempt_no, &self.shared.plan) {
+                        Ok(writes) => {
+                            if let Some((key, rec)) = &unit.started {
+                                self.state.calls.insert(key.clone(), rec.clone());
+                            }
+                            self.buffer.extend(writes);
+                        }
+                        Err(error) => {
+                            let call = unit.retry_of.as_ref().map(|(k, _)| k.display());
+                            self.nodes.block(i, error, call, &mut self.buffer);
+                            return None;
+                        }
+                    }
+                }
+                Some((vec![unit], None))
+            }
+        }
+    }
+
+    /// The future that runs a started node: its one unit, or its items.
+    pub(super) fn task(
+        &self,
+        i: usize,
+        work: Vec<Unit>,
+        items: Option<u32>,
+    ) -> impl std::future::Future<Output = TaskDone> + Send + 'static {
+        let shared = self.shared.clone();
+        let node = Arc::new(self.nodes.node(i).clone());
+        let generation = self.nodes.generation(i);
+        let item_rows: BTreeMap<u32, ItemRec> = self
+            .state
+            .items
+            .iter()
+            .filter(|((n, g, _), _)| *n == node.name && *g == generation)
+            .map(|((_, _, it), r)| (*it, r.clone()))
+            .collect();
+        async move {
+            let end = if items.is_some() {
+                each::run_each(shared, node, work, item_rows).await
+            } else {
+                let mut work = work;
+                match work.pop() {
+                    Some(unit) => tries::run_unit(shared, unit).await,
+                    None => UnitEnd::Failed {
+                        error: RuntimeError::new(&codes::INTERNAL_ERROR, "nothing to run")
+                            .stored(Some(&node.name)),
+                        writes: Vec::new(),
+                        row: None,
+                    },
+                }
+            };
+            TaskDone { idx: i, end, items }
+        }
+    }
+
+    /// A task ended: its writes join the next commit with its node's new state.
+    pub(super) fn task_done(&mut self, td: TaskDone) {
+        let i = td.idx;
+        let at = match td.items {
+            Some(n) => ValueAt::Items(n),
+            None => ValueAt::Row,
+        };
+        match td.end {
+            UnitEnd::Value {
+                value,
+                writes,
+                row,
+                manifest,
+            } => {
+                self.buffer.extend(writes);
+                self.nodes.adopt(i, row);
+                self.nodes.finish(i, value, at, manifest, &mut self.buffer);
+            }
+            UnitEnd::Skipped { writes, row } => {
+                self.buffer.extend(writes);
+                self.nodes.adopt(i, row);
+                self.nodes.skip(i, &mut self.buffer);
+            }
+            UnitEnd::Waiting { gates, writes, row } => {
+                self.buffer.extend(writes);
+                self.nodes.adopt(i, row);
+                for (name, rec) in gates {
+                    self.state.gates.insert(name, rec);
+                }
+                self.nodes.wait_for_approval(i, &mut self.buffer);
+            }
+            UnitEnd::Failed { error, writes, row } => {
+                self.buffer.extend(writes);
+                self.nodes.adopt(i, row);
+                self.nodes.fail(i, error, &mut self.buffer);
+            }
+            UnitEnd::ItemsFailed {
+                error,
+                failed,
+                total,
+            } => self
+                .nodes
+                .fail_items(i, error, failed, total, &mut self.buffer),
+            UnitEnd::Unknown { error, writes, row } => {
+                self.buffer.extend(writes);
+                self.nodes.adopt(i, row);
+                self.nodes.block(i, error, None, &mut self.buffer);
+            }
+        }
+    }
+}
+
+/// Runs a future in place, turning a panic into an error as a spawned task's would be.
+pub(super) struct CatchPanic<F>(pub(super) std::pin::Pin<Box<F>>);
+
+impl<F: std::future::Future> std::future::Future for CatchPanic<F> {
+    type Output = Result<F::Output, String>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let inner = self.0.as_mut();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(std::task::Poll::Ready(v)) => std::task::Poll::Ready(Ok(v)),
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                std::task::Poll::Ready(Err(format!("panicked: {message}")))
+            }
+        }
+    }
+}

@@ -1,0 +1,311 @@
+//! `call` nodes: one MCP tool call with arguments from the body. A read-only or
+//! idempotent tool is called again by `retries` and after a crash; any other is
+//! journaled before each try (an `act` node's `call =`), with the call's idempotency key
+//! in `_meta` either way. The result becomes the node's value as `resources/results.rs`
+//! says, and its links go into the node's manifest.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::{Executor, TryContext, TryError, TryFuture, fatal};
+use crate::error::RuntimeError;
+use crate::eval;
+use crate::journal;
+use crate::progress::human_bytes;
+use crate::resources::heal::IDEMPOTENCY_META;
+use crate::resources::results::{self, ResultError};
+use crate::resources::{manifest, servers::Servers};
+use crate::validate::Mode;
+use pipec_diagnostic::{self as codes, Rule};
+use pipec_mcp::{McpError, RequestOptions};
+use pipec_plan::{Body, Node, Plan, Tool};
+
+pub(crate) struct Call;
+
+fn tool_of<'a>(plan: &'a Plan, node: &Node) -> Option<&'a Tool> {
+    match &node.body {
+        Body::Call { tool, .. } => plan.tools.iter().find(|t| &t.name == tool),
+        _ => None,
+    }
+}
+
+/// Whether a tool is safe to call again: read-only or idempotent.
+fn repeatable(t: &Tool) -> bool {
+    t.read_only || t.idempotent
+}
+
+impl Executor for Call {
+    fn call_kind(&self) -> &'static str {
+        "tool"
+    }
+
+    fn journaled(&self, plan: &Plan, node: &Node) -> bool {
+        tool_of(plan, node).is_some_and(|t| !repeatable(t))
+    }
+
+    fn target(&self, node: &Node) -> String {
+        match &node.body {
+            Body::Call { tool, .. } => tool.clone(),
+            _ => String::new(),
+        }
+    }
+
+    fn failure_rule(&self) -> &'static Rule {
+        &codes::MCP_SERVER_FAILED
+    }
+
+    fn run<'a>(&'a self, cx: TryContext<'a>) -> TryFuture<'a> {
+        Box::pin(run(cx))
+    }
+}
+
+/// A tool's arguments: the body's expressions over the parameters, under the names the
+/// server takes; an optional parameter left null is left out.
+pub(crate) fn arguments(
+    tool: &Tool,
+    args: &std::collections::BTreeMap<String, pipec_plan::Expr>,
+    params: &std::collections::BTreeMap<String, Value>,
+) -> Result<Map<String, Value>, eval::EvalError> {
+    let mut out = Map::new();
+    for (name, e) in args {
+        let v = eval::expr(params, e)?;
+        let param = tool.params.iter().find(|p| &p.name == name);
+        if v.is_null() && param.is_some_and(|p| !p.required) {
+            continue;
+        }
+        let wire = param.map_or(name.as_str(), |p| p.wire_name.as_str());
+        out.insert(wire.to_string(), v);
+    }
+    Ok(out)
+}
+
+/// What an MCP failure of a tool call means for the try: whether it may be tried again,
+/// and whether the effect may have happened.
+pub(crate) fn call_failure(
+    e: &McpError,
+    repeatable: bool,
+    scrub: &dyn Fn(&str) -> String,
+) -> (Option<&'static Rule>, bool) {
+    let _ = scrub;
+    match e {
+        // Nothing was sent: trying again is safe for any tool.
+        McpError::Start { .. } | McpError::StartTimeout { .. } => (None, false),
+        McpError::Closed { .. }
+        | McpError::Timeout { .. }
+        | McpError::Garbage { .. }
+        | McpError::Protocol { .. } => (None, !repeatable),
+        McpError::Http { status, .. } if *status >= 500 => (None, !repeatable),
+        // Refused credentials are the server's setup, not the tool's failure, and trying
+        // again sends the same ones.
+        McpError::Http { .. } if e.refused_credentials() => {
+            (Some(&codes::MCP_SERVER_FAILED), false)
+        }
+        McpError::TooLarge { .. } => (Some(&codes::TOOL_RESULT_UNPARSABLE), false),
+        McpError::Server { .. } | McpError::Http { .. } | McpError::InputRequired { .. } => {
+            (Some(&codes::TOOL_FAILED), false)
+        }
+    }
+}
+
+/// A result larger than its tool allows (`R0107`), with what to change.
+fn over_max_result_bytes(cx: &TryContext<'_>, tool: &Tool, message: String) -> TryError {
+    TryError::Fatal(
+        RuntimeError::new(&codes::TOOL_RESULT_UNPARSABLE, message)
+            .help(format!(
+                "raise `max_result_bytes` on the tool `{}`, or call it for less",
+                tool.name
+            ))
+            .stored(Some(&cx.unit.node.name)),
+    )
+}
+
+async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
+    let shared = cx.shared;
+    let unit = cx.unit;
+    let node = &unit.node;
+    let Body::Call {
+        tool: tool_name,
+        args,
+    } = &node.body
+    else {
+        return Err(fatal(
+            &cx,
+            &codes::INTERNAL_ERROR,
+            format!("`{}` is not a `call` node", node.name),
+        ));
+    };
+    let Some(tool) = tool_of(&shared.plan, node) else {
+        return Err(fatal(
+            &cx,
+            &codes::PLAN_INVALID,
+            format!(
+                "`{}` calls `{tool_name}`, which the plan does not declare",
+                node.name
+            ),
+        ));
+    };
+    let sent = arguments(tool, args, &unit.params).map_err(|e| {
+        fatal(
+            &cx,
+            e.rule(),
+            format!("the arguments of `{}`: {e}", node.name),
+        )
+    })?;
+    // What the journal and the manifest keep: secrets as placeholders.
+    let redacted = match journal::redacted_params(node, &unit.params) {
+        Value::Object(o) => o.into_iter().collect(),
+        _ => Default::default(),
+    };
+    let stored = Value::Object(arguments(tool, args, &redacted).unwrap_or_default());
+    let mut meta = Map::new();
+    meta.insert(IDEMPOTENCY_META.into(), Value::String(cx.idem_key.clone()));
+    let limit = tool
+        .max_result_bytes
+        .unwrap_or(results::DEFAULT_MAX_RESULT_BYTES);
+    let message_limit = (limit as usize).saturating_mul(2).saturating_add(64 * 1024);
+    let options = RequestOptions {
+        timeout: tool.timeout_ms.map(Duration::from_millis),
+        limit: Some(message_limit),
+    };
+    let scrub = |s: &str| shared.scrubber.scrub(s);
+    let result = shared
+        .resources
+        .servers
+        .call_tool(&tool.server, &tool.wire_name, sent, meta, options)
+        .await;
+    let result = match result {
+        Ok(r) => r,
+        Err(McpError::TooLarge {
+            server,
+            limit: cut,
+            size,
+        }) => {
+            let sent = size.map_or_else(
+                || format!("a message larger than {}", human_bytes(cut as u64)),
+                |size| format!("a message of {}", human_bytes(size)),
+            );
+            // The session's own limit is lower than the tool's: raising the tool's
+            // would not help.
+            if cut < message_limit {
+                return Err(fatal(
+                    &cx,
+                    &codes::TOOL_RESULT_UNPARSABLE,
+                    format!(
+                        "`{}` calling `{}`: the server `{server}` sent {sent}, over the {} pipec takes in one message from a server",
+                        node.name,
+                        tool.name,
+                        human_bytes(cut as u64)
+                    ),
+                ));
+            }
+            return Err(over_max_result_bytes(
+                &cx,
+                tool,
+                format!(
+                    "`{}` calling `{}`: the server `{server}` sent {sent}, more than its `max_result_bytes` of {} allows; the rest was read past",
+                    node.name,
+                    tool.name,
+                    human_bytes(limit)
+                ),
+            ));
+        }
+        Err(e) => {
+            let message = scrub(&format!("`{}` calling `{}`: {e}", node.name, tool.name));
+            return Err(match call_failure(&e, repeatable(tool), &scrub) {
+                (Some(rule), _) => {
+                    let mut error = RuntimeError::new(rule, message);
+                    if let Some(help) = e.help() {
+                        error = error.help(help);
+                    }
+                    TryError::Fatal(error.stored(Some(&node.name)))
+                }
+                (None, true) => TryError::Unknown(message),
+                (None, false) => TryError::Transient {
+                    rule: &codes::MCP_SERVER_FAILED,
+                    message,
+                },
+            });
+        }
+    };
+    let size = results::size_of(&result);
+    if size > limit {
+        let (size_text, limit_text) = sizes_apart(size, limit);
+        return Err(over_max_result_bytes(
+            &cx,
+            tool,
+            format!(
+                "`{}` returned {}, over its `max_result_bytes` of {}",
+                tool.name, size_text, limit_text
+            ),
+        ));
+    }
+    let value = results::value_of(&shared.plan, tool, &result, &shared.validators).map_err(
+        |e| match e {
+            ResultError::Tool(text) => fatal(
+                &cx,
+                &codes::TOOL_FAILED,
+                scrub(&format!("`{}` failed: {text}", tool.name)),
+            ),
+            ResultError::Unparsable(why) => fatal(
+                &cx,
+                &codes::TOOL_RESULT_UNPARSABLE,
+                scrub(&format!(
+                    "the result of `{}` does not fit `{}`: {why}",
+                    tool.name, node.output_type
+                )),
+            ),
+        },
+    )?;
+    shared
+        .validators
+        .check(&node.output, &value, Mode::Open)
+        .map_err(|e| {
+            fatal(
+                &cx,
+                &codes::TOOL_RESULT_UNPARSABLE,
+                format!(
+                    "the result of `{}` does not fit `{}`: {e}",
+                    tool.name, node.output_type
+                ),
+            )
+        })?;
+    let key = journal::key(&node.name, unit.generation, unit.item, unit.step).display();
+    let refs = manifest::lift(&shared.plan, tool, &result, &stored, &key).map_err(|m| {
+        fatal(
+            &cx,
+            &codes::MALFORMED_LINK,
+            scrub(&format!("`{}` returned {m}", tool.name)),
+        )
+    })?;
+    manifest::append(cx.manifest, refs, &node.name, unit.generation, unit.item);
+    Ok(value)
+}
+
+/// Two sizes for people, in exact bytes when their rounded forms would read the same
+/// (`1 MB, over its 1 MB` says nothing).
+fn sizes_apart(size: u64, limit: u64) -> (String, String) {
+    let (a, b) = (human_bytes(size), human_bytes(limit));
+    if a == b {
+        (format!("{size} bytes"), format!("{limit} bytes"))
+    } else {
+        (a, b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sizes_apart;
+
+    #[test]
+    fn sizes_that_round_alike_are_given_in_bytes() {
+        assert_eq!(
+            sizes_apart(1_500_000, 1_000_000),
+            ("1.5 MB".to_string(), "1 MB".to_string())
+        );
+        assert_eq!(
+            sizes_apart(1_000_400, 1_000_000),
+            ("1000400 bytes".to_string(), "1000000 bytes".to_string())
+        );
+    }
+}

@@ -1,0 +1,151 @@
+//! The journal of calls: the key of each try, the idempotency key handed to the callee,
+//! the `started` row written before a non-idempotent call and the row that ends it.
+//!
+//! A call is identified by (thread, node, generation, item, call); its tries are the
+//! *steps* of that (node, generation, item): one counter, never reused within a
+//! generation, so no two tries share a journal row. The idempotency key
+//! (`PIPEC_CALL_KEY` for `exec`, `_meta` for MCP tools) is the same for every try of a
+//! call: a command can tell a retry from a new call. It changes with the thread, the
+//! node's name, its generation (`--rerun-from` computes the node again, as a new call)
+//! and the item. Executors whose steps are distinct calls (an agent's model turns) key
+//! by step as well.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::executor::Executor;
+use super::secrets::placeholder;
+use pipec_plan::{Node, Plan, Source};
+use pipec_store::{CallKey, CallRec, CallState, ThreadState, Watcher, ids};
+
+/// The next unused step of a node's item in its generation.
+pub(crate) fn next_step(state: &ThreadState, node: &str, generation: u32, item: u32) -> u32 {
+    state
+        .calls
+        .keys()
+        .filter(|k| k.node == node && k.generation == generation && k.item == item)
+        .map(|k| k.seq + 1)
+        .max()
+        .unwrap_or(0)
+}
+
+/// The journal key of one try.
+pub(crate) fn key(node: &str, generation: u32, item: u32, step: u32) -> CallKey {
+    CallKey {
+        node: node.to_string(),
+        generation,
+        item,
+        seq: step,
+        call: 0,
+    }
+}
+
+/// A hash of a call's arguments (secrets as placeholders), to notice a retry that would
+/// send something else than the call it retries.
+pub(crate) fn args_hash(args: &Value) -> String {
+    let digest = Sha256::digest(serde_json::to_vec(args).unwrap_or_default());
+    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+}
+
+/// The idempotency key of a call: 26 hex digits of a SHA-256 over its identity. A key
+/// already recorded for the same call (an earlier try) wins, so a retry carries the key
+/// its first try carried.
+pub(crate) fn idempotency_key(
+    state: &ThreadState,
+    thread: &str,
+    key: &CallKey,
+    per_step: bool,
+) -> String {
+    let recorded = state.calls.iter().find(|(k, _)| {
+        k.node == key.node
+            && k.generation == key.generation
+            && k.item == key.item
+            && k.call == key.call
+            && (!per_step || k.seq == key.seq)
+    });
+    if let Some((_, rec)) = recorded {
+        return rec.idem_key.clone();
+    }
+    let identity = if per_step {
+        format!(
+            "{thread}/{}/{}/{}/{}/{}",
+            key.node, key.generation, key.item, key.seq, key.call
+        )
+    } else {
+        format!(
+            "{thread}/{}/{}/{}/{}",
+            key.node, key.generation, key.item, key.call
+        )
+    };
+    let digest = Sha256::digest(identity);
+    digest.iter().take(13).map(|b| format!("{b:02x}")).collect()
+}
+
+/// The parameters as stored: secrets replaced by placeholders.
+pub(crate) fn redacted_params(node: &Node, params: &BTreeMap<String, Value>) -> Value {
+    let mut out = serde_json::Map::new();
+    for (k, v) in params {
+        let secret = node
+            .params
+            .iter()
+            .find(|p| &p.name == k)
+            .and_then(|p| secret_name(&p.source));
+        out.insert(
+            k.clone(),
+            match secret {
+                Some(name) => placeholder(&name),
+                None => v.clone(),
+            },
+        );
+    }
+    Value::Object(out)
+}
+
+fn secret_name(src: &Source) -> Option<String> {
+    match src {
+        Source::Secret { var } => Some(var.clone()),
+        Source::Join { sides } => sides.iter().find_map(secret_name),
+        _ => None,
+    }
+}
+
+/// The `started` row of a try, written (and committed) before the call is made.
+pub(crate) fn started_row(
+    executor: &dyn Executor,
+    plan: &Plan,
+    node: &Node,
+    params: &BTreeMap<String, Value>,
+    idem_key: String,
+    attempt: u32,
+    watched_by: Option<Watcher>,
+) -> CallRec {
+    CallRec {
+        kind: executor.call_kind().into(),
+        target: executor.target(node),
+        args_hash: args_hash(&redacted_params(node, params)),
+        args: None,
+        idempotent: !executor.journaled(plan, node),
+        idem_key,
+        state: CallState::Started,
+        result: None,
+        error: None,
+        attempt,
+        started_ms: ids::now_ms(),
+        finished_ms: 0,
+        decision: None,
+        watched_by,
+    }
+}
+
+/// The row that ends a try: its state and error. The result is the node's (or item's)
+/// value, stored in that row only.
+pub(crate) fn finished_row(started: &CallRec, state: CallState, error: Option<String>) -> CallRec {
+    CallRec {
+        state,
+        error,
+        finished_ms: ids::now_ms(),
+        ..started.clone()
+    }
+}

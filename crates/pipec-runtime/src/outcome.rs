@@ -1,0 +1,56 @@
+//! How a run ended (for now): completed with its outputs, paused at gates, failed,
+//! blocked on a person's decision, or released to the queue by a worker that stopped.
+
+use serde_json::Value;
+
+use pipec_store::StoredError;
+
+/// How a run ended (for now).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    Completed {
+        thread: String,
+        outputs: Value,
+    },
+    /// Waiting for answers at these gates.
+    Paused {
+        thread: String,
+        gates: Vec<PendingGate>,
+    },
+    Failed {
+        thread: String,
+        error: StoredError,
+    },
+    /// Needs a person's decision (an unfinished effect, a diverging journal).
+    Blocked {
+        thread: String,
+        reasons: Vec<StoredError>,
+    },
+    /// Given back to the queue, with nothing in flight, because the attempt was asked to
+    /// stop (`RunOptions::stop`): another worker goes on from here.
+    Released {
+        thread: String,
+    },
+}
+
+impl Outcome {
+    pub fn thread(&self) -> &str {
+        match self {
+            Outcome::Completed { thread, .. }
+            | Outcome::Paused { thread, .. }
+            | Outcome::Failed { thread, .. }
+            | Outcome::Blocked { thread, .. }
+            | Outcome::Released { thread } => thread,
+        }
+    }
+}
+
+/// A gate that waits for its answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PendingGate {
+    pub name: String,
+    pub message: String,
+    /// The JSON Schema an answer must fit (with the definitions it uses).
+    pub schema: Value,
+    pub deadline_ms: Option<u64>,
+}

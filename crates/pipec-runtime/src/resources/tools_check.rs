@@ -1,0 +1,457 @@
+//! The declared tools against what their servers offer (`tools/list`), before a run
+//! starts anything: a tool the server does not list, or whose input schema the
+//! declaration does not fit, or which the server runs only as an MCP task (which pipec
+//! does not support yet), is `R0502`; annotations that contradict the declaration are
+//! warnings (the declaration wins: it is what the checker proved the pipeline against).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::servers::Servers;
+use crate::error::{RuntimeError, combine};
+use pipec_diagnostic as codes;
+use pipec_mcp::{TaskSupport, ToolInfo};
+use pipec_plan::{Plan, Tool, ToolKind};
+
+/// What the check found: the problems that refuse the run, and warnings.
+#[derive(Debug, Default)]
+pub struct ToolReport {
+    pub errors: Vec<RuntimeError>,
+    pub warnings: Vec<String>,
+}
+
+/// The JSON type names a schema allows (`type`, or the types of `anyOf` branches).
+fn types_of(schema: &Value) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    match schema.get("type") {
+        Some(Value::String(t)) => {
+            out.insert(t.clone());
+        }
+        Some(Value::Array(ts)) => {
+            out.extend(ts.iter().filter_map(|t| t.as_str().map(str::to_string)))
+        }
+        _ => {}
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(alts)) = schema.get(key) {
+            for a in alts {
+                out.extend(types_of(a));
+            }
+        }
+    }
+    out
+}
+
+/// Whether a value of the declared types can be sent where the server takes `server`'s.
+fn fits(declared: &BTreeSet<String>, server: &BTreeSet<String>) -> bool {
+    if declared.is_empty() || server.is_empty() {
+        return true;
+    }
+    declared
+        .iter()
+        .all(|d| d == "null" || server.contains(d) || (d == "integer" && server.contains("number")))
+}
+
+/// One way a declaration does not fit the server's listing of its tool.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Mismatch {
+    /// The parameter (by index) takes other JSON types than the server's.
+    ParamType {
+        param: usize,
+        declared: String,
+        offered: String,
+    },
+    /// The server's input schema is closed and does not list the parameter.
+    UnknownParam { param: usize },
+    /// The server requires a parameter the declaration does not send.
+    MissingRequired { wire: String },
+    /// The server runs the tool only as an MCP task (`execution.taskSupport` is
+    /// `required`): a call without one, the only kind pipec makes, fails.
+    RequiresTask,
+}
+
+/// What to do about a tool the server runs only as a task.
+pub const TASK_HELP: &str =
+    "use another tool of the server, or ask its authors for a way to run this one without a task";
+
+impl Mismatch {
+    /// The problem in words, naming parameters by their wire names.
+    pub(crate) fn describe(&self, tool: &Tool) -> String {
+        let wire = |i: &usize| tool.params.get(*i).map_or("?", |p| p.wire_name.as_str());
+        match self {
+            Mismatch::ParamType {
+                param,
+                declared,
+                offered,
+            } => format!(
+                "`{}` is {declared} in the declaration and {offered} on the server",
+                wire(param)
+            ),
+            Mismatch::UnknownParam { param } => {
+                format!("the server does not know the parameter `{}`", wire(param))
+            }
+            Mismatch::MissingRequired { wire } => {
+                format!("the server requires `{wire}`, which the declaration does not send")
+            }
+            Mismatch::RequiresTask => "the server runs it only as an MCP task (its `execution.taskSupport` is `required`), which pipec does not support yet".to_string(),
+        }
+    }
+}
+
+/// The server's input schema does not list a parameter, and takes parameters it does
+/// not list: it may well ignore this one (`check --online` warns).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Unlisted {
+    pub param: usize,
+}
+
+/// An annotation of the server's that says otherwise than the declaration.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Contradiction {
+    /// `read-only`, `idempotent`, `destructive`.
+    pub what: &'static str,
+    /// The declaration's setting for it.
+    pub setting: &'static str,
+    pub server_says: bool,
+    pub declared: bool,
+}
+
+impl Contradiction {
+    pub(crate) fn describe(&self, server: &str, wire_name: &str) -> String {
+        let not = |b: bool| if b { "" } else { "not " };
+        format!(
+            "the server `{server}` says `{wire_name}` is {}{what}, and the declaration says it is {}{what}",
+            not(self.server_says),
+            not(self.declared),
+            what = self.what,
+        )
+    }
+}
+
+/// What comparing one declaration with the server's listing of it found.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Comparison {
+    pub mismatches: Vec<Mismatch>,
+    pub unlisted: Vec<Unlisted>,
+    pub contradictions: Vec<Contradiction>,
+}
+
+/// Compares one declaration with the server's listing of it.
+pub(crate) fn comparison(plan: &Plan, tool: &Tool, info: &ToolInfo) -> Comparison {
+    let mut out = Comparison::default();
+    if info.task_support == TaskSupport::Required {
+        out.mismatches.push(Mismatch::RequiresTask);
+    }
+    let props = info
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object);
+    let open = !matches!(
+        info.input_schema.get("additionalProperties"),
+        Some(Value::Bool(false))
+    );
+    for (i, p) in tool.params.iter().enumerate() {
+        match props.and_then(|m| m.get(&p.wire_name)) {
+            Some(server_schema) => {
+                let declared = types_of(resolve(plan, &p.schema));
+                let offered = types_of(server_schema);
+                if !fits(&declared, &offered) {
+                    out.mismatches.push(Mismatch::ParamType {
+                        param: i,
+                        declared: names(&declared),
+                        offered: names(&offered),
+                    });
+                }
+            }
+            None if props.is_some() && !open => {
+                out.mismatches.push(Mismatch::UnknownParam { param: i })
+            }
+            None if props.is_some() => out.unlisted.push(Unlisted { param: i }),
+            None => {}
+        }
+    }
+    let required: Vec<&str> = info
+        .input_schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    for r in required {
+        if !tool.params.iter().any(|p| p.wire_name == r) {
+            out.mismatches.push(Mismatch::MissingRequired {
+                wire: r.to_string(),
+            });
+        }
+    }
+    let mut contradicts = |what, setting, declared: bool, hint: Option<bool>| {
+        if let Some(h) = hint
+            && h != declared
+        {
+            out.contradictions.push(Contradiction {
+                what,
+                setting,
+                server_says: h,
+                declared,
+            });
+        }
+    };
+    contradicts("read-only", "read_only", tool.read_only, info.read_only);
+    // A read-only declaration is idempotent and not destructive by definition, and MCP
+    // gives those two hints meaning only for tools that are not read-only.
+    if !tool.read_only {
+        contradicts("idempotent", "idempotent", tool.idempotent, info.idempotent);
+        contradicts(
+            "destructive",
+            "destructive",
+            tool.destructive,
+            info.destructive,
+        );
+    }
+    out
+}
+
+/// Compares one declaration with the server's listing of it, into a run's report.
+pub(crate) fn compare(plan: &Plan, tool: &Tool, info: &ToolInfo, report: &mut ToolReport) {
+    let found = comparison(plan, tool, info);
+    if !found.mismatches.is_empty() {
+        let problems: Vec<String> = found.mismatches.iter().map(|m| m.describe(tool)).collect();
+        report.errors.push(
+            RuntimeError::new(
+                &codes::MCP_TOOL_MISMATCH,
+                format!(
+                    "the tool `{}` does not fit what the server `{}` offers as `{}`: {}",
+                    tool.name,
+                    tool.server,
+                    tool.wire_name,
+                    problems.join("; ")
+                ),
+            )
+            .help(if found.mismatches == [Mismatch::RequiresTask] {
+                TASK_HELP.to_string()
+            } else {
+                format!(
+                    "compare with `pipec tools pull {}`, and fix the declaration",
+                    tool.server
+                )
+            }),
+        );
+    }
+    for c in &found.contradictions {
+        report.warnings.push(format!(
+            "{}; the declaration is used",
+            c.describe(&tool.server, &tool.wire_name)
+        ));
+    }
+}
+
+/// The error for a declared tool the server does not list.
+pub(crate) fn missing_tool(tool: &Tool, offered: &[&str]) -> RuntimeError {
+    let e = RuntimeError::new(
+        &codes::MCP_TOOL_MISMATCH,
+        format!(
+            "the server `{}` has no tool `{}` (declared as `{}`)",
+            tool.server, tool.wire_name, tool.name
+        ),
+    );
+    match pipec_base::names::suggest(&tool.wire_name, offered.iter().copied()) {
+        Some(s) => e.help(format!(
+            "did you mean `{s}`? (`name = \"{s}\"` in the declaration gives the server's name)"
+        )),
+        None => e.help(format!(
+            "it offers: {}",
+            if offered.is_empty() {
+                "no tools".to_string()
+            } else {
+                offered.join(", ")
+            }
+        )),
+    }
+}
+
+fn names(types: &BTreeSet<String>) -> String {
+    types.iter().cloned().collect::<Vec<_>>().join(" or ")
+}
+
+fn resolve<'a>(plan: &'a Plan, schema: &'a Value) -> &'a Value {
+    schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix("#/$defs/"))
+        .and_then(|n| plan.defs.get(n))
+        .unwrap_or(schema)
+}
+
+/// Checks the tools (not readers) of the named servers.
+pub async fn check_tools(
+    plan: &Plan,
+    servers: &dyn Servers,
+    which: &BTreeSet<String>,
+) -> ToolReport {
+    let mut report = ToolReport::default();
+    for server in which {
+        let declared: Vec<&Tool> = plan
+            .tools
+            .iter()
+            .filter(|t| &t.server == server && t.kind == ToolKind::Tool)
+            .collect();
+        if declared.is_empty() {
+            continue;
+        }
+        let listed = match servers.list_tools(server).await {
+            Ok(l) => l,
+            Err(e) => {
+                let help = e.help().unwrap_or_else(|| {
+                    "check the server's `command` (or `url`) and run it by hand to see what it says"
+                        .to_string()
+                });
+                report
+                    .errors
+                    .push(RuntimeError::new(&codes::MCP_SERVER_FAILED, e.to_string()).help(help));
+                continue;
+            }
+        };
+        let by_name: BTreeMap<&str, &ToolInfo> =
+            listed.iter().map(|t| (t.name.as_str(), t)).collect();
+        for tool in declared {
+            match by_name.get(tool.wire_name.as_str()) {
+                Some(info) => compare(plan, tool, info, &mut report),
+                None => {
+                    let names: Vec<&str> = by_name.keys().copied().collect();
+                    report.errors.push(missing_tool(tool, &names));
+                }
+            }
+        }
+    }
+    report
+}
+
+impl ToolReport {
+    /// The errors as one, when there are any.
+    pub fn into_error(self) -> Result<Vec<String>, RuntimeError> {
+        match combine(self.errors) {
+            Some(e) => Err(e),
+            None => Ok(self.warnings),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn plan() -> Plan {
+        let source = r#"
+server crm {
+  command = "crm-server"
+}
+
+tool get_deal(deal_id: string, limit: int?, dry: bool as "dry-run") -> json from crm {
+  read_only = true
+}
+"#;
+        match pipec_check::compile_str("crm.pipe", source) {
+            Ok(plan) => plan,
+            Err(e) => panic!("{:?}", e.diagnostics),
+        }
+    }
+
+    fn info(input_schema: serde_json::Value, read_only: Option<bool>) -> ToolInfo {
+        ToolInfo {
+            name: "get_deal".into(),
+            title: None,
+            description: None,
+            input_schema,
+            output_schema: None,
+            read_only,
+            idempotent: None,
+            destructive: None,
+            open_world: None,
+            task_support: TaskSupport::Forbidden,
+            raw: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn a_closed_schema_refuses_what_it_does_not_list_and_an_open_one_only_notes_it() {
+        let plan = plan();
+        let tool = &plan.tools[0];
+        let schema = |closed: bool| {
+            json!({
+                "type": "object",
+                "properties": {"deal_id": {"type": "integer"}, "dry-run": {"type": "boolean"}, "owner": {"type": "string"}},
+                "required": ["deal_id", "owner"],
+                "additionalProperties": !closed,
+            })
+        };
+        let closed = comparison(&plan, tool, &info(schema(true), Some(true)));
+        assert_eq!(
+            closed.mismatches,
+            [
+                Mismatch::ParamType {
+                    param: 0,
+                    declared: "string".into(),
+                    offered: "integer".into()
+                },
+                Mismatch::UnknownParam { param: 1 },
+                Mismatch::MissingRequired {
+                    wire: "owner".into()
+                },
+            ]
+        );
+        assert!(closed.unlisted.is_empty());
+        let open = comparison(&plan, tool, &info(schema(false), Some(true)));
+        assert_eq!(open.mismatches.len(), 2, "{:?}", open.mismatches);
+        assert_eq!(open.unlisted, [Unlisted { param: 1 }]);
+        assert!(open.contradictions.is_empty());
+    }
+
+    #[test]
+    fn a_tool_the_server_runs_only_as_a_task_does_not_fit() {
+        let plan = plan();
+        let tool = &plan.tools[0];
+        let schema = json!({"type": "object", "properties": {"deal_id": {"type": "string"}}});
+        let mut info = info(schema, Some(true));
+        info.task_support = TaskSupport::Optional;
+        assert!(comparison(&plan, tool, &info).mismatches.is_empty());
+        info.task_support = TaskSupport::Required;
+        assert_eq!(
+            comparison(&plan, tool, &info).mismatches,
+            [Mismatch::RequiresTask]
+        );
+        let mut report = ToolReport::default();
+        compare(&plan, tool, &info, &mut report);
+        assert_eq!(report.errors.len(), 1);
+        assert!(
+            report.errors[0].message.contains("only as an MCP task"),
+            "{}",
+            report.errors[0].message
+        );
+        assert_eq!(report.errors[0].help.as_deref(), Some(TASK_HELP));
+    }
+
+    #[test]
+    fn the_run_start_report_keeps_its_words() {
+        let plan = plan();
+        let tool = &plan.tools[0];
+        let schema = json!({
+            "type": "object",
+            "properties": {"deal_id": {"type": "string"}, "limit": {"type": "integer"}, "dry-run": {"type": "boolean"}},
+            "required": ["deal_id", "owner"],
+        });
+        let mut report = ToolReport::default();
+        compare(&plan, tool, &info(schema, Some(false)), &mut report);
+        assert_eq!(report.errors.len(), 1);
+        assert_eq!(
+            report.errors[0].message,
+            "the tool `get_deal` does not fit what the server `crm` offers as `get_deal`: the server requires `owner`, which the declaration does not send"
+        );
+        assert_eq!(
+            report.warnings,
+            [
+                "the server `crm` says `get_deal` is not read-only, and the declaration says it is read-only; the declaration is used"
+            ]
+        );
+    }
+}

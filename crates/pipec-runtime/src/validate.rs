@@ -1,0 +1,280 @@
+//! Validating values against the plan's JSON Schemas (inputs, gate answers, model, host
+//! and `exec` outputs). Schemas refer to the plan's `$defs`; they are compiled once per
+//! schema and [`Mode`].
+//!
+//! Every integer of a schema is bounded to 64 bits when it is compiled: pipec's `int` is
+//! an `i64`, and JSON parsers turn a longer integer literal into a float (`1e+23`), which
+//! JSON Schema would otherwise still call an integer.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+use pipec_diagnostic::{self as codes, Rule};
+use pipec_plan::Plan;
+
+/// How strictly records are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Extra fields are allowed (tool results, `exec` output, resources).
+    Open,
+    /// No field a record does not declare (gate answers, inputs given by people).
+    Closed,
+    /// Closed, and every field required (optional ones nullable), as strict structured
+    /// model output wants.
+    Strict,
+}
+
+/// Why a value was refused.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ValidationError {
+    /// The value does not fit: the first few problems, with their paths.
+    Mismatch { problems: Vec<String> },
+    /// The plan holds a schema the validator cannot compile.
+    Schema { problem: String },
+}
+
+impl ValidationError {
+    /// The code of an invalid schema; a mismatch's code depends on what was validated.
+    pub fn schema_rule() -> &'static Rule {
+        &codes::INTERNAL_ERROR
+    }
+}
+
+impl std::fmt::Display for ValidationError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ValidationError::Mismatch { problems } => f.write_str(&problems.join("; ")),
+            ValidationError::Schema { problem } => {
+                write!(f, "the plan holds an invalid schema: {problem}")
+            }
+        }
+    }
+}
+
+/// Compiled validators, keyed by (schema, mode).
+pub struct Validators {
+    defs: Value,
+    cache: Mutex<HashMap<(String, Mode), Arc<jsonschema::Validator>>>,
+}
+
+impl Validators {
+    /// Validators for schemas that refer to no named type.
+    pub fn empty() -> Validators {
+        Validators {
+            defs: Value::Object(Default::default()),
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn new(plan: &Plan) -> Validators {
+        Validators {
+            defs: Value::Object(plan.defs.clone().into_iter().collect()),
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The schema with the plan's definitions attached, as a model or a validator needs
+    /// it; see [`Mode`].
+    pub fn full_schema(&self, schema: &Value, mode: Mode) -> Value {
+        let mut root = match schema {
+            Value::Object(m) => Value::Object(m.clone()),
+            _ => json!({}),
+        };
+        let mut defs = self.defs.clone();
+        if mode != Mode::Open {
+            close(&mut root, mode == Mode::Strict);
+            close(&mut defs, mode == Mode::Strict);
+        }
+        if let Value::Object(m) = &mut root
+            && let Value::Object(d) = &defs
+            && !d.is_empty()
+        {
+            m.insert("$defs".into(), defs);
+        }
+        root
+    }
+
+    /// The schema with only the definitions it reaches, for showing to a person (an
+    /// answer's shape, not every type of the plan).
+    pub fn shown_schema(&self, schema: &Value) -> Value {
+        let mut reached = std::collections::BTreeSet::new();
+        let mut todo = vec![schema.clone()];
+        while let Some(s) = todo.pop() {
+            refs(&s, &mut |name| {
+                if reached.insert(name.to_string())
+                    && let Some(d) = self.defs.get(name)
+                {
+                    todo.push(d.clone());
+                }
+            });
+        }
+        let mut root = match schema {
+            Value::Object(m) => Value::Object(m.clone()),
+            _ => json!({}),
+        };
+        if !reached.is_empty()
+            && let Value::Object(m) = &mut root
+        {
+            let defs: serde_json::Map<String, Value> = reached
+                .iter()
+                .filter_map(|n| self.defs.get(n).map(|d| (n.clone(), d.clone())))
+                .collect();
+            m.insert("$defs".into(), Value::Object(defs));
+        }
+        root
+    }
+
+    fn validator(
+        &self,
+        schema: &Value,
+        mode: Mode,
+    ) -> Result<Arc<jsonschema::Validator>, ValidationError> {
+        let key = (schema.to_string(), mode);
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = cache.get(&key) {
+            return Ok(v.clone());
+        }
+        let mut full = self.full_schema(schema, mode);
+        bound_integers(&mut full);
+        let v =
+            Arc::new(
+                jsonschema::validator_for(&full).map_err(|e| ValidationError::Schema {
+                    problem: e.to_string(),
+                })?,
+            );
+        cache.insert(key, v.clone());
+        Ok(v)
+    }
+
+    /// Checks a value; the error lists the first few problems with their paths.
+    pub fn check(&self, schema: &Value, value: &Value, mode: Mode) -> Result<(), ValidationError> {
+        // Every value a run takes in is checked here, whatever its type (`json` too): one
+        // nested past the limit could not be read back from the store.
+        if pipec_base::nesting::value_too_deep(value) {
+            return Err(ValidationError::Mismatch {
+                problems: vec![format!(
+                    "the value nests more than {} levels of arrays and objects",
+                    pipec_base::nesting::MAX_VALUE_NESTING
+                )],
+            });
+        }
+        let v = self.validator(schema, mode)?;
+        let problems: Vec<String> = v
+            .iter_errors(value)
+            .take(5)
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                if path.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("at {path}: {e}")
+                }
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ValidationError::Mismatch { problems })
+        }
+    }
+}
+
+/// Calls `f` with the name of every `#/$defs/...` reference in a schema.
+fn refs(schema: &Value, f: &mut dyn FnMut(&str)) {
+    match schema {
+        Value::Object(m) => {
+            if let Some(name) = m
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|r| r.strip_prefix("#/$defs/"))
+            {
+                f(name);
+            }
+            m.values().for_each(|v| refs(v, f));
+        }
+        Value::Array(items) => items.iter().for_each(|v| refs(v, f)),
+        _ => {}
+    }
+}
+
+/// Forbids properties a record does not declare; `all_required` also makes every
+/// property required (optional ones are nullable in the plan's schemas).
+fn close(schema: &mut Value, all_required: bool) {
+    match schema {
+        Value::Object(m) => {
+            if m.get("type").and_then(Value::as_str) == Some("object")
+                && m.contains_key("properties")
+            {
+                m.insert("additionalProperties".into(), Value::Bool(false));
+                if all_required {
+                    let names: Vec<Value> = m
+                        .get("properties")
+                        .and_then(Value::as_object)
+                        .map(|p| p.keys().map(|k| Value::String(k.clone())).collect())
+                        .unwrap_or_default();
+                    m.insert("required".into(), Value::Array(names));
+                }
+            }
+            for (_, v) in m.iter_mut() {
+                close(v, all_required);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| close(v, all_required)),
+        _ => {}
+    }
+}
+
+/// Bounds every `integer` to the range of an `i64`.
+fn bound_integers(schema: &mut Value) {
+    match schema {
+        Value::Object(m) => {
+            let is_integer = match m.get("type") {
+                Some(Value::String(t)) => t == "integer",
+                Some(Value::Array(ts)) => ts.iter().any(|t| t == "integer"),
+                _ => false,
+            };
+            if is_integer {
+                m.entry("minimum").or_insert(Value::from(i64::MIN));
+                m.entry("maximum").or_insert(Value::from(i64::MAX));
+            }
+            for (_, v) in m.iter_mut() {
+                bound_integers(v);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(bound_integers),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strict_schemas_forbid_extra_fields_and_require_all() {
+        let mut s = json!({ "type": "object", "properties": { "a": { "type": "string" } }, "required": [] });
+        close(&mut s, true);
+        assert_eq!(s["additionalProperties"], json!(false));
+        assert_eq!(s["required"], json!(["a"]));
+        let mut c = json!({ "type": "object", "properties": { "a": { "type": "string" } }, "required": [] });
+        close(&mut c, false);
+        assert_eq!(c["additionalProperties"], json!(false));
+        assert_eq!(c["required"], json!([]));
+    }
+
+    #[test]
+    fn integers_beyond_64_bits_do_not_fit() {
+        let plan_defs = Validators {
+            defs: json!({}),
+            cache: Mutex::new(HashMap::new()),
+        };
+        let int = json!({ "type": "integer" });
+        let huge: Value = serde_json::from_str("100000000000000000000000").unwrap_or_default();
+        assert!(huge.is_f64(), "the parser makes a float of it");
+        assert!(plan_defs.check(&int, &huge, Mode::Open).is_err());
+        assert!(plan_defs.check(&int, &json!(i64::MAX), Mode::Open).is_ok());
+        assert!(plan_defs.check(&int, &json!(-5), Mode::Open).is_ok());
+    }
+}

@@ -1,0 +1,417 @@
+//! Pipelines served as tools. Each pipeline is a tool whose arguments are its inputs; a
+//! call starts a thread in the project's store and waits for it a while. A run that
+//! completes in that time answers its outputs as structured content. One that pauses at a
+//! gate, or still runs, answers a `resource_link` to `pipec://runs/{thread}`, with the
+//! gates' messages. That run resource is readable (status, outputs, pending gates with
+//! the schemas their answers must fit) and subscribable: every event of the run is an
+//! update. It is never listed and never expires. `resume_run` answers a gate and
+//! continues the thread the same way.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use pipec_mcp::server::{
+    Body, CallFailure, LinkOut, ListedTemplate, ReadContent, ReadFailure, ToolReply, ToolSpec,
+};
+use pipec_plan::{NodeKind, Plan};
+use pipec_runtime::{Outcome, RunOptions, Runner};
+use pipec_store::{GateState, Store};
+
+use super::matcher::Template;
+use super::registry::{ReadHandler, Registry, ToolHandler, template_matcher};
+
+/// The URI template of a run.
+pub const RUN_TEMPLATE: &str = "pipec://runs/{thread}";
+
+/// The tool that answers a gate of a run.
+pub const RESUME_TOOL: &str = "resume_run";
+
+/// How long a call waits for its run before answering with the run's link.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(30);
+
+/// A pipeline to serve, with where it runs from.
+#[derive(Clone)]
+pub struct ServedPipeline {
+    pub plan: Arc<Plan>,
+    /// Its project root (relative paths of the plan resolve against it).
+    pub root: PathBuf,
+    /// The `.pipe` source it came from, recorded with each thread.
+    pub source: String,
+}
+
+fn run_uri(thread: &str) -> String {
+    format!("pipec://runs/{thread}")
+}
+
+/// The tool a pipeline is: its inputs as arguments, and annotations that say what a run
+/// may do.
+pub fn tool_spec(plan: &Plan) -> ToolSpec {
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    for input in &plan.inputs {
+        properties.insert(input.name.clone(), input.schema.clone());
+        if !input.optional {
+            required.push(Value::String(input.name.clone()));
+        }
+    }
+    let mut schema = Map::new();
+    schema.insert("type".into(), json!("object"));
+    schema.insert("properties".into(), Value::Object(properties));
+    schema.insert("required".into(), Value::Array(required));
+    schema.insert("additionalProperties".into(), json!(false));
+    if !plan.defs.is_empty() {
+        schema.insert("$defs".into(), json!(plan.defs));
+    }
+    let effects = plan.nodes.iter().any(|n| {
+        matches!(n.kind, NodeKind::Act)
+            || matches!(
+                &n.body,
+                pipec_plan::Body::Exec {
+                    idempotent: false,
+                    ..
+                }
+            )
+    });
+    let reaches_out = !plan.models.is_empty() || !plan.servers.is_empty();
+    let gates: Vec<&str> = plan
+        .nodes
+        .iter()
+        .filter(|n| matches!(n.kind, NodeKind::Gate))
+        .map(|n| n.name.as_str())
+        .collect();
+    let mut description = plan
+        .doc
+        .clone()
+        .unwrap_or_else(|| format!("Run the pipeline `{}`.", plan.name));
+    if !gates.is_empty() {
+        description.push_str(&format!(
+            " It may pause at a gate ({}): the answer then links the run, pipec://runs/{{thread}}, and `{RESUME_TOOL}` answers the gate.",
+            gates.join(", ")
+        ));
+    }
+    ToolSpec {
+        name: plan.name.clone(),
+        title: None,
+        description: Some(description),
+        input_schema: schema,
+        output_schema: None,
+        // A run writes a thread: never read-only; each call is a new run.
+        read_only: Some(false),
+        destructive: Some(effects),
+        idempotent: Some(false),
+        open_world: Some(reaches_out),
+    }
+}
+
+fn resume_spec() -> ToolSpec {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "thread": { "type": "string", "description": "The run's thread id (from its pipec://runs/ link)" },
+            "gate": { "type": "string", "description": "The gate to answer" },
+            "answer": { "description": "The answer, fitting the gate's schema (read the run to see it)" }
+        },
+        "required": ["thread", "gate", "answer"],
+        "additionalProperties": false
+    });
+    ToolSpec {
+        name: RESUME_TOOL.into(),
+        title: Some("Answer a gate of a run".into()),
+        description: Some(
+            "Answer a pending gate of a served pipeline's run and continue it.".into(),
+        ),
+        input_schema: schema.as_object().cloned().unwrap_or_default(),
+        output_schema: None,
+        read_only: Some(false),
+        destructive: Some(true),
+        idempotent: Some(false),
+        open_world: Some(true),
+    }
+}
+
+/// What `pipec serve` needs to run pipelines.
+pub struct PipelineTools {
+    pub store: Arc<dyn Store>,
+    pub pipelines: Vec<ServedPipeline>,
+    pub wait: Duration,
+}
+
+impl PipelineTools {
+    /// Adds the pipelines' tools, `resume_run` and the run resource to `registry`.
+    pub fn install(self, registry: &Arc<Registry>) -> Result<(), String> {
+        let shared = Arc::new(self);
+        for p in &shared.pipelines {
+            let spec = tool_spec(&p.plan);
+            let (shared2, pipeline, weak) = (shared.clone(), p.clone(), Arc::downgrade(registry));
+            let call: ToolHandler = Arc::new(move |arguments| {
+                let (shared, pipeline, weak) = (shared2.clone(), pipeline.clone(), weak.clone());
+                Box::pin(async move { shared.start(pipeline, arguments, weak).await })
+            });
+            registry.add_tool(spec, call);
+        }
+        let (s, weak) = (shared.clone(), Arc::downgrade(registry));
+        let resume: ToolHandler = Arc::new(move |arguments| {
+            let (shared, weak) = (s.clone(), weak.clone());
+            Box::pin(async move { shared.resume(arguments, weak).await })
+        });
+        registry.add_tool(resume_spec(), resume);
+        let template = Arc::new(Template::parse(RUN_TEMPLATE).map_err(|e| e.message.clone())?);
+        let matcher = template_matcher(template);
+        let viewer = shared.clone();
+        let read: ReadHandler = Arc::new(move |request| {
+            let viewer = viewer.clone();
+            Box::pin(async move {
+                let thread = request.vars.get("thread").cloned().unwrap_or_default();
+                let view = viewer.run_view(&thread).await?;
+                Ok(vec![ReadContent {
+                    uri: request.uri,
+                    mime_type: Some("application/json".into()),
+                    body: Body::Text(view.to_string()),
+                }])
+            })
+        });
+        registry.add_hidden_template(
+            ListedTemplate {
+                uri_template: RUN_TEMPLATE.into(),
+                name: "run".into(),
+                title: Some("A run of a served pipeline".into()),
+                mime_type: Some("application/json".into()),
+                ..ListedTemplate::default()
+            },
+            matcher,
+            read,
+        );
+        Ok(())
+    }
+
+    fn runner(&self, pipeline: &ServedPipeline, registry: Weak<Registry>) -> Runner {
+        let sink = Arc::new(move |event: &pipec_store::RecordedEvent| {
+            if let Some(r) = registry.upgrade() {
+                r.notify_updated(&run_uri(&event.thread));
+            }
+        });
+        Runner::with_store((*pipeline.plan).clone(), self.store.clone())
+            .project_root(pipeline.root.clone())
+            .source(&pipeline.source)
+            .events(sink)
+    }
+
+    async fn start(
+        &self,
+        pipeline: ServedPipeline,
+        arguments: Map<String, Value>,
+        registry: Weak<Registry>,
+    ) -> Result<ToolReply, CallFailure> {
+        let thread = pipec_store::ids::new_thread_id();
+        let runner = self.runner(&pipeline, registry);
+        let options = RunOptions {
+            thread_id: Some(thread.clone()),
+            ..RunOptions::default()
+        };
+        let inputs = Value::Object(arguments);
+        let run = tokio::spawn(async move { runner.start_with(inputs, options).await });
+        self.answer(thread, run).await
+    }
+
+    async fn resume(
+        &self,
+        arguments: Map<String, Value>,
+        registry: Weak<Registry>,
+    ) -> Result<ToolReply, CallFailure> {
+        let text = |k: &str| arguments.get(k).and_then(Value::as_str).map(str::to_string);
+        let (Some(thread), Some(gate)) = (text("thread"), text("gate")) else {
+            return Err(CallFailure::InvalidArguments(
+                "`resume_run` needs `thread` and `gate` (strings) and `answer`".into(),
+            ));
+        };
+        let answer = arguments.get("answer").cloned().unwrap_or(Value::Null);
+        let Some((_, pipeline)) = self.served_run(&thread).await else {
+            return Err(CallFailure::InvalidArguments(no_run(&thread)));
+        };
+        let pipeline = pipeline.clone();
+        let runner = self.runner(&pipeline, registry);
+        let t = thread.clone();
+        let run = tokio::spawn(async move { runner.resume(&t, vec![(gate, answer)]).await });
+        self.answer(thread, run).await
+    }
+
+    /// Waits up to `wait` for the run; then answers what it did, or its link.
+    async fn answer(
+        &self,
+        thread: String,
+        run: tokio::task::JoinHandle<Result<Outcome, pipec_runtime::RuntimeError>>,
+    ) -> Result<ToolReply, CallFailure> {
+        let link = LinkOut {
+            uri: run_uri(&thread),
+            name: format!("run {thread}"),
+            description: Some("the run: status, outputs, pending gates".into()),
+            mime_type: Some("application/json".into()),
+        };
+        let mut run = run;
+        let waited = tokio::time::sleep(self.wait);
+        tokio::pin!(waited);
+        tokio::select! {
+            done = &mut run => return finished(&thread, done, link),
+            () = &mut waited => {}
+        }
+        // Still running: answer its link once the thread is in the store, so the link
+        // reads at once.
+        loop {
+            if self.store.load(&thread).await.is_ok() {
+                return Ok(ToolReply {
+                    structured: Some(json!({ "thread": thread, "status": "running" })),
+                    text: Some(format!(
+                        "The run {thread} is still going; read or subscribe to {} for its progress.",
+                        link.uri
+                    )),
+                    links: vec![link],
+                    is_error: false,
+                });
+            }
+            tokio::select! {
+                done = &mut run => return finished(&thread, done, link),
+                () = tokio::time::sleep(Duration::from_millis(10)) => {}
+            }
+        }
+    }
+}
+
+/// The answer of a run that ended (or could not start).
+fn finished(
+    thread: &str,
+    done: Result<Result<Outcome, pipec_runtime::RuntimeError>, tokio::task::JoinError>,
+    link: LinkOut,
+) -> Result<ToolReply, CallFailure> {
+    match done {
+        Err(e) => Err(CallFailure::Failed(format!(
+            "the run {thread} stopped: {e}"
+        ))),
+        Ok(Err(e)) => Ok(ToolReply {
+            structured: None,
+            text: Some(format!("error[{}]: {}", e.code, e.message)),
+            links: Vec::new(),
+            is_error: true,
+        }),
+        Ok(Ok(outcome)) => Ok(reply(outcome, link)),
+    }
+}
+
+fn reply(outcome: Outcome, link: LinkOut) -> ToolReply {
+    match outcome {
+        Outcome::Completed { outputs, .. } => ToolReply {
+            text: Some(outputs.to_string()),
+            structured: Some(outputs),
+            links: Vec::new(),
+            is_error: false,
+        },
+        Outcome::Paused { thread, gates } => {
+            let messages: Vec<String> = gates
+                .iter()
+                .map(|g| format!("{}: {}", g.name, g.message))
+                .collect();
+            ToolReply {
+                structured: Some(json!({
+                    "thread": thread,
+                    "status": "paused",
+                    "gates": gates.iter().map(|g| json!({ "gate": g.name, "message": g.message, "schema": g.schema })).collect::<Vec<_>>(),
+                })),
+                text: Some(format!(
+                    "The run {thread} waits at a gate. {} Answer with `{RESUME_TOOL}`.",
+                    messages.join(" ")
+                )),
+                links: vec![link],
+                is_error: false,
+            }
+        }
+        Outcome::Failed { thread, error } => ToolReply {
+            structured: None,
+            text: Some(format!(
+                "The run {thread} failed: error[{}]: {}",
+                error.code, error.message
+            )),
+            links: vec![link],
+            is_error: true,
+        },
+        Outcome::Released { thread } => ToolReply {
+            structured: Some(json!({ "thread": thread, "status": "queued" })),
+            text: Some(format!("The run {thread} waits for a worker.")),
+            links: vec![link],
+            is_error: false,
+        },
+        Outcome::Blocked { thread, reasons } => ToolReply {
+            structured: None,
+            text: Some(format!(
+                "The run {thread} needs a person's decision: {}",
+                reasons
+                    .iter()
+                    .map(|r| r.message.clone())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )),
+            links: vec![link],
+            is_error: true,
+        },
+    }
+}
+
+/// The answer for a thread that is not a run of a served pipeline. It says the same
+/// whether the store has no such thread or has one of another pipeline, so a client
+/// learns nothing of the runs this server does not serve.
+fn no_run(thread: &str) -> String {
+    format!("no run {thread} of a pipeline this server serves")
+}
+
+impl PipelineTools {
+    /// The thread's state and the served pipeline it is a run of; `None` when the store
+    /// has no such thread, or has it of a pipeline not served here (the store may be
+    /// shared with `pipec run` and other servers, whose runs are not this server's to
+    /// show or continue).
+    async fn served_run(
+        &self,
+        thread: &str,
+    ) -> Option<(pipec_store::ThreadState, &ServedPipeline)> {
+        let state = self.store.load(thread).await.ok()?;
+        let name = state.thread.as_ref()?.pipeline.clone();
+        let pipeline = self.pipelines.iter().find(|p| p.plan.name == name)?;
+        Some((state, pipeline))
+    }
+
+    /// A run as its resource shows it: its outputs are computed from its rows with the
+    /// plan it ran (the served pipeline of that name and hash).
+    async fn run_view(&self, thread: &str) -> Result<Value, ReadFailure> {
+        let Some((state, _)) = self.served_run(thread).await else {
+            return Err(ReadFailure::NotFound(no_run(thread)));
+        };
+        let Some(t) = state.thread.as_ref() else {
+            return Err(ReadFailure::NotFound(no_run(thread)));
+        };
+        let gates: Vec<Value> = state
+            .gates
+            .iter()
+            .filter(|(_, g)| g.state == GateState::Pending)
+            .map(|(name, g)| json!({ "gate": name, "message": g.message, "schema": g.schema }))
+            .collect();
+        let plan = self
+            .pipelines
+            .iter()
+            .find(|p| p.plan.hash == t.plan_hash)
+            .map(|p| p.plan.clone());
+        let outputs = match &plan {
+            Some(p) if t.status == pipec_store::Status::Completed => {
+                pipec_runtime::eval::outputs_of(p, &state).ok()
+            }
+            _ => t.outputs.clone(),
+        };
+        Ok(json!({
+            "thread": t.id,
+            "pipeline": t.pipeline,
+            "status": t.status.as_str(),
+            "outputs": outputs,
+            "gates": gates,
+            "error": t.error,
+        }))
+    }
+}
