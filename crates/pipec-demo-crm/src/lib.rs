@@ -6,6 +6,7 @@
 //!
 //! A request goes: transport (`stdio.rs`, `http.rs`) → `intercept.rs` (call log, faults)
 //! → the rmcp handler (`server.rs`) → `tools.rs` / `resources.rs` → `mailboxes.rs` (histories made once) → `data.rs`.
+#![warn(unreachable_pub)]
 
 mod calls;
 mod crm;

@@ -3,6 +3,7 @@
 //! A [`Diagnostic`] is data: a [`Rule`] (stable code, kebab-case name, default severity,
 //! documentation), a message, a primary span and secondary labels, and an optional help
 //! line. Rendering (terminal via miette, JSON, SARIF) lives in the submodules.
+#![warn(unreachable_pub)]
 
 mod clip;
 mod render;

@@ -14,7 +14,7 @@ use super::server::{Answer, Failure, known_path};
 use super::workspace::Workspace;
 use pipec_diagnostic::Applicability;
 
-pub fn code_actions(ws: &mut Workspace, p: CodeActionParams) -> Answer {
+pub(crate) fn code_actions(ws: &mut Workspace, p: CodeActionParams) -> Answer {
     let path = known_path(ws, &p.text_document.uri)?;
     let mut actions: Vec<CodeActionOrCommand> = Vec::new();
     for (snap, file) in ws.snapshots_containing(&path) {
@@ -61,7 +61,7 @@ pub fn code_actions(ws: &mut Workspace, p: CodeActionParams) -> Answer {
     serde_json::to_value(actions).map_err(|e| Failure::invalid(e.to_string()))
 }
 
-pub fn formatting(ws: &mut Workspace, p: DocumentFormattingParams) -> Answer {
+pub(crate) fn formatting(ws: &mut Workspace, p: DocumentFormattingParams) -> Answer {
     let path = known_path(ws, &p.text_document.uri)?;
     if !super::workspace::is_pipe(&path) {
         return Ok(Value::Null);

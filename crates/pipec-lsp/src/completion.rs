@@ -22,7 +22,7 @@ use pipec_check::hir::{Hir, NodeId};
 use pipec_check::ty::{Ty, display};
 use pipec_syntax::ast::NodeKind;
 
-pub fn completion(ws: &mut Workspace, p: CompletionParams) -> Answer {
+pub(crate) fn completion(ws: &mut Workspace, p: CompletionParams) -> Answer {
     let path = known_path(ws, &p.text_document_position.text_document.uri)?;
     let Some((snap, file)) = ws.snapshot_for(&path) else {
         return Ok(Value::Null);

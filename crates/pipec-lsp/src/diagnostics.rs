@@ -16,7 +16,7 @@ use pipec_diagnostic::rules::find_rule;
 use pipec_diagnostic::{Diagnostic, Severity};
 
 /// Each file's diagnostics, by path (files with none are absent).
-pub fn by_file(
+pub(crate) fn by_file(
     analysis: &Analysis,
     explain: &mut ExplainPages,
 ) -> BTreeMap<PathBuf, Vec<LspDiagnostic>> {
@@ -32,7 +32,7 @@ pub fn by_file(
 
 /// One diagnostic, with the file it belongs to. A diagnostic about no place in
 /// particular (a root file that cannot be read) goes at the top of the root file.
-pub fn convert(
+pub(crate) fn convert(
     analysis: &Analysis,
     d: &Diagnostic,
     explain: &mut ExplainPages,
@@ -99,7 +99,7 @@ pub fn convert(
 /// The documentation `pipec explain` prints, one Markdown page per rule code, written
 /// once per server under the temporary folder so that a diagnostic's code can link to it
 /// (the editor opens it like any file).
-pub struct ExplainPages {
+pub(crate) struct ExplainPages {
     dir: PathBuf,
     written: HashSet<&'static str>,
 }
@@ -114,7 +114,7 @@ impl Default for ExplainPages {
 }
 
 impl ExplainPages {
-    pub fn page(&mut self, code: &str) -> Option<Url> {
+    pub(crate) fn page(&mut self, code: &str) -> Option<Url> {
         let rule = find_rule(code)?;
         let path = self.dir.join(format!("{}.md", rule.code));
         if !self.written.contains(rule.code) {
@@ -128,7 +128,7 @@ impl ExplainPages {
 }
 
 /// A rule's documentation as Markdown: what `pipec explain CODE` prints.
-pub fn explanation(code: &str) -> Option<String> {
+pub(crate) fn explanation(code: &str) -> Option<String> {
     let rule = find_rule(code)?;
     Some(format!(
         "# {} {} ({})\n\n{}\n",

@@ -9,38 +9,38 @@ use lsp_types::{Position, Range, Url};
 use pipec_base::source::{FsLoader, Loader, Span, normalize_path};
 
 /// One open buffer: its text as the editor has it now, saved or not.
-pub struct Document {
+pub(crate) struct Document {
     pub text: String,
     pub version: i32,
 }
 
 /// Every open buffer, keyed by its normalised path.
 #[derive(Default)]
-pub struct Documents {
+pub(crate) struct Documents {
     open: HashMap<PathBuf, Document>,
 }
 
 impl Documents {
-    pub fn open(&mut self, path: PathBuf, text: String, version: i32) {
+    pub(crate) fn open(&mut self, path: PathBuf, text: String, version: i32) {
         self.open.insert(path, Document { text, version });
     }
 
-    pub fn close(&mut self, path: &Path) {
+    pub(crate) fn close(&mut self, path: &Path) {
         self.open.remove(path);
     }
 
-    pub fn get(&self, path: &Path) -> Option<&Document> {
+    pub(crate) fn get(&self, path: &Path) -> Option<&Document> {
         self.open.get(path)
     }
 
-    pub fn get_mut(&mut self, path: &Path) -> Option<&mut Document> {
+    pub(crate) fn get_mut(&mut self, path: &Path) -> Option<&mut Document> {
         self.open.get_mut(path)
     }
 }
 
 /// Reads an open buffer where there is one and the file on disk otherwise, so that the
 /// checker sees what the user sees: unsaved `.pipe` files, imports and prompt templates.
-pub struct OverlayLoader<'d> {
+pub(crate) struct OverlayLoader<'d> {
     pub documents: &'d Documents,
 }
 
@@ -63,19 +63,19 @@ impl Loader for OverlayLoader<'_> {
 }
 
 /// The file path of a `file:` URI, normalised; `None` for any other scheme.
-pub fn uri_path(uri: &Url) -> Option<PathBuf> {
+pub(crate) fn uri_path(uri: &Url) -> Option<PathBuf> {
     if uri.scheme() != "file" {
         return None;
     }
     uri.to_file_path().ok().map(|p| normalize_path(&p))
 }
 
-pub fn path_uri(path: &Path) -> Option<Url> {
+pub(crate) fn path_uri(path: &Path) -> Option<Url> {
     Url::from_file_path(path).ok()
 }
 
 /// A byte offset as an editor position: 0-based line, UTF-16 column.
-pub fn position(text: &str, offset: u32) -> Position {
+pub(crate) fn position(text: &str, offset: u32) -> Position {
     let offset = pipec_base::source::floor_char_boundary(text, offset as usize);
     let before = &text[..offset];
     let line = before.bytes().filter(|b| *b == b'\n').count() as u32;
@@ -84,7 +84,7 @@ pub fn position(text: &str, offset: u32) -> Position {
     Position { line, character }
 }
 
-pub fn range(text: &str, span: Span) -> Range {
+pub(crate) fn range(text: &str, span: Span) -> Range {
     Range {
         start: position(text, span.start),
         end: position(text, span.end),
@@ -93,7 +93,7 @@ pub fn range(text: &str, span: Span) -> Range {
 
 /// An editor position as a byte offset, clamped to the text (a column past the end of
 /// its line is the line's end).
-pub fn offset(text: &str, pos: Position) -> u32 {
+pub(crate) fn offset(text: &str, pos: Position) -> u32 {
     let mut line_start = 0usize;
     for _ in 0..pos.line {
         match text[line_start..].find('\n') {
@@ -115,7 +115,7 @@ pub fn offset(text: &str, pos: Position) -> u32 {
 }
 
 /// Applies one `didChange` edit: a range replaced, or the whole text when there is none.
-pub fn apply_change(text: &mut String, range: Option<Range>, new_text: &str) {
+pub(crate) fn apply_change(text: &mut String, range: Option<Range>, new_text: &str) {
     match range {
         Some(r) => {
             let start = offset(text, r.start) as usize;

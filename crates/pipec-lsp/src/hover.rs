@@ -14,7 +14,7 @@ use super::workspace::{Snapshot, Workspace};
 use pipec_check::hir::{Body, DeclRef, Hir, SourceKind};
 use pipec_check::ty::{Ty, TypeBody, display};
 
-pub fn hover(ws: &mut Workspace, p: HoverParams) -> Answer {
+pub(crate) fn hover(ws: &mut Workspace, p: HoverParams) -> Answer {
     let uri = &p.text_document_position_params.text_document.uri;
     let path = known_path(ws, uri)?;
     let Some((snap, file)) = ws.snapshot_for(&path) else {
@@ -69,7 +69,7 @@ fn with_doc(mut s: String, doc: &Option<String>) -> String {
 }
 
 /// The hover text of a symbol.
-pub fn describe(snap: &Snapshot, sym: &Sym) -> String {
+pub(crate) fn describe(snap: &Snapshot, sym: &Sym) -> String {
     let hir = &snap.analysis.hir;
     match sym {
         Sym::Decl(d) => describe_decl(snap, *d),
@@ -330,7 +330,7 @@ fn describe_decl(snap: &Snapshot, d: DeclRef) -> String {
 }
 
 /// The type of a path of fields below a type, for template variables.
-pub fn path_type(hir: &Hir, ty: &Ty, rest: &[String]) -> Option<Ty> {
+pub(crate) fn path_type(hir: &Hir, ty: &Ty, rest: &[String]) -> Option<Ty> {
     let mut ty = ty.clone();
     for seg in rest {
         ty = field_of(hir, &ty, seg)?.1;

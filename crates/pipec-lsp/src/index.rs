@@ -17,7 +17,7 @@ use pipec_syntax::ast::{self, ExprKind, ItemKind, SettingValue, TypeExprKind};
 
 /// What a written name stands for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Sym {
+pub(crate) enum Sym {
     Decl(DeclRef),
     /// A field of a named record type.
     Field(TypeId, String),
@@ -29,7 +29,7 @@ pub enum Sym {
 
 /// One written name.
 #[derive(Clone, Debug)]
-pub struct Occurrence {
+pub(crate) struct Occurrence {
     pub file: FileId,
     pub span: Span,
     pub sym: Sym,
@@ -38,12 +38,12 @@ pub struct Occurrence {
 }
 
 #[derive(Default)]
-pub struct Index {
+pub(crate) struct Index {
     pub occurrences: Vec<Occurrence>,
 }
 
 impl Index {
-    pub fn build(analysis: &Analysis) -> Index {
+    pub(crate) fn build(analysis: &Analysis) -> Index {
         let names = Names::new(&analysis.hir);
         let mut out = Vec::new();
         for sf in &analysis.syntax {
@@ -70,18 +70,18 @@ impl Index {
     }
 
     /// The name at a byte offset of a file (the cursor may sit just after it).
-    pub fn at(&self, file: FileId, offset: u32) -> Option<&Occurrence> {
+    pub(crate) fn at(&self, file: FileId, offset: u32) -> Option<&Occurrence> {
         self.occurrences
             .iter()
             .filter(|o| o.file == file && o.span.start <= offset && offset <= o.span.end)
             .min_by_key(|o| o.span.len())
     }
 
-    pub fn of<'a>(&'a self, sym: &'a Sym) -> impl Iterator<Item = &'a Occurrence> + 'a {
+    pub(crate) fn of<'a>(&'a self, sym: &'a Sym) -> impl Iterator<Item = &'a Occurrence> + 'a {
         self.occurrences.iter().filter(move |o| &o.sym == sym)
     }
 
-    pub fn in_file(&self, file: FileId) -> impl Iterator<Item = &Occurrence> {
+    pub(crate) fn in_file(&self, file: FileId) -> impl Iterator<Item = &Occurrence> {
         self.occurrences.iter().filter(move |o| o.file == file)
     }
 }
@@ -486,7 +486,7 @@ impl Walker<'_> {
 
 /// The field `name` of a value of type `ty`: the named record type that declares it
 /// (if it is one) and the field's type.
-pub fn field_of(hir: &Hir, ty: &Ty, name: &str) -> Option<(Option<TypeId>, Ty)> {
+pub(crate) fn field_of(hir: &Hir, ty: &Ty, name: &str) -> Option<(Option<TypeId>, Ty)> {
     let mut ty = ty.strip_optional().clone();
     for _ in 0..8 {
         match ty {
@@ -504,7 +504,7 @@ pub fn field_of(hir: &Hir, ty: &Ty, name: &str) -> Option<(Option<TypeId>, Ty)> 
 }
 
 /// The fields a value of type `ty` has, with their types and docs.
-pub fn fields_of(hir: &Hir, ty: &Ty) -> Vec<pipec_check::ty::FieldTy> {
+pub(crate) fn fields_of(hir: &Hir, ty: &Ty) -> Vec<pipec_check::ty::FieldTy> {
     let mut ty = ty.strip_optional().clone();
     for _ in 0..8 {
         match ty {
@@ -522,7 +522,7 @@ pub fn fields_of(hir: &Hir, ty: &Ty) -> Vec<pipec_check::ty::FieldTy> {
 }
 
 /// The item type of a list (through aliases and `?`).
-pub fn element(hir: &Hir, ty: &Ty) -> Ty {
+pub(crate) fn element(hir: &Hir, ty: &Ty) -> Ty {
     let mut ty = ty.strip_optional().clone();
     for _ in 0..8 {
         match ty {
@@ -549,6 +549,6 @@ fn join<'a>(path: impl Iterator<Item = &'a ast::Ident>) -> String {
 }
 
 /// The span of a string literal's text, without its quotes.
-pub fn content_span(s: &ast::StrLit) -> Span {
+pub(crate) fn content_span(s: &ast::StrLit) -> Span {
     s.source_span(0, s.value.len())
 }

@@ -8,6 +8,7 @@
 //! formatting, the outline and semantic tokens, one file each. It sits above the
 //! compiler (`check`, `syntax`, `diagnostic`) and below the command line, and knows
 //! nothing of the runtime, the store or MCP.
+#![warn(unreachable_pub)]
 
 mod actions;
 mod completion;

@@ -53,7 +53,7 @@ fn declaration(snap: &Snapshot, sym: &Sym) -> Option<(PathBuf, Span)> {
     Some((snap.analysis.db.get(occ.file).path.clone(), occ.span))
 }
 
-pub fn definition(ws: &mut Workspace, p: GotoDefinitionParams) -> Answer {
+pub(crate) fn definition(ws: &mut Workspace, p: GotoDefinitionParams) -> Answer {
     let Some((snap, _, sym, _)) = symbol_at(ws, &p.text_document_position_params)? else {
         return Ok(Value::Null);
     };
@@ -106,7 +106,7 @@ fn all_occurrences(ws: &Workspace, snap: &Snapshot, sym: &Sym) -> Vec<(PathBuf, 
     out
 }
 
-pub fn references(ws: &mut Workspace, p: ReferenceParams) -> Answer {
+pub(crate) fn references(ws: &mut Workspace, p: ReferenceParams) -> Answer {
     let Some((snap, _, sym, _)) = symbol_at(ws, &p.text_document_position)? else {
         return Ok(Value::Null);
     };
@@ -130,7 +130,7 @@ pub fn references(ws: &mut Workspace, p: ReferenceParams) -> Answer {
     to_value(locations)
 }
 
-pub fn prepare_rename(ws: &mut Workspace, p: TextDocumentPositionParams) -> Answer {
+pub(crate) fn prepare_rename(ws: &mut Workspace, p: TextDocumentPositionParams) -> Answer {
     let Some((snap, file, sym, span)) = symbol_at(ws, &p)? else {
         return Err(Failure::refused("there is no name here to rename"));
     };
@@ -152,7 +152,7 @@ fn renamable(sym: &Sym) -> Result<(), Failure> {
     }
 }
 
-pub fn rename(ws: &mut Workspace, p: RenameParams) -> Answer {
+pub(crate) fn rename(ws: &mut Workspace, p: RenameParams) -> Answer {
     let Some((snap, _, sym, _)) = symbol_at(ws, &p.text_document_position)? else {
         return Err(Failure::refused("there is no name here to rename"));
     };
@@ -172,7 +172,7 @@ pub fn rename(ws: &mut Workspace, p: RenameParams) -> Answer {
     })
 }
 
-pub fn is_identifier(name: &str) -> bool {
+pub(crate) fn is_identifier(name: &str) -> bool {
     let mut chars = name.chars();
     chars
         .next()

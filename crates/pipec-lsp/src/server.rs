@@ -30,20 +30,20 @@ use super::{actions, completion, hover, navigation, symbols};
 pub const DEBOUNCE: Duration = Duration::from_millis(20);
 
 /// A request that could not be answered: a JSON-RPC error code and what to do.
-pub struct Failure {
+pub(crate) struct Failure {
     pub code: i32,
     pub message: String,
 }
 
 impl Failure {
-    pub fn invalid(message: impl Into<String>) -> Failure {
+    pub(crate) fn invalid(message: impl Into<String>) -> Failure {
         Failure {
             code: ErrorCode::InvalidParams as i32,
             message: message.into(),
         }
     }
 
-    pub fn refused(message: impl Into<String>) -> Failure {
+    pub(crate) fn refused(message: impl Into<String>) -> Failure {
         Failure {
             code: ErrorCode::RequestFailed as i32,
             message: message.into(),
@@ -51,7 +51,7 @@ impl Failure {
     }
 }
 
-pub type Answer = Result<Value, Failure>;
+pub(crate) type Answer = Result<Value, Failure>;
 
 /// Runs the server on stdin and stdout until the editor says `exit` or goes away.
 pub fn run_stdio() -> u8 {
@@ -292,7 +292,7 @@ fn parse<P: serde::de::DeserializeOwned>(params: Value) -> Result<P, Failure> {
 
 /// The path of a request's document, refused unless the server knows the file (open, or
 /// part of an open file's program).
-pub fn known_path(ws: &Workspace, uri: &Url) -> Result<std::path::PathBuf, Failure> {
+pub(crate) fn known_path(ws: &Workspace, uri: &Url) -> Result<std::path::PathBuf, Failure> {
     let path =
         uri_path(uri).ok_or_else(|| Failure::invalid(format!("`{uri}` is not a file: URI")))?;
     if ws.documents.get(&path).is_some() || ws.snapshot_for(&path).is_some() {

@@ -40,7 +40,7 @@ const COMMENT: u32 = 8;
 const DECLARATION: u32 = 1;
 const DOCUMENTATION: u32 = 2;
 
-pub fn legend() -> SemanticTokensLegend {
+pub(crate) fn legend() -> SemanticTokensLegend {
     SemanticTokensLegend {
         token_types: TOKEN_TYPES.to_vec(),
         token_modifiers: vec![
@@ -54,7 +54,7 @@ fn to_value(v: impl serde::Serialize) -> Answer {
     serde_json::to_value(v).map_err(|e| Failure::invalid(e.to_string()))
 }
 
-pub fn semantic_tokens(ws: &mut Workspace, p: SemanticTokensParams) -> Answer {
+pub(crate) fn semantic_tokens(ws: &mut Workspace, p: SemanticTokensParams) -> Answer {
     let path = known_path(ws, &p.text_document.uri)?;
     let Some((snap, file)) = ws.snapshot_for(&path) else {
         return Ok(Value::Null);
@@ -127,7 +127,7 @@ pub fn semantic_tokens(ws: &mut Workspace, p: SemanticTokensParams) -> Answer {
     })
 }
 
-pub fn document_symbols(ws: &mut Workspace, p: DocumentSymbolParams) -> Answer {
+pub(crate) fn document_symbols(ws: &mut Workspace, p: DocumentSymbolParams) -> Answer {
     let path = known_path(ws, &p.text_document.uri)?;
     let Some((snap, file)) = ws.snapshot_for(&path) else {
         return Ok(Value::Null);

@@ -11,7 +11,7 @@ use pipec_check::hir::{Body, NodeId, Template};
 use pipec_check::ty::display;
 
 /// The nodes whose prompt or message is the template at `path` or includes it.
-pub fn nodes_using(snap: &Snapshot, path: &Path) -> Vec<NodeId> {
+pub(crate) fn nodes_using(snap: &Snapshot, path: &Path) -> Vec<NodeId> {
     let hir = &snap.analysis.hir;
     let prompts = hir.project_root.join("prompts");
     let uses = |t: &Template| {
@@ -54,7 +54,7 @@ fn is_word(c: char) -> bool {
 
 /// The dotted name under the cursor (`ticket.title`), up to the end of the word the
 /// cursor is in, and the span of that last word.
-pub fn path_at(text: &str, offset: u32) -> Option<(Span, Vec<String>)> {
+pub(crate) fn path_at(text: &str, offset: u32) -> Option<(Span, Vec<String>)> {
     let offset = pipec_base::source::floor_char_boundary(text, offset as usize);
     let start = text[..offset]
         .char_indices()
@@ -80,7 +80,7 @@ pub fn path_at(text: &str, offset: u32) -> Option<(Span, Vec<String>)> {
 
 /// The type of a template variable (or a field path below one), per node that renders
 /// the template.
-pub fn variable_hover(snap: &Snapshot, path: &Path, words: &[String]) -> Option<String> {
+pub(crate) fn variable_hover(snap: &Snapshot, path: &Path, words: &[String]) -> Option<String> {
     let hir = &snap.analysis.hir;
     let (head, rest) = words.split_first()?;
     let mut lines = Vec::new();

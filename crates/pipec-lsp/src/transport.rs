@@ -10,7 +10,7 @@ use lsp_server::Message;
 use std::sync::mpsc::{Receiver, Sender};
 
 /// What the reader thread hands the server loop.
-pub enum Incoming {
+pub(crate) enum Incoming {
     Message(Message),
     /// A frame that could not be read as a message, with why.
     Malformed(String),
@@ -19,7 +19,7 @@ pub enum Incoming {
 }
 
 /// Reads frames from `input` on a thread of its own until it closes.
-pub fn spawn_reader(input: impl BufRead + Send + 'static) -> Receiver<Incoming> {
+pub(crate) fn spawn_reader(input: impl BufRead + Send + 'static) -> Receiver<Incoming> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || read_loop(input, tx));
     rx
@@ -95,16 +95,16 @@ fn read_frame(input: &mut impl BufRead) -> io::Result<Option<Vec<u8>>> {
 }
 
 /// Writes framed messages to stdout.
-pub struct Writer {
+pub(crate) struct Writer {
     out: io::Stdout,
 }
 
 impl Writer {
-    pub fn stdout() -> Writer {
+    pub(crate) fn stdout() -> Writer {
         Writer { out: io::stdout() }
     }
 
-    pub fn send(&mut self, msg: impl Into<Message>) {
+    pub(crate) fn send(&mut self, msg: impl Into<Message>) {
         let msg: Message = msg.into();
         if let Ok(text) = serde_json::to_string(&msg) {
             self.raw(&text);
@@ -112,7 +112,7 @@ impl Writer {
     }
 
     /// The answer to a frame that was not a message: JSON-RPC's parse error, `id: null`.
-    pub fn parse_error(&mut self, why: &str) {
+    pub(crate) fn parse_error(&mut self, why: &str) {
         let body = serde_json::json!({
             "jsonrpc": "2.0",
             "id": null,

@@ -19,7 +19,7 @@ use pipec_base::source::FileId;
 use pipec_check::Analysis;
 
 /// One checked program, and its name table once something asks for it.
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     pub analysis: Analysis,
     index: OnceCell<Index>,
     /// Its diagnostics, per file, as the editor gets them.
@@ -27,17 +27,17 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    pub fn index(&self) -> &Index {
+    pub(crate) fn index(&self) -> &Index {
         self.index.get_or_init(|| Index::build(&self.analysis))
     }
 
-    pub fn file(&self, path: &Path) -> Option<FileId> {
+    pub(crate) fn file(&self, path: &Path) -> Option<FileId> {
         self.analysis.db.find(path)
     }
 }
 
 #[derive(Default)]
-pub struct Workspace {
+pub(crate) struct Workspace {
     pub documents: Documents,
     /// One per open `.pipe` file, by its path.
     pub snapshots: HashMap<PathBuf, Snapshot>,
@@ -48,13 +48,13 @@ pub struct Workspace {
     pub explain: ExplainPages,
 }
 
-pub fn is_pipe(path: &Path) -> bool {
+pub(crate) fn is_pipe(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "pipe")
 }
 
 impl Workspace {
     /// A buffer was opened, changed or closed: mark what must be checked again.
-    pub fn touched(&mut self, path: &Path) {
+    pub(crate) fn touched(&mut self, path: &Path) {
         if is_pipe(path) && self.documents.get(path).is_some() {
             self.dirty.insert(path.to_path_buf());
         }
@@ -65,20 +65,20 @@ impl Workspace {
         }
     }
 
-    pub fn closed(&mut self, path: &Path) {
+    pub(crate) fn closed(&mut self, path: &Path) {
         self.documents.close(path);
         self.snapshots.remove(path);
         self.dirty.remove(path);
         self.touched(path);
     }
 
-    pub fn is_dirty(&self) -> bool {
+    pub(crate) fn is_dirty(&self) -> bool {
         !self.dirty.is_empty()
     }
 
     /// Checks every dirty root again; returns the files whose diagnostics changed, with
     /// their new lists (empty to clear).
-    pub fn refresh(&mut self) -> Vec<(PathBuf, Vec<LspDiagnostic>)> {
+    pub(crate) fn refresh(&mut self) -> Vec<(PathBuf, Vec<LspDiagnostic>)> {
         let dirty = std::mem::take(&mut self.dirty);
         let mut refreshed = HashSet::new();
         for root in dirty {
@@ -157,7 +157,7 @@ impl Workspace {
 
     /// The program that knows `path` best: the one whose root it is, else any that
     /// contains it.
-    pub fn snapshot_for(&self, path: &Path) -> Option<(&Snapshot, FileId)> {
+    pub(crate) fn snapshot_for(&self, path: &Path) -> Option<(&Snapshot, FileId)> {
         if let Some(s) = self.snapshots.get(path) {
             return Some((s, s.file(path)?));
         }
@@ -170,7 +170,7 @@ impl Workspace {
     }
 
     /// Every program that contains `path`, for references and rename across them.
-    pub fn snapshots_containing(&self, path: &Path) -> Vec<(&Snapshot, FileId)> {
+    pub(crate) fn snapshots_containing(&self, path: &Path) -> Vec<(&Snapshot, FileId)> {
         let mut roots: Vec<&PathBuf> = self.snapshots.keys().collect();
         roots.sort();
         roots
@@ -183,7 +183,7 @@ impl Workspace {
     }
 
     /// The text of a file as the editor has it (open buffer) or as the last check read it.
-    pub fn text_of(&self, path: &Path) -> Option<String> {
+    pub(crate) fn text_of(&self, path: &Path) -> Option<String> {
         if let Some(d) = self.documents.get(path) {
             return Some(d.text.clone());
         }

@@ -26,7 +26,7 @@ pub(super) struct DiscoverProbe<T> {
 }
 
 impl<T> DiscoverProbe<T> {
-    pub fn new(inner: T, spoken: Vec<ProtocolVersion>) -> DiscoverProbe<T> {
+    pub(crate) fn new(inner: T, spoken: Vec<ProtocolVersion>) -> DiscoverProbe<T> {
         DiscoverProbe {
             inner,
             spoken,

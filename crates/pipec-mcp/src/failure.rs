@@ -51,7 +51,7 @@ impl Context<'_> {
     }
 
     /// The failure of a request, given what the transport found for it.
-    pub fn request(&self, error: ServiceError, found: Option<Found>) -> McpError {
+    pub(crate) fn request(&self, error: ServiceError, found: Option<Found>) -> McpError {
         match found {
             Some(Found::TooLarge { limit, size }) => {
                 return McpError::TooLarge {
@@ -93,7 +93,7 @@ impl Context<'_> {
 
     /// The failure of the handshake. Every kind of rmcp's is put in pipec's words: its
     /// own show its types' debug forms.
-    pub fn start(&self, error: ClientInitializeError) -> McpError {
+    pub(crate) fn start(&self, error: ClientInitializeError) -> McpError {
         let start = |message: String| McpError::Start {
             server: self.server(),
             message: self.redact.whole(&message),

@@ -35,7 +35,7 @@ impl Default for GarbageLines {
 
 impl GarbageLines {
     /// Counts one line (its first one is kept, shortened, as the sample).
-    pub fn record(&self, line: &[u8]) {
+    pub(crate) fn record(&self, line: &[u8]) {
         {
             let mut seen = match self.seen.lock() {
                 Ok(s) => s,
@@ -50,7 +50,7 @@ impl GarbageLines {
     }
 
     /// The count and the sample, once there is at least one line.
-    pub fn seen(&self) -> Option<(u64, String)> {
+    pub(crate) fn seen(&self) -> Option<(u64, String)> {
         let seen = match self.seen.lock() {
             Ok(s) => s.clone(),
             Err(p) => p.into_inner().clone(),
@@ -59,7 +59,7 @@ impl GarbageLines {
     }
 
     /// Returns once the first line has been seen (at once if it has).
-    pub async fn spoiled(&self) {
+    pub(crate) async fn spoiled(&self) {
         let mut rx = self.spoiled.subscribe();
         // An error means the sender is gone, which cannot happen while `self` lives.
         let _ = rx.wait_for(|spoiled| *spoiled).await;

@@ -53,7 +53,7 @@ pub(super) struct Refusal {
 
 impl Refusal {
     /// The explanation, once.
-    pub fn take(&self) -> Option<String> {
+    pub(crate) fn take(&self) -> Option<String> {
         match self.body.lock() {
             Ok(mut body) => body.take(),
             Err(poisoned) => poisoned.into_inner().take(),
@@ -69,7 +69,7 @@ impl Refusal {
 }
 
 impl SlotAwareClient {
-    pub fn new(inner: reqwest::Client) -> SlotAwareClient {
+    pub(crate) fn new(inner: reqwest::Client) -> SlotAwareClient {
         SlotAwareClient {
             inner,
             refusal: Arc::default(),
@@ -77,7 +77,7 @@ impl SlotAwareClient {
     }
 
     /// Where the explanation of a refused handshake is left.
-    pub fn refusal(&self) -> Arc<Refusal> {
+    pub(crate) fn refusal(&self) -> Arc<Refusal> {
         self.refusal.clone()
     }
 

@@ -15,6 +15,7 @@
 //! - `request_slot.rs` what a request in flight expects and what its transport found.
 //! - `convert.rs` the server's JSON as pipec's values (`base64.rs` for blobs);
 //!   `failure.rs` rmcp's errors as pipec's.
+#![warn(unreachable_pub)]
 
 mod convert;
 mod discover_probe;

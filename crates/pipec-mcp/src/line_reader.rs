@@ -50,7 +50,7 @@ pub(super) struct LineReader {
 }
 
 impl LineReader {
-    pub fn new(session_limit: usize) -> LineReader {
+    pub(crate) fn new(session_limit: usize) -> LineReader {
         LineReader {
             session_limit,
             line: Vec::new(),
@@ -64,13 +64,13 @@ impl LineReader {
     }
 
     /// The most memory a line has held, in bytes (its buffer's capacity).
-    pub fn largest_buffer(&self) -> usize {
+    pub(crate) fn largest_buffer(&self) -> usize {
         self.largest_buffer
     }
 
     /// Feeds bytes as they were read; finished lines are appended to `out`.
     /// `limit_of` gives the limit of the request an id names, if it has one.
-    pub fn feed(
+    pub(crate) fn feed(
         &mut self,
         mut bytes: &[u8],
         limit_of: &dyn Fn(&MessageId) -> Option<usize>,

@@ -55,7 +55,7 @@ where
 {
     /// `max_message_bytes` bounds every line; `largest_buffer` is kept up to date with
     /// the most memory one line has held.
-    pub fn new(
+    pub(crate) fn new(
         reader: R,
         writer: W,
         max_message_bytes: usize,

@@ -16,7 +16,7 @@ pub(super) enum MessageId {
 }
 
 impl MessageId {
-    pub fn from_value(value: &Value) -> Option<MessageId> {
+    pub(crate) fn from_value(value: &Value) -> Option<MessageId> {
         match value {
             Value::Number(n) => n.as_i64().map(MessageId::Number),
             Value::String(s) => Some(MessageId::from_text(s)),
@@ -24,7 +24,7 @@ impl MessageId {
         }
     }
 
-    pub fn from_text(text: &str) -> MessageId {
+    pub(crate) fn from_text(text: &str) -> MessageId {
         match text.parse::<i64>() {
             Ok(n) => MessageId::Number(n),
             Err(_) => MessageId::Text(text.to_string()),
@@ -78,7 +78,7 @@ pub(super) struct MessageIdScanner {
 
 impl MessageIdScanner {
     /// Feeds the next bytes of the line (no newline among them).
-    pub fn feed(&mut self, bytes: &[u8]) {
+    pub(crate) fn feed(&mut self, bytes: &[u8]) {
         for &b in bytes {
             if self.finished() {
                 return;
@@ -89,22 +89,22 @@ impl MessageIdScanner {
 
     /// Nothing more of the line can change what the scanner reports: the id and the
     /// message's kind are known, or the line is not an object.
-    pub fn finished(&self) -> bool {
+    pub(crate) fn finished(&self) -> bool {
         self.not_an_object || (self.id.is_some() && (self.has_method || self.has_answer))
     }
 
     /// The line's id, once its value has been read whole.
-    pub fn id(&self) -> Option<&MessageId> {
+    pub(crate) fn id(&self) -> Option<&MessageId> {
         self.id.as_ref()
     }
 
     /// The line has a top-level `method`: it is the server's request or notification.
-    pub fn has_method(&self) -> bool {
+    pub(crate) fn has_method(&self) -> bool {
         self.has_method
     }
 
     /// The line does not start with `{`: it cannot be a JSON-RPC message.
-    pub fn not_an_object(&self) -> bool {
+    pub(crate) fn not_an_object(&self) -> bool {
         self.not_an_object
     }
 

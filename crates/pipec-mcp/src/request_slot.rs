@@ -29,19 +29,19 @@ pub(super) enum Found {
 
 impl RequestSlot {
     /// A slot that takes the answer's result, read under `limit` (else the session's).
-    pub fn new(limit: Option<usize>) -> Arc<RequestSlot> {
+    pub(crate) fn new(limit: Option<usize>) -> Arc<RequestSlot> {
         Arc::new(RequestSlot {
             limit,
             found: Mutex::new(None),
         })
     }
 
-    pub fn limit(&self) -> Option<usize> {
+    pub(crate) fn limit(&self) -> Option<usize> {
         self.limit
     }
 
     /// Records what the transport found; the first verdict stands.
-    pub fn set(&self, found: Found) {
+    pub(crate) fn set(&self, found: Found) {
         let mut slot = match self.found.lock() {
             Ok(slot) => slot,
             Err(poisoned) => poisoned.into_inner(),
@@ -51,7 +51,7 @@ impl RequestSlot {
         }
     }
 
-    pub fn take(&self) -> Option<Found> {
+    pub(crate) fn take(&self) -> Option<Found> {
         match self.found.lock() {
             Ok(mut slot) => slot.take(),
             Err(poisoned) => poisoned.into_inner().take(),

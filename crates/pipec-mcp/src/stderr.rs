@@ -30,7 +30,7 @@ struct Ring {
 
 impl StderrTail {
     /// Starts draining `stderr` in a task of its own; the tail fills as it reads.
-    pub fn drain<R>(stderr: R) -> Arc<StderrTail>
+    pub(crate) fn drain<R>(stderr: R) -> Arc<StderrTail>
     where
         R: AsyncRead + Unpin + Send + 'static,
     {
@@ -51,7 +51,7 @@ impl StderrTail {
     }
 
     /// A tail for a server without stderr (over HTTP): always empty, already ended.
-    pub fn empty() -> StderrTail {
+    pub(crate) fn empty() -> StderrTail {
         StderrTail::with_end(true)
     }
 
@@ -81,7 +81,7 @@ impl StderrTail {
     /// first line is left out (half a line may hold half a secret, which no redaction
     /// of whole values would recognise), and the rest is redacted as a tail: a secret
     /// with a line break in it may still have begun before the cut.
-    pub fn text(&self, redact: &dyn Redaction) -> String {
+    pub(crate) fn text(&self, redact: &dyn Redaction) -> String {
         let (bytes, wrapped) = {
             let ring = match self.ring.lock() {
                 Ok(r) => r,
@@ -104,7 +104,7 @@ impl StderrTail {
 
     /// Waits until the server's stderr reached its end (it exited), at most `limit`:
     /// what a dying server wrote last is often the reason it died.
-    pub async fn wait_ended(&self, limit: Duration) {
+    pub(crate) async fn wait_ended(&self, limit: Duration) {
         let mut rx = self.ended.subscribe();
         let _ = tokio::time::timeout(limit, rx.wait_for(|ended| *ended)).await;
     }

@@ -94,7 +94,7 @@ impl ServerProcess {
     /// Ends the server: waits up to `grace` for it to exit (its stdin should be closed
     /// by then, which is how MCP asks a stdio server to stop), then kills its group and
     /// waits until none of it is left. Later calls do nothing.
-    pub async fn end(&self, grace: Duration) {
+    pub(crate) async fn end(&self, grace: Duration) {
         let child = match self.child.lock() {
             Ok(mut c) => c.take(),
             Err(p) => p.into_inner().take(),

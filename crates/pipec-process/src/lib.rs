@@ -15,6 +15,7 @@
 //!   `command.rs` what to start, `find_program.rs` resolving the program a pipeline names.
 //!
 //! This module uses std, libc and tokio only.
+#![warn(unreachable_pub)]
 
 mod child;
 mod command;

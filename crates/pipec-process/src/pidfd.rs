@@ -17,7 +17,7 @@ pub(crate) struct PidfdChild {
 
 impl PidfdChild {
     /// A child that has not been waited for yet and has no pidfd (yet).
-    pub fn new(pid: libc::pid_t) -> PidfdChild {
+    pub(crate) fn new(pid: libc::pid_t) -> PidfdChild {
         PidfdChild {
             pid,
             pidfd: None,
@@ -26,7 +26,7 @@ impl PidfdChild {
     }
 
     /// Opens and registers the child's pidfd.
-    pub fn open(&mut self) -> io::Result<()> {
+    pub(crate) fn open(&mut self) -> io::Result<()> {
         let fd = open(self.pid)?;
         // SAFETY: an `OwnedFd` owns its descriptor and always reports the same one; it
         // stays open until the `AsyncFd` drops it.
@@ -36,7 +36,7 @@ impl PidfdChild {
     }
 
     /// Waits for the child to exit and reaps it.
-    pub async fn wait(&mut self) -> io::Result<ExitStatus> {
+    pub(crate) async fn wait(&mut self) -> io::Result<ExitStatus> {
         loop {
             if let Some(status) = self.try_reap()? {
                 return Ok(status);
@@ -61,7 +61,7 @@ impl PidfdChild {
     }
 
     /// Waits for a child that is exiting or has exited (one that failed before `exec`).
-    pub fn reap_blocking(&mut self) {
+    pub(crate) fn reap_blocking(&mut self) {
         let _ = waitpid(self.pid, 0);
         self.reaped = true;
     }

@@ -19,7 +19,7 @@ pub(crate) struct Stat {
 
 impl Stat {
     /// Whether the process can still run code: not a zombie, not being torn down.
-    pub fn is_live(&self) -> bool {
+    pub(crate) fn is_live(&self) -> bool {
         !matches!(self.state, b'Z' | b'X' | b'x')
     }
 }

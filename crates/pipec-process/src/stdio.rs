@@ -20,7 +20,7 @@ pub(crate) struct ParentEnds {
 }
 
 impl Pipes {
-    pub fn new() -> io::Result<Pipes> {
+    pub(crate) fn new() -> io::Result<Pipes> {
         let (in_r, in_w) = std::io::pipe()?;
         let (out_r, out_w) = std::io::pipe()?;
         let (err_r, err_w) = std::io::pipe()?;
@@ -42,7 +42,7 @@ impl Pipes {
 impl ParentEnds {
     /// The ends registered with the reactor (the child's ends must be closed by then, or
     /// stdout never reaches end-of-file).
-    pub fn into_async(self) -> io::Result<(pipe::Sender, pipe::Receiver, pipe::Receiver)> {
+    pub(crate) fn into_async(self) -> io::Result<(pipe::Sender, pipe::Receiver, pipe::Receiver)> {
         Ok((
             pipe::Sender::from_owned_fd(self.stdin)?,
             pipe::Receiver::from_owned_fd(self.stdout)?,

@@ -83,17 +83,17 @@ pub(crate) struct Watching {
 
 impl Watching {
     /// The descriptor a child registers its group on.
-    pub fn fd(&self) -> libc::c_int {
+    pub(crate) fn fd(&self) -> libc::c_int {
         self.guard.as_ref().map_or(-1, |r| r.write.as_raw_fd())
     }
 
-    pub fn id(&self) -> Option<ReaperId> {
+    pub(crate) fn id(&self) -> Option<ReaperId> {
         self.guard.as_ref().map(|r| r.id)
     }
 
     /// The child registered `group` with the reaper: pipec lists it until the returned
     /// [`Watch`] is dropped, which must happen only once the group is gone.
-    pub fn watched(&self, group: i32) -> Watch {
+    pub(crate) fn watched(&self, group: i32) -> Watch {
         let mut groups = REGISTRY.groups.lock().unwrap_or_else(|e| e.into_inner());
         *groups.entry(group).or_insert(0) += 1;
         Watch {

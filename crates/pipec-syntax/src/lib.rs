@@ -1,6 +1,7 @@
 //! The syntax of `.pipe` files: lexer pre-pass, pest grammar, syntax tree, printer.
 //!
 //! pest stays inside this module: nothing outside it sees a `Pair`.
+#![warn(unreachable_pub)]
 
 pub mod ast;
 pub mod lexer;
