@@ -35,29 +35,50 @@
 //! println!("{}", err.render(pipec::diagnostic::TerminalOptions::default()));
 //! ```
 
-pub use pipec_base::{base64, names, nesting, source, uri};
+/// Leaves every layer shares: source files and spans, names, URI templates, nesting limits.
+pub use pipec_base::{names, nesting, source, uri};
+#[doc(hidden)]
+pub use pipec_base::base64;
+/// The checker: names, types, templates, links, lints, fixes, and lowering to a [`Plan`].
 pub use pipec_check as check;
+/// Compiling in one call: a file or a string to a [`Plan`], or to every diagnostic.
 pub use pipec_check::{
     Analysis, CompileError, analyze, compile_file, compile_str, compile_with, fix, lint,
     lower_analysis,
 };
+/// Diagnostics: rules with stable codes, spans, rendering for terminals, JSON and SARIF.
 pub use pipec_diagnostic as diagnostic;
+/// Every rule the checker and the runtime report, with its code and documentation.
 pub use pipec_diagnostic::rules;
+/// The MCP client (and, with the `serve` feature, the server side): sessions over stdio and
+/// streamable HTTP.
 pub use pipec_mcp as mcp;
+/// The plan: the versioned, hashed, validated form a checked pipeline is lowered to.
 pub use pipec_plan as plan;
+/// A plan and its dependency graph.
 pub use pipec_plan::{Plan, graph};
+/// Child processes for MCP servers and workers: started without copying pipec's memory,
+/// reaped, stopped with their process group.
 pub use pipec_process as process;
+/// The durable runtime: runs a plan as a thread on a store, pauses at gates, resumes, heals.
 pub use pipec_runtime as runtime;
+/// Model providers and prompt rendering, as the runtime uses them.
 pub use pipec_runtime::{llm, prompt};
+/// Durable stores: redb (embedded) and, with the `postgres` feature, PostgreSQL.
 pub use pipec_store as store;
+/// The `.pipe` language: syntax tree, parser, formatter.
 pub use pipec_syntax as syntax;
 #[doc(hidden)]
 pub use pipec_syntax::synth;
 
+/// The language server (`pipec lsp`).
 #[cfg(feature = "lsp")]
 pub use pipec_lsp as lsp;
+/// `pipec serve`: a project's `serve` blocks and reShapr specifications as an MCP server.
 #[cfg(feature = "serve")]
 pub use pipec_serve as serve;
 
+// The command line: `main.rs` calls `cli::main`. Public for the binary, not an interface.
 #[cfg(feature = "cli")]
+#[doc(hidden)]
 pub mod cli;
