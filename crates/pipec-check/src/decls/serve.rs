@@ -10,6 +10,7 @@ use pipec_base::source::{FileId, Span};
 use pipec_base::uri::{self, UriTemplate};
 use pipec_diagnostic::Diagnostic;
 use pipec_diagnostic::rules as r;
+use pipec_plan::served;
 use pipec_syntax::ast::{self, ExprKind, ItemKind, SettingValue};
 
 impl Checker<'_> {
@@ -231,28 +232,47 @@ impl Checker<'_> {
             for (key, value) in entries {
                 match (key.as_str(), literal_json(&value)) {
                     ("audience", Some(serde_json::Value::Array(items))) => {
-                        for item in items {
-                            match item.as_str() {
-                                Some(a @ ("user" | "assistant")) => audience.push(a.to_string()),
-                                _ => self.diags.push(
-                                    Diagnostic::new(
-                                        &r::INVALID_LITERAL_TYPE,
-                                        file,
-                                        value.span,
-                                        "an audience is \"user\" or \"assistant\"",
-                                    )
-                                    .label("not an audience"),
-                                ),
+                        // Each role at its own place when the list is written out.
+                        let spans: Vec<Span> = match &value.kind {
+                            ExprKind::List(exprs) if exprs.len() == items.len() => {
+                                exprs.iter().map(|x| x.span).collect()
+                            }
+                            _ => vec![value.span; items.len()],
+                        };
+                        for (item, span) in items.iter().zip(spans) {
+                            let Some(who) = item.as_str() else {
+                                self.wrong_annotation(file, &key, value.span);
+                                break;
+                            };
+                            match served::audience(who) {
+                                Ok(()) => audience.push(who.to_string()),
+                                Err(problem) => self.diags.push(problem.at(
+                                    &r::INVALID_LITERAL_TYPE,
+                                    file,
+                                    span,
+                                )),
                             }
                         }
                     }
-                    ("priority", Some(v))
-                        if v.as_f64().is_some_and(|p| (0.0..=1.0).contains(&p)) =>
-                    {
-                        priority = v.as_f64()
+                    ("priority", Some(v)) if v.is_number() => {
+                        match served::priority(v.as_f64().unwrap_or(f64::NAN)) {
+                            Ok(p) => priority = Some(p),
+                            Err(problem) => self.diags.push(
+                                problem
+                                    .at(&r::INVALID_LITERAL_TYPE, file, value.span)
+                                    .help("write a number from 0 (optional) to 1 (required), e.g. `priority = 0.8`"),
+                            ),
+                        }
                     }
                     ("last_modified", Some(serde_json::Value::String(t))) => {
-                        last_modified = Some(t)
+                        match served::last_modified(&t) {
+                            Ok(()) => last_modified = Some(t),
+                            Err(problem) => self.diags.push(
+                                problem
+                                    .at(&r::INVALID_LITERAL_TYPE, file, value.span)
+                                    .help("write the time in UTC, e.g. `last_modified = \"2026-12-01T10:00:00Z\"`"),
+                            ),
+                        }
                     }
                     ("last_modified", _) => self.diags.push(
                         Diagnostic::new(
@@ -263,22 +283,7 @@ impl Checker<'_> {
                         )
                         .label("not a string"),
                     ),
-                    ("audience" | "priority", _) => self.diags.push(
-                        Diagnostic::new(
-                            &r::INVALID_LITERAL_TYPE,
-                            file,
-                            value.span,
-                            format!(
-                                "`{key}` takes {}",
-                                if key == "audience" {
-                                    "a list of \"user\" and \"assistant\""
-                                } else {
-                                    "a number from 0 to 1"
-                                }
-                            ),
-                        )
-                        .label("not a value it takes"),
-                    ),
+                    ("audience" | "priority", _) => self.wrong_annotation(file, &key, value.span),
                     _ => self.diags.push(
                         Diagnostic::new(
                             &r::UNKNOWN_SETTING,
@@ -360,6 +365,10 @@ impl Checker<'_> {
                 bad(self, "`sizes` is a list of strings such as \"48x48\"");
                 continue;
             };
+            if let Some(problem) = served::icon_source(src) {
+                self.diags
+                    .push(problem.at(&r::INVALID_LITERAL_TYPE, file, e.span));
+            }
             icons.push(ServeIcon {
                 src: src.to_string(),
                 mime_type: obj
@@ -370,5 +379,23 @@ impl Checker<'_> {
             });
         }
         icons
+    }
+
+    /// P0203 for an `audience` or `priority` of a kind it does not take.
+    fn wrong_annotation(&mut self, file: FileId, key: &str, span: Span) {
+        let takes = if key == "audience" {
+            "a list of \"user\" and \"assistant\""
+        } else {
+            "a number from 0 to 1"
+        };
+        self.diags.push(
+            Diagnostic::new(
+                &r::INVALID_LITERAL_TYPE,
+                file,
+                span,
+                format!("`{key}` takes {takes}"),
+            )
+            .label("not a value it takes"),
+        );
     }
 }
