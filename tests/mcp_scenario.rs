@@ -139,6 +139,8 @@ impl Scenario {
     fn show(&self, thread: &str) -> Value {
         let o = self.pipec(&["show", thread, "--json", "--internal"], 100);
         assert_eq!(code(&o), 0, "{}", stderr(&o));
+        // At the gate, then with the healed link: both fit the declared format.
+        common::show_shape::parse_show(&stdout(&o));
         json(&stdout(&o))
     }
 }

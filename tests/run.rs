@@ -53,6 +53,74 @@ fn start_paused(p: &Project) -> String {
     thread_of(&text).expect("thread id")
 }
 
+/// `pipec show --json` fits the format tests/common/show_shape.rs declares (and
+/// docs/show-json.md describes): paused at a gate, then failed by the effect after the
+/// gate was answered, with `--internal` and `--events`. (A healed link:
+/// tests/mcp_scenario.rs.)
+fn show_json_fits_its_declared_shape(store: &StoreKind) {
+    let p = Project::on(store, "show-shape");
+    p.write("gated.pipe", GATED);
+    p.script("scripts/fetch.sh", FETCH);
+    p.script(
+        "scripts/effect.sh",
+        "#!/bin/sh\necho 'the effect refused' >&2\nexit 1\n",
+    );
+    let thread = start_paused(&p);
+    let text = stdout(&p.run(&["show", &thread, "--json"]));
+    let paused = show_shape::parse_show(&text);
+    assert_eq!(paused.status, "paused", "{text}");
+    assert!(
+        paused
+            .gates
+            .iter()
+            .any(|g| g.gate == "review" && g.state == "pending" && g.answer.is_none()),
+        "{text}"
+    );
+    assert!(paused.calls.is_none() && paused.events.is_none(), "{text}");
+    let out = p.run(&[
+        "resume",
+        &thread,
+        "--answer",
+        r#"review={"approved": true}"#,
+    ]);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    let text = stdout(&p.run(&["show", &thread, "--json", "--internal", "--events"]));
+    let failed = show_shape::parse_show(&text);
+    assert_eq!(failed.status, "failed", "{text}");
+    assert!(failed.error.is_some(), "{text}");
+    assert!(
+        failed
+            .nodes
+            .iter()
+            .any(|n| n.node == "apply" && n.state == "failed" && n.error.is_some()),
+        "{text}"
+    );
+    assert!(
+        failed
+            .gates
+            .iter()
+            .any(|g| g.state == "answered" && g.answered_by.is_some()),
+        "{text}"
+    );
+    for (section, empty) in [
+        ("calls", failed.calls.as_ref().is_none_or(Vec::is_empty)),
+        (
+            "attempt_log",
+            failed.attempt_log.as_ref().is_none_or(Vec::is_empty),
+        ),
+        ("events", failed.events.as_ref().is_none_or(Vec::is_empty)),
+    ] {
+        assert!(!empty, "`{section}` is listed: {text}");
+    }
+    let text = stdout(&p.run(&["runs", "--json"]));
+    let runs = show_shape::parse_runs(&text);
+    assert!(
+        runs.iter()
+            .any(|r| r.id == thread && r.status == "failed" && !r.stale),
+        "{text}"
+    );
+}
+
 fn run_pause_then_resume_in_a_new_process(store: &StoreKind) {
     let p = gated_project(store, "pause");
     let thread = start_paused(&p);
@@ -874,6 +942,7 @@ fn a_cancel_asked_while_a_killed_holder_still_holds_the_thread_is_recorded(store
 }
 
 on_every_store!(
+    show_json_fits_its_declared_shape,
     a_cancel_asked_while_a_killed_holder_still_holds_the_thread_is_recorded,
     resume_due_takes_the_threads_whose_deadline_passed,
     a_kill_in_the_middle_of_each_reruns_no_finished_item,

@@ -1,14 +1,17 @@
 //! `pipec show THREAD`: status, nodes with their state and timing, pending gates, the
 //! error of a failed node, the resources read (fetches and cache hits per URI) and the
 //! links healed; `--internal` adds the journal, the manifests (the links tool calls
-//! returned) and attempts; `--events` the stored event history.
+//! returned) and attempts; `--events` the stored event history. `--json` prints the
+//! runtime's `ThreadView` (docs/show-json.md); this file loads the thread and writes the
+//! text.
 
 use std::path::PathBuf;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::common;
 use super::runs::fmt_time;
+use crate::runtime::show::{self, ThreadView, ViewOptions};
 use crate::store::{Event, GateState, ItemState, NodeState};
 
 #[derive(clap::Args)]
@@ -46,7 +49,7 @@ pub fn run(args: Args) -> u8 {
         } else {
             Vec::new()
         };
-        let reads = resource_reads(&all);
+        let reads = show::resource_reads(&all);
         let plan = match &state.thread {
             Some(t) => match crate::runtime::stored_plan(&*store, t).await {
                 Ok(plan) => Some(plan),
@@ -57,9 +60,9 @@ pub fn run(args: Args) -> u8 {
             },
             None => None,
         };
-        Ok::<_, crate::store::StoreError>((state, events, plan, reads))
+        Ok::<_, crate::store::StoreError>((state, all, events, plan, reads))
     });
-    let (state, mut events, plan, reads) = match loaded {
+    let (state, all, mut events, plan, reads) = match loaded {
         Ok(x) => x,
         Err(e) => {
             common::print_error(&e.into());
@@ -101,37 +104,20 @@ pub fn run(args: Args) -> u8 {
         return super::EXIT_OK;
     }
     if args.json {
-        let nodes: Vec<Value> = state
-            .nodes
-            .iter()
-            .map(|(name, n)| json!({ "node": name, "state": n.state, "generation": n.generation, "tries": n.tries, "crash_count": n.crash_count, "ms": n.finished_ms.saturating_sub(n.started_ms), "items": n.items, "value": state.value_of(name), "error": n.error }))
-            .collect();
-        let mut doc = json!({
-            "thread": t.id, "pipeline": t.pipeline, "status": if stale { "stale" } else { t.status.as_str() },
-            "source": t.source, "plan_hash": t.plan_hash, "created_ms": t.created_ms, "updated_ms": t.updated_ms,
-            "inputs": t.inputs, "config": t.config, "model_overrides": t.model_overrides, "outputs": outputs, "error": t.error,
-            "holder": t.holder, "attempts": t.attempts, "nodes": nodes,
-            "gates": state.gates.iter().map(|(n, g)| json!({ "gate": n, "state": g.state, "message": g.message, "schema": g.schema, "deadline_ms": g.deadline_ms, "answer": g.answer, "answered_by": g.answered_by })).collect::<Vec<_>>(),
-            "resources": reads.iter().map(|r| json!({ "server": r.server, "uri": r.uri, "fetches": r.fetches, "cache_hits": r.hits, "bytes": r.bytes, "by": r.nodes })).collect::<Vec<_>>(),
-            "heals": state.heals.iter().map(|(o, h)| json!({ "producer": o.node, "generation": o.generation, "item": o.item, "index": o.index, "record": h })).collect::<Vec<_>>(),
-        });
-        if args.internal {
-            doc["manifests"] = Value::Array(
-                manifests(&state)
-                    .into_iter()
-                    .map(|(node, item, r)| json!({ "node": node, "item": item, "link": r }))
-                    .collect(),
-            );
-            doc["calls"] = Value::Array(state.calls.iter().map(|(k, c)| json!({ "call": k.display(), "generation": k.generation, "record": c })).collect());
-            doc["items"] = Value::Array(state.items.iter().map(|((n, g, i), r)| json!({ "node": n, "generation": g, "item": i, "record": r })).collect());
-            doc["attempt_log"] = serde_json::to_value(&state.attempts).unwrap_or(Value::Null);
-        }
-        if args.events {
-            doc["events"] = serde_json::to_value(&events).unwrap_or(Value::Null);
-        }
+        let view = ThreadView::new(
+            t,
+            &state,
+            &all,
+            ViewOptions {
+                stale,
+                outputs,
+                internal: args.internal,
+                events: args.events.then_some(events),
+            },
+        );
         super::out(&format!(
             "{}\n",
-            serde_json::to_string_pretty(&doc).unwrap_or_default()
+            serde_json::to_string_pretty(&view).unwrap_or_default()
         ));
         return super::EXIT_OK;
     }
@@ -257,10 +243,10 @@ pub fn run(args: Args) -> u8 {
                 r.uri,
                 r.fetches,
                 if r.fetches == 1 { "" } else { "es" },
-                r.hits,
-                if r.hits == 1 { "" } else { "s" },
+                r.cache_hits,
+                if r.cache_hits == 1 { "" } else { "s" },
                 crate::runtime::progress::human_bytes(r.bytes),
-                r.nodes.join(", ")
+                r.by.join(", ")
             ));
         }
     }
@@ -310,10 +296,15 @@ pub fn run(args: Args) -> u8 {
                     .unwrap_or_default()
             ));
         }
-        let links = manifests(&state);
+        let links = show::manifests(&state);
         if !links.is_empty() {
             s.push_str("\nmanifests (links, and content the tool calls returned in place)\n");
-            for (node, item, r) in links {
+            for show::ManifestEntry {
+                node,
+                item,
+                link: r,
+            } in links
+            {
                 let at = match item {
                     Some(i) => format!("{node}[{i}]"),
                     None => node,
@@ -384,81 +375,4 @@ pub fn run(args: Args) -> u8 {
     }
     super::out(&s);
     super::EXIT_OK
-}
-
-/// The reads of one resource over a thread's life.
-struct Reads {
-    server: String,
-    uri: String,
-    fetches: u64,
-    hits: u64,
-    bytes: u64,
-    nodes: Vec<String>,
-}
-
-/// Fetches and cache hits per URI, from the thread's `resource_read` events, in the
-/// order the URIs were first read.
-fn resource_reads(events: &[crate::store::RecordedEvent]) -> Vec<Reads> {
-    let mut out: Vec<Reads> = Vec::new();
-    for e in events {
-        let Event::ResourceRead {
-            node,
-            server,
-            uri,
-            bytes,
-            cached,
-            ..
-        } = &e.event
-        else {
-            continue;
-        };
-        let i = match out
-            .iter()
-            .position(|r| &r.uri == uri && &r.server == server)
-        {
-            Some(i) => i,
-            None => {
-                out.push(Reads {
-                    server: server.clone(),
-                    uri: uri.clone(),
-                    fetches: 0,
-                    hits: 0,
-                    bytes: 0,
-                    nodes: Vec::new(),
-                });
-                out.len() - 1
-            }
-        };
-        let r = &mut out[i];
-        if *cached {
-            r.hits += 1;
-        } else {
-            r.fetches += 1;
-            r.bytes = *bytes;
-        }
-        if !r.nodes.contains(node) {
-            r.nodes.push(node.clone());
-        }
-    }
-    out
-}
-
-/// Every stored link: the node (and item) whose tool calls returned it, in call order.
-fn manifests(
-    state: &crate::store::ThreadState,
-) -> Vec<(String, Option<u32>, crate::store::ResourceRef)> {
-    let mut out = Vec::new();
-    for (name, n) in &state.nodes {
-        for r in &n.manifest {
-            out.push((name.clone(), None, r.clone()));
-        }
-    }
-    for ((name, g, i), r) in &state.items {
-        if state.nodes.get(name).is_some_and(|n| n.generation == *g) {
-            for link in &r.manifest {
-                out.push((name.clone(), Some(*i), link.clone()));
-            }
-        }
-    }
-    out
 }

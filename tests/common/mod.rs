@@ -8,6 +8,7 @@ pub mod lsp_client;
 pub mod pg_schema;
 pub mod python;
 pub mod serve_http;
+pub mod show_shape;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -227,6 +228,7 @@ impl Project {
     pub fn show_json(&self, thread: &str) -> serde_json::Value {
         let out = self.run(&["show", thread, "--json"]);
         if code(&out) == 0 {
+            show_shape::parse_show(&stdout(&out));
             json(&stdout(&out))
         } else {
             serde_json::Value::Null

@@ -10,6 +10,7 @@ pub mod graph;
 mod hash;
 pub mod json_schema;
 mod load;
+pub mod served;
 mod validate;
 
 use std::collections::BTreeMap;

@@ -29,6 +29,7 @@ mod resources;
 mod resume;
 mod runner;
 pub mod secrets;
+pub mod show;
 mod stored_plan;
 mod tries;
 pub mod validate;

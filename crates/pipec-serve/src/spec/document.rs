@@ -11,6 +11,7 @@ use pipec_base::source::Span;
 use pipec_base::uri::{ServedOverlap, UriTemplate, served_overlaps};
 use pipec_diagnostic::Diagnostic;
 use pipec_diagnostic::rules as r;
+use pipec_plan::served;
 
 use super::uri_shape::{self, UriProblem};
 use super::values::{Entries, Report};
@@ -39,7 +40,6 @@ const META_KEYS: &[&str] = &[
 const CONTENT_KEYS: &[&str] = &["text", "blob", "remoteContent"];
 const ICON_KEYS: &[&str] = &["src", "mimeType", "sizes"];
 const ANNOTATION_KEYS: &[&str] = &["audience", "priority", "lastModified"];
-const AUDIENCES: &[&str] = &["user", "assistant"];
 
 /// The text of the file and the report its diagnostics go to.
 pub(crate) struct Reader<'a> {
@@ -340,22 +340,12 @@ impl Reader<'_> {
             let Some(src) = src else {
                 continue;
             };
-            if src
-                .get(..5)
-                .is_some_and(|s| s.eq_ignore_ascii_case("file:"))
+            if let Some(problem) = served::icon_source(&src)
                 && let Some(at) = entries.get("src")
             {
                 let file = self.report.file;
-                self.report.push(
-                    Diagnostic::new(
-                        &r::FILE_ICON_SOURCE,
-                        file,
-                        at.span,
-                        "MCP clients must reject icons with a `file:` source; this one is served as written",
-                    )
-                    .label("a `file:` icon")
-                    .help("give an `https:` address, or the image itself as `data:image/png;base64,...`"),
-                );
+                self.report
+                    .push(problem.at(&r::WRONG_SPEC_VALUE_TYPE, file, at.span));
             }
             icons.push(Icon {
                 src,
@@ -380,49 +370,49 @@ impl Reader<'_> {
                 "`audience`",
                 "`audience` is a list: `audience: [user, assistant]`",
             ) {
-                if AUDIENCES.contains(&who.as_str()) {
-                    annotations.audience.push(who);
-                } else {
-                    let file = self.report.file;
-                    self.report.push(
-                        Diagnostic::new(
-                            &r::WRONG_SPEC_VALUE_TYPE,
-                            file,
-                            span,
-                            format!("an audience is `user` or `assistant`, not `{who}`"),
-                        )
-                        .label("not a role MCP knows")
-                        .help(
-                            pipec_base::names::did_you_mean(&who, AUDIENCES.iter().copied())
-                                .unwrap_or_else(|| "write `user`, `assistant`, or both".into()),
-                        ),
-                    );
+                match served::audience(&who) {
+                    Ok(()) => annotations.audience.push(who),
+                    Err(problem) => {
+                        let file = self.report.file;
+                        self.report
+                            .push(problem.at(&r::WRONG_SPEC_VALUE_TYPE, file, span));
+                    }
                 }
             }
         }
         if let Some(value) = entries.get("priority") {
             let help = "write a number from 0 (optional) to 1 (required), e.g. `priority: 0.8`";
             if let Some(p) = self.report.number(value, "`priority`", help) {
-                if (0.0..=1.0).contains(&p) {
-                    annotations.priority = Some(p);
-                } else {
+                match served::priority(p) {
+                    Ok(p) => annotations.priority = Some(p),
+                    Err(problem) => {
+                        let file = self.report.file;
+                        self.report.push(
+                            problem
+                                .at(&r::WRONG_SPEC_VALUE_TYPE, file, value.span)
+                                .help(help),
+                        );
+                    }
+                }
+            }
+        }
+        if let Some(value) = entries.get("lastModified")
+            && let Some(time) = self.report.text(value, "`lastModified`")
+        {
+            match served::last_modified(&time) {
+                Ok(()) => annotations.last_modified = Some(time),
+                Err(problem) => {
                     let file = self.report.file;
                     self.report.push(
-                        Diagnostic::new(
-                            &r::PRIORITY_OUT_OF_RANGE,
-                            file,
-                            value.span,
-                            format!("a priority is from 0 to 1, and this one is {p}"),
-                        )
-                        .label("out of range")
-                        .help(help),
+                        problem
+                            .at(&r::WRONG_SPEC_VALUE_TYPE, file, value.span)
+                            .help(
+                                "write the time in UTC, e.g. `lastModified: 2026-12-01T10:00:00Z`",
+                            ),
                     );
                 }
             }
         }
-        annotations.last_modified = entries
-            .get("lastModified")
-            .and_then(|v| self.report.text(v, "`lastModified`"));
         Some(annotations)
     }
 

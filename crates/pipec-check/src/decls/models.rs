@@ -1,0 +1,187 @@
+//! Model declarations: the provider, its settings, and the scripted replies of a test model.
+
+use super::{Holds, join_rel};
+use crate::Checker;
+use crate::hir::*;
+use crate::paths::PathKind;
+use crate::settings::literal_json;
+use pipec_base::names;
+use pipec_diagnostic::Diagnostic;
+use pipec_diagnostic::rules as r;
+use pipec_syntax::ast::{self, SettingValue};
+
+pub(crate) fn empty_model(info: DeclInfo) -> ModelDef {
+    ModelDef {
+        info,
+        provider: String::new(),
+        model_name: None,
+        base_url: None,
+        api_key: None,
+        temperature: None,
+        max_tokens: None,
+        timeout_ms: None,
+        retries: None,
+        max_reply_bytes: None,
+        replies: None,
+        extra: serde_json::Value::Null,
+    }
+}
+
+const MODEL_SETTINGS: &[&str] = &[
+    "provider",
+    "name",
+    "base_url",
+    "api_key",
+    "temperature",
+    "max_tokens",
+    "timeout",
+    "retries",
+    "max_reply_bytes",
+    "replies",
+    "extra",
+];
+
+const PROVIDERS: &[&str] = &["openai", "scripted"];
+
+impl Checker<'_> {
+    pub(super) fn check_model(&mut self, f: usize, id: ModelId, decl: &ast::BlockDecl) {
+        let file = self.files[f].id;
+        let s = self.settings(file, &decl.body, MODEL_SETTINGS, "a model");
+        let provider = match self.string_setting(&s, "provider") {
+            Some((p, span)) => {
+                if !PROVIDERS.contains(&p.as_str()) {
+                    let near = names::suggestion(&p, PROVIDERS.iter().copied());
+                    self.diags.push(
+                        Diagnostic::new(
+                            &r::INVALID_LITERAL_TYPE,
+                            file,
+                            span,
+                            format!("unknown model provider \"{p}\""),
+                        )
+                        .label("not a provider")
+                        .help("providers are \"openai\" (any OpenAI-compatible API) and \"scripted\" (canned replies)")
+                        .did_you_mean(&self.db, file, span, &p, near.as_ref()),
+                    );
+                }
+                p
+            }
+            None => {
+                if !s.has("provider") {
+                    self.missing_setting(file, decl.name.span, &format!("the model `{}`", decl.name.name), "provider", "write `provider = \"openai\"` for any OpenAI-compatible API, or `\"scripted\"` for canned replies");
+                }
+                String::new()
+            }
+        };
+        let model_name = self.string_setting(&s, "name").map(|x| x.0);
+        if provider == "openai" && model_name.is_none() && !s.has("name") {
+            self.missing_setting(
+                file,
+                decl.name.span,
+                &format!("the model `{}`", decl.name.name),
+                "name",
+                "name the model the endpoint serves, e.g. `name = \"gpt-4o-mini\"`",
+            );
+        }
+        let model = &decl.name.name;
+        let key_var = if provider == "openai" {
+            "OPENAI_API_KEY".to_string()
+        } else {
+            names::env_var_name(&format!("{model} api key"))
+        };
+        let base_url = s
+            .expr("base_url")
+            .and_then(|e| self.config_value(file, e, false, &Holds::Config));
+        if let Some(e) = s.expr("base_url") {
+            self.credentials_in_url(
+                file,
+                e,
+                &format!("the `base_url` of the model `{model}`"),
+                &format!("leave them out of the URL, and give the key as `api_key = secret(\"{key_var}\")`"),
+            );
+        }
+        let api_key = s.expr("api_key").and_then(|e| {
+            // An `env("X")` becomes `secret("X")`; a literal needs a name.
+            let holds = Holds::Credential {
+                what: format!("the `api_key` of the model `{model}`"),
+                var: key_var.clone(),
+            };
+            self.config_value(file, e, true, &holds)
+        });
+        let temperature = self.float_setting(&s, "temperature");
+        let max_tokens = self.int_setting(&s, "max_tokens");
+        let timeout_ms = self.duration_setting(&s, "timeout");
+        let retries = self.int_setting(&s, "retries");
+        let max_reply_bytes = self.size_setting(&s, "max_reply_bytes");
+        if max_reply_bytes == Some(0)
+            && let Some(e) = s.expr("max_reply_bytes")
+        {
+            self.diags.push(
+                Diagnostic::new(
+                    &r::INVALID_LITERAL_TYPE,
+                    file,
+                    e.span,
+                    "`max_reply_bytes` of 0 refuses every reply",
+                )
+                .label("expected a size of at least 1 byte")
+                .help("leave it out for the default (8mb), or give the largest reply expected, e.g. `max_reply_bytes = 16mb`"),
+            );
+        }
+        let replies = self.string_setting(&s, "replies").map(|(p, span)| {
+            let path = join_rel(&self.base_dir(f), &p);
+            self.check_path_exists(file, span, &path, PathKind::File, "the replies file");
+            path
+        });
+        if provider == "scripted" && replies.is_none() && !s.has("replies") {
+            self.missing_setting(
+                file,
+                decl.name.span,
+                &format!("the scripted model `{}`", decl.name.name),
+                "replies",
+                "name the file of canned replies: `replies = \"replies.json\"`",
+            );
+        }
+        let extra = match s.get("extra") {
+            Some(setting) => match &setting.value {
+                SettingValue::Expr(e) => match literal_json(e) {
+                    Some(v @ serde_json::Value::Object(_)) => v,
+                    _ => {
+                        self.diags.push(
+                            Diagnostic::new(
+                                &r::INVALID_LITERAL_TYPE,
+                                file,
+                                e.span,
+                                "`extra` takes a record of literal values",
+                            )
+                            .label("expected `{ top_p: 0.9 }`"),
+                        );
+                        serde_json::Value::Null
+                    }
+                },
+                SettingValue::Block(b) => {
+                    let mut map = serde_json::Map::new();
+                    for x in &b.settings {
+                        if let SettingValue::Expr(e) = &x.value
+                            && let Some(v) = literal_json(e)
+                        {
+                            map.insert(x.name.name.clone(), v);
+                        }
+                    }
+                    serde_json::Value::Object(map)
+                }
+            },
+            None => serde_json::Value::Null,
+        };
+        let m = &mut self.hir.models[id as usize];
+        m.provider = provider;
+        m.model_name = model_name;
+        m.base_url = base_url;
+        m.api_key = api_key;
+        m.temperature = temperature;
+        m.max_tokens = max_tokens;
+        m.timeout_ms = timeout_ms;
+        m.retries = retries;
+        m.max_reply_bytes = max_reply_bytes;
+        m.replies = replies;
+        m.extra = extra;
+    }
+}
