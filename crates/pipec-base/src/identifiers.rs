@@ -1,6 +1,7 @@
 //! Names for pulled declarations: a server's names (`search-tickets`, `getDeal`,
 //! `deal.id`) made into valid pipec identifiers in the style the language asks for, and
-//! kept apart from every name already taken.
+//! kept apart from every name already taken (`pipec tools pull`, and the record types
+//! `pipec-schema` reads from a server's schemas).
 
 use std::collections::BTreeSet;
 
@@ -12,7 +13,7 @@ const AVOIDED: &[&str] = &["input", "true", "false", "null", "role", "output_sch
 
 /// Whether `name` is a pipec identifier: an ASCII letter or `_`, then letters, digits
 /// and `_`.
-pub(crate) fn is_identifier(name: &str) -> bool {
+pub fn is_identifier(name: &str) -> bool {
     let mut chars = name.chars();
     chars
         .next()
@@ -22,7 +23,7 @@ pub(crate) fn is_identifier(name: &str) -> bool {
 
 /// `snake_case` for a name (`getDeal` → `get_deal`, `search-tickets` →
 /// `search_tickets`); `fallback` when nothing of it is usable.
-pub(crate) fn snake_case(name: &str, fallback: &str) -> String {
+pub fn snake_case(name: &str, fallback: &str) -> String {
     let joined = words(name)
         .iter()
         .map(|w| w.to_ascii_lowercase())
@@ -39,7 +40,7 @@ pub(crate) fn snake_case(name: &str, fallback: &str) -> String {
 
 /// `CamelCase` for a name (`get_deal` → `GetDeal`, `deal id` → `DealId`); `fallback`
 /// when nothing of it is usable.
-pub(crate) fn camel_case(name: &str, fallback: &str) -> String {
+pub fn camel_case(name: &str, fallback: &str) -> String {
     let joined: String = words(name)
         .iter()
         .map(|w| {
@@ -60,7 +61,7 @@ pub(crate) fn camel_case(name: &str, fallback: &str) -> String {
 }
 
 /// `kebab-case`, for link kinds.
-pub(crate) fn kebab_case(name: &str, fallback: &str) -> String {
+pub fn kebab_case(name: &str, fallback: &str) -> String {
     let joined = words(name)
         .iter()
         .map(|w| w.to_ascii_lowercase())
@@ -75,24 +76,24 @@ pub(crate) fn kebab_case(name: &str, fallback: &str) -> String {
 
 /// Names taken in one namespace; new ones are made unique with a number.
 #[derive(Debug, Default)]
-pub(crate) struct Taken {
+pub struct Taken {
     names: BTreeSet<String>,
 }
 
 impl Taken {
-    pub(crate) fn new(names: impl IntoIterator<Item = String>) -> Taken {
+    pub fn new(names: impl IntoIterator<Item = String>) -> Taken {
         Taken {
             names: names.into_iter().collect(),
         }
     }
 
-    pub(crate) fn contains(&self, name: &str) -> bool {
+    pub fn contains(&self, name: &str) -> bool {
         self.names.contains(name)
     }
 
     /// `base`, or `base_2`, `base_3`… (`Base2` for a CamelCase base): the first that is
     /// free, now taken.
-    pub(crate) fn claim(&mut self, base: &str) -> String {
+    pub fn claim(&mut self, base: &str) -> String {
         let base = if AVOIDED.contains(&base) {
             format!("{base}_")
         } else {
@@ -114,7 +115,7 @@ impl Taken {
     }
 
     /// Frees a name claimed before.
-    pub(crate) fn release(&mut self, name: &str) {
+    pub fn release(&mut self, name: &str) {
         self.names.remove(name);
     }
 }
