@@ -35,7 +35,7 @@
 //! println!("{}", err.render(pipec::diagnostic::TerminalOptions::default()));
 //! ```
 
-pub use pipec_base::{base64, names, nesting, source, uri};
+pub use pipec_base::{base64, identifiers, names, nesting, source, uri};
 pub use pipec_check as check;
 pub use pipec_check::{
     Analysis, CompileError, analyze, compile_file, compile_str, compile_with, fix, lint,
@@ -49,6 +49,7 @@ pub use pipec_plan::{Plan, graph};
 pub use pipec_process as process;
 pub use pipec_runtime as runtime;
 pub use pipec_runtime::{llm, prompt};
+pub use pipec_schema as schema;
 pub use pipec_store as store;
 pub use pipec_syntax as syntax;
 #[doc(hidden)]

@@ -1,7 +1,8 @@
 //! Names for pulled declarations: a server's names (`search-tickets`, `getDeal`,
 //! `deal.id`) made into valid pipec identifiers in the style the language asks for, and
 //! kept apart from every name already taken (`pipec tools pull`, and the record types
-//! `pipec-schema` reads from a server's schemas).
+//! `pipec-schema` reads from a server's schemas); and string literals as a `.pipe` file
+//! writes them.
 
 use std::collections::BTreeSet;
 
@@ -72,6 +73,25 @@ pub fn kebab_case(name: &str, fallback: &str) -> String {
     } else {
         joined
     }
+}
+
+/// A regular string literal for `value`, escaped.
+pub fn escape(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// Names taken in one namespace; new ones are made unique with a number.

@@ -31,7 +31,8 @@ mod runner;
 pub mod secrets;
 mod stored_plan;
 mod tries;
-pub mod validate;
+/// Validating values against the plan's schemas (`pipec-schema`'s).
+pub use pipec_schema::validate;
 mod worker;
 
 pub use error::RuntimeError;

@@ -1,19 +1,33 @@
-//! The JSON Schemas a plan holds (its types, as `pipec-check` lowered them): what a
-//! schema refers to among the plan's `$defs`.
+//! References between schemas: a plan's types refer to its `$defs` by `#/$defs/Name`;
+//! what a schema refers to, directly or through other definitions.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
+/// Where a reference to a definition of the root points, before the definition's name.
+pub const DEFS: &str = "#/$defs/";
+
+/// The name of the definition a `$ref` points to (`#/$defs/Name`), if it points to one.
+pub fn def_name(reference: &str) -> Option<&str> {
+    reference.strip_prefix(DEFS)
+}
+
+/// The name of the definition a schema is a `$ref` to, if it is one.
+pub fn reference_of(schema: &Value) -> Option<&str> {
+    schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(def_name)
+}
+
 /// Every `$defs` name a schema refers to, directly or through other definitions.
-pub fn referenced_defs(
-    schema: &Value,
-    defs: &std::collections::BTreeMap<String, Value>,
-    out: &mut std::collections::BTreeSet<String>,
-) {
+pub fn referenced_defs(schema: &Value, defs: &BTreeMap<String, Value>, out: &mut BTreeSet<String>) {
     match schema {
         Value::Object(map) => {
             for (k, v) in map {
                 if k == "$ref" {
-                    if let Some(name) = v.as_str().and_then(|r| r.strip_prefix("#/$defs/"))
+                    if let Some(name) = v.as_str().and_then(def_name)
                         && out.insert(name.to_string())
                         && let Some(def) = defs.get(name)
                     {
