@@ -13,25 +13,23 @@ use crate::read::{Direction, PipeType, Shape, Types};
 /// The kinds of JSON value a type allows, by their JSON Schema names; `None` when it
 /// allows any value.
 pub fn kinds(ty: &PipeType) -> Option<BTreeSet<&'static str>> {
-    let mut out = BTreeSet::new();
-    let kind = match &ty.shape {
-        Shape::String | Shape::Bytes | Shape::Literals(_) => "string",
-        Shape::Int => "integer",
-        Shape::Float => "number",
-        Shape::Bool => "boolean",
-        Shape::Record(_) | Shape::Map(_) => "object",
-        Shape::List(_) => "array",
+    let one = |kind| BTreeSet::from([kind]);
+    let mut out = match &ty.shape {
+        Shape::String | Shape::Bytes | Shape::Literals(_) => one("string"),
+        Shape::Int => one("integer"),
+        Shape::Float => one("number"),
+        Shape::Bool => one("boolean"),
+        Shape::Record(_) | Shape::Map(_) => one("object"),
+        Shape::List(_) => one("array"),
         Shape::Json => return None,
         Shape::Either(branches) => {
+            let mut all = BTreeSet::new();
             for branch in branches {
-                out.extend(kinds(branch)?);
+                all.extend(kinds(branch)?);
             }
-            ""
+            all
         }
     };
-    if !kind.is_empty() {
-        out.insert(kind);
-    }
     if ty.optional {
         out.insert("null");
     }

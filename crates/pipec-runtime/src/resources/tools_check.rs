@@ -408,7 +408,11 @@ tool get_deal(deal_id: string, limit: int?, dry: bool as "dry-run") -> json from
             "type": "object",
             "properties": {"deal_id": {"anyOf": [{"type": "integer"}, {}]}},
         });
-        assert!(comparison(&plan, tool, &info(open, Some(true))).mismatches.is_empty());
+        assert!(
+            comparison(&plan, tool, &info(open, Some(true)))
+                .mismatches
+                .is_empty()
+        );
     }
 
     #[test]
