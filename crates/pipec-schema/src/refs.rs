@@ -21,6 +21,19 @@ pub fn reference_of(schema: &Value) -> Option<&str> {
         .and_then(def_name)
 }
 
+/// The schema with its `$ref`s to definitions followed (a few deep: an alias of an
+/// alias), or itself when it is no reference to a definition `defs` holds.
+pub fn resolved<'a>(schema: &'a Value, defs: &'a BTreeMap<String, Value>) -> &'a Value {
+    let mut s = schema;
+    for _ in 0..8 {
+        match reference_of(s).and_then(|name| defs.get(name)) {
+            Some(next) => s = next,
+            None => break,
+        }
+    }
+    s
+}
+
 /// Every `$defs` name a schema refers to, directly or through other definitions.
 pub fn referenced_defs(schema: &Value, defs: &BTreeMap<String, Value>, out: &mut BTreeSet<String>) {
     match schema {
