@@ -35,8 +35,9 @@
 //! println!("{}", err.render(pipec::diagnostic::TerminalOptions::default()));
 //! ```
 
-/// Leaves every layer shares: source files and spans, names, URI templates, nesting limits.
-pub use pipec_base::{names, nesting, source, uri};
+/// Leaves every layer shares: source files and spans, names and identifiers, URI templates,
+/// nesting limits.
+pub use pipec_base::{identifiers, names, nesting, source, uri};
 #[doc(hidden)]
 pub use pipec_base::base64;
 /// The checker: names, types, templates, links, lints, fixes, and lowering to a [`Plan`].
@@ -64,6 +65,9 @@ pub use pipec_process as process;
 pub use pipec_runtime as runtime;
 /// Model providers and prompt rendering, as the runtime uses them.
 pub use pipec_runtime::{llm, prompt};
+/// JSON Schema: the schemas pipec writes, reading a server's schemas as pipec types, fits,
+/// examples and (with the runtime) validation.
+pub use pipec_schema as schema;
 /// Durable stores: redb (embedded) and, with the `postgres` feature, PostgreSQL.
 pub use pipec_store as store;
 /// The `.pipe` language: syntax tree, parser, formatter.

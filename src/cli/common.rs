@@ -358,64 +358,6 @@ pub fn print_error(e: &RuntimeError) {
     super::err(&text);
 }
 
-/// An example answer for a schema, to show in the resume command.
-pub fn example(schema: &Value, defs: &Value, depth: usize) -> Value {
-    if depth > 6 {
-        return Value::Null;
-    }
-    if let Some(r) = schema
-        .get("$ref")
-        .and_then(Value::as_str)
-        .and_then(|r| r.strip_prefix("#/$defs/"))
-    {
-        return example(defs.get(r).unwrap_or(&Value::Null), defs, depth + 1);
-    }
-    if let Some(first) = schema
-        .get("enum")
-        .and_then(Value::as_array)
-        .and_then(|a| a.first())
-    {
-        return first.clone();
-    }
-    if let Some(first) = schema
-        .get("oneOf")
-        .and_then(Value::as_array)
-        .and_then(|a| a.first())
-        .and_then(|o| o.get("const"))
-    {
-        return first.clone();
-    }
-    if let Some(any) = schema.get("anyOf").and_then(Value::as_array) {
-        return any
-            .first()
-            .map_or(Value::Null, |s| example(s, defs, depth + 1));
-    }
-    match schema.get("type").and_then(Value::as_str) {
-        Some("object") => {
-            let mut m = Map::new();
-            let required: Vec<&str> = schema
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-                for (k, s) in props {
-                    if required.contains(&k.as_str()) {
-                        m.insert(k.clone(), example(s, defs, depth + 1));
-                    }
-                }
-            }
-            Value::Object(m)
-        }
-        Some("array") => Value::Array(Vec::new()),
-        Some("string") => Value::String("...".into()),
-        Some("integer") => Value::from(0),
-        Some("number") => Value::from(0.0),
-        Some("boolean") => Value::Bool(true),
-        _ => Value::Null,
-    }
-}
-
 fn shell_quote(s: &str) -> String {
     if s.chars()
         .all(|c| c.is_ascii_alphanumeric() || "-_./:=@".contains(c))
@@ -451,12 +393,7 @@ pub fn report(outcome: &Outcome, store_flag: &str, detailed: bool, events: bool)
             for g in gates {
                 text.push_str(&format!("\ngate `{}`: {}\n", g.name, g.message));
                 let defs = g.schema.get("$defs").cloned().unwrap_or(Value::Null);
-                let mut shown = match g
-                    .schema
-                    .get("$ref")
-                    .and_then(Value::as_str)
-                    .and_then(|r| r.strip_prefix("#/$defs/"))
-                {
+                let mut shown = match crate::schema::refs::reference_of(&g.schema) {
                     Some(name) => defs.get(name).cloned().unwrap_or(Value::Null),
                     None => g.schema.clone(),
                 };
@@ -470,7 +407,7 @@ pub fn report(outcome: &Outcome, store_flag: &str, detailed: bool, events: bool)
                 if let Some(d) = g.deadline_ms {
                     text.push_str(&format!("  deadline: {} UTC\n", super::runs::fmt_time(d)));
                 }
-                let ex = example(&g.schema, &defs, 0);
+                let ex = crate::schema::example(&g.schema, &defs);
                 args.push_str(&format!(
                     " --answer {}",
                     shell_quote(&format!(

@@ -212,7 +212,7 @@ pub fn run(args: Args) -> u8 {
         for (name, g) in &pending {
             s.push_str(&format!("  {name}: {}\n", g.message));
             let defs = g.schema.get("$defs").cloned().unwrap_or(Value::Null);
-            let ex = common::example(&g.schema, &defs, 0);
+            let ex = crate::schema::example(&g.schema, &defs);
             s.push_str(&format!(
                 "    pipec answer {} {name}='{}'\n",
                 t.id,

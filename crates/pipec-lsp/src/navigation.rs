@@ -172,13 +172,7 @@ pub(crate) fn rename(ws: &mut Workspace, p: RenameParams) -> Answer {
     })
 }
 
-pub(crate) fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
+pub(crate) use pipec_base::identifiers::is_identifier;
 
 const RESERVED: &[&str] = &[
     "input", "output", "node", "think", "agent", "act", "gate", "type", "enum", "import", "server",

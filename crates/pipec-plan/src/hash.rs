@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::{Body, Plan, Source};
-use crate::json_schema::referenced_defs;
+use pipec_schema::refs::referenced_defs;
 
 fn sha256(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);

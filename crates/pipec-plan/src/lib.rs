@@ -8,7 +8,6 @@
 
 pub mod graph;
 mod hash;
-pub mod json_schema;
 mod load;
 pub mod served;
 mod validate;

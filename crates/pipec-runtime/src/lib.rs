@@ -32,7 +32,8 @@ pub mod secrets;
 pub mod show;
 mod stored_plan;
 mod tries;
-pub mod validate;
+/// Validating values against the plan's schemas (`pipec-schema`'s).
+pub use pipec_schema::validate;
 mod worker;
 
 pub use error::RuntimeError;

@@ -82,7 +82,7 @@ impl Runner {
     }
 
     pub fn with_store(plan: Plan, store: Arc<dyn Store>) -> Runner {
-        let validators = Arc::new(Validators::new(&plan));
+        let validators = Arc::new(Validators::new(plan.defs.clone()));
         Runner {
             plan: Arc::new(plan),
             store,

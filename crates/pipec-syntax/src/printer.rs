@@ -152,24 +152,8 @@ fn block_entries(block: &Block) -> Vec<Entry<'_>> {
     entries
 }
 
-/// A regular string literal for `value`, escaped.
-pub fn escape(value: &str) -> String {
-    let mut out = String::with_capacity(value.len() + 2);
-    out.push('"');
-    for c in value.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+/// A regular string literal for `value`, escaped (shared with what `tools pull` writes).
+pub use pipec_base::identifiers::escape;
 
 fn doc_line(text: &str) -> String {
     let text = text.trim_end();

@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::identifiers::{Taken, camel_case, is_identifier, kebab_case, snake_case};
-use super::schema_types::{Declared, Direction, PipeType, Record, Types, description};
+use crate::identifiers::{Taken, camel_case, is_identifier, kebab_case, snake_case};
 use crate::mcp::{TaskSupport, TemplateInfo, ToolInfo};
 use crate::runtime::ServerListing;
+use crate::schema::read::{Declared, Direction, PipeType, Record, Types, description};
 use crate::syntax::printer::escape;
 
 /// What to declare, and what the file it goes into has already.

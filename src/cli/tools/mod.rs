@@ -1,12 +1,10 @@
 //! `pipec tools`: what MCP servers offer, as `.pipe` declarations. `pull.rs` is the
-//! command (which server, reaching it, printing); `declarations.rs` writes the text,
-//! `schema_types.rs` turns JSON Schemas into pipec types and `identifiers.rs` makes a
-//! server's names into pipec's.
+//! command (which server, reaching it, printing); `declarations.rs` writes the text.
+//! JSON Schemas become pipec types in `pipec-schema` (`read`), and a server's names
+//! become pipec's in `pipec-base` (`identifiers`).
 
 mod declarations;
-mod identifiers;
 mod pull;
-mod schema_types;
 
 use clap::Subcommand;
 

@@ -9,10 +9,10 @@ use clap::ValueEnum;
 use serde_json::json;
 
 use super::declarations::{Pull, declarations};
-use super::identifiers::{Taken, is_identifier, snake_case};
 use crate::cli::common::{self, print_error};
 use crate::cli::{EXIT_FINDINGS, EXIT_OK, EXIT_USAGE};
 use crate::diagnostic as codes;
+use crate::identifiers::{Taken, is_identifier, snake_case};
 use crate::mcp::TaskSupport;
 use crate::names::env_var_name;
 use crate::plan::{ConfigValue, Server};

@@ -74,14 +74,13 @@ impl Executor for Loop {
 
 /// The answer an approval gate takes.
 fn approval_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "approved": { "type": "boolean" },
-            "note": { "type": ["string", "null"] }
-        },
-        "required": ["approved"]
-    })
+    pipec_schema::build::record(
+        [
+            ("approved", pipec_schema::build::kind("boolean")),
+            ("note", pipec_schema::build::kind_or_null("string")),
+        ],
+        ["approved"],
+    )
 }
 
 /// The key of a loop's row: turn `turn`, call `call` (0 is the model's reply).

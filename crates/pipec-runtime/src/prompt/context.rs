@@ -46,7 +46,7 @@ fn complete(value: &mut Value, schema: &Value, defs: &BTreeMap<String, Value>, d
     if let Some(target) = schema
         .get("$ref")
         .and_then(Value::as_str)
-        .and_then(|r| r.strip_prefix("#/$defs/"))
+        .and_then(pipec_schema::refs::def_name)
         .and_then(|name| defs.get(name))
     {
         complete(value, target, defs, depth + 1);

@@ -109,19 +109,7 @@ pub(crate) fn needed(node: &Node, params: &Params) -> bool {
 
 /// A schema with its `$ref` to a named type followed.
 pub(crate) fn resolved<'a>(plan: &'a Plan, schema: &'a Value) -> &'a Value {
-    let mut s = schema;
-    for _ in 0..8 {
-        match s
-            .get("$ref")
-            .and_then(Value::as_str)
-            .and_then(|r| r.strip_prefix("#/$defs/"))
-            .and_then(|n| plan.defs.get(n))
-        {
-            Some(next) => s = next,
-            None => break,
-        }
-    }
-    s
+    pipec_schema::refs::resolved(schema, &plan.defs)
 }
 
 /// The schema of the items of a list schema (following `T?`), or `None` for a

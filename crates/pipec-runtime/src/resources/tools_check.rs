@@ -3,9 +3,11 @@
 //! declaration does not fit, or which the server runs only as an MCP task (which pipec
 //! does not support yet), is `R0502`; annotations that contradict the declaration are
 //! warnings (the declaration wins: it is what the checker proved the pipeline against).
+//! Types fit as `pipec-schema`'s [`fit`] reads them.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use pipec_schema::fit;
 use serde_json::Value;
 
 use super::servers::Servers;
@@ -19,38 +21,6 @@ use pipec_plan::{Plan, Tool, ToolKind};
 pub struct ToolReport {
     pub errors: Vec<RuntimeError>,
     pub warnings: Vec<String>,
-}
-
-/// The JSON type names a schema allows (`type`, or the types of `anyOf` branches).
-fn types_of(schema: &Value) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    match schema.get("type") {
-        Some(Value::String(t)) => {
-            out.insert(t.clone());
-        }
-        Some(Value::Array(ts)) => {
-            out.extend(ts.iter().filter_map(|t| t.as_str().map(str::to_string)))
-        }
-        _ => {}
-    }
-    for key in ["anyOf", "oneOf"] {
-        if let Some(Value::Array(alts)) = schema.get(key) {
-            for a in alts {
-                out.extend(types_of(a));
-            }
-        }
-    }
-    out
-}
-
-/// Whether a value of the declared types can be sent where the server takes `server`'s.
-fn fits(declared: &BTreeSet<String>, server: &BTreeSet<String>) -> bool {
-    if declared.is_empty() || server.is_empty() {
-        return true;
-    }
-    declared
-        .iter()
-        .all(|d| d == "null" || server.contains(d) || (d == "integer" && server.contains("number")))
 }
 
 /// One way a declaration does not fit the server's listing of its tool.
@@ -151,16 +121,20 @@ pub(crate) fn comparison(plan: &Plan, tool: &Tool, info: &ToolInfo) -> Compariso
         info.input_schema.get("additionalProperties"),
         Some(Value::Bool(false))
     );
+    // The plan's schemas refer to its `$defs`.
+    let plan_root = serde_json::json!({ "$defs": plan.defs });
     for (i, p) in tool.params.iter().enumerate() {
         match props.and_then(|m| m.get(&p.wire_name)) {
             Some(server_schema) => {
-                let declared = types_of(resolve(plan, &p.schema));
-                let offered = types_of(server_schema);
-                if !fits(&declared, &offered) {
+                let declared = fit::kinds(&fit::sent_type(&p.schema, &plan_root));
+                let offered = fit::kinds(&fit::sent_type(server_schema, &info.input_schema));
+                if !fit::fits(declared.as_ref(), offered.as_ref())
+                    && let (Some(declared), Some(offered)) = (declared, offered)
+                {
                     out.mismatches.push(Mismatch::ParamType {
                         param: i,
-                        declared: names(&declared),
-                        offered: names(&offered),
+                        declared: fit::kind_names(&declared),
+                        offered: fit::kind_names(&offered),
                     });
                 }
             }
@@ -267,19 +241,6 @@ pub(crate) fn missing_tool(tool: &Tool, offered: &[&str]) -> RuntimeError {
             }
         )),
     }
-}
-
-fn names(types: &BTreeSet<String>) -> String {
-    types.iter().cloned().collect::<Vec<_>>().join(" or ")
-}
-
-fn resolve<'a>(plan: &'a Plan, schema: &'a Value) -> &'a Value {
-    schema
-        .get("$ref")
-        .and_then(Value::as_str)
-        .and_then(|r| r.strip_prefix("#/$defs/"))
-        .and_then(|n| plan.defs.get(n))
-        .unwrap_or(schema)
 }
 
 /// Checks the tools (not readers) of the named servers.
@@ -405,6 +366,53 @@ tool get_deal(deal_id: string, limit: int?, dry: bool as "dry-run") -> json from
         assert_eq!(open.mismatches.len(), 2, "{:?}", open.mismatches);
         assert_eq!(open.unlisted, [Unlisted { param: 1 }]);
         assert!(open.contradictions.is_empty());
+    }
+
+    #[test]
+    fn a_server_type_given_by_ref_enum_or_several_kinds_is_read_as_tools_pull_reads_it() {
+        let plan = plan();
+        let tool = &plan.tools[0];
+        // Before, a `$ref` and an `enum` without `type` were taken to fit anything.
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "deal_id": {"$ref": "#/$defs/DealId"},
+                "limit": {"enum": ["few", "many"]},
+                "dry-run": {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]},
+            },
+            "$defs": {"DealId": {"type": "integer"}},
+        });
+        let found = comparison(&plan, tool, &info(schema, Some(true)));
+        assert_eq!(
+            found.mismatches,
+            [
+                Mismatch::ParamType {
+                    param: 0,
+                    declared: "string".into(),
+                    offered: "integer".into()
+                },
+                Mismatch::ParamType {
+                    param: 1,
+                    declared: "integer or null".into(),
+                    offered: "string".into()
+                },
+                Mismatch::ParamType {
+                    param: 2,
+                    declared: "boolean".into(),
+                    offered: "integer or null or string".into()
+                },
+            ]
+        );
+        // A branch that takes anything takes this too.
+        let open = json!({
+            "type": "object",
+            "properties": {"deal_id": {"anyOf": [{"type": "integer"}, {}]}},
+        });
+        assert!(
+            comparison(&plan, tool, &info(open, Some(true)))
+                .mismatches
+                .is_empty()
+        );
     }
 
     #[test]

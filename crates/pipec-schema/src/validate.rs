@@ -1,18 +1,17 @@
-//! Validating values against the plan's JSON Schemas (inputs, gate answers, model, host
-//! and `exec` outputs). Schemas refer to the plan's `$defs`; they are compiled once per
-//! schema and [`Mode`].
+//! Validating values against schemas that refer to a set of `$defs` (a plan's: inputs,
+//! gate answers, model, host and `exec` outputs). Validators are compiled once per schema
+//! and [`Mode`], with the jsonschema crate (this module is the `validate` feature's).
 //!
 //! Every integer of a schema is bounded to 64 bits when it is compiled: pipec's `int` is
 //! an `i64`, and JSON parsers turn a longer integer literal into a float (`1e+23`), which
 //! JSON Schema would otherwise still call an integer.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use pipec_diagnostic::{self as codes, Rule};
-use pipec_plan::Plan;
+use crate::refs::referenced_defs;
 
 /// How strictly records are read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -35,13 +34,6 @@ pub enum ValidationError {
     Schema { problem: String },
 }
 
-impl ValidationError {
-    /// The code of an invalid schema; a mismatch's code depends on what was validated.
-    pub fn schema_rule() -> &'static Rule {
-        &codes::INTERNAL_ERROR
-    }
-}
-
 impl std::fmt::Display for ValidationError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -55,22 +47,20 @@ impl std::fmt::Display for ValidationError {
 
 /// Compiled validators, keyed by (schema, mode).
 pub struct Validators {
-    defs: Value,
+    defs: BTreeMap<String, Value>,
     cache: Mutex<HashMap<(String, Mode), Arc<jsonschema::Validator>>>,
 }
 
 impl Validators {
     /// Validators for schemas that refer to no named type.
     pub fn empty() -> Validators {
-        Validators {
-            defs: Value::Object(Default::default()),
-            cache: Mutex::new(HashMap::new()),
-        }
+        Validators::new(BTreeMap::new())
     }
 
-    pub fn new(plan: &Plan) -> Validators {
+    /// Validators for schemas whose `$ref`s point into `defs` (a plan's).
+    pub fn new(defs: BTreeMap<String, Value>) -> Validators {
         Validators {
-            defs: Value::Object(plan.defs.clone().into_iter().collect()),
+            defs,
             cache: Mutex::new(HashMap::new()),
         }
     }
@@ -82,7 +72,7 @@ impl Validators {
             Value::Object(m) => Value::Object(m.clone()),
             _ => json!({}),
         };
-        let mut defs = self.defs.clone();
+        let mut defs = Value::Object(self.defs.clone().into_iter().collect());
         if mode != Mode::Open {
             close(&mut root, mode == Mode::Strict);
             close(&mut defs, mode == Mode::Strict);
@@ -99,17 +89,8 @@ impl Validators {
     /// The schema with only the definitions it reaches, for showing to a person (an
     /// answer's shape, not every type of the plan).
     pub fn shown_schema(&self, schema: &Value) -> Value {
-        let mut reached = std::collections::BTreeSet::new();
-        let mut todo = vec![schema.clone()];
-        while let Some(s) = todo.pop() {
-            refs(&s, &mut |name| {
-                if reached.insert(name.to_string())
-                    && let Some(d) = self.defs.get(name)
-                {
-                    todo.push(d.clone());
-                }
-            });
-        }
+        let mut reached = BTreeSet::new();
+        referenced_defs(schema, &self.defs, &mut reached);
         let mut root = match schema {
             Value::Object(m) => Value::Object(m.clone()),
             _ => json!({}),
@@ -181,24 +162,6 @@ impl Validators {
     }
 }
 
-/// Calls `f` with the name of every `#/$defs/...` reference in a schema.
-fn refs(schema: &Value, f: &mut dyn FnMut(&str)) {
-    match schema {
-        Value::Object(m) => {
-            if let Some(name) = m
-                .get("$ref")
-                .and_then(Value::as_str)
-                .and_then(|r| r.strip_prefix("#/$defs/"))
-            {
-                f(name);
-            }
-            m.values().for_each(|v| refs(v, f));
-        }
-        Value::Array(items) => items.iter().for_each(|v| refs(v, f)),
-        _ => {}
-    }
-}
-
 /// Forbids properties a record does not declare; `all_required` also makes every
 /// property required (optional ones are nullable in the plan's schemas).
 fn close(schema: &mut Value, all_required: bool) {
@@ -266,10 +229,7 @@ mod tests {
 
     #[test]
     fn integers_beyond_64_bits_do_not_fit() {
-        let plan_defs = Validators {
-            defs: json!({}),
-            cache: Mutex::new(HashMap::new()),
-        };
+        let plan_defs = Validators::empty();
         let int = json!({ "type": "integer" });
         let huge: Value = serde_json::from_str("100000000000000000000000").unwrap_or_default();
         assert!(huge.is_f64(), "the parser makes a float of it");

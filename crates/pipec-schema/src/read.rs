@@ -1,7 +1,9 @@
-//! JSON Schema as pipec types, for pulled declarations: a type for each schema, and the
-//! record types (`type Name { ... }`) that objects with properties become, named after
-//! where they were met and shared when the same schema comes back. A schema too loose to
-//! type (several kinds of value, tuples, `allOf` of several) is `json`.
+//! JSON Schema as pipec types: a type for each schema, and the record types
+//! (`type Name { ... }`) that objects with properties become, named after where they
+//! were met and shared when the same schema comes back, written as a `.pipe` file writes
+//! them (`pipec tools pull`). A schema too loose to type (tuples, `allOf` of several) is
+//! `json`; several kinds of value are `json` too, but keep their kinds for [`crate::fit`],
+//! which reads declared and offered parameters with this same model.
 //!
 //! Records read from a server (results) may leave out properties whose names are not
 //! pipec field names, since a record takes fields it does not declare; records sent to
@@ -11,11 +13,11 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::identifiers::{Taken, camel_case, is_identifier};
+use pipec_base::identifiers::{Taken, camel_case, escape, is_identifier};
 
 /// Which way values of a schema travel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Direction {
+pub enum Direction {
     /// Arguments pipec sends.
     Input,
     /// Results and contents pipec reads.
@@ -24,7 +26,7 @@ pub(crate) enum Direction {
 
 /// A pipec type.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Shape {
+pub enum Shape {
     String,
     Int,
     Float,
@@ -37,10 +39,14 @@ pub(crate) enum Shape {
     Record(String),
     List(Box<PipeType>),
     Map(Box<PipeType>),
+    /// One of several types that no pipec type names as one (`anyOf` of a string and a
+    /// number, `"type": ["string", "object"]`): `json` in a `.pipe` file, and what the
+    /// fit check reads as "any of these kinds".
+    Either(Vec<PipeType>),
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct PipeType {
+pub struct PipeType {
     pub shape: Shape,
     pub optional: bool,
 }
@@ -53,21 +59,26 @@ impl PipeType {
         }
     }
 
-    pub(crate) fn json() -> PipeType {
+    pub fn json() -> PipeType {
         PipeType::of(Shape::Json)
     }
 
-    /// The type or `null`; `json` holds `null` already.
-    pub(crate) fn optional(mut self) -> PipeType {
+    /// The type or `null`; `json` holds `null` already (one of several kinds keeps
+    /// it, for the fit check, and is written `json` all the same).
+    pub fn optional(mut self) -> PipeType {
         if self.shape != Shape::Json {
             self.optional = true;
         }
         self
     }
 
+    /// Whether it is written `json`: any value, or one of several kinds.
+    pub fn is_json(&self) -> bool {
+        matches!(self.shape, Shape::Json | Shape::Either(_))
+    }
+
     /// The type as written in a `.pipe` file.
-    #[cfg(test)]
-    pub(crate) fn text(&self) -> String {
+    pub fn text(&self) -> String {
         self.written(&|name| name.to_string())
     }
 
@@ -79,18 +90,18 @@ impl PipeType {
             Shape::Float => "float".to_string(),
             Shape::Bool => "bool".to_string(),
             Shape::Bytes => "bytes".to_string(),
-            Shape::Json => "json".to_string(),
+            Shape::Json | Shape::Either(_) => "json".to_string(),
             Shape::Literals(values) => values
                 .iter()
-                .map(|v| crate::syntax::printer::escape(v))
+                .map(|v| escape(v))
                 .collect::<Vec<_>>()
                 .join(" | "),
             Shape::Record(name) => record(name),
             Shape::List(item) => {
                 // `[]` binds to one term: a list of unions or of optional values needs
                 // parentheses.
-                let needs_parens =
-                    item.optional || matches!(&item.shape, Shape::Literals(v) if v.len() > 1);
+                let needs_parens = (item.optional && !item.is_json())
+                    || matches!(&item.shape, Shape::Literals(v) if v.len() > 1);
                 if needs_parens {
                     format!("({})[]", item.written(record))
                 } else {
@@ -99,7 +110,7 @@ impl PipeType {
             }
             Shape::Map(value) => format!("map<{}>", value.written(record)),
         };
-        if self.optional {
+        if self.optional && !self.is_json() {
             format!("{base}?")
         } else {
             base
@@ -111,20 +122,19 @@ impl PipeType {
         match &self.shape {
             Shape::Record(name) => out.push(name),
             Shape::List(inner) | Shape::Map(inner) => inner.records(out),
+            // Written `json`: the records its branches made are not declared.
             _ => {}
         }
     }
 
     /// The value as a pipec literal, when it is one that surely fits this type (a
     /// parameter's default); `None` otherwise.
-    pub(crate) fn literal(&self, value: &Value) -> Option<String> {
+    pub fn literal(&self, value: &Value) -> Option<String> {
         match (&self.shape, value) {
             (_, Value::Null) if self.optional => Some("null".into()),
-            (Shape::Json, v) => literal_of(v),
-            (Shape::String, Value::String(s)) => Some(crate::syntax::printer::escape(s)),
-            (Shape::Literals(set), Value::String(s)) if set.contains(s) => {
-                Some(crate::syntax::printer::escape(s))
-            }
+            (Shape::Json | Shape::Either(_), v) => literal_of(v),
+            (Shape::String, Value::String(s)) => Some(escape(s)),
+            (Shape::Literals(set), Value::String(s)) if set.contains(s) => Some(escape(s)),
             (Shape::Int, Value::Number(n)) => n.as_i64().map(|i| i.to_string()),
             (Shape::Float, Value::Number(n)) => number_literal(n),
             (Shape::Bool, Value::Bool(b)) => Some(b.to_string()),
@@ -164,7 +174,7 @@ fn record_key(key: &str) -> String {
     if is_identifier(key) {
         key.to_string()
     } else {
-        crate::syntax::printer::escape(key)
+        escape(key)
     }
 }
 
@@ -174,7 +184,7 @@ fn literal_of(value: &Value) -> Option<String> {
         Value::Null => Some("null".into()),
         Value::Bool(b) => Some(b.to_string()),
         Value::Number(n) => number_literal(n),
-        Value::String(s) => Some(crate::syntax::printer::escape(s)),
+        Value::String(s) => Some(escape(s)),
         Value::Array(items) => {
             let parts: Option<Vec<String>> = items.iter().map(literal_of).collect();
             parts.map(|p| format!("[{}]", p.join(", ")))
@@ -191,7 +201,7 @@ fn literal_of(value: &Value) -> Option<String> {
 
 /// A record type to declare.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Record {
+pub struct Record {
     pub name: String,
     pub doc: Option<String>,
     pub fields: Vec<Field>,
@@ -200,7 +210,7 @@ pub(crate) struct Record {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Field {
+pub struct Field {
     pub name: String,
     pub ty: PipeType,
     pub doc: Option<String>,
@@ -211,7 +221,7 @@ pub(crate) struct Field {
 const MAX_DEPTH: usize = 32;
 
 /// The record types made so far, and the names they took.
-pub(crate) struct Types<'a> {
+pub struct Types<'a> {
     taken: &'a mut Taken,
     records: Vec<Record>,
     /// The schemas already made into types, by their text and direction.
@@ -226,7 +236,7 @@ pub(crate) struct Types<'a> {
 }
 
 /// The records worth declaring, and what became of the others' names.
-pub(crate) struct Declared {
+pub struct Declared {
     pub records: Vec<Record>,
     /// Every record made, by the name it was made under → the name it is declared
     /// under (its twin's, when it was merged into one).
@@ -235,7 +245,7 @@ pub(crate) struct Declared {
 
 impl Declared {
     /// A type as written, naming merged records by the record they were merged into.
-    pub(crate) fn text(&self, ty: &PipeType) -> String {
+    pub fn text(&self, ty: &PipeType) -> String {
         ty.written(&|name| {
             self.renamed
                 .get(name)
@@ -246,7 +256,7 @@ impl Declared {
 }
 
 impl<'a> Types<'a> {
-    pub(crate) fn new(taken: &'a mut Taken) -> Types<'a> {
+    pub fn new(taken: &'a mut Taken) -> Types<'a> {
         Types {
             taken,
             records: Vec::new(),
@@ -265,7 +275,7 @@ impl<'a> Types<'a> {
 
     /// The records made, in the order they were met.
     #[cfg(test)]
-    pub(crate) fn into_records(self) -> Vec<Record> {
+    pub fn into_records(self) -> Vec<Record> {
         self.records
     }
 
@@ -274,7 +284,7 @@ impl<'a> Types<'a> {
     /// its first, and only the records `used` reaches. A schema met in several places
     /// (a tool's argument and another's result, one definition in two tools) or a
     /// branch of `anyOf` that became `json` would otherwise leave twins and orphans.
-    pub(crate) fn finish<'t>(self, used: impl IntoIterator<Item = &'t PipeType>) -> Declared {
+    pub fn finish<'t>(self, used: impl IntoIterator<Item = &'t PipeType>) -> Declared {
         let twin_of = twins(&self.records);
         let by_name: HashMap<&str, &Record> =
             self.records.iter().map(|r| (r.name.as_str(), r)).collect();
@@ -341,7 +351,7 @@ impl<'a> Types<'a> {
 
     /// The type of `schema`, whose `$ref`s point into `root`; `hint` names a record
     /// it becomes (`GetDealResult`).
-    pub(crate) fn type_of(
+    pub fn type_of(
         &mut self,
         schema: &Value,
         root: &Value,
@@ -396,9 +406,10 @@ impl<'a> Types<'a> {
                 let nullable = named.contains(&"null");
                 let rest: Vec<&str> = named.into_iter().filter(|t| *t != "null").collect();
                 let ty = match rest.as_slice() {
+                    [] => PipeType::json(),
                     [one] => self.of_type(one, schema, root, hint, direction, next),
                     [a, b] if is_numbers(a, b) => PipeType::of(Shape::Float),
-                    _ => PipeType::json(),
+                    many => PipeType::of(Shape::Either(many.iter().map(|t| kind(t)).collect())),
                 };
                 if nullable { ty.optional() } else { ty }
             }
@@ -485,7 +496,7 @@ impl<'a> Types<'a> {
                 } else if numbers {
                     PipeType::of(Shape::Float)
                 } else {
-                    PipeType::json()
+                    PipeType::of(Shape::Either(many.to_vec()))
                 }
             }
         };
@@ -715,6 +726,20 @@ fn unique(values: Vec<String>) -> Vec<String> {
     out
 }
 
+/// A JSON type name read by its kind alone: the branches of a `type` list, which share
+/// one schema's keywords.
+fn kind(name: &str) -> PipeType {
+    PipeType::of(match name {
+        "string" => Shape::String,
+        "integer" => Shape::Int,
+        "number" => Shape::Float,
+        "boolean" => Shape::Bool,
+        "array" => Shape::List(Box::new(PipeType::json())),
+        "object" => Shape::Map(Box::new(PipeType::json())),
+        _ => Shape::Json,
+    })
+}
+
 fn is_numbers(a: &str, b: &str) -> bool {
     matches!((a, b), ("integer", "number") | ("number", "integer"))
 }
@@ -745,7 +770,7 @@ fn enumeration(values: &[Value]) -> PipeType {
 }
 
 /// A schema's `description`, the text of a doc comment.
-pub(crate) fn description(schema: &Value) -> Option<String> {
+pub fn description(schema: &Value) -> Option<String> {
     schema
         .get("description")
         .and_then(Value::as_str)
@@ -791,6 +816,15 @@ mod tests {
         );
         assert_eq!(
             t(json!({"anyOf": [{"type": "string"}, {"type": "integer"}]})),
+            "json"
+        );
+        // Several kinds, `null` among them, are still `json` (which holds `null`).
+        assert_eq!(
+            t(json!({"type": "array", "items": {"type": ["string", "object", "null"]}})),
+            "json[]"
+        );
+        assert_eq!(
+            t(json!({"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]})),
             "json"
         );
         assert_eq!(t(json!({"type": "object"})), "map<json>");

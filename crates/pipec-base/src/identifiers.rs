@@ -1,6 +1,8 @@
 //! Names for pulled declarations: a server's names (`search-tickets`, `getDeal`,
 //! `deal.id`) made into valid pipec identifiers in the style the language asks for, and
-//! kept apart from every name already taken.
+//! kept apart from every name already taken (`pipec tools pull`, and the record types
+//! `pipec-schema` reads from a server's schemas); and string literals as a `.pipe` file
+//! writes them.
 
 use std::collections::BTreeSet;
 
@@ -12,7 +14,7 @@ const AVOIDED: &[&str] = &["input", "true", "false", "null", "role", "output_sch
 
 /// Whether `name` is a pipec identifier: an ASCII letter or `_`, then letters, digits
 /// and `_`.
-pub(crate) fn is_identifier(name: &str) -> bool {
+pub fn is_identifier(name: &str) -> bool {
     let mut chars = name.chars();
     chars
         .next()
@@ -22,7 +24,7 @@ pub(crate) fn is_identifier(name: &str) -> bool {
 
 /// `snake_case` for a name (`getDeal` → `get_deal`, `search-tickets` →
 /// `search_tickets`); `fallback` when nothing of it is usable.
-pub(crate) fn snake_case(name: &str, fallback: &str) -> String {
+pub fn snake_case(name: &str, fallback: &str) -> String {
     let joined = words(name)
         .iter()
         .map(|w| w.to_ascii_lowercase())
@@ -39,7 +41,7 @@ pub(crate) fn snake_case(name: &str, fallback: &str) -> String {
 
 /// `CamelCase` for a name (`get_deal` → `GetDeal`, `deal id` → `DealId`); `fallback`
 /// when nothing of it is usable.
-pub(crate) fn camel_case(name: &str, fallback: &str) -> String {
+pub fn camel_case(name: &str, fallback: &str) -> String {
     let joined: String = words(name)
         .iter()
         .map(|w| {
@@ -60,7 +62,7 @@ pub(crate) fn camel_case(name: &str, fallback: &str) -> String {
 }
 
 /// `kebab-case`, for link kinds.
-pub(crate) fn kebab_case(name: &str, fallback: &str) -> String {
+pub fn kebab_case(name: &str, fallback: &str) -> String {
     let joined = words(name)
         .iter()
         .map(|w| w.to_ascii_lowercase())
@@ -73,26 +75,45 @@ pub(crate) fn kebab_case(name: &str, fallback: &str) -> String {
     }
 }
 
+/// A regular string literal for `value`, escaped.
+pub fn escape(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// Names taken in one namespace; new ones are made unique with a number.
 #[derive(Debug, Default)]
-pub(crate) struct Taken {
+pub struct Taken {
     names: BTreeSet<String>,
 }
 
 impl Taken {
-    pub(crate) fn new(names: impl IntoIterator<Item = String>) -> Taken {
+    pub fn new(names: impl IntoIterator<Item = String>) -> Taken {
         Taken {
             names: names.into_iter().collect(),
         }
     }
 
-    pub(crate) fn contains(&self, name: &str) -> bool {
+    pub fn contains(&self, name: &str) -> bool {
         self.names.contains(name)
     }
 
     /// `base`, or `base_2`, `base_3`… (`Base2` for a CamelCase base): the first that is
     /// free, now taken.
-    pub(crate) fn claim(&mut self, base: &str) -> String {
+    pub fn claim(&mut self, base: &str) -> String {
         let base = if AVOIDED.contains(&base) {
             format!("{base}_")
         } else {
@@ -114,7 +135,7 @@ impl Taken {
     }
 
     /// Frees a name claimed before.
-    pub(crate) fn release(&mut self, name: &str) {
+    pub fn release(&mut self, name: &str) {
         self.names.remove(name);
     }
 }
