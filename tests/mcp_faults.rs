@@ -36,7 +36,7 @@ const CRM_VARS: &[&str] = &[
     "CRM_BEARER_TOKEN",
 ];
 
-/// The heal replays' call numbers start here (`resources/heal.rs`), so a journal row
+/// The heal replays' call numbers start here (`hydrate/heal.rs` in the runtime), so a journal row
 /// whose key ends in this is a replay.
 const HEAL_CALL: &str = ":c1048576";
 
