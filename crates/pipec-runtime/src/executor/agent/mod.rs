@@ -27,14 +27,14 @@ use serde_json::{Value, json};
 
 use super::think::ModelFailure;
 use super::{Executor, TryContext, TryError, TryFuture, fatal};
-use crate::llm::{Message, ModelError, ModelReply, ModelRequest, Role, ToolSpec, extract_json};
+use crate::llm::{Message, ModelError, ModelRequest, Role, ToolSpec, extract_json};
 use crate::resources::manifest;
 use crate::validate::Mode;
 use pipec_diagnostic::{self as codes, Rule};
 use pipec_plan::{Body, Node, Plan, Tool};
-use pipec_store::{CallKind, CallState, Event, Write};
+use pipec_store::CallKind;
 use tool_call::{ToolCall, Tools};
-use transcript::{Row, Rows, reply_value};
+use transcript::Rows;
 
 /// A tool loop: `agent` (read-only tools) or `act` (tools with effects).
 pub(crate) struct Loop;
@@ -142,17 +142,8 @@ async fn run(mut cx: TryContext<'_>) -> Result<Value, TryError> {
     let mut turn = 0u32;
     loop {
         let exhausted = turn >= max_steps;
-        let reply = match rows.get(&(turn, 0)).and_then(|r| r.result.clone()) {
-            Some(stored) => serde_json::from_value::<ModelReply>(stored).map_err(|e| {
-                fatal(
-                    &cx,
-                    &codes::INTERNAL_ERROR,
-                    format!(
-                        "the stored turn {turn} of `{}` cannot be read: {e}",
-                        node.name
-                    ),
-                )
-            })?,
+        let reply = match transcript::stored_reply(&cx, &rows, turn) {
+            Some(stored) => stored?,
             None => {
                 if exhausted && turn == max_steps {
                     messages.push(Message::text(
@@ -176,45 +167,7 @@ async fn run(mut cx: TryContext<'_>) -> Result<Value, TryError> {
                     Ok(r) => r,
                     Err(e) => return Err(model_failure(&mut cx, model, turn, e)),
                 };
-                // The turn is stored before anything it asks for runs, so a reply nested
-                // deeper than the store reads back is refused first.
-                if pipec_base::nesting::value_too_deep(&reply_value(&reply)) {
-                    return Err(fatal(
-                        &cx,
-                        &codes::MODEL_OUTPUT_INVALID,
-                        format!(
-                            "the reply of the model `{model}` nests more than {} levels of arrays and objects",
-                            pipec_base::nesting::MAX_VALUE_NESTING
-                        ),
-                    ));
-                }
-                let rec = Row {
-                    kind: CallKind::Model,
-                    target: model,
-                    args: None,
-                    idempotent: true,
-                    idem_key: unit.idem_key.clone(),
-                    state: CallState::Ok,
-                    result: Some(reply_value(&reply)),
-                    error: None,
-                }
-                .rec(&cx);
-                let writes = vec![
-                    Write::Call(transcript::key(&cx, turn, 0), rec.clone()),
-                    Write::Event(Event::ModelTurn {
-                        node: node.name.clone(),
-                        item: unit.item,
-                        turn,
-                        model: reply.model.clone(),
-                        tokens_in: reply.usage.input_tokens,
-                        tokens_out: reply.usage.output_tokens,
-                    }),
-                ];
-                shared
-                    .commit(writes)
-                    .await
-                    .map_err(|e| TryError::Fatal(e.stored(Some(&node.name))))?;
-                rows.insert((turn, 0), rec);
+                transcript::store_reply(&cx, model, turn, &reply, &mut rows).await?;
                 reply
             }
         };

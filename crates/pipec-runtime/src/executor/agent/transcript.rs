@@ -1,16 +1,20 @@
 //! The conversation as journal rows. Every model turn and every tool call of a loop is a
 //! row keyed `node:gG:iI:sTURN:cN` (N = 0 for the model's reply); a retry or a resume
 //! rebuilds the conversation from those rows and never asks the model again for a turn
-//! it answered, nor makes again a call that finished.
+//! it answered, nor makes again a call that finished. A model turn's row commits
+//! before any of the turn's tool calls runs.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::super::{TryContext, TryError};
+use super::super::{TryContext, TryError, fatal};
 use crate::journal;
 use crate::llm::ModelReply;
-use pipec_store::{CallDecision, CallKey, CallKind, CallRec, CallState, ResourceRef, ids};
+use pipec_diagnostic as codes;
+use pipec_store::{
+    CallDecision, CallKey, CallKind, CallRec, CallState, Event, ResourceRef, Write, ids,
+};
 
 /// The most of a tool result's text kept in its row (what the model saw, to rebuild the
 /// conversation).
@@ -70,6 +74,78 @@ impl Row<'_> {
             watched_by: None,
         }
     }
+}
+
+/// The model's reply of turn `turn`, when its row holds one (the turn was answered
+/// before a retry or a resume).
+pub(super) fn stored_reply(
+    cx: &TryContext<'_>,
+    rows: &Rows<'_>,
+    turn: u32,
+) -> Option<Result<ModelReply, TryError>> {
+    let stored = rows.get(&(turn, 0))?.result.clone()?;
+    Some(serde_json::from_value(stored).map_err(|e| {
+        fatal(
+            cx,
+            &codes::INTERNAL_ERROR,
+            format!(
+                "the stored turn {turn} of `{}` cannot be read: {e}",
+                cx.unit.node.name
+            ),
+        )
+    }))
+}
+
+/// Stores the reply of turn `turn` (its row and `model_turn` event), committed before
+/// anything it asks for runs; a reply nested deeper than the store reads back is
+/// refused first.
+pub(super) async fn store_reply(
+    cx: &TryContext<'_>,
+    model: &str,
+    turn: u32,
+    reply: &ModelReply,
+    rows: &mut Rows<'_>,
+) -> Result<(), TryError> {
+    let value = reply_value(reply);
+    if pipec_base::nesting::value_too_deep(&value) {
+        return Err(fatal(
+            cx,
+            &codes::MODEL_OUTPUT_INVALID,
+            format!(
+                "the reply of the model `{model}` nests more than {} levels of arrays and objects",
+                pipec_base::nesting::MAX_VALUE_NESTING
+            ),
+        ));
+    }
+    let unit = cx.unit;
+    let rec = Row {
+        kind: CallKind::Model,
+        target: model,
+        args: None,
+        idempotent: true,
+        idem_key: unit.idem_key.clone(),
+        state: CallState::Ok,
+        result: Some(value),
+        error: None,
+    }
+    .rec(cx);
+    let writes = vec![
+        Write::Call(key(cx, turn, 0), rec.clone()),
+        Write::Event(Event::ModelTurn {
+            node: unit.node.name.clone(),
+            item: unit.item,
+            turn,
+            model: reply.model.clone(),
+            tokens_in: reply.usage.input_tokens,
+            tokens_out: reply.usage.output_tokens,
+        }),
+    ];
+    cx.shared
+        .commit(writes)
+        .await
+        .map_err(|e| TryError::Fatal(e.stored(Some(&unit.node.name))))?;
+    rows.insert((turn, 0), rec);
+    Ok(())
 }
 
 /// The rows of the conversation, kept in the unit too, so that a retry of the node goes
