@@ -78,7 +78,7 @@ impl Interleaved {
                 ..NodeRec::done(Value::Null)
             };
             let call = CallRec {
-                kind: "exec".into(),
+                kind: CallKind::Exec,
                 target: "./effect.sh".into(),
                 args: None,
                 args_hash: String::new(),

@@ -36,7 +36,7 @@ const CRM_VARS: &[&str] = &[
     "CRM_BEARER_TOKEN",
 ];
 
-/// The heal replays' call numbers start here (`resources/heal.rs`), so a journal row
+/// The heal replays' call numbers start here (`hydrate/heal.rs` in the runtime), so a journal row
 /// whose key ends in this is a replay.
 const HEAL_CALL: &str = ":c1048576";
 
@@ -1433,6 +1433,28 @@ fn a_server_that_exits_during_an_agents_tool_call_fails_the_node_with_r0501_and_
     );
     crm.resumes(&thread);
     assert_eq!(crm.log_lines("tool get_deal"), 2);
+}
+
+#[test]
+fn an_acts_effect_whose_server_exits_mid_call_blocks_the_thread_with_its_call_row_unknown() {
+    // The call's `unknown` row goes with the node's block, in one commit.
+    let crm = AgentCrm::new("act-exit");
+    let act = AGENT_PIPELINE
+        .replace("DEMO", &DEMO)
+        .replace("  read_only = true\n", "")
+        .replace("agent research(", "act research(");
+    crm.project.write("agent.pipe", &act);
+    std::fs::write(&crm.fault, "exit tool get_deal\n").expect("faults");
+    let out = crm.pipec(&["run", "agent.pipe", "--input", "deal_id=D1"]);
+    let err = stderr(&out);
+    assert!(!err.contains("panicked"), "a panic:\n{err}");
+    assert_ne!(code(&out), 0, "{err}");
+    assert!(err.contains("R0403"), "{err}");
+    let thread = thread_of(&err).unwrap_or_else(|| panic!("no thread in:\n{err}"));
+    assert_eq!(crm.show(&thread)["status"], "blocked");
+    let row = crm.row(&thread, ":s0:c1");
+    assert_eq!(row["record"]["state"], "unknown", "{row:#}");
+    assert_eq!(row["record"]["kind"], "tool", "{row:#}");
 }
 
 #[test]

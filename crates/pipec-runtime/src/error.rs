@@ -4,7 +4,7 @@
 //! so nothing is ever classified by its message text.
 
 use pipec_diagnostic::{self as codes, Rule};
-use pipec_store::{StoreError, StoredError};
+use pipec_store::{GateRec, StoreError, StoredError};
 
 /// Why a run was refused or could not go on: a coded diagnostic.
 #[derive(Clone, Debug, PartialEq)]
@@ -119,4 +119,21 @@ pub(crate) fn combine(errors: Vec<RuntimeError>) -> Option<RuntimeError> {
     }
     first.message = message;
     Some(first)
+}
+
+/// How one try ended, when it did not give a value.
+#[derive(Debug)]
+pub(crate) enum TryError {
+    /// Trying again may help, and is safe: the failure's code and message.
+    Transient {
+        rule: &'static Rule,
+        message: String,
+    },
+    /// It will not get better by trying again.
+    Fatal(StoredError),
+    /// An effect that may or may not have happened: the thread needs a person.
+    Unknown(String),
+    /// A call waits at its approval gate (its row is written); the node goes on once
+    /// the gate is answered.
+    Waiting { gate: String, rec: Box<GateRec> },
 }

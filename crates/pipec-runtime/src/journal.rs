@@ -15,10 +15,9 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::executor::Executor;
 use super::secrets::placeholder;
-use pipec_plan::{Node, Plan, Source};
-use pipec_store::{CallKey, CallRec, CallState, ThreadState, Watcher, ids};
+use pipec_plan::{Node, Source};
+use pipec_store::{CallKey, CallRec, CallState, ThreadState, ids};
 
 /// The next unused step of a node's item in its generation.
 pub(crate) fn next_step(state: &ThreadState, node: &str, generation: u32, item: u32) -> u32 {
@@ -108,34 +107,6 @@ fn secret_name(src: &Source) -> Option<String> {
         Source::Secret { var } => Some(var.clone()),
         Source::Join { sides } => sides.iter().find_map(secret_name),
         _ => None,
-    }
-}
-
-/// The `started` row of a try, written (and committed) before the call is made.
-pub(crate) fn started_row(
-    executor: &dyn Executor,
-    plan: &Plan,
-    node: &Node,
-    params: &BTreeMap<String, Value>,
-    idem_key: String,
-    attempt: u32,
-    watched_by: Option<Watcher>,
-) -> CallRec {
-    CallRec {
-        kind: executor.call_kind().into(),
-        target: executor.target(node),
-        args_hash: args_hash(&redacted_params(node, params)),
-        args: None,
-        idempotent: !executor.journaled(plan, node),
-        idem_key,
-        state: CallState::Started,
-        result: None,
-        error: None,
-        attempt,
-        started_ms: ids::now_ms(),
-        finished_ms: 0,
-        decision: None,
-        watched_by,
     }
 }
 

@@ -572,7 +572,7 @@ fn load_returns_every_row_a_commit_wrote(store: &dyn Store) {
         call: 0,
     };
     let call = CallRec {
-        kind: "exec".into(),
+        kind: CallKind::Exec,
         target: "./fetch.sh".into(),
         args: None,
         args_hash: "sha256:1".into(),
@@ -663,7 +663,7 @@ fn a_rename_moves_every_row_of_a_node_and_a_gate_row_can_be_removed(store: &dyn 
         call: 0,
     };
     let call = CallRec {
-        kind: "exec".into(),
+        kind: CallKind::Exec,
         target: "./x".into(),
         args: None,
         args_hash: "h".into(),
@@ -1268,7 +1268,7 @@ fn exported_thread(rt: &tokio::runtime::Runtime) -> Export {
         call: 3,
     };
     let call = CallRec {
-        kind: "tool".into(),
+        kind: CallKind::Tool,
         target: "get_deal".into(),
         args: Some(json!({ "id": "D1" })),
         args_hash: "sha256:1".into(),

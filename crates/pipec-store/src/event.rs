@@ -78,7 +78,7 @@ pub enum Event {
     CallResolved {
         call: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        decision: Option<String>,
+        decision: Option<crate::CallDecision>,
     },
     ModelTurn {
         node: String,

@@ -289,8 +289,8 @@ impl CallKey {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CallRec {
-    /// `exec` or `tool`.
-    pub kind: String,
+    /// What was called.
+    pub kind: CallKind,
     /// The tool, or the command.
     pub target: String,
     /// The arguments, secrets as placeholders, when nothing else in the store holds them
@@ -313,14 +313,82 @@ pub struct CallRec {
     pub started_ms: u64,
     #[serde(default)]
     pub finished_ms: u64,
-    /// Why a person resolved it, when they did.
+    /// What a person decided about it, when they did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decision: Option<String>,
+    pub decision: Option<CallDecision>,
     /// The process that watches the call's process group (its reaper), and the pipec
     /// that started it: a resume waits until what the call started is gone before it
     /// decides anything about the call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watched_by: Option<Watcher>,
+}
+
+/// What a journal row calls. Stored as the lowercase word (`"exec"`, `"tool"`, ...), as
+/// rows always were; a word this version does not know fails to load with the list of
+/// those it does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CallKind {
+    /// A command of an `exec` node.
+    Exec,
+    /// A host function.
+    Host,
+    /// A model turn (`think`, and each turn of an `agent` or `act` loop).
+    Model,
+    /// An MCP tool call (a `call` node, a loop's tool call, a heal's replay).
+    Tool,
+    /// A `return` node that fetches resources.
+    Return,
+    /// A resource read a loop's model asked for.
+    Read,
+}
+
+impl CallKind {
+    /// The word the journal stores and `pipec show` prints.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallKind::Exec => "exec",
+            CallKind::Host => "host",
+            CallKind::Model => "model",
+            CallKind::Tool => "tool",
+            CallKind::Return => "return",
+            CallKind::Read => "read",
+        }
+    }
+}
+
+impl std::fmt::Display for CallKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// What a person decided about an unfinished call (`pipec resume --retry-unfinished` or
+/// `--resolve`). Stored as the words rows always held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CallDecision {
+    /// Call it again.
+    #[serde(rename = "retry requested")]
+    RetryRequested,
+    /// It took effect; the person gave its result.
+    #[serde(rename = "resolved as performed")]
+    ResolvedAsPerformed,
+}
+
+impl CallDecision {
+    /// The words the journal stores and `pipec show` prints.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallDecision::RetryRequested => "retry requested",
+            CallDecision::ResolvedAsPerformed => "resolved as performed",
+        }
+    }
+}
+
+impl std::fmt::Display for CallDecision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
 }
 
 /// A reaper, as a `started` row records it: its pid and start time (so that a reused pid
@@ -447,4 +515,91 @@ pub struct ThreadSummary {
     pub holder: Option<Holder>,
     pub created_ms: u64,
     pub updated_ms: u64,
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "a panic is the assertion")]
+mod tests {
+    use super::*;
+    use crate::StoreError;
+    use crate::envelope::{decode, encode};
+
+    /// A journal row as this and earlier versions store it (envelope version 1, then
+    /// JSON), with `kind` and `decision` spliced in.
+    fn stored_row(kind: &str, decision: Option<&str>) -> Vec<u8> {
+        let decision = decision
+            .map(|d| format!(r#","decision":"{d}""#))
+            .unwrap_or_default();
+        let json = format!(
+            r#"{{"kind":"{kind}","target":"t","args_hash":"h","idempotent":false,"idem_key":"k","state":"resolved","attempt":1,"started_ms":5,"finished_ms":6{decision}}}"#
+        );
+        let mut bytes = vec![crate::envelope::RECORD_VERSION];
+        bytes.extend_from_slice(json.as_bytes());
+        bytes
+    }
+
+    #[test]
+    fn every_stored_call_kind_and_decision_loads_and_is_written_back_byte_for_byte() {
+        let kinds = [
+            ("exec", CallKind::Exec),
+            ("host", CallKind::Host),
+            ("model", CallKind::Model),
+            ("tool", CallKind::Tool),
+            ("return", CallKind::Return),
+            ("read", CallKind::Read),
+        ];
+        let decisions = [
+            (None, None),
+            (Some("retry requested"), Some(CallDecision::RetryRequested)),
+            (
+                Some("resolved as performed"),
+                Some(CallDecision::ResolvedAsPerformed),
+            ),
+        ];
+        for (word, kind) in kinds {
+            assert_eq!(kind.to_string(), word);
+            for (stored, decision) in decisions {
+                let bytes = stored_row(word, stored);
+                let rec: CallRec = decode(&bytes, &|| "a call".into()).unwrap();
+                assert_eq!((rec.kind, rec.decision), (kind, decision));
+                assert_eq!(encode(&rec).unwrap(), bytes, "{word} {stored:?}");
+                if let (Some(stored), Some(decision)) = (stored, decision) {
+                    assert_eq!(decision.to_string(), stored);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_call_kind_or_decision_this_version_does_not_know_is_a_corrupt_record_naming_it() {
+        for bytes in [
+            stored_row("teleport", None),
+            stored_row("tool", Some("ignored")),
+        ] {
+            let err = decode::<CallRec>(&bytes, &|| "the call c".into()).unwrap_err();
+            let StoreError::Corrupt { what } = err else {
+                panic!("not a corrupt record: {err:?}");
+            };
+            assert!(what.starts_with("the call c: unknown variant"), "{what}");
+            assert!(
+                what.contains("`teleport`") || what.contains("`ignored`"),
+                "{what}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_stored_call_resolved_event_keeps_its_decision_words() {
+        let json =
+            r#"{"type":"call_resolved","call":"n:g0:i0:s0:c1","decision":"retry requested"}"#;
+        let event: crate::Event = serde_json::from_str(json).unwrap();
+        assert_eq!(
+            event,
+            crate::Event::CallResolved {
+                call: "n:g0:i0:s0:c1".into(),
+                decision: Some(CallDecision::RetryRequested),
+            }
+        );
+        assert_eq!(serde_json::to_string(&event).unwrap(), json);
+    }
 }

@@ -9,8 +9,8 @@
 use tokio::task::JoinSet;
 
 use super::Attempt;
-use super::commit::{event_write, scrub_error};
 use super::tasks::TaskDone;
+use crate::context::scrub_error;
 use crate::error::RuntimeError;
 use crate::journal;
 use pipec_diagnostic as codes;
@@ -63,7 +63,7 @@ impl Attempt {
                 rec.error = Some(error.stored(Some(name)));
                 rec.finished_ms = ids::now_ms();
                 writes.push(Write::Node(name.clone(), rec));
-                writes.push(event_write(Event::NodeFailed {
+                writes.push(Write::Event(Event::NodeFailed {
                     node: name.clone(),
                     code: error.code.into(),
                     message: error.message.clone(),
@@ -74,7 +74,7 @@ impl Attempt {
                     continue;
                 }
                 let message = "cancelled while it ran; whether it took effect is unknown";
-                writes.push(event_write(Event::CallUnknown {
+                writes.push(Write::Event(Event::CallUnknown {
                     node: key.node.clone(),
                     call: Some(key.display()),
                     message: message.into(),
@@ -91,11 +91,14 @@ impl Attempt {
         scrub_error(&self.shared.scrubber, &mut stored_error);
         self.thread.error = Some(stored_error);
         writes.push(Write::Thread(self.thread.clone()));
-        writes.push(event_write(Event::ThreadCancelled {}));
+        writes.push(Write::Event(Event::ThreadCancelled {}));
         self.buffer = writes;
         self.end_attempt("cancelled");
         let writes = std::mem::take(&mut self.buffer);
-        // The one commit allowed past the cancel fence: it records the cancellation.
+        // The one commit allowed past the cancel fence: it records the cancellation. A
+        // failure to write it is not the run's error (the cancel is): the thread's cancel
+        // flag stays stored, so whoever takes the thread next ends it as cancelled
+        // (`end_unrun`), and a lost lease means another process holds it already.
         let _ = self.shared.commit_last(writes).await;
         error
     }

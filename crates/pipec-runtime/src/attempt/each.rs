@@ -12,10 +12,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::Value;
 use tokio::task::JoinSet;
 
-use super::commit::{Shared, event_write};
 use crate::bind;
+use crate::context::AttemptContext;
 use crate::error::RuntimeError;
-use crate::tries::{self, Unit, UnitEnd};
+use crate::executor::tries::{self, Unit, UnitEnd};
 use pipec_diagnostic as codes;
 use pipec_plan::Node;
 use pipec_store::{Event, ItemRec, ItemState, StoredError, Write};
@@ -33,7 +33,7 @@ enum ItemEnd {
 
 /// Runs the items of an `each` node; `done` holds the item rows already stored.
 pub(super) async fn run_each(
-    shared: Arc<Shared>,
+    shared: Arc<AttemptContext>,
     node: Arc<Node>,
     units: Vec<Unit>,
     done: BTreeMap<u32, ItemRec>,
@@ -113,7 +113,7 @@ pub(super) async fn run_each(
                     };
                     let writes = vec![
                         Write::Item(node.name.clone(), generation, item, rec.clone()),
-                        event_write(Event::ItemDropped {
+                        Write::Event(Event::ItemDropped {
                             node: node.name.clone(),
                             item,
                             code: error.code.clone(),
@@ -209,7 +209,7 @@ fn items_failed_message(item: u32, failed: u32, message: &str) -> String {
 /// One item: once it holds a permit (and the node has not failed meanwhile), its tries,
 /// then its row, committed.
 async fn run_item(
-    shared: Arc<Shared>,
+    shared: Arc<AttemptContext>,
     node: Arc<Node>,
     mut unit: Unit,
     stop: Arc<AtomicBool>,

@@ -6,7 +6,6 @@
 //! ([`pipec_store::Store::commit_last`]).
 
 use super::Attempt;
-use super::commit::event_write;
 use super::nodes::Slot;
 use crate::error::RuntimeError;
 use crate::eval;
@@ -53,7 +52,7 @@ impl Attempt {
         let names: Vec<String> = gates.iter().map(|g| g.name.clone()).collect();
         self.buffer.push(Write::Thread(self.thread.clone()));
         self.buffer
-            .push(event_write(Event::ThreadPaused { gates: names }));
+            .push(Write::Event(Event::ThreadPaused { gates: names }));
         self.end_attempt("paused");
         self.flush_last().await?;
         Ok(Outcome::Paused {
@@ -102,7 +101,7 @@ impl Attempt {
         self.thread.outputs = None;
         self.thread.due_ms = None;
         self.buffer.push(Write::Thread(self.thread.clone()));
-        self.buffer.push(event_write(Event::ThreadCompleted {
+        self.buffer.push(Write::Event(Event::ThreadCompleted {
             outputs: Some(outputs.clone()),
         }));
         self.end_attempt("completed");
@@ -120,7 +119,7 @@ impl Attempt {
             self.thread.status = Status::Blocked;
             self.thread.error = reasons.first().cloned();
             self.buffer.push(Write::Thread(self.thread.clone()));
-            self.buffer.push(event_write(Event::ThreadBlocked {
+            self.buffer.push(Write::Event(Event::ThreadBlocked {
                 calls: reasons.iter().map(|r| r.message.clone()).collect(),
             }));
             self.end_attempt("blocked");
@@ -140,7 +139,7 @@ impl Attempt {
         self.thread.status = Status::Failed;
         self.thread.error = Some(error.clone());
         self.buffer.push(Write::Thread(self.thread.clone()));
-        self.buffer.push(event_write(Event::ThreadFailed {
+        self.buffer.push(Write::Event(Event::ThreadFailed {
             code: error.code.clone(),
             message: error.message.clone(),
             node: error.node.clone(),
@@ -159,7 +158,7 @@ impl Attempt {
         self.thread.status = Status::Queued;
         self.thread.holder = None;
         self.buffer.push(Write::Thread(self.thread.clone()));
-        self.buffer.push(event_write(Event::ThreadReleased {}));
+        self.buffer.push(Write::Event(Event::ThreadReleased {}));
         self.end_attempt("released");
         self.flush_last().await?;
         Ok(Outcome::Released {

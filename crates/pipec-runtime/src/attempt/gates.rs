@@ -6,7 +6,6 @@
 use serde_json::Value;
 
 use super::Attempt;
-use super::commit::event_write;
 use super::nodes::ValueAt;
 use crate::bind::Params;
 use crate::error::RuntimeError;
@@ -81,7 +80,7 @@ impl Attempt {
             };
             self.buffer
                 .push(Write::Gate(node.name.clone(), rec.clone()));
-            self.buffer.push(event_write(Event::GateAnswered {
+            self.buffer.push(Write::Event(Event::GateAnswered {
                 gate: node.name.clone(),
                 by: "pre-answer".into(),
             }));
@@ -105,7 +104,7 @@ impl Attempt {
         };
         self.buffer
             .push(Write::Gate(node.name.clone(), rec.clone()));
-        self.buffer.push(event_write(Event::GatePending {
+        self.buffer.push(Write::Event(Event::GatePending {
             gate: node.name.clone(),
             message: text,
             deadline_ms: deadline,

@@ -5,14 +5,14 @@
 
 use std::sync::Arc;
 
-use super::commit::Shared;
+use crate::context::AttemptContext;
 use pipec_store::StoreError;
 
 /// The running heartbeat; dropping it stops it.
 pub(super) struct Heartbeat(Option<tokio::task::JoinHandle<()>>);
 
 impl Heartbeat {
-    pub(super) fn start(shared: &Arc<Shared>) -> Heartbeat {
+    pub(super) fn start(shared: &Arc<AttemptContext>) -> Heartbeat {
         let Some(every) = shared.store.renew_every() else {
             return Heartbeat(None);
         };

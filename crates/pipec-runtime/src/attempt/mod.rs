@@ -10,11 +10,10 @@
 //!
 //! The parts: `recovery.rs` (the stored rows brought in line before anything runs),
 //! `nodes.rs` (each node's state, one owner), `tasks.rs` (pure nodes, and the nodes that
-//! run as tasks), `gates.rs`, `each.rs`, `cancel.rs`, `end.rs` (how an attempt ends),
-//! `commit.rs` (the one way to write).
+//! run as tasks), `gates.rs`, `each.rs`, `cancel.rs`, `end.rs` (how an attempt ends).
+//! What the attempt's tasks share, and the one way to write, is `crate::context`.
 
 mod cancel;
-mod commit;
 mod each;
 mod end;
 mod gates;
@@ -23,16 +22,13 @@ mod nodes;
 mod recovery;
 mod tasks;
 
-use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
-use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-pub(crate) use commit::{Last, Shared, commit, event_write};
 use nodes::{NodeTable, Slot};
 use tasks::TaskDone;
 
@@ -41,15 +37,10 @@ use super::error::RuntimeError;
 use super::eval::{self, Env};
 use super::options::{RunOptions, StopSignal};
 use super::outcome::Outcome;
-use super::progress::{ScrubbedProgress, Step};
-use super::resources::Resources;
-use super::resources::servers::WithOverrides;
-use super::runner::Runner;
-use super::secrets::Scrubber;
-use crate::llm::Model;
+use crate::context::AttemptContext;
 use pipec_diagnostic as codes;
 use pipec_plan::NodeKind;
-use pipec_store::{Lease, NodeState, RecordedEvent, ThreadRec, ThreadState, Write};
+use pipec_store::{NodeState, RecordedEvent, ThreadRec, ThreadState, Write};
 
 /// How often a running attempt looks for a cancel request.
 const CANCEL_POLL: Duration = Duration::from_millis(200);
@@ -76,7 +67,7 @@ impl From<RuntimeError> for Stop {
 }
 
 pub(crate) struct Attempt {
-    shared: Arc<Shared>,
+    shared: Arc<AttemptContext>,
     thread: ThreadRec,
     /// The loaded rows: items, gates, calls and attempts stay here; node rows move into
     /// `nodes` once recovery is done.
@@ -120,13 +111,12 @@ impl Env for Scope<'_> {
 }
 
 impl Attempt {
+    /// The attempt of `context` on the loaded rows of its thread; `secrets` are the
+    /// values `secret()` sources read.
     pub(crate) fn new(
-        runner: &Runner,
-        lease: Lease,
+        context: Arc<AttemptContext>,
         state: ThreadState,
-        models: HashMap<String, Arc<dyn Model>>,
         secrets: BTreeMap<String, String>,
-        servers: WithOverrides,
         start: Start,
     ) -> Result<Attempt, RuntimeError> {
         let Some(thread) = state.thread.clone() else {
@@ -135,50 +125,14 @@ impl Attempt {
                 "the thread vanished",
             ));
         };
-        let mut scrubber = Scrubber::default();
-        for (k, v) in &secrets {
-            scrubber.add(k, v);
-        }
-        if let Some(p) = &runner.progress {
-            for name in scrubber.too_short() {
-                p.step(Step::Warning {
-                    message: &format!(
-                        "the secret `{name}` is shorter than {} bytes: it is never stored, but a command that prints it is not scrubbed",
-                        super::secrets::MIN_SCRUBBED_LEN
-                    ),
-                });
-            }
-        }
-        let resources = Resources::new(servers, state.heals.clone(), secrets.clone());
-        let shared = Arc::new(Shared {
-            plan: runner.plan.clone(),
-            store: runner.store.clone(),
-            thread_id: lease.thread.clone(),
-            attempt_no: lease.attempt,
-            lease,
-            project_root: PathBuf::from(&thread.project_root),
-            hosts: runner.hosts.clone(),
-            models,
-            validators: runner.validators.clone(),
-            scrubber: scrubber.clone(),
-            events: runner.events.clone(),
-            progress: runner
-                .progress
-                .clone()
-                .map(|p| ScrubbedProgress::wrap(p, scrubber.clone())),
-            permits: Arc::new(Semaphore::new(runner.concurrency)),
-            concurrency: runner.concurrency,
-            stream: Default::default(),
-            resources: Arc::new(resources),
-        });
         let inputs = match &thread.inputs {
             Value::Object(m) => m.clone(),
             _ => Map::new(),
         };
         Ok(Attempt {
-            nodes: NodeTable::empty(runner.plan.clone()),
+            nodes: NodeTable::empty(context.plan.clone()),
             config: thread.config.clone(),
-            shared,
+            shared: context,
             thread,
             state,
             inputs,

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::commit::{event_write, scrub_error};
+use crate::context::scrub_error;
 use crate::eval::Slot as SourceSlot;
 use crate::progress::{Progress, Step};
 use crate::secrets::Scrubber;
@@ -220,7 +220,7 @@ impl NodeTable {
         rec.next_retry_ms = old.and_then(|o| o.next_retry_ms);
         rec.items = items;
         self.put(i, rec, out);
-        out.push(event_write(Event::NodeStarted {
+        out.push(Write::Event(Event::NodeStarted {
             node: self.plan.nodes[i].name.clone(),
             items,
         }));
@@ -267,7 +267,7 @@ impl NodeTable {
         self.manifests[i] = manifest;
         self.put(i, rec, out);
         let ms = self.started[i].map(|t| t.elapsed().as_millis() as u64);
-        out.push(event_write(Event::NodeFinished {
+        out.push(Write::Event(Event::NodeFinished {
             node: self.plan.nodes[i].name.clone(),
             ms,
         }));
@@ -278,7 +278,7 @@ impl NodeTable {
         let rec = self.row_for(i, NodeState::Skipped, None);
         self.put(i, rec, out);
         let name = self.plan.nodes[i].name.clone();
-        out.push(event_write(Event::NodeSkipped { node: name.clone() }));
+        out.push(Write::Event(Event::NodeSkipped { node: name.clone() }));
         self.slots[i] = Slot::Skipped;
         if let Some(p) = &self.progress {
             p.step(Step::Skipped { node: &name });
@@ -316,7 +316,7 @@ impl NodeTable {
         rec.error = Some(error.clone());
         self.put(i, rec, out);
         let name = self.plan.nodes[i].name.clone();
-        out.push(event_write(Event::NodeFailed {
+        out.push(Write::Event(Event::NodeFailed {
             node: name.clone(),
             code: error.code.clone(),
             message: error.message.clone(),
@@ -353,7 +353,7 @@ impl NodeTable {
         let mut rec = self.row_for(i, NodeState::Failed, None);
         rec.error = Some(error.clone());
         self.put(i, rec, out);
-        out.push(event_write(Event::CallUnknown {
+        out.push(Write::Event(Event::CallUnknown {
             node: self.plan.nodes[i].name.clone(),
             call,
             message: error.message.clone(),

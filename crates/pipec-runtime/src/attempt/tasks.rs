@@ -14,12 +14,12 @@ use crate::bind::{self, Entry, Params};
 use crate::error::RuntimeError;
 use crate::eval;
 use crate::executor;
+use crate::executor::tries::{self, Unit, UnitEnd};
+use crate::hydrate;
 use crate::journal;
-use crate::resources::hydrate;
-use crate::tries::{self, Unit, UnitEnd};
 use pipec_diagnostic as codes;
 use pipec_plan::{Body, Node};
-use pipec_store::{CallKey, ItemRec, StoredError};
+use pipec_store::{CallDecision, CallKey, ItemRec, StoredError};
 
 /// A started task's result, as the scheduler sees it.
 pub(super) struct TaskDone {
@@ -119,7 +119,7 @@ impl Attempt {
                 k.node == node
                     && k.generation == generation
                     && k.item == item
-                    && c.decision.as_deref() == Some("retry requested")
+                    && c.decision == Some(CallDecision::RetryRequested)
             })
             .map(|(k, c)| (k.clone(), c.args_hash.clone()))
     }

@@ -11,15 +11,16 @@ use serde_json::{Map, Value};
 use super::{Executor, TryContext, TryError, TryFuture, fatal};
 use crate::error::RuntimeError;
 use crate::eval;
+use crate::hydrate::heal::IDEMPOTENCY_META;
 use crate::journal;
 use crate::progress::human_bytes;
-use crate::resources::heal::IDEMPOTENCY_META;
 use crate::resources::results::{self, ResultError};
 use crate::resources::{manifest, servers::Servers};
 use crate::validate::Mode;
 use pipec_diagnostic::{self as codes, Rule};
 use pipec_mcp::{McpError, RequestOptions};
 use pipec_plan::{Body, Node, Plan, Tool};
+use pipec_store::CallKind;
 
 pub(crate) struct Call;
 
@@ -36,8 +37,8 @@ fn repeatable(t: &Tool) -> bool {
 }
 
 impl Executor for Call {
-    fn call_kind(&self) -> &'static str {
-        "tool"
+    fn call_kind(&self) -> CallKind {
+        CallKind::Tool
     }
 
     fn journaled(&self, plan: &Plan, node: &Node) -> bool {
@@ -80,30 +81,57 @@ pub(crate) fn arguments(
     Ok(out)
 }
 
-/// What an MCP failure of a tool call means for the try: whether it may be tried again,
-/// and whether the effect may have happened.
+/// How a tool call the server did not answer with a result ends the try, `message`
+/// (scrubbed) about `node`: tried again when nothing was sent (`R0501` after the last
+/// try); when the request may have reached the server, tried again only if the tool is
+/// `repeatable`, else an unknown effect; otherwise a failure whose code says why, with
+/// what to change when the error knows.
 pub(crate) fn call_failure(
     e: &McpError,
     repeatable: bool,
-    scrub: &dyn Fn(&str) -> String,
-) -> (Option<&'static Rule>, bool) {
-    let _ = scrub;
+    message: String,
+    node: &str,
+) -> TryError {
+    let again = |message| TryError::Transient {
+        rule: &codes::MCP_SERVER_FAILED,
+        message,
+    };
+    let failed = |rule, message| {
+        let mut error = RuntimeError::new(rule, message);
+        if let Some(help) = e.help() {
+            error = error.help(help);
+        }
+        TryError::Fatal(error.stored(Some(node)))
+    };
     match e {
         // Nothing was sent: trying again is safe for any tool.
-        McpError::Start { .. } | McpError::StartTimeout { .. } => (None, false),
+        McpError::Start { .. } | McpError::StartTimeout { .. } => again(message),
+        // The request may have reached the server.
         McpError::Closed { .. }
         | McpError::Timeout { .. }
         | McpError::Garbage { .. }
-        | McpError::Protocol { .. } => (None, !repeatable),
-        McpError::Http { status, .. } if *status >= 500 => (None, !repeatable),
+        | McpError::Protocol { .. } => {
+            if repeatable {
+                again(message)
+            } else {
+                TryError::Unknown(message)
+            }
+        }
+        McpError::Http { status, .. } if *status >= 500 => {
+            if repeatable {
+                again(message)
+            } else {
+                TryError::Unknown(message)
+            }
+        }
         // Refused credentials are the server's setup, not the tool's failure, and trying
         // again sends the same ones.
         McpError::Http { .. } if e.refused_credentials() => {
-            (Some(&codes::MCP_SERVER_FAILED), false)
+            failed(&codes::MCP_SERVER_FAILED, message)
         }
-        McpError::TooLarge { .. } => (Some(&codes::TOOL_RESULT_UNPARSABLE), false),
+        McpError::TooLarge { .. } => failed(&codes::TOOL_RESULT_UNPARSABLE, message),
         McpError::Server { .. } | McpError::Http { .. } | McpError::InputRequired { .. } => {
-            (Some(&codes::TOOL_FAILED), false)
+            failed(&codes::TOOL_FAILED, message)
         }
     }
 }
@@ -212,20 +240,7 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
         }
         Err(e) => {
             let message = scrub(&format!("`{}` calling `{}`: {e}", node.name, tool.name));
-            return Err(match call_failure(&e, repeatable(tool), &scrub) {
-                (Some(rule), _) => {
-                    let mut error = RuntimeError::new(rule, message);
-                    if let Some(help) = e.help() {
-                        error = error.help(help);
-                    }
-                    TryError::Fatal(error.stored(Some(&node.name)))
-                }
-                (None, true) => TryError::Unknown(message),
-                (None, false) => TryError::Transient {
-                    rule: &codes::MCP_SERVER_FAILED,
-                    message,
-                },
-            });
+            return Err(call_failure(&e, repeatable(tool), message, &node.name));
         }
     };
     let size = results::size_of(&result);

@@ -11,13 +11,13 @@ use crate::validate::Mode;
 use pipec_diagnostic::{self as codes, Rule};
 use pipec_plan::{Body, Node, Plan};
 use pipec_process::ReaperId;
-use pipec_store::Watcher;
+use pipec_store::{CallKind, Watcher};
 
 pub(crate) struct Exec;
 
 impl Executor for Exec {
-    fn call_kind(&self) -> &'static str {
-        "exec"
+    fn call_kind(&self) -> CallKind {
+        CallKind::Exec
     }
 
     fn journaled(&self, _plan: &Plan, node: &Node) -> bool {

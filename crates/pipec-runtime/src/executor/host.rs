@@ -7,12 +7,13 @@ use super::{Executor, TryContext, TryError, TryFuture, fatal};
 use crate::validate::Mode;
 use pipec_diagnostic::{self as codes, Rule};
 use pipec_plan::{Body, Node, Plan};
+use pipec_store::CallKind;
 
 pub(crate) struct Host;
 
 impl Executor for Host {
-    fn call_kind(&self) -> &'static str {
-        "host"
+    fn call_kind(&self) -> CallKind {
+        CallKind::Host
     }
 
     fn journaled(&self, _plan: &Plan, _node: &Node) -> bool {

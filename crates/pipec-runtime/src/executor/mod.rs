@@ -11,41 +11,26 @@ mod exec;
 mod host;
 mod pure;
 mod think;
+pub(crate) mod tries;
 
 use std::future::Future;
 use std::pin::Pin;
 
 use serde_json::Value;
 
-use super::attempt::Shared;
-use super::tries::Unit;
+use crate::context::AttemptContext;
+pub(crate) use crate::error::TryError;
 use pipec_diagnostic::Rule;
 use pipec_plan::{Body, Node, NodeKind, Plan};
-use pipec_store::{CallRec, GateRec, ResourceRef, StoredError, Watcher, Write};
+use pipec_store::{CallKind, CallRec, ResourceRef, Watcher, Write};
+use tries::Unit;
 
 /// A boxed future of an executor's try.
 pub(crate) type TryFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, TryError>> + Send + 'a>>;
 
-/// How one try ended, when it did not give a value.
-#[derive(Debug)]
-pub(crate) enum TryError {
-    /// Trying again may help, and is safe: the failure's code and message.
-    Transient {
-        rule: &'static Rule,
-        message: String,
-    },
-    /// It will not get better by trying again.
-    Fatal(StoredError),
-    /// An effect that may or may not have happened: the thread needs a person.
-    Unknown(String),
-    /// A call waits at its approval gate (its row is written); the node goes on once
-    /// the gate is answered.
-    Waiting { gate: String, rec: Box<GateRec> },
-}
-
 /// What a try can use.
 pub(crate) struct TryContext<'a> {
-    pub shared: &'a Shared,
+    pub shared: &'a AttemptContext,
     pub unit: &'a Unit,
     /// The key handed to the callee; the same for every try of the call.
     pub idem_key: String,
@@ -60,7 +45,7 @@ pub(crate) struct TryContext<'a> {
 /// A kind of node that runs as a task.
 pub(crate) trait Executor: Sync {
     /// The journal's word for this kind of call (`exec`, `host`, `model`, `tool`).
-    fn call_kind(&self) -> &'static str;
+    fn call_kind(&self) -> CallKind;
 
     /// Whether each try must be journaled (a committed `started` row) before it runs:
     /// an effect that is not idempotent.

@@ -7,12 +7,13 @@ use super::{Executor, TryContext, TryFuture, fatal};
 use crate::eval;
 use pipec_diagnostic::{self as codes, Rule};
 use pipec_plan::{Body, Node, Plan};
+use pipec_store::CallKind;
 
 pub(crate) struct Pure;
 
 impl Executor for Pure {
-    fn call_kind(&self) -> &'static str {
-        "return"
+    fn call_kind(&self) -> CallKind {
+        CallKind::Return
     }
 
     fn journaled(&self, _plan: &Plan, _node: &Node) -> bool {

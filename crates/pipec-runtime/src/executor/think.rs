@@ -5,20 +5,19 @@
 use serde_json::Value;
 
 use super::{Executor, TryContext, TryError, TryFuture, fatal};
-use crate::attempt::Shared;
-use crate::attempt::event_write;
+use crate::context::AttemptContext;
 use crate::error::RuntimeError;
 use crate::llm::{Message, ModelError, ModelRequest, Role, extract_json};
 use crate::validate::Mode;
 use pipec_diagnostic::{self as codes, Rule};
 use pipec_plan::{Body, Node, Plan};
-use pipec_store::{Event, Write};
+use pipec_store::{CallKind, Event, Write};
 
 pub(crate) struct Think;
 
 impl Executor for Think {
-    fn call_kind(&self) -> &'static str {
-        "model"
+    fn call_kind(&self) -> CallKind {
+        CallKind::Model
     }
 
     fn journaled(&self, _plan: &Plan, _node: &Node) -> bool {
@@ -93,7 +92,7 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
                 return Err(failure.into_try_error(&cx));
             }
         };
-        cx.writes.push(event_write(Event::ModelTurn {
+        cx.writes.push(Write::Event(Event::ModelTurn {
             node: node.name.clone(),
             item: unit.item,
             turn,
@@ -166,7 +165,7 @@ pub(super) struct ModelFailure {
 }
 
 impl ModelFailure {
-    pub(super) fn new(shared: &Shared, model: &str, e: &ModelError) -> ModelFailure {
+    pub(super) fn new(shared: &AttemptContext, model: &str, e: &ModelError) -> ModelFailure {
         let (rule, message, help, transient): (&'static Rule, String, Option<String>, bool) =
             match e {
                 ModelError::Transient(e) => (
@@ -202,7 +201,7 @@ impl ModelFailure {
 
     /// Its `model_failed` event, for turn `turn` of the node of `cx`.
     pub(super) fn event(&self, cx: &TryContext<'_>, turn: u32, model: &str) -> Write {
-        event_write(Event::ModelFailed {
+        Write::Event(Event::ModelFailed {
             node: cx.unit.node.name.clone(),
             item: cx.unit.item,
             turn,

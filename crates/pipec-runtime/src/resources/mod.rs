@@ -1,19 +1,17 @@
 //! Resources at run time: the servers an attempt talks to (`servers.rs`), what a tool
 //! result means (`results.rs`), links lifted into manifests (`manifest.rs`), bindings
-//! resolved to references when a node enters (`resolve.rs`), and references fetched,
-//! parsed and validated when it starts (`hydrate.rs`), with dead links re-derived
-//! (`heal.rs`) and reads shared within the attempt (`cache.rs`). Before a run, the
-//! declared tools are held against `tools/list` (`tools_check.rs`); `pipec check
-//! --online` and `pipec tools pull` take a server's listings in a short session of their
-//! own (`server_listing.rs`), and the former compares them with every declaration that
-//! uses the server (`online_check.rs`).
+//! resolved to references when a node enters (`resolve.rs`), and reads shared within
+//! the attempt (`cache.rs`); references are fetched when a node starts by hydration
+//! (`hydrate/`, above this module). Before a run, the declared tools are held against
+//! `tools/list` (`tools_check.rs`); `pipec check --online` and `pipec tools pull` take a
+//! server's listings in a short session of their own (`server_listing.rs`), and the
+//! former compares them with every declaration that uses the server
+//! (`online_check.rs`).
 //!
 //! Protocol code is `pipec_mcp`'s; this module decides what the protocol's answers mean
 //! to a pipeline.
 
 mod cache;
-pub(crate) mod heal;
-pub(crate) mod hydrate;
 pub(crate) mod manifest;
 pub mod online_check;
 pub(crate) mod resolve;
@@ -37,11 +35,11 @@ pub(crate) struct Resources {
     /// The latest heal of each reference (loaded with the thread, then kept current).
     heals: Mutex<BTreeMap<RefOrigin, HealRec>>,
     /// One heal at a time per reference.
-    healing: tokio::sync::Mutex<BTreeMap<RefOrigin, std::sync::Arc<tokio::sync::Mutex<()>>>>,
+    pub healing: tokio::sync::Mutex<BTreeMap<RefOrigin, std::sync::Arc<tokio::sync::Mutex<()>>>>,
     /// The attempt's secrets, to put back into a replay's arguments.
-    secrets: BTreeMap<String, String>,
+    pub secrets: BTreeMap<String, String>,
     /// Numbers the attempt's heal replays in the journal.
-    replays: std::sync::atomic::AtomicU32,
+    pub replays: std::sync::atomic::AtomicU32,
 }
 
 impl Resources {
@@ -69,7 +67,7 @@ impl Resources {
             .cloned()
     }
 
-    fn record_heal(&self, origin: RefOrigin, rec: HealRec) {
+    pub(crate) fn record_heal(&self, origin: RefOrigin, rec: HealRec) {
         self.heals
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -4,9 +4,10 @@
 //! picks among several). Both become references (`ResourceRef` values) in the node's
 //! parameters; hydration then fetches those the node declares a content type for.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
-use crate::bind::Params;
 use crate::error::RuntimeError;
 use crate::eval::{self, Env};
 use pipec_diagnostic::{self as codes, Rule};
@@ -23,7 +24,7 @@ fn fail(node: &Node, param: &str, rule: &'static Rule, message: String) -> Store
 
 /// The value a template variable takes from the node's parameters (`{file.path}` reads
 /// a field): strings as they are, numbers and booleans as JSON writes them.
-fn lookup(params: &Params, name: &str) -> Option<String> {
+fn lookup(params: &BTreeMap<String, Value>, name: &str) -> Option<String> {
     let mut parts = name.split('.');
     let mut v = params.get(parts.next()?)?.clone();
     for p in parts {
@@ -55,7 +56,7 @@ fn matching_links(
     node: &Node,
     param: &str,
     source: &Source,
-    params: &Params,
+    params: &BTreeMap<String, Value>,
     env: &dyn Env,
 ) -> Result<Option<Vec<ResourceRef>>, StoredError> {
     let Source::Link {
@@ -90,7 +91,7 @@ fn matching_links(
 pub(crate) fn each_links(
     node: &Node,
     param: &Param,
-    params: &Params,
+    params: &BTreeMap<String, Value>,
     env: &dyn Env,
 ) -> Result<Option<Vec<Value>>, StoredError> {
     let Source::Each { list, .. } = &param.source else {
@@ -101,7 +102,11 @@ pub(crate) fn each_links(
 }
 
 /// Fills the node's resource and link parameters with references.
-pub(crate) fn resolve(node: &Node, params: &mut Params, env: &dyn Env) -> Result<(), StoredError> {
+pub(crate) fn resolve(
+    node: &Node,
+    params: &mut BTreeMap<String, Value>,
+    env: &dyn Env,
+) -> Result<(), StoredError> {
     for p in &node.params {
         let value = match &p.source {
             Source::Resource {

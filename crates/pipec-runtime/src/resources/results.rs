@@ -106,17 +106,17 @@ pub(crate) enum TakesBytes {
 /// Whether a tool's declared type takes binary content (`bytes`, `bytes?`, `bytes[]`).
 pub(crate) fn takes_bytes(plan: &Plan, schema: &Value) -> TakesBytes {
     fn is_bytes(plan: &Plan, s: &Value) -> bool {
-        let s = super::hydrate::resolved(plan, s);
+        let s = resolved(plan, s);
         s.get("contentEncoding").and_then(Value::as_str) == Some("base64")
             || s.get("anyOf")
                 .and_then(Value::as_array)
                 .is_some_and(|alts| alts.iter().any(|a| is_bytes(plan, a)))
     }
-    let s = super::hydrate::resolved(plan, schema);
+    let s = resolved(plan, schema);
     if is_bytes(plan, s) {
         return TakesBytes::One;
     }
-    match super::hydrate::items_of(plan, s) {
+    match items_of(plan, s) {
         Some(items) if is_bytes(plan, items) => TakesBytes::All,
         _ => TakesBytes::No,
     }
@@ -409,6 +409,24 @@ pub(crate) fn size_of(result: &ToolResult) -> u64 {
         };
     }
     n as u64
+}
+
+/// A schema with its `$ref` to a named type followed.
+pub(crate) fn resolved<'a>(plan: &'a Plan, schema: &'a Value) -> &'a Value {
+    pipec_schema::refs::resolved(schema, &plan.defs)
+}
+
+/// The schema of the items of a list schema (following `T?`), or `None` for a
+/// schema that is not a list.
+pub(crate) fn items_of<'a>(plan: &'a Plan, schema: &'a Value) -> Option<&'a Value> {
+    let s = resolved(plan, schema);
+    if s.get("type").and_then(Value::as_str) == Some("array") {
+        return s.get("items");
+    }
+    s.get("anyOf")
+        .and_then(Value::as_array)?
+        .iter()
+        .find_map(|alt| items_of(plan, alt))
 }
 
 #[cfg(test)]

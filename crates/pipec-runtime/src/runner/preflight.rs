@@ -6,10 +6,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
-use super::error::{RuntimeError, combine};
-use super::options::{Decision, RunOptions};
-use super::runner::Runner;
-use super::validate::Mode;
+use super::Runner;
+use crate::error::{RuntimeError, combine};
+use crate::options::{Decision, RunOptions};
+use crate::validate::Mode;
 use pipec_base::names::did_you_mean;
 use pipec_diagnostic as codes;
 use pipec_plan::{Body, NodeKind};

@@ -1,5 +1,5 @@
-//! What the scheduler and its tasks share (`Shared`), and the one way they write:
-//! [`Shared::commit`] scrubs secrets from every write, stamps the events, commits them
+//! What the scheduler and its tasks share (`AttemptContext`), and the one way they write:
+//! [`AttemptContext::commit`] scrubs secrets from every write, stamps the events, commits them
 //! in one fenced store transaction, and only then streams the committed events.
 
 use std::collections::{BTreeMap, HashMap};
@@ -13,14 +13,16 @@ use crate::hosts::HostFn;
 use crate::llm::Model;
 use crate::progress::Progress;
 use crate::resources::Resources;
-use crate::runner::EventSink;
 use crate::secrets::Scrubber;
 use crate::validate::Validators;
 use pipec_plan::Plan;
 use pipec_store::{Event, Lease, RecordedEvent, ResourceRef, Store, StoredError, Write};
 
+/// A sink for `--events`: every event, after it is committed, as the store numbered it.
+pub type EventSink = Arc<dyn Fn(&RecordedEvent) + Send + Sync>;
+
 /// What tasks share with the scheduler.
-pub(crate) struct Shared {
+pub(crate) struct AttemptContext {
     pub plan: Arc<Plan>,
     pub store: Arc<dyn Store>,
     pub lease: Lease,
@@ -42,12 +44,7 @@ pub(crate) struct Shared {
     pub resources: Arc<Resources>,
 }
 
-/// The write of an event (the store numbers it and gives it its time when it commits).
-pub(crate) fn event_write(event: Event) -> Write {
-    Write::Event(event)
-}
-
-impl Shared {
+impl AttemptContext {
     /// Commits writes (scrubbed of secrets), then streams their events.
     pub(crate) async fn commit(&self, writes: Vec<Write>) -> Result<(), RuntimeError> {
         self.commit_as(writes, Last::No).await
@@ -182,7 +179,7 @@ impl Ordered {
     }
 }
 
-impl Shared {
+impl AttemptContext {
     /// Fills a gap in the stream from the store: events another process wrote, or that
     /// a stopped task's commit made before it was stopped.
     pub(crate) async fn catch_up(&self) {

@@ -1,7 +1,8 @@
 //! The embedding API: a `Runner` holds a plan, a store, host functions and models, and
 //! starts or resumes threads. Everything that can be refused (inputs, configuration,
 //! answers, options, plan changes, unfinished effects) is refused *before* anything is
-//! written (`preflight.rs`, `plan_change.rs`, `config.rs`).
+//! written (`preflight.rs`, `plan_change.rs`, `config.rs`). `resume.rs` continues a thread
+//! from what is committed.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
@@ -12,35 +13,38 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use tokio::sync::Semaphore;
 
-use super::attempt::{Attempt, Start};
-use super::config;
-use super::error::RuntimeError;
-use super::hosts::{HostFn, check_host_types};
-use super::models;
-use super::options::RunOptions;
-use super::outcome::Outcome;
-use super::plan_change;
-use super::preflight::DEFAULT_MAX_ANSWER_BYTES;
-use super::progress::Progress;
-use super::resources::servers::{Fetcher, McpServers, Replayer, Servers, WithOverrides};
-use super::resources::tools_check;
-use super::resume::{Decided, Unrun};
-use super::secrets::Scrubber;
-use super::validate::Validators;
+mod preflight;
+mod resume;
+
+pub use preflight::DEFAULT_MAX_ANSWER_BYTES;
+pub(crate) use resume::give_back;
+use resume::{Decided, Unrun};
+
+use crate::attempt::{Attempt, Start};
+use crate::config;
+use crate::context::{AttemptContext, EventSink};
+use crate::error::RuntimeError;
+use crate::hosts::{HostFn, check_host_types};
 use crate::llm::Model;
+use crate::models;
+use crate::options::RunOptions;
+use crate::outcome::Outcome;
+use crate::plan_change;
+use crate::progress::{Progress, ScrubbedProgress, Step};
+use crate::resources::servers::{Fetcher, McpServers, Replayer, Servers, WithOverrides};
+use crate::resources::{Resources, tools_check};
+use crate::secrets::Scrubber;
+use crate::validate::Validators;
 use pipec_diagnostic as codes;
 use pipec_plan::{Body, Plan};
 use pipec_store::{
-    AttemptRec, GateState, Holder, RecordedEvent, Status, Store, StoreError, ThreadRec,
-    ThreadState, ids,
+    AttemptRec, GateState, Holder, Lease, Status, Store, StoreError, ThreadRec, ThreadState, ids,
 };
 
 /// Where configuration and secrets are read from (the process environment by default).
 pub type Environment = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
-
-/// A sink for `--events`: every event, after it is committed, as the store numbered it.
-pub type EventSink = Arc<dyn Fn(&RecordedEvent) + Send + Sync>;
 
 /// A new thread's record and the secrets its start read.
 struct NewThread {
@@ -296,7 +300,7 @@ impl Runner {
             attempts: vec![attempt],
             ..Default::default()
         };
-        let attempt = Attempt::new(self, lease, state, models, secrets, servers, Start::Fresh)?;
+        let attempt = self.new_attempt(lease, state, models, secrets, servers, Start::Fresh)?;
         attempt.stream(&created);
         let mut opts = opts;
         opts.pre_answers = pre.into_iter().collect();
@@ -700,7 +704,7 @@ impl Runner {
         blocked: &[pipec_store::StoredError],
     ) -> Result<(), RuntimeError> {
         let (committed, cancelled) =
-            super::resume::end_unrun(&*self.store, lease, state, Unrun::Blocked(blocked)).await?;
+            resume::end_unrun(&*self.store, lease, state, Unrun::Blocked(blocked)).await?;
         if let Some(sink) = &self.events {
             committed.iter().for_each(|e| sink(e));
         }
@@ -743,5 +747,64 @@ fn normalize_thread_id(id: &str) -> Result<String, RuntimeError> {
             format!("`{id}` is not a thread id"),
         )
         .help("thread ids are 26-character ULIDs, as `pipec runs` shows them")),
+    }
+}
+
+impl Runner {
+    /// An attempt of this runner on the loaded rows of a thread under `lease`, with the
+    /// context its tasks share: the secrets in a scrubber (a secret too short to scrub is
+    /// warned about), the thread's heals, and a run permit per `--concurrency`.
+    pub(crate) fn new_attempt(
+        &self,
+        lease: Lease,
+        state: ThreadState,
+        models: HashMap<String, Arc<dyn Model>>,
+        secrets: BTreeMap<String, String>,
+        servers: WithOverrides,
+        start: Start,
+    ) -> Result<Attempt, RuntimeError> {
+        let Some(thread) = &state.thread else {
+            return Err(RuntimeError::new(
+                &codes::THREAD_NOT_FOUND,
+                "the thread vanished",
+            ));
+        };
+        let mut scrubber = Scrubber::default();
+        for (k, v) in &secrets {
+            scrubber.add(k, v);
+        }
+        if let Some(p) = &self.progress {
+            for name in scrubber.too_short() {
+                p.step(Step::Warning {
+                    message: &format!(
+                        "the secret `{name}` is shorter than {} bytes: it is never stored, but a command that prints it is not scrubbed",
+                        crate::secrets::MIN_SCRUBBED_LEN
+                    ),
+                });
+            }
+        }
+        let resources = Resources::new(servers, state.heals.clone(), secrets.clone());
+        let context = AttemptContext {
+            plan: self.plan.clone(),
+            store: self.store.clone(),
+            thread_id: lease.thread.clone(),
+            attempt_no: lease.attempt,
+            lease,
+            project_root: PathBuf::from(&thread.project_root),
+            hosts: self.hosts.clone(),
+            models,
+            validators: self.validators.clone(),
+            scrubber: scrubber.clone(),
+            events: self.events.clone(),
+            progress: self
+                .progress
+                .clone()
+                .map(|p| ScrubbedProgress::wrap(p, scrubber.clone())),
+            permits: Arc::new(Semaphore::new(self.concurrency)),
+            concurrency: self.concurrency,
+            stream: Default::default(),
+            resources: Arc::new(resources),
+        };
+        Attempt::new(Arc::new(context), state, secrets, start)
     }
 }

@@ -13,14 +13,14 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::attempt::{Shared, event_write};
-use super::bind;
-use super::bind::Params;
-use super::error::RuntimeError;
-use super::executor::{Executor, TryContext, TryError};
-use super::journal;
-use super::progress::Step;
-use super::resources::hydrate::{self, Reader};
+use super::{Executor, TryContext, TryError};
+use crate::bind;
+use crate::bind::Params;
+use crate::context::AttemptContext;
+use crate::error::RuntimeError;
+use crate::hydrate::{self, Reader};
+use crate::journal;
+use crate::progress::Step;
 use pipec_diagnostic as codes;
 use pipec_plan::{Node, Plan};
 use pipec_store::{
@@ -112,19 +112,28 @@ impl Unit {
             && (hydrate::needed(&self.node, &self.params) || bind::when_reads_resources(&self.node))
     }
 
-    /// The `started` row of this unit's next try (journaled executors). Its arguments'
-    /// hash covers the references the unit was bound with, not the fetched content.
+    /// The `started` row of this unit's next try (journaled executors), written and
+    /// committed before the call is made. Its arguments' hash covers the references the
+    /// unit was bound with, not the fetched content.
     pub(crate) fn started_row(&self, attempt: u32, plan: &Plan) -> (CallKey, CallRec) {
         let key = journal::key(&self.node.name, self.generation, self.item, self.step);
-        let rec = journal::started_row(
-            self.executor,
-            plan,
-            &self.node,
-            self.hydrated.as_ref().unwrap_or(&self.params),
-            self.idem_key.clone(),
+        let params = self.hydrated.as_ref().unwrap_or(&self.params);
+        let rec = CallRec {
+            kind: self.executor.call_kind(),
+            target: self.executor.target(&self.node),
+            args_hash: journal::args_hash(&journal::redacted_params(&self.node, params)),
+            args: None,
+            idempotent: !self.executor.journaled(plan, &self.node),
+            idem_key: self.idem_key.clone(),
+            state: CallState::Started,
+            result: None,
+            error: None,
             attempt,
-            self.executor.watcher(),
-        );
+            started_ms: ids::now_ms(),
+            finished_ms: 0,
+            decision: None,
+            watched_by: self.executor.watcher(),
+        };
         (key, rec)
     }
 
@@ -152,7 +161,7 @@ impl Unit {
             .stored(Some(&self.node.name)));
         }
         let writes = vec![
-            event_write(Event::CallStarted {
+            Write::Event(Event::CallStarted {
                 node: self.node.name.clone(),
                 call: key.display(),
                 args_hash: rec.args_hash.clone(),
@@ -165,7 +174,7 @@ impl Unit {
 }
 
 /// Runs a unit with its retries.
-pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
+pub(crate) async fn run_unit(shared: Arc<AttemptContext>, mut unit: Unit) -> UnitEnd {
     let node = unit.node.clone();
     let executor = unit.executor;
     let journaled = executor.journaled(&shared.plan, &node);
@@ -285,7 +294,7 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
                     let message = format!(
                         "`{}` ran longer than its timeout of {}",
                         node.name,
-                        super::progress::human(Duration::from_millis(ms))
+                        crate::progress::human(Duration::from_millis(ms))
                     );
                     if journaled {
                         Err(TryError::Unknown(message))
@@ -352,7 +361,7 @@ pub(crate) async fn run_unit(shared: Arc<Shared>, mut unit: Unit) -> UnitEnd {
 /// What a failed try leads to: the unit's end, or (`None`) another try, once its wait
 /// is stored and over.
 async fn failed_try(
-    shared: &Arc<Shared>,
+    shared: &Arc<AttemptContext>,
     unit: &mut Unit,
     failure: TryError,
     writes: &mut Vec<Write>,
@@ -420,7 +429,7 @@ async fn failed_try(
                 row.finished_ms = 0;
                 batch.push(Write::Node(node.name.clone(), row.clone()));
             }
-            batch.push(event_write(Event::RetryScheduled {
+            batch.push(Write::Event(Event::RetryScheduled {
                 node: node.name.clone(),
                 item: unit.item,
                 try_number: unit.tries,
@@ -451,7 +460,7 @@ async fn failed_try(
 
 /// An item's failure is shown as it happens; a node's, by the scheduler as it fails the
 /// node.
-fn report_item_failure(shared: &Shared, unit: &Unit, error: &StoredError) {
+fn report_item_failure(shared: &AttemptContext, unit: &Unit, error: &StoredError) {
     if unit.is_item
         && let Some(p) = &shared.progress
     {

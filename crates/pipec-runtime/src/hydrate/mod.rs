@@ -8,19 +8,22 @@
 //! A read the server answers with an error (or with nothing) may mean the link died:
 //! `heal.rs` re-derives it when its producer may be called again.
 
+pub(crate) mod heal;
+
 use serde_json::Value;
 
-use super::heal::{self, Failure};
-use super::{Resources, Served};
-use crate::attempt::{Shared, event_write};
 use crate::bind::Params;
+use crate::context::AttemptContext;
 use crate::error::RuntimeError;
-use crate::executor::TryError;
+use crate::error::TryError;
 use crate::progress::{Step, human_bytes};
+use crate::resources::results::{items_of, resolved};
+use crate::resources::{Resources, Served};
 use crate::validate::Mode;
+use heal::Failure;
 use pipec_diagnostic::{self as codes, Rule};
 use pipec_mcp::{Body, McpError, RequestOptions, ResourceContent};
-use pipec_plan::{Node, Param, Plan, Source};
+use pipec_plan::{Node, Param, Source};
 use pipec_store::{Embedded, Event, ResourceRef, Write};
 
 /// The cap of a binding that declares none.
@@ -28,7 +31,7 @@ pub(crate) const DEFAULT_MAX_BYTES: u64 = 16_000_000;
 
 /// What the reading node is, for messages, events and the journal of heals.
 pub(crate) struct Reader<'a> {
-    pub shared: &'a Shared,
+    pub shared: &'a AttemptContext,
     pub node: &'a Node,
     pub generation: u32,
     pub item: u32,
@@ -105,24 +108,6 @@ pub(crate) fn needed(node: &Node, params: &Params) -> bool {
     node.params
         .iter()
         .any(|p| params.get(&p.name).is_some_and(|v| fetched(p, v)))
-}
-
-/// A schema with its `$ref` to a named type followed.
-pub(crate) fn resolved<'a>(plan: &'a Plan, schema: &'a Value) -> &'a Value {
-    pipec_schema::refs::resolved(schema, &plan.defs)
-}
-
-/// The schema of the items of a list schema (following `T?`), or `None` for a
-/// schema that is not a list.
-pub(crate) fn items_of<'a>(plan: &'a Plan, schema: &'a Value) -> Option<&'a Value> {
-    let s = resolved(plan, schema);
-    if s.get("type").and_then(Value::as_str) == Some("array") {
-        return s.get("items");
-    }
-    s.get("anyOf")
-        .and_then(Value::as_array)?
-        .iter()
-        .find_map(|alt| items_of(plan, alt))
 }
 
 impl Reader<'_> {
@@ -375,13 +360,18 @@ impl Reader<'_> {
             .saturating_add(64 * 1024);
         let options = RequestOptions {
             timeout: None,
-            limit: Some(limit.min(super::servers::DEFAULT_MAX_MESSAGE_BYTES)),
+            limit: Some(limit.min(crate::resources::servers::DEFAULT_MAX_MESSAGE_BYTES)),
         };
         let resources = &self.shared.resources;
         let got = resources
             .cache
             .get(&r.server, &r.uri, || {
-                super::servers::Servers::read(&resources.servers, &r.server, &r.uri, options)
+                crate::resources::servers::Servers::read(
+                    &resources.servers,
+                    &r.server,
+                    &r.uri,
+                    options,
+                )
             })
             .await;
         match got {
@@ -475,7 +465,7 @@ impl Reader<'_> {
 
     fn note_read(&mut self, r: &ResourceRef, bytes: u64, served: Served) {
         let cached = served == Served::Cached;
-        self.writes.push(event_write(Event::ResourceRead {
+        self.writes.push(Write::Event(Event::ResourceRead {
             node: self.node.name.clone(),
             item: self.item,
             server: r.server.clone(),

@@ -16,17 +16,18 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::attempt::{Attempt, Last, Start, commit, event_write};
-use super::config;
-use super::error::RuntimeError;
-use super::models;
-use super::options::RunOptions;
-use super::outcome::Outcome;
-use super::plan_change;
-use super::resources::servers::WithOverrides;
-use super::runner::Runner;
-use super::secrets::Scrubber;
+use super::Runner;
+use crate::attempt::Start;
+use crate::config;
+use crate::context::{Last, commit};
+use crate::error::RuntimeError;
 use crate::llm::Model;
+use crate::models;
+use crate::options::RunOptions;
+use crate::outcome::Outcome;
+use crate::plan_change;
+use crate::resources::servers::WithOverrides;
+use crate::secrets::Scrubber;
 use pipec_diagnostic as codes;
 use pipec_store::{
     Event, Lease, RecordedEvent, Status, Store, StoredError, Taken, ThreadState, Why, Write, ids,
@@ -127,8 +128,7 @@ impl Runner {
                 self.store.put_plan(&self.plan.hash, &plan_json).await?;
             }
         }
-        let attempt = Attempt::new(
-            self,
+        let attempt = self.new_attempt(
             lease,
             state,
             ready.models,
@@ -352,7 +352,7 @@ pub(crate) async fn end_unrun(
             (Event::ThreadBlocked { calls }, "blocked")
         }
     };
-    let mut writes = vec![Write::Thread(t), event_write(event)];
+    let mut writes = vec![Write::Thread(t), Write::Event(event)];
     if let Some(mut a) = state.attempts.last().cloned() {
         a.ended_ms = ids::now_ms();
         a.end = Some(end.into());

@@ -10,17 +10,16 @@
 
 use serde_json::{Map, Value};
 
-use super::hydrate::Reader;
-use super::{manifest, results};
-use crate::attempt::event_write;
+use super::Reader;
 use crate::error::RuntimeError;
-use crate::executor::TryError;
+use crate::error::TryError;
 use crate::journal;
 use crate::progress::Step;
+use crate::resources::{manifest, results};
 use crate::secrets::Scrubber;
 use pipec_diagnostic as codes;
 use pipec_mcp::RequestOptions;
-use pipec_store::{CallKey, CallRec, CallState, Event, HealRec, ResourceRef, Write, ids};
+use pipec_store::{CallKey, CallKind, CallRec, CallState, Event, HealRec, ResourceRef, Write, ids};
 
 /// Heal replays are numbered in the journal from here, within their node's step, so
 /// they never share a key with the step's own calls.
@@ -181,7 +180,7 @@ pub(crate) async fn heal(
         .replay(&tool.server, &tool.wire_name, args, meta, options)
         .await;
     let rec = |state, result: Option<Value>, error: Option<String>| CallRec {
-        kind: "tool".into(),
+        kind: CallKind::Tool,
         target: tool.name.clone(),
         args: Some(call.args.clone()),
         args_hash: journal::args_hash(&call.args),
@@ -209,12 +208,11 @@ pub(crate) async fn heal(
         Ok(r) => r,
         Err(e) => {
             let message = shared.scrubber.scrub(&e.to_string());
-            let _ = shared
-                .commit(vec![Write::Call(
-                    key,
-                    rec(CallState::ToolError, None, Some(message.clone())),
-                )])
-                .await;
+            // The failed replay's row goes with the unit's end (the try fails here).
+            reader.writes.push(Write::Call(
+                key,
+                rec(CallState::ToolError, None, Some(message.clone())),
+            ));
             return Err(both(message));
         }
     };
@@ -258,12 +256,10 @@ pub(crate) async fn heal(
     let mut new = match found {
         Ok(r) => r,
         Err(why) => {
-            let _ = shared
-                .commit(vec![Write::Call(
-                    key,
-                    rec(CallState::ToolError, Some(summary), Some(why.clone())),
-                )])
-                .await;
+            reader.writes.push(Write::Call(
+                key,
+                rec(CallState::ToolError, Some(summary), Some(why.clone())),
+            ));
             return Err(both(why));
         }
     };
@@ -283,7 +279,7 @@ pub(crate) async fn heal(
         .commit(vec![
             Write::Call(key.clone(), rec(CallState::Ok, Some(summary), None)),
             Write::Heal(origin.clone(), heal.clone()),
-            event_write(Event::LinkHealed {
+            Write::Event(Event::LinkHealed {
                 node: node.name.clone(),
                 kind: dead.kind.clone(),
                 tool: tool.name.clone(),
