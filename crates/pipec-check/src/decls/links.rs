@@ -8,7 +8,7 @@ use pipec_base::source::{FileId, Span};
 use pipec_base::uri::{self, UriTemplate};
 use pipec_diagnostic::Diagnostic;
 use pipec_diagnostic::rules as r;
-use pipec_syntax::ast::{self};
+use pipec_syntax::ast;
 
 pub(crate) fn empty_link(info: DeclInfo, kind: String) -> LinkDef {
     LinkDef {

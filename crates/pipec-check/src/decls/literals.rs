@@ -7,7 +7,7 @@ use crate::ty::{self, Ty};
 use pipec_base::source::FileId;
 use pipec_diagnostic::Diagnostic;
 use pipec_diagnostic::rules as r;
-use pipec_syntax::ast::{self};
+use pipec_syntax::ast;
 
 impl Checker<'_> {
     /// Checks that a literal value fits a type, reporting P0203 at the literal.

@@ -2,12 +2,12 @@
 
 use crate::Checker;
 use crate::hir::*;
-use crate::ty::{self};
+use crate::ty;
 use pipec_base::source::FileId;
 use pipec_base::uri::UriTemplate;
 use pipec_diagnostic::Diagnostic;
 use pipec_diagnostic::rules as r;
-use pipec_syntax::ast::{self};
+use pipec_syntax::ast;
 
 pub(super) const READER_SETTINGS: &[&str] = &["uri", "max_bytes", "mime"];
 

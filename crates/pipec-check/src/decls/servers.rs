@@ -7,7 +7,7 @@ use crate::credentials::is_credential_header;
 use crate::hir::*;
 use pipec_base::names;
 use pipec_base::source::{FileId, Span};
-use pipec_base::uri::{self};
+use pipec_base::uri;
 use pipec_diagnostic::Diagnostic;
 use pipec_diagnostic::rules as r;
 use pipec_syntax::ast::{self, ExprKind, SettingValue};
