@@ -1,16 +1,18 @@
 //! Host functions: Rust functions of the embedding program that `host = "name"` nodes
 //! call, JSON in (the node's parameters) and JSON out. Their input and output types
 //! (derived `JsonSchema`) are checked against every node that calls them when they are
-//! registered, so a mismatch is an error before any run.
+//! registered, so a mismatch is an error before any run. Both sides' types are read with
+//! `pipec-schema` (`fit`), as a tool's parameters are against its server's.
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use pipec_plan::Plan;
+use pipec_schema::fit;
 
 /// A host function: JSON in (the node's parameters), JSON out.
 pub type HostFn =
@@ -40,6 +42,19 @@ pub(crate) fn check_host_types(
             })
             .unwrap_or_default()
     };
+    // The node's schema (into the plan's `$defs`) and the function's (into its own), in
+    // words, when no value is of both.
+    let plan_root = json!({ "$defs": plan.defs });
+    let apart = |node_schema: &Value, function_schema: &Value, function_root: &Value| {
+        let node_kinds = fit::kinds(&fit::sent_type(node_schema, &plan_root))?;
+        let function_kinds = fit::kinds(&fit::sent_type(function_schema, function_root))?;
+        (!fit::overlap(&node_kinds, &function_kinds)).then(|| {
+            (
+                fit::kind_names(&node_kinds),
+                fit::kind_names(&function_kinds),
+            )
+        })
+    };
     let in_props = props(input);
     for field in required(input) {
         let Some(param) = node.params.iter().find(|p| p.name == field) else {
@@ -47,15 +62,12 @@ pub(crate) fn check_host_types(
                 "its input needs `{field}`, which the node has no parameter for"
             ));
         };
-        if let Some(expected) = in_props.get(&field).and_then(|s| s.get("type")) {
-            let declared = resolve_type(&param.schema, plan);
-            if let Some(declared) = declared.get("type")
-                && !types_overlap(declared, expected)
-            {
-                return Err(format!(
-                    "`{field}` is {declared} in the node and {expected} in the function"
-                ));
-            }
+        if let Some(expected) = in_props.get(&field)
+            && let Some((node_has, function_takes)) = apart(&param.schema, expected, input)
+        {
+            return Err(format!(
+                "`{field}` is {node_has} in the node and {function_takes} in the function"
+            ));
         }
     }
     let node_out = resolve_type(&node.output, plan);
@@ -67,10 +79,10 @@ pub(crate) fn check_host_types(
             ));
         }
     }
-    if let (Some(a), Some(b)) = (node_out.get("type"), output.get("type"))
-        && !types_overlap(a, b)
-    {
-        return Err(format!("the node returns {a} and the function {b}"));
+    if let Some((node_returns, function_returns)) = apart(&node.output, output, output) {
+        return Err(format!(
+            "the node returns {node_returns} and the function {function_returns}"
+        ));
     }
     Ok(())
 }
@@ -86,21 +98,78 @@ fn resolve_type(schema: &Value, plan: &Plan) -> Value {
     }
 }
 
-fn types_overlap(a: &Value, b: &Value) -> bool {
-    let set = |v: &Value| -> Vec<String> {
-        match v {
-            Value::String(s) => vec![s.clone()],
-            Value::Array(a) => a
-                .iter()
-                .filter_map(|x| x.as_str().map(str::to_string))
-                .collect(),
-            _ => vec![],
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> Plan {
+        let source = r#"
+input word: string
+input n: int
+
+node tag(word: string = input.word, n: int = input.n) -> { tag: string } {
+  host = "tag"
+}
+
+output tag = tag
+"#;
+        match pipec_check::compile_str("tag.pipe", source) {
+            Ok(plan) => plan,
+            Err(e) => panic!("{:?}", e.diagnostics),
         }
-    };
-    let (a, b) = (set(a), set(b));
-    a.iter().any(|x| {
-        b.contains(x)
-            || (x == "number" && b.iter().any(|y| y == "integer"))
-            || (x == "integer" && b.iter().any(|y| y == "number"))
-    })
+    }
+
+    #[test]
+    fn a_field_the_function_types_by_ref_is_held_to_the_node_parameter() {
+        let plan = plan();
+        let node = &plan.nodes[0];
+        let output = json!({"type": "object", "properties": {"tag": {"type": "string"}}, "required": ["tag"]});
+        // As schemars writes a field of an enum type: a `$ref` into the root's `$defs`,
+        // which the check did not follow before.
+        let input = |n: Value| {
+            json!({
+                "type": "object",
+                "properties": {"word": {"type": "string"}, "n": n},
+                "required": ["word", "n"],
+                "$defs": {"Label": {"type": "string", "enum": ["a", "b"]}, "Count": {"type": "integer"}},
+            })
+        };
+        assert_eq!(
+            check_host_types(
+                node,
+                &input(json!({"$ref": "#/$defs/Label"})),
+                &output,
+                &plan
+            ),
+            Err("`n` is integer in the node and string in the function".to_string())
+        );
+        assert_eq!(
+            check_host_types(
+                node,
+                &input(json!({"$ref": "#/$defs/Count"})),
+                &output,
+                &plan
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            check_host_types(
+                node,
+                &input(json!({"type": ["number", "null"]})),
+                &output,
+                &plan
+            ),
+            Ok(())
+        );
+        let returns_list = json!({"type": "array", "items": {"type": "string"}});
+        assert_eq!(
+            check_host_types(
+                node,
+                &input(json!({"type": "integer"})),
+                &returns_list,
+                &plan
+            ),
+            Err("the node's output needs `tag`, which the function's output lacks".to_string())
+        );
+    }
 }

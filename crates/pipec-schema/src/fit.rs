@@ -1,6 +1,7 @@
 //! Whether a value of one type can be sent where a schema takes another, by the kinds of
 //! JSON value each allows (`string`, `integer`, `object`, ...): what `check --online` and
-//! the start of a run hold a declared tool parameter against the server's listing.
+//! the start of a run hold a declared tool parameter against the server's listing, and
+//! what a host function's types are held to when it is registered.
 //! Both sides are read with [`crate::read`], the model `tools pull` writes types from.
 
 use std::collections::BTreeSet;
@@ -56,6 +57,14 @@ pub fn fits(
     declared.iter().all(|d| {
         *d == "null" || offered.contains(d) || (*d == "integer" && offered.contains("number"))
     })
+}
+
+/// Whether some value is of kinds `a` and of kinds `b` alike (an `integer` and a
+/// `number` meet): what a host function and the node that calls it must share.
+pub fn overlap(a: &BTreeSet<&'static str>, b: &BTreeSet<&'static str>) -> bool {
+    let numeric = |k: &str| k == "integer" || k == "number";
+    a.iter()
+        .any(|k| b.contains(k) || (numeric(k) && b.iter().any(|other| numeric(other))))
 }
 
 /// Kinds in words: `integer or null`.
@@ -114,5 +123,11 @@ mod tests {
         assert!(!fit(&["string"], &["integer"]));
         assert!(fits(None, set(&["integer"]).as_ref()));
         assert!(fits(set(&["string"]).as_ref(), None));
+        let meet = |a: &[&'static str], b: &[&'static str]| {
+            overlap(&a.iter().copied().collect(), &b.iter().copied().collect())
+        };
+        assert!(meet(&["number"], &["integer", "null"]));
+        assert!(meet(&["string", "null"], &["integer", "null"]));
+        assert!(!meet(&["string"], &["object"]));
     }
 }
