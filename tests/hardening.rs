@@ -1000,11 +1000,14 @@ fn a_reopened_gate_is_asked_again_with_a_deadline_of_its_own(store: &StoreKind) 
         "the old gate row is gone: {}",
         show(&p, &thread)
     );
-    // Past the first deadline: the gate is asked again, not timed out on the old one.
-    std::thread::sleep(Duration::from_millis(2300));
+    // Past the first deadline (on the test clock): the gate is asked again, not timed out
+    // on the old one.
     std::fs::remove_file(p.dir.join("broken")).expect("fixed");
     p.write("v2", "");
-    let out = p.run(&["resume", &thread, "--detailed-exitcode"]);
+    let out = p.run_later(
+        Duration::from_millis(2300),
+        &["resume", &thread, "--detailed-exitcode"],
+    );
     assert_eq!(
         code(&out),
         3,
@@ -1435,22 +1438,25 @@ fn an_answer_to_a_renamed_gate_is_taken_before_its_deadline_is(store: &StoreKind
     let v1 = "type Ok {\n  ok: bool\n}\n\ngate ask() -> Ok {\n  message = \"go?\"\n  timeout = 1s\n  on_timeout = { ok: false }\n}\n\noutput ok = ask\n";
     p.write("g.pipe", v1);
     let thread = paused(&p, "g.pipe");
-    std::thread::sleep(Duration::from_millis(1300));
     p.write(
         "v2/g.pipe",
         &v1.replace("gate ask()", "gate question()")
             .replace("= ask", "= question"),
     );
-    let out = p.run(&[
-        "resume",
-        &thread,
-        "--plan",
-        "v2/g.pipe",
-        "--rename",
-        "ask=question",
-        "--answer",
-        r#"question={"ok": true}"#,
-    ]);
+    // Past the deadline, on the test clock.
+    let out = p.run_later(
+        Duration::from_millis(1300),
+        &[
+            "resume",
+            &thread,
+            "--plan",
+            "v2/g.pipe",
+            "--rename",
+            "ask=question",
+            "--answer",
+            r#"question={"ok": true}"#,
+        ],
+    );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(json(&stdout(&out)), json!({ "ok": { "ok": true } }));
 }

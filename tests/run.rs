@@ -737,8 +737,8 @@ fn resume_due_takes_the_threads_whose_deadline_passed(store: &StoreKind) {
         stderr(&out)
     );
     assert_eq!(p.show_json(&timed)["status"], "paused");
-    std::thread::sleep(Duration::from_millis(1300));
-    let out = p.run(&["resume", "--due"]);
+    // Past the deadline, on the test clock.
+    let out = p.run_later(Duration::from_millis(1300), &["resume", "--due"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(
         json(&stdout(&out)),

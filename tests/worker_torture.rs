@@ -5,8 +5,8 @@
 //! explicitly retried it (a thread whose effect was in flight when its worker died is
 //! blocked until then, and the test acts as that person); no thread is left held.
 //!
-//! `PIPEC_WORKER_TORTURE_THREADS` (default 200) and `PIPEC_WORKER_TORTURE_KILLS`
-//! (default 24) set the size.
+//! `PIPEC_WORKER_TORTURE_THREADS` (default 20, or 200 under `PIPEC_TEST_FULL=1`) and
+//! `PIPEC_WORKER_TORTURE_KILLS` (default 4, or 24) set the size.
 
 #![cfg(target_os = "linux")]
 
@@ -62,13 +62,6 @@ fn is_idempotent(node: &str) -> bool {
     node.trim_start_matches('s')
         .parse::<usize>()
         .is_ok_and(|i| i % 4 == 2)
-}
-
-fn env_count(var: &str, default: usize) -> usize {
-    std::env::var(var)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 struct Rng(u64);
@@ -184,8 +177,8 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// Returns the worker that was stopped, if one was.
 pub fn torture(t: &Target, stop_for: Option<Duration>) -> Option<usize> {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let threads_wanted = env_count("PIPEC_WORKER_TORTURE_THREADS", 200);
-    let kills_wanted = env_count("PIPEC_WORKER_TORTURE_KILLS", 24);
+    let threads_wanted = tier_size("PIPEC_WORKER_TORTURE_THREADS", 20, 200);
+    let kills_wanted = tier_size("PIPEC_WORKER_TORTURE_KILLS", 4, 24);
     let out = t.p.run(&["check", "tort.pipe"]);
     assert_eq!(code(&out), 0, "{}", stdout(&out));
     // The first submit creates the store.
