@@ -10,7 +10,7 @@
 //! seed. A failing input is written to `target/fuzz-failure.pipe`. For open-ended runs
 //! use the cargo-fuzz target in `fuzz/`.
 
-mod common;
+use crate::common;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};

@@ -8,6 +8,7 @@ pub mod lsp_client;
 pub mod pg_schema;
 pub mod python;
 pub mod serve_http;
+pub mod store_fixture;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

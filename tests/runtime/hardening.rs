@@ -1,10 +1,9 @@
 //! Regression tests of the control plane, one per defect, named after it: each failed
-//! on the build before the fix (`PIPEC_TEST_BIN=<old pipec> cargo test --test hardening`
+//! on the build before the fix (`PIPEC_TEST_BIN=<old pipec> cargo test --test runtime hardening::`
 //! shows it) and passes now. They drive the real binary on real stores, each test twice:
 //! on a redb file (`on_redb::`) and on PostgreSQL (`on_postgres::`).
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

@@ -3,8 +3,7 @@
 //! resume, secrets. Each runs on a redb file (`on_redb::`) and on PostgreSQL
 //! (`on_postgres::`), but for the one about damaged redb files.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

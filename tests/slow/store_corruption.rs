@@ -11,10 +11,9 @@
 //! the seed (the failures print it), `PIPEC_SWEEP_THREADS` how many commands run at once
 //! (default 3).
 
-mod common;
+use crate::common;
 
-#[path = "common/store_fixture.rs"]
-mod store_fixture;
+use crate::common::store_fixture;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};

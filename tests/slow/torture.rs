@@ -12,8 +12,7 @@
 //! `PIPEC_TORTURE_KILLS` sets how many kills each variant makes (default 5, or 50 under
 //! `PIPEC_TEST_FULL=1`).
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;

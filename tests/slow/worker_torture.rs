@@ -10,7 +10,7 @@
 
 #![cfg(target_os = "linux")]
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::process::{Child, Stdio};
@@ -216,23 +216,27 @@ pub fn torture(t: &Target, stop_for: Option<Duration>) -> Option<usize> {
             }
         }
         std::thread::sleep(Duration::from_millis(50 + rng.below(250)));
-        if kills < kills_wanted && done < threads.len() {
+        // One worker that holds threads, stopped past its leases' expiry, then continued:
+        // the others take its threads over meanwhile. It comes halfway through the kills,
+        // so that a small run (the default tier) has threads left to stop it on.
+        let holder = (!stopped && kills * 2 >= kills_wanted)
+            .then(|| {
+                let holding = t.holders();
+                (0..workers.len()).find(|w| holding.contains(&workers[*w].id()))
+            })
+            .flatten();
+        if let Some(w) = holder {
+            signal(workers[w].id(), "-STOP");
+            std::thread::sleep(stop_for.unwrap_or_default());
+            signal(workers[w].id(), "-CONT");
+            stopped_worker = Some(w);
+            stopped = true;
+        } else if kills < kills_wanted {
             let w = rng.below(workers.len() as u64) as usize;
             let _ = workers[w].kill();
             let _ = workers[w].wait();
             kills += 1;
             workers[w] = t.worker(w, &[]);
-        } else if !stopped && done < threads.len() {
-            // One worker that holds threads, stopped past its leases' expiry, then
-            // continued: the others take its threads over meanwhile.
-            let holding = t.holders();
-            if let Some(w) = (0..workers.len()).find(|w| holding.contains(&workers[*w].id())) {
-                signal(workers[w].id(), "-STOP");
-                std::thread::sleep(stop_for.unwrap_or_default());
-                signal(workers[w].id(), "-CONT");
-                stopped_worker = Some(w);
-                stopped = true;
-            }
         }
     }
     assert!(kills > 0, "the workers were killed while they worked");
