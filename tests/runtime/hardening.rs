@@ -118,30 +118,27 @@ fn gate_deadlines_are_absolute(store: &StoreKind) {
     let p = Project::on(store, "deadline");
     p.write(
         "wait.pipe",
-        "type Approval {\n  approved: bool\n}\n\ngate ask() -> Approval {\n  message = \"ok?\"\n  timeout = 2s\n  on_timeout = { approved: false }\n}\n\noutput answer = ask\n",
+        "type Approval {\n  approved: bool\n}\n\ngate ask() -> Approval {\n  message = \"ok?\"\n  timeout = 1m\n  on_timeout = { approved: false }\n}\n\noutput answer = ask\n",
     );
-    let started = Instant::now();
     let out = p.run(&["run", "wait.pipe", "--detailed-exitcode"]);
     assert_eq!(code(&out), 3, "{}", stderr(&out));
     let thread = thread_of(&stdout(&out)).expect("thread");
     let deadline = show(&p, &thread)["gates"][0]["deadline_ms"].as_u64();
-    // Resumed again and again before the deadline: still paused, same deadline.
-    while started.elapsed() < Duration::from_millis(1500) {
-        std::thread::sleep(Duration::from_millis(400));
-        let out = p.run(&["resume", &thread, "--detailed-exitcode"]);
-        if started.elapsed() < Duration::from_millis(1900) {
-            assert_eq!(code(&out), 3, "{}", stderr(&out));
-            assert_eq!(
-                show(&p, &thread)["gates"][0]["deadline_ms"].as_u64(),
-                deadline
-            );
-        }
-    }
-    while started.elapsed() < Duration::from_millis(2300) {
-        std::thread::sleep(Duration::from_millis(50));
+    // Resumed again and again before the deadline (20 s and 40 s later, on the test
+    // clock): still paused, same deadline.
+    for later in [20, 40] {
+        let out = p.run_later(
+            Duration::from_secs(later),
+            &["resume", &thread, "--detailed-exitcode"],
+        );
+        assert_eq!(code(&out), 3, "{}", stderr(&out));
+        assert_eq!(
+            show(&p, &thread)["gates"][0]["deadline_ms"].as_u64(),
+            deadline
+        );
     }
     // Past the deadline set when the gate first waited: `on_timeout` applies.
-    let out = p.run(&["resume", &thread]);
+    let out = p.run_later(Duration::from_secs(61), &["resume", &thread]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(
         json(&stdout(&out)),
@@ -970,7 +967,7 @@ fn a_reopened_gate_is_asked_again_with_a_deadline_of_its_own(store: &StoreKind) 
     let p = Project::on(store, "reopen");
     p.write(
         "ask.pipe",
-        "type Approval {\n  approved: bool\n}\n\nnode fetch() -> { v: int } {\n  exec = [\"./fetch.sh\"]\n  idempotent = true\n}\n\ngate review(x: { v: int } = fetch) -> Approval {\n  message = \"Approve {{ x.v }}?\"\n  timeout = 2s\n  on_timeout = { approved: false }\n}\n\nnode after(a: Approval = review) -> { ok: bool } {\n  exec = [\"./after.sh\"]\n  idempotent = true\n}\n\noutput after = after\n",
+        "type Approval {\n  approved: bool\n}\n\nnode fetch() -> { v: int } {\n  exec = [\"./fetch.sh\"]\n  idempotent = true\n}\n\ngate review(x: { v: int } = fetch) -> Approval {\n  message = \"Approve {{ x.v }}?\"\n  timeout = 1m\n  on_timeout = { approved: false }\n}\n\nnode after(a: Approval = review) -> { ok: bool } {\n  exec = [\"./after.sh\"]\n  idempotent = true\n}\n\noutput after = after\n",
     );
     p.script(
         "fetch.sh",
@@ -1004,7 +1001,7 @@ fn a_reopened_gate_is_asked_again_with_a_deadline_of_its_own(store: &StoreKind) 
     std::fs::remove_file(p.dir.join("broken")).expect("fixed");
     p.write("v2", "");
     let out = p.run_later(
-        Duration::from_millis(2300),
+        Duration::from_secs(61),
         &["resume", &thread, "--detailed-exitcode"],
     );
     assert_eq!(
@@ -1434,7 +1431,7 @@ fn an_answer_for_a_gate_asked_again_is_taken_for_the_new_question(store: &StoreK
 
 fn an_answer_to_a_renamed_gate_is_taken_before_its_deadline_is(store: &StoreKind) {
     let p = Project::on(store, "renamedeadline");
-    let v1 = "type Ok {\n  ok: bool\n}\n\ngate ask() -> Ok {\n  message = \"go?\"\n  timeout = 1s\n  on_timeout = { ok: false }\n}\n\noutput ok = ask\n";
+    let v1 = "type Ok {\n  ok: bool\n}\n\ngate ask() -> Ok {\n  message = \"go?\"\n  timeout = 1m\n  on_timeout = { ok: false }\n}\n\noutput ok = ask\n";
     p.write("g.pipe", v1);
     let thread = paused(&p, "g.pipe");
     p.write(
@@ -1444,7 +1441,7 @@ fn an_answer_to_a_renamed_gate_is_taken_before_its_deadline_is(store: &StoreKind
     );
     // Past the deadline, on the test clock.
     let out = p.run_later(
-        Duration::from_millis(1300),
+        Duration::from_secs(61),
         &[
             "resume",
             &thread,

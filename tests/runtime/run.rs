@@ -722,7 +722,7 @@ fn resume_due_takes_the_threads_whose_deadline_passed(store: &StoreKind) {
     let p = gated_project(store, "due");
     p.write(
         "wait.pipe",
-        "type Approval {\n  approved: bool\n}\n\ngate ask() -> Approval {\n  message = \"ok?\"\n  timeout = 1s\n  on_timeout = { approved: false }\n}\n\noutput answer = ask\n",
+        "type Approval {\n  approved: bool\n}\n\ngate ask() -> Approval {\n  message = \"ok?\"\n  timeout = 1m\n  on_timeout = { approved: false }\n}\n\noutput answer = ask\n",
     );
     let out = p.run(&["run", "wait.pipe", "--detailed-exitcode"]);
     assert_eq!(code(&out), 3, "{}", stderr(&out));
@@ -737,7 +737,7 @@ fn resume_due_takes_the_threads_whose_deadline_passed(store: &StoreKind) {
     );
     assert_eq!(p.show_json(&timed)["status"], "paused");
     // Past the deadline, on the test clock.
-    let out = p.run_later(Duration::from_millis(1300), &["resume", "--due"]);
+    let out = p.run_later(Duration::from_secs(61), &["resume", "--due"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(
         json(&stdout(&out)),

@@ -163,6 +163,25 @@ impl Target<'_> {
     }
 }
 
+/// Waits until `pid` has its SIGTERM handler (`SigCgt` in `/proc/<pid>/status`): a worker
+/// started again a moment ago, near the end of a run, may not have it yet, and SIGTERM
+/// would then end it as it ends any process.
+fn wait_catches_sigterm(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let caught = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+            .is_some_and(|mask| mask & (1 << (libc::SIGTERM - 1)) != 0);
+        if caught || Instant::now() > deadline {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 fn signal(pid: u32, sig: &str) {
     let _ = std::process::Command::new("kill")
         .args([sig, &pid.to_string()])
@@ -242,6 +261,7 @@ pub fn torture(t: &Target, stop_for: Option<Duration>) -> Option<usize> {
     assert!(kills > 0, "the workers were killed while they worked");
     assert!(stopped, "a worker was stopped while it held threads");
     for w in &workers {
+        wait_catches_sigterm(w.id());
         signal(w.id(), "-TERM");
     }
     for mut w in workers {
