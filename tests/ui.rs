@@ -5,7 +5,7 @@
 //!
 //! - a `fail` case must report its folder's rule; a `pass` case must report nothing;
 //! - every rule has at least one of each (but those of `pipec check --online`, whose
-//!   cases are in `tests/tools.rs`);
+//!   cases are in `tests/mcp/tools.rs`);
 //! - a snapshot without its case, or a case without its snapshot, fails;
 //! - a `.pipe` case whose diagnostics offer fixes has the text `pipec check --fix` makes
 //!   of it beside it, byte for byte, as `<case>.fixed.pipe`, and the text
@@ -15,11 +15,14 @@
 //!   in memory; what they change in other files of the case's folder (an import, a prompt
 //!   template) is compared with `<case>.fixed.files/<path>` (`unsafe-fixed.files`).
 //!
-//! `PIPEC_BLESS=1 cargo test --test ui` rewrites the snapshots.
+//! Each case is a test of its own, named by its path under `tests/ui/`: `cargo test --test
+//! ui unknown-name` runs that rule's cases. `PIPEC_BLESS=1 cargo test --test ui` rewrites
+//! the snapshots.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use libtest_mimic::{Failed, Trial};
 use pipec::diagnostic::{Applicability, Severity, TerminalOptions, render_terminal};
 use pipec::fix::Mode;
 use pipec::source::{FsLoader, SourceDb};
@@ -102,16 +105,54 @@ fn render_case(path: &Path) -> (String, Vec<(String, Severity)>) {
     (snap, codes)
 }
 
-#[test]
-fn ui_cases() {
+/// One test per case, named by its path under `tests/ui/` (`cargo test --test ui
+/// unknown-name` runs that rule's), run in parallel; and one for the files without their
+/// case and one for the rules without cases.
+fn main() {
+    let args = libtest_mimic::Arguments::from_args();
     let root = Path::new("tests/ui");
     let mut files = Vec::new();
     cases(root, &mut files);
     let bless = std::env::var_os("PIPEC_BLESS").is_some();
-    let mut failures: Vec<String> = Vec::new();
-    let mut covered: BTreeSet<(String, &'static str)> = BTreeSet::new();
-    let case_paths: Vec<&PathBuf> = files.iter().filter(|p| is_case(p)).collect();
+    let mut trials: Vec<Trial> = files
+        .iter()
+        .filter(|p| is_case(p))
+        .map(|case| {
+            let name = case
+                .strip_prefix(root)
+                .unwrap_or(case)
+                .to_string_lossy()
+                .replace('\\', "/");
+            let case = case.clone();
+            Trial::test(name, move || verdict(check_case(&case, bless)))
+        })
+        .collect();
+    let all = files.clone();
+    trials.push(Trial::test("files_without_their_case", move || {
+        verdict(files_without_their_case(&all, bless))
+    }));
+    trials.push(Trial::test("every_rule_has_cases", move || {
+        verdict(rules_without_cases(&files))
+    }));
+    libtest_mimic::run(&args, trials).exit();
+}
 
+fn verdict(failures: Vec<String>) -> Result<(), Failed> {
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} UI problems:\n\n{}",
+            failures.len(),
+            failures.join("\n\n")
+        )
+        .into())
+    }
+}
+
+/// A snapshot without its case, and a fixed text without its case, are stale.
+fn files_without_their_case(files: &[PathBuf], bless: bool) -> Vec<String> {
+    let mut failures = Vec::new();
     for snap in files
         .iter()
         .filter(|p| p.extension().is_some_and(|e| e == "snap"))
@@ -130,69 +171,6 @@ fn ui_cases() {
             }
         }
     }
-
-    for case in case_paths {
-        let rule_dir = case
-            .parent()
-            .and_then(|p| p.file_name())
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let Some(rule) = pipec::rules::find_rule(&rule_dir) else {
-            failures.push(format!(
-                "{}: the folder `{rule_dir}` names no rule",
-                case.display()
-            ));
-            continue;
-        };
-        let (snap_text, codes) = render_case(case);
-        let stem = case
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let fails = stem.starts_with("fail");
-        if fails {
-            covered.insert((rule.name.to_string(), "fail"));
-            if !codes.iter().any(|(c, _)| c == rule.code) {
-                failures.push(format!(
-                    "{}: expected {} {}, got {:?}",
-                    case.display(),
-                    rule.code,
-                    rule.name,
-                    codes
-                ));
-            }
-        } else {
-            covered.insert((rule.name.to_string(), "pass"));
-            if !codes.is_empty() {
-                failures.push(format!(
-                    "{}: a pass case must check clean, got {:?}",
-                    case.display(),
-                    codes
-                ));
-            }
-        }
-        if case.extension().is_some_and(|e| e == "pipe") {
-            for (mode, suffix) in [(Mode::Safe, "fixed"), (Mode::Unsafe, "unsafe-fixed")] {
-                check_fixed(case, rule, mode, suffix, bless, &mut failures);
-            }
-        }
-        let snap_path = case.with_extension("snap");
-        let existing = std::fs::read_to_string(&snap_path).ok();
-        if existing.as_deref() != Some(snap_text.as_str()) {
-            if bless {
-                let _ = std::fs::write(&snap_path, &snap_text);
-            } else {
-                failures.push(format!(
-                    "{}: snapshot differs (run with PIPEC_BLESS=1 to accept)\n--- expected\n{}\n--- actual\n{}",
-                    case.display(),
-                    existing.as_deref().unwrap_or("(no snapshot)"),
-                    snap_text
-                ));
-            }
-        }
-    }
-
-    // A fixed text without its case is stale.
     for fixed in files.iter().filter(|p| {
         p.file_stem().is_some_and(|s| {
             let s = s.to_string_lossy();
@@ -210,12 +188,39 @@ fn ui_cases() {
             ));
         }
     }
+    failures
+}
 
+/// The folder of a case, which names its rule.
+fn rule_dir(case: &Path) -> String {
+    case.parent()
+        .and_then(|p| p.file_name())
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Every rule has a `fail` and a `pass` case.
+fn rules_without_cases(files: &[PathBuf]) -> Vec<String> {
+    let covered: BTreeSet<(String, &'static str)> = files
+        .iter()
+        .filter(|p| is_case(p))
+        .filter_map(|case| {
+            let rule = pipec::rules::find_rule(&rule_dir(case))?;
+            let stem = case.file_stem()?.to_string_lossy().into_owned();
+            let kind = if stem.starts_with("fail") {
+                "fail"
+            } else {
+                "pass"
+            };
+            Some((rule.name.to_string(), kind))
+        })
+        .collect();
     // The online rules come from what servers say, which an offline check never
-    // hears: their cases are in tests/tools.rs.
+    // hears: their cases are in tests/mcp/tools.rs.
     let offline = pipec::rules::ALL_RULES
         .iter()
         .filter(|r| !pipec::rules::ONLINE_FAMILY.contains(&r.code));
+    let mut failures = Vec::new();
     for rule in offline {
         for kind in ["fail", "pass"] {
             if !covered.contains(&(rule.name.to_string(), kind)) {
@@ -226,12 +231,85 @@ fn ui_cases() {
             }
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} UI problems:\n\n{}",
-        failures.len(),
-        failures.join("\n\n")
+    failures
+}
+
+/// One case: its rule reported (`fail`) or nothing (`pass`), its fixed texts and its
+/// snapshot.
+fn check_case(case: &Path, bless: bool) -> Vec<String> {
+    let mut failures = Vec::new();
+    let rule_dir = rule_dir(case);
+    let Some(rule) = pipec::rules::find_rule(&rule_dir) else {
+        failures.push(format!(
+            "{}: the folder `{rule_dir}` names no rule",
+            case.display()
+        ));
+        return failures;
+    };
+    let (snap_text, codes) = render_case(case);
+    let stem = case
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if stem.starts_with("fail") {
+        if !codes.iter().any(|(c, _)| c == rule.code) {
+            failures.push(format!(
+                "{}: expected {} {}, got {:?}",
+                case.display(),
+                rule.code,
+                rule.name,
+                codes
+            ));
+        }
+    } else if !codes.is_empty() {
+        failures.push(format!(
+            "{}: a pass case must check clean, got {:?}",
+            case.display(),
+            codes
+        ));
+    }
+    if case.extension().is_some_and(|e| e == "pipe") {
+        for (mode, suffix) in [(Mode::Safe, "fixed"), (Mode::Unsafe, "unsafe-fixed")] {
+            check_fixed(case, rule, mode, suffix, bless, &mut failures);
+        }
+    }
+    let snap_path = case.with_extension("snap");
+    let existing = std::fs::read_to_string(&snap_path).ok();
+    expect_text(
+        &snap_path,
+        existing,
+        &snap_text,
+        (case, "snapshot"),
+        bless,
+        &mut failures,
     );
+    failures
+}
+
+/// `actual` is the text of `path`, which held `existing`: under `PIPEC_BLESS` it is written,
+/// otherwise a difference is a failure that names the case and the text (`shown`).
+fn expect_text(
+    path: &Path,
+    existing: Option<String>,
+    actual: &str,
+    shown: (&Path, &str),
+    bless: bool,
+    failures: &mut Vec<String>,
+) {
+    if existing.as_deref() == Some(actual) {
+        return;
+    }
+    if bless {
+        let _ = std::fs::write(path, actual);
+    } else {
+        let (name, what) = shown;
+        failures.push(format!(
+            "{}: {what} differs (run with PIPEC_BLESS=1 to accept)\n--- expected\n{}\n--- actual\n{}",
+            name.display(),
+            existing.as_deref().unwrap_or("(none)"),
+            actual
+        ));
+    }
 }
 
 /// The name of the text `mode`'s fixes make of `case`: `fail.fixed.pipe`,
@@ -369,16 +447,6 @@ fn check_fixed(
             rule.code, rule.name
         ));
     }
-    if existing.as_deref() != Some(after.as_str()) {
-        if bless {
-            let _ = std::fs::write(&path, &after);
-        } else {
-            failures.push(format!(
-                "{}: the {suffix} text differs (run with PIPEC_BLESS=1 to accept)\n--- expected\n{}\n--- actual\n{}",
-                path.display(),
-                existing.as_deref().unwrap_or("(none)"),
-                after
-            ));
-        }
-    }
+    let what = format!("the {suffix} text");
+    expect_text(&path, existing, &after, (&path, &what), bless, failures);
 }

@@ -9,6 +9,7 @@ pub mod pg_schema;
 pub mod python;
 pub mod serve_http;
 pub mod show_shape;
+pub mod store_fixture;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -47,6 +48,21 @@ pub fn demo_crm_bin() -> &'static Path {
         }
         bin
     })
+}
+
+/// The full tier: `PIPEC_TEST_FULL=1` (set by `.ci/run`) runs the tortures, the corruption
+/// sweep and the fuzz run at full size; without it they run the same real processes and
+/// stores at a smaller size, so that the test command answers in minutes.
+pub fn full_tier() -> bool {
+    std::env::var("PIPEC_TEST_FULL").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// A test's size: `var` when it is set to a number, else `small`, or `full` in the full tier.
+pub fn tier_size(var: &str, small: usize, full: usize) -> usize {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if full_tier() { full } else { small })
 }
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
@@ -278,11 +294,20 @@ impl Project {
     }
 
     pub fn run(&self, args: &[&str]) -> Output {
-        self.cmd(args)
-            .stdin(Stdio::null())
-            .output()
-            .expect("pipec runs")
+        output(self.cmd(args))
     }
+
+    /// [`Project::run`] with pipec's clock `later` ahead (the test clock,
+    /// `PIPEC_CLOCK_OFFSET_MS`): a gate's deadline passes without the test sleeping.
+    pub fn run_later(&self, later: std::time::Duration, args: &[&str]) -> Output {
+        let mut c = self.cmd(args);
+        c.env("PIPEC_CLOCK_OFFSET_MS", later.as_millis().to_string());
+        output(c)
+    }
+}
+
+fn output(mut c: Command) -> Output {
+    c.stdin(Stdio::null()).output().expect("pipec runs")
 }
 
 impl Drop for Project {

@@ -6,11 +6,34 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
-/// Milliseconds since the Unix epoch.
+/// Milliseconds since the Unix epoch: the clock of ids, journal times, gate deadlines and
+/// the due check (PostgreSQL's leases run on the database's clock instead).
 pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
+        .saturating_add_signed(clock_offset_ms())
+}
+
+/// The test clock: `PIPEC_CLOCK_OFFSET_MS` moves [`now_ms`] by that many milliseconds, so
+/// that a test passes a gate's deadline without sleeping. Only builds with the
+/// `test-clock` feature read it, which pipec's own tests enable as a dev-dependency: a
+/// binary built without tests (`cargo build`, `cargo install`, any release) never looks at
+/// the variable.
+#[cfg(feature = "test-clock")]
+fn clock_offset_ms() -> i64 {
+    static OFFSET: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *OFFSET.get_or_init(|| {
+        std::env::var("PIPEC_CLOCK_OFFSET_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    })
+}
+
+#[cfg(not(feature = "test-clock"))]
+const fn clock_offset_ms() -> i64 {
+    0
 }
 
 fn random_u128() -> u128 {

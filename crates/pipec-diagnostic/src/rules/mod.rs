@@ -102,7 +102,7 @@ pub static UNUSED_FAMILY: &[&str] = &[
 ];
 
 /// Rules only `pipec check --online` reports, from what the servers say: an offline
-/// check never reports them, so their cases are in `tests/tools.rs`, not `tests/ui/`.
+/// check never reports them, so their cases are in `tests/mcp/tools.rs`, not `tests/ui/`.
 pub static ONLINE_FAMILY: &[&str] = &[
     TOOL_ANNOTATION_CONTRADICTION.code,
     UNLISTED_TOOL_PARAMETER.code,

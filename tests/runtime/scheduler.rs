@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-mod common;
+use crate::common;
 
 use common::hooked::{Hooked, Hooks, pass_commit};
 use pipec::runtime::{Outcome, RunOptions, Runner};

@@ -3,7 +3,7 @@
 //! reply that never validates, replies over the model's `max_reply_bytes` and a repair
 //! of a large one, and a redirect that is not followed.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

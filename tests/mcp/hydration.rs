@@ -7,7 +7,7 @@
 //! because nothing would fetch them (a resource in a gate, or inside a record or list
 //! source). The server's call log (`CRM_CALL_LOG`) counts what reached it.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::{Output, Stdio};

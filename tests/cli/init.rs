@@ -3,7 +3,7 @@
 //! completion scripts come out for each shell, and an unknown shell is an error naming
 //! the closest one.
 
-mod common;
+use crate::common;
 
 use common::{Project, code, json, stderr, stdout, thread_of};
 

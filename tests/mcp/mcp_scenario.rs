@@ -6,7 +6,7 @@
 //! streamable HTTP. Also: a producer that may not be replayed (`R0103`), and a history
 //! larger than its binding's cap (`R0101`), neither of which lands in the store.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -9,10 +9,10 @@
 //! where a killed process's lease holds its thread until it expires (1.5 s here): the
 //! driver waits for that before the next process, as a person would.
 //!
-//! `PIPEC_TORTURE_KILLS` sets how many kills each variant makes (default 50).
+//! `PIPEC_TORTURE_KILLS` sets how many kills each variant makes (default 5, or 50 under
+//! `PIPEC_TEST_FULL=1`).
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
@@ -377,10 +377,7 @@ fn explicit_retries(st: &serde_json::Value) -> HashMap<String, usize> {
 }
 
 fn kills_wanted() -> usize {
-    std::env::var("PIPEC_TORTURE_KILLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(50)
+    tier_size("PIPEC_TORTURE_KILLS", 5, 50)
 }
 
 fn project(store: &StoreKind, tag: &str) -> Project {

@@ -3,8 +3,7 @@
 //! resume, secrets. Each runs on a redb file (`on_redb::`) and on PostgreSQL
 //! (`on_postgres::`), but for the one about damaged redb files.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -791,7 +790,7 @@ fn resume_due_takes_the_threads_whose_deadline_passed(store: &StoreKind) {
     let p = gated_project(store, "due");
     p.write(
         "wait.pipe",
-        "type Approval {\n  approved: bool\n}\n\ngate ask() -> Approval {\n  message = \"ok?\"\n  timeout = 1s\n  on_timeout = { approved: false }\n}\n\noutput answer = ask\n",
+        "type Approval {\n  approved: bool\n}\n\ngate ask() -> Approval {\n  message = \"ok?\"\n  timeout = 1m\n  on_timeout = { approved: false }\n}\n\noutput answer = ask\n",
     );
     let out = p.run(&["run", "wait.pipe", "--detailed-exitcode"]);
     assert_eq!(code(&out), 3, "{}", stderr(&out));
@@ -805,8 +804,8 @@ fn resume_due_takes_the_threads_whose_deadline_passed(store: &StoreKind) {
         stderr(&out)
     );
     assert_eq!(p.show_json(&timed)["status"], "paused");
-    std::thread::sleep(Duration::from_millis(1300));
-    let out = p.run(&["resume", "--due"]);
+    // Past the deadline, on the test clock.
+    let out = p.run_later(Duration::from_secs(61), &["resume", "--due"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(
         json(&stdout(&out)),

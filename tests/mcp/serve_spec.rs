@@ -3,7 +3,7 @@
 //! truncated specifications never panic the loader. The rules' own cases are UI cases
 //! (`tests/ui/<rule>/*.yaml`).
 
-mod common;
+use crate::common;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};

@@ -15,7 +15,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-mod common;
+use crate::common;
 
 use common::hooked::{Hooked, Hooks};
 use pipec::runtime::{Outcome, Runner};

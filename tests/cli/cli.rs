@@ -1,7 +1,7 @@
 //! The `pipec` binary end to end: exit codes, output formats, and the acceptance cases
 //! of the checker on copies of the example project.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use common::lsp_client::{LspClient, file_uri};
 use common::{Project, pipec_bin};

@@ -4,7 +4,7 @@
 //! tool calls (the resume neither asks the model again nor repeats a finished effect),
 //! `limits`, and `approve` gates that run exactly the arguments they showed.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Stdio;

@@ -9,7 +9,7 @@
 
 #![cfg(target_os = "linux")]
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::sync::Mutex;

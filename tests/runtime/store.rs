@@ -3,10 +3,9 @@
 //! commands that use a store refuse a path where there is none and create nothing; a
 //! damaged store is R0410 naming the file, never a panic.
 
-mod common;
+use crate::common;
 
-#[path = "common/store_fixture.rs"]
-mod store_fixture;
+use crate::common::store_fixture;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

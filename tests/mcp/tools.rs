@@ -7,7 +7,7 @@
 // A value that is not there fails the test, which is what these unwraps say.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

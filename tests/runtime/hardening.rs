@@ -1,10 +1,9 @@
 //! Regression tests of the control plane, one per defect, named after it: each failed
-//! on the build before the fix (`PIPEC_TEST_BIN=<old pipec> cargo test --test hardening`
+//! on the build before the fix (`PIPEC_TEST_BIN=<old pipec> cargo test --test runtime hardening::`
 //! shows it) and passes now. They drive the real binary on real stores, each test twice:
 //! on a redb file (`on_redb::`) and on PostgreSQL (`on_postgres::`).
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -119,30 +118,27 @@ fn gate_deadlines_are_absolute(store: &StoreKind) {
     let p = Project::on(store, "deadline");
     p.write(
         "wait.pipe",
-        "type Approval {\n  approved: bool\n}\n\ngate ask() -> Approval {\n  message = \"ok?\"\n  timeout = 2s\n  on_timeout = { approved: false }\n}\n\noutput answer = ask\n",
+        "type Approval {\n  approved: bool\n}\n\ngate ask() -> Approval {\n  message = \"ok?\"\n  timeout = 1m\n  on_timeout = { approved: false }\n}\n\noutput answer = ask\n",
     );
-    let started = Instant::now();
     let out = p.run(&["run", "wait.pipe", "--detailed-exitcode"]);
     assert_eq!(code(&out), 3, "{}", stderr(&out));
     let thread = thread_of(&stdout(&out)).expect("thread");
     let deadline = show(&p, &thread)["gates"][0]["deadline_ms"].as_u64();
-    // Resumed again and again before the deadline: still paused, same deadline.
-    while started.elapsed() < Duration::from_millis(1500) {
-        std::thread::sleep(Duration::from_millis(400));
-        let out = p.run(&["resume", &thread, "--detailed-exitcode"]);
-        if started.elapsed() < Duration::from_millis(1900) {
-            assert_eq!(code(&out), 3, "{}", stderr(&out));
-            assert_eq!(
-                show(&p, &thread)["gates"][0]["deadline_ms"].as_u64(),
-                deadline
-            );
-        }
-    }
-    while started.elapsed() < Duration::from_millis(2300) {
-        std::thread::sleep(Duration::from_millis(50));
+    // Resumed again and again before the deadline (20 s and 40 s later, on the test
+    // clock): still paused, same deadline.
+    for later in [20, 40] {
+        let out = p.run_later(
+            Duration::from_secs(later),
+            &["resume", &thread, "--detailed-exitcode"],
+        );
+        assert_eq!(code(&out), 3, "{}", stderr(&out));
+        assert_eq!(
+            show(&p, &thread)["gates"][0]["deadline_ms"].as_u64(),
+            deadline
+        );
     }
     // Past the deadline set when the gate first waited: `on_timeout` applies.
-    let out = p.run(&["resume", &thread]);
+    let out = p.run_later(Duration::from_secs(61), &["resume", &thread]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(
         json(&stdout(&out)),
@@ -971,7 +967,7 @@ fn a_reopened_gate_is_asked_again_with_a_deadline_of_its_own(store: &StoreKind) 
     let p = Project::on(store, "reopen");
     p.write(
         "ask.pipe",
-        "type Approval {\n  approved: bool\n}\n\nnode fetch() -> { v: int } {\n  exec = [\"./fetch.sh\"]\n  idempotent = true\n}\n\ngate review(x: { v: int } = fetch) -> Approval {\n  message = \"Approve {{ x.v }}?\"\n  timeout = 2s\n  on_timeout = { approved: false }\n}\n\nnode after(a: Approval = review) -> { ok: bool } {\n  exec = [\"./after.sh\"]\n  idempotent = true\n}\n\noutput after = after\n",
+        "type Approval {\n  approved: bool\n}\n\nnode fetch() -> { v: int } {\n  exec = [\"./fetch.sh\"]\n  idempotent = true\n}\n\ngate review(x: { v: int } = fetch) -> Approval {\n  message = \"Approve {{ x.v }}?\"\n  timeout = 1m\n  on_timeout = { approved: false }\n}\n\nnode after(a: Approval = review) -> { ok: bool } {\n  exec = [\"./after.sh\"]\n  idempotent = true\n}\n\noutput after = after\n",
     );
     p.script(
         "fetch.sh",
@@ -1000,11 +996,14 @@ fn a_reopened_gate_is_asked_again_with_a_deadline_of_its_own(store: &StoreKind) 
         "the old gate row is gone: {}",
         show(&p, &thread)
     );
-    // Past the first deadline: the gate is asked again, not timed out on the old one.
-    std::thread::sleep(Duration::from_millis(2300));
+    // Past the first deadline (on the test clock): the gate is asked again, not timed out
+    // on the old one.
     std::fs::remove_file(p.dir.join("broken")).expect("fixed");
     p.write("v2", "");
-    let out = p.run(&["resume", &thread, "--detailed-exitcode"]);
+    let out = p.run_later(
+        Duration::from_secs(61),
+        &["resume", &thread, "--detailed-exitcode"],
+    );
     assert_eq!(
         code(&out),
         3,
@@ -1432,25 +1431,28 @@ fn an_answer_for_a_gate_asked_again_is_taken_for_the_new_question(store: &StoreK
 
 fn an_answer_to_a_renamed_gate_is_taken_before_its_deadline_is(store: &StoreKind) {
     let p = Project::on(store, "renamedeadline");
-    let v1 = "type Ok {\n  ok: bool\n}\n\ngate ask() -> Ok {\n  message = \"go?\"\n  timeout = 1s\n  on_timeout = { ok: false }\n}\n\noutput ok = ask\n";
+    let v1 = "type Ok {\n  ok: bool\n}\n\ngate ask() -> Ok {\n  message = \"go?\"\n  timeout = 1m\n  on_timeout = { ok: false }\n}\n\noutput ok = ask\n";
     p.write("g.pipe", v1);
     let thread = paused(&p, "g.pipe");
-    std::thread::sleep(Duration::from_millis(1300));
     p.write(
         "v2/g.pipe",
         &v1.replace("gate ask()", "gate question()")
             .replace("= ask", "= question"),
     );
-    let out = p.run(&[
-        "resume",
-        &thread,
-        "--plan",
-        "v2/g.pipe",
-        "--rename",
-        "ask=question",
-        "--answer",
-        r#"question={"ok": true}"#,
-    ]);
+    // Past the deadline, on the test clock.
+    let out = p.run_later(
+        Duration::from_secs(61),
+        &[
+            "resume",
+            &thread,
+            "--plan",
+            "v2/g.pipe",
+            "--rename",
+            "ask=question",
+            "--answer",
+            r#"question={"ok": true}"#,
+        ],
+    );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(json(&stdout(&out)), json!({ "ok": { "ok": true } }));
 }

@@ -5,7 +5,7 @@
 //! nothing once it ended). The reShapr seed example is served unchanged, its template
 //! read through `--backend` from a local HTTP server.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -854,7 +854,7 @@ fn two_served_pipelines_of_one_name_are_refused() {
 }
 
 // Regression tests, named after the defect each one closes. Each fails on a build
-// without its fix (`PIPEC_TEST_BIN=<that build> cargo test --test serve_interop NAME`).
+// without its fix (`PIPEC_TEST_BIN=<that build> cargo test --test mcp serve_interop::NAME`).
 
 /// Closing an HTTP session: the SDK's `DELETE` used to be answered 202, which the
 /// Python SDK logs as "Session termination failed: 202" on every close.

@@ -6,7 +6,7 @@
 //! and to a tool call never shows in the store, in `pipec show`, in what a run prints or
 //! in an error, nor in the environment of another server of the same pipeline.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -5,13 +5,17 @@
 //! past 65,535 columns), and every diagnostic span must lie on char boundaries inside
 //! its file.
 //!
-//! `PIPEC_FUZZ_ITERS` sets the number of inputs (default 3000); `PIPEC_FUZZ_SEED` the
+//! `PIPEC_FUZZ_ITERS` sets the number of inputs (default 300, or 3000 under
+//! `PIPEC_TEST_FULL=1`); `PIPEC_FUZZ_SEED` the
 //! seed. A failing input is written to `target/fuzz-failure.pipe`. For open-ended runs
 //! use the cargo-fuzz target in `fuzz/`.
+
+use crate::common;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
+use common::tier_size;
 use pipec::source::MemoryLoader;
 
 /// xorshift64*: small, deterministic, good enough to pick mutations.
@@ -299,10 +303,7 @@ fn exercise(text: &str) -> Result<(), String> {
 
 #[test]
 fn the_front_end_never_panics_on_mutated_input() {
-    let iters: usize = std::env::var("PIPEC_FUZZ_ITERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3000);
+    let iters = tier_size("PIPEC_FUZZ_ITERS", 300, 3000);
     let seed: u64 = std::env::var("PIPEC_FUZZ_SEED")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -310,9 +311,17 @@ fn the_front_end_never_panics_on_mutated_input() {
     let corpus = corpus();
     assert!(corpus.len() > 10);
     let mut rng = Rng(seed | 1);
-    // Silence the default panic printing; failures are reported below with their input.
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
+    // Silence the panic printing of this thread; failures are reported below with their
+    // input. Other tests of this binary, running meanwhile, keep theirs.
+    let hook: std::sync::Arc<dyn Fn(&std::panic::PanicHookInfo<'_>) + Send + Sync> =
+        std::panic::take_hook().into();
+    let fuzzing = std::thread::current().id();
+    let others = hook.clone();
+    std::panic::set_hook(Box::new(move |info| {
+        if std::thread::current().id() != fuzzing {
+            others(info);
+        }
+    }));
     let mut failure: Option<(String, String)> = None;
     for i in 0..iters {
         let (_, base) = rng.pick(&corpus).clone();
@@ -341,7 +350,7 @@ fn the_front_end_never_panics_on_mutated_input() {
             }
         }
     }
-    std::panic::set_hook(hook);
+    std::panic::set_hook(Box::new(move |info| hook(info)));
     if let Some((why, input)) = failure {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/fuzz-failure.pipe");
         let _ = std::fs::write(&path, &input);

@@ -3,7 +3,7 @@
 //! (`tests/interop/fault_server.py`), a lax one (`tests/interop/lax_server.py`), and tiny
 //! HTTP servers inside the test.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,0 +1,19 @@
+//! MCP: the client against real servers and faults, hydration, tools, `pipec serve` with
+//! the official SDK, its security and specifications, and the embedding API's MCP seams.
+//!
+//! One test binary (`cargo test --test mcp`), a module per area; a module path
+//! filters its tests (`cargo test --test mcp embed_mcp::`).
+
+#[macro_use]
+#[path = "../common/mod.rs"]
+mod common;
+
+mod embed_mcp;
+mod hydration;
+mod mcp_client;
+mod mcp_faults;
+mod mcp_scenario;
+mod serve_interop;
+mod serve_security;
+mod serve_spec;
+mod tools;
