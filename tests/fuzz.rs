@@ -9,33 +9,18 @@
 //! seed. A failing input is written to `target/fuzz-failure.pipe`. For open-ended runs
 //! use the cargo-fuzz target in `fuzz/`.
 
+// The generator alone, not the rest of `common`, which this test does not need.
+#[path = "common/rng.rs"]
+#[allow(dead_code)]
+mod rng;
+
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
 use pipec::source::MemoryLoader;
+use rng::Rng;
 
 /// xorshift64*: small, deterministic, good enough to pick mutations.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next() % n as u64) as usize
-        }
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
-
 const TOKENS: &[&str] = &[
     "{",
     "}",

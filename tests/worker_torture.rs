@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use common::rng::Rng;
 use common::*;
 
 const STEPS: usize = 20;
@@ -69,16 +70,6 @@ fn env_count(var: &str, default: usize) -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
 }
 
 /// What the test runs against: a store path or URL, given to every command.
@@ -196,10 +187,7 @@ pub fn torture(t: &Target, stop_for: Option<Duration>) -> Option<usize> {
         assert_eq!(code(&out), 0, "{}", stderr(&out));
         threads.push((stdout(&out).trim().to_string(), 100 + i as i64));
     }
-    let mut rng = Rng(std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(7, |d| d.as_nanos() as u64)
-        | 1);
+    let mut rng = Rng::from_clock();
     let mut workers: Vec<Child> = (0..4).map(|n| t.worker(n, &[])).collect();
     let mut kills = 0;
     let mut stopped = stop_for.is_none();
@@ -222,9 +210,9 @@ pub fn torture(t: &Target, stop_for: Option<Duration>) -> Option<usize> {
                 let _ = t.run(&["resume", id, "--retry-unfinished", "all", "-q"]);
             }
         }
-        std::thread::sleep(Duration::from_millis(50 + rng.below(250)));
+        std::thread::sleep(Duration::from_millis(50 + rng.millis(250)));
         if kills < kills_wanted && done < threads.len() {
-            let w = rng.below(workers.len() as u64) as usize;
+            let w = rng.below(workers.len());
             let _ = workers[w].kill();
             let _ = workers[w].wait();
             kills += 1;

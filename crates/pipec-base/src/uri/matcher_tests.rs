@@ -249,24 +249,18 @@ fn the_matchable_subset_names_the_expression_at_fault() {
     }
 }
 
-/// A small deterministic generator, so a failure names the seed that found it.
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    /// A non-empty value of 1 to 8 characters drawn from `alphabet`.
-    fn value(&mut self, alphabet: &[char]) -> String {
-        let len = 1 + (self.next() % 8) as usize;
-        (0..len)
-            .map(|_| alphabet[(self.next() % alphabet.len() as u64) as usize])
-            .collect()
-    }
+/// The `n`th value of 1 to 8 characters drawn from `alphabet`: every character in every
+/// position, and every length, as `n` grows.
+fn nth_value(n: usize, alphabet: &[char]) -> String {
+    let len = 1 + n % 8;
+    let mut digits = n.wrapping_mul(0x9E37_79B9) / 8;
+    (0..len)
+        .map(|i| {
+            let c = alphabet[(digits + i * 7) % alphabet.len()];
+            digits /= alphabet.len().max(2) / 2 + 1;
+            c
+        })
+        .collect()
 }
 
 /// Whatever values a template is expanded with, matching the URI gives them back.
@@ -297,15 +291,18 @@ fn expanding_then_matching_gives_the_values_back() {
         ),
         ("x://{a}-{b}/end", &[("a", false), ("b", false)]),
     ];
-    let mut rng = XorShift(0x5eed_1234_abcd_ef01);
-    for (text, vars) in cases {
+    for (case, (text, vars)) in cases.into_iter().enumerate() {
         let tpl = template(text);
         for round in 0..200 {
             let values: Vec<(String, String)> = vars
                 .iter()
-                .map(|(name, rest)| {
+                .enumerate()
+                .map(|(i, (name, rest))| {
                     let alphabet = if *rest { &path_like } else { &anything };
-                    (name.to_string(), rng.value(alphabet))
+                    (
+                        name.to_string(),
+                        nth_value(round * 31 + i * 7 + case, alphabet),
+                    )
                 })
                 .collect();
             let uri = tpl
