@@ -670,7 +670,7 @@ async fn tool_call(
         .call_tool(&tool.server, &tool.wire_name, args, meta, options)
         .await;
     let finish = |state, text: String, links: &[ResourceRef], summary: Option<Value>, error| {
-        let mut kept = json!({ "for_model": truncate(&text) });
+        let mut kept = json!({ "for_model": pipec_base::source::shorten(&text, KEPT_TOOL_TEXT) });
         if let Some(s) = summary {
             kept["result"] = s;
         }
@@ -843,17 +843,6 @@ fn stored_args_object(stored: &Value, tool: &Tool) -> Value {
         Ok(m) => Value::Object(m),
         Err(_) => stored.clone(),
     }
-}
-
-fn truncate(text: &str) -> String {
-    if text.len() <= KEPT_TOOL_TEXT {
-        return text.to_string();
-    }
-    let mut end = KEPT_TOOL_TEXT;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
 }
 
 /// What a finished call's row says the model was shown, and its links.
