@@ -218,12 +218,14 @@ impl UriTemplate {
         Ok(out)
     }
 
-    /// A URI this template would produce, for overlap checks.
+    /// A URI this template would produce, for overlap checks: `value` for every
+    /// variable, written as it is, and no form query parameters (they are optional).
     pub fn sample(&self, value: &str) -> String {
         let mut out = String::new();
         for p in &self.parts {
             match p {
                 Part::Literal(l) => out.push_str(l),
+                Part::Expr(e) if matches!(e.operator, Some('?' | '&')) => {}
                 Part::Expr(_) => out.push_str(value),
             }
         }

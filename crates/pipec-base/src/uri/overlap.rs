@@ -3,7 +3,7 @@
 //! that answer one URI. The verdict comes from the server's own matcher, with the
 //! server's options, so what is predicted here is what a request meets.
 
-use super::{MatchOptions, Matcher, Part, UriTemplate};
+use super::{MatchOptions, Matcher, UriTemplate};
 
 /// Two entries of one served catalogue that answer the same URI: a template that
 /// matches a fixed resource's URI (the resource is served, never the template), or two
@@ -43,12 +43,9 @@ pub fn served_overlaps(resources: &[&str], templates: &[&UriTemplate]) -> Vec<Se
     }
     for later in 0..templates.len() {
         for earlier in 0..later {
-            let shared = [
-                served_sample(templates[later]),
-                served_sample(templates[earlier]),
-            ]
-            .into_iter()
-            .find(|uri| matches(later, uri) && matches(earlier, uri));
+            let shared = [templates[later].sample("x"), templates[earlier].sample("x")]
+                .into_iter()
+                .find(|uri| matches(later, uri) && matches(earlier, uri));
             if let Some(uri) = shared {
                 out.push(ServedOverlap::Templates {
                     earlier,
@@ -56,20 +53,6 @@ pub fn served_overlaps(resources: &[&str], templates: &[&UriTemplate]) -> Vec<Se
                     uri,
                 });
             }
-        }
-    }
-    out
-}
-
-/// A URI the template makes, as a server serves it: each variable `x`, no form query
-/// parameters.
-pub(super) fn served_sample(template: &UriTemplate) -> String {
-    let mut out = String::new();
-    for part in &template.parts {
-        match part {
-            Part::Literal(l) => out.push_str(l),
-            Part::Expr(e) if matches!(e.operator, Some('?' | '&')) => {}
-            Part::Expr(_) => out.push('x'),
         }
     }
     out
