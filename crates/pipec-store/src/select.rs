@@ -96,9 +96,9 @@ pub fn redact(url: &str) -> String {
 pub fn password_of(url: &str) -> Option<String> {
     let parsed = url::Url::parse(url).ok()?;
     if let Some(p) = parsed.password() {
-        let decoded = pipec_base::uri::percent_decode(p);
+        let decoded = percent_encoding::percent_decode_str(p).decode_utf8_lossy();
         if !decoded.is_empty() {
-            return Some(decoded);
+            return Some(decoded.into_owned());
         }
     }
     parsed
