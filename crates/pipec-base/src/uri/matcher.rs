@@ -102,10 +102,10 @@ impl Unmatchable {
         let shown = &self.shown;
         match self.kind {
             UnmatchableKind::Operator => format!(
-                "pipec does not serve `{shown}`: the expressions it matches are `{{var}}`, `{{+var}}` and `{{?a,b}}`"
+                "pipec cannot match `{shown}`: the expressions it matches are `{{var}}`, `{{+var}}` and `{{?a,b}}`"
             ),
             UnmatchableKind::Modifier => {
-                format!("pipec does not serve the modifiers of `{shown}` (`*`, `:n`)")
+                format!("pipec cannot match the modifiers of `{shown}` (`*`, `:n`)")
             }
             UnmatchableKind::SeveralVariables => {
                 format!("`{shown}` holds several variables, which cannot be told apart in a URI")
