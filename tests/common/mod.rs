@@ -7,6 +7,7 @@ pub mod hooked;
 pub mod lsp_client;
 pub mod pg_schema;
 pub mod python;
+pub mod rng;
 pub mod serve_http;
 pub mod show_shape;
 pub mod store_fixture;

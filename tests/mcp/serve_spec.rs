@@ -9,6 +9,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::rng::Rng;
 use pipec::serve::{
     Annotations, Content, Icon, Service, SpecLoad, TemplateSource, load_spec_file, load_spec_text,
 };
@@ -253,24 +254,6 @@ fn pipec_check_reads_pipe_and_spec_files_in_one_run() {
 }
 
 /// xorshift64*: deterministic mutations.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next() % n as u64) as usize
-        }
-    }
-}
-
 const PIECES: &[&str] = &[
     ":",
     ": ",

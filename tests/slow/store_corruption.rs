@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use common::rng::Rng;
 use common::*;
 use store_fixture::*;
 
@@ -27,21 +28,6 @@ const PAGE: usize = 4096;
 const DAMAGE: usize = 64;
 
 /// A small, seeded generator (xorshift64*), so a failure can be replayed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 #[derive(Clone, Debug)]
 struct Damage {
     offset: usize,

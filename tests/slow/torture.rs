@@ -20,6 +20,7 @@ use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::rng::{Rng, clock_seed};
 use common::*;
 
 const STEPS: usize = 20;
@@ -61,23 +62,6 @@ printf '{"v":%d}\n' $((v + 1))
 fn expected(seed: i64) -> i64 {
     let effects = (0..STEPS).filter(|i| *i == 0 || i % 4 != 1).count() as i64;
     seed + effects
-}
-
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
-}
-
-fn seed() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(7, |d| d.as_nanos() as u64)
-        | 1
 }
 
 fn status(p: &Project, thread: &str) -> Option<serde_json::Value> {
@@ -391,7 +375,7 @@ fn project(store: &StoreKind, tag: &str) -> Project {
 
 fn kill_9_at_random_points_one_process_at_a_time(store: &StoreKind) {
     let p = project(store, "torture1");
-    let mut rng = Rng(seed());
+    let mut rng = Rng::from_clock();
     let want = kills_wanted();
     let mut kills = 0;
     let mut threads = Vec::new();
@@ -402,7 +386,7 @@ fn kill_9_at_random_points_one_process_at_a_time(store: &StoreKind) {
         loop {
             rounds += 1;
             assert!(rounds < 500, "thread {thread} does not finish");
-            let delay = (kills < want).then(|| Duration::from_millis(5 + rng.below(120)));
+            let delay = (kills < want).then(|| Duration::from_millis(5 + rng.millis(120)));
             match drive(&p, &thread, delay) {
                 Drive::Completed => break,
                 Drive::Killed => kills += 1,
@@ -428,7 +412,7 @@ fn four_processes_claim_and_resume_concurrently_under_kill_9(store: &StoreKind) 
             let threads = threads.clone();
             let kills = kills.clone();
             std::thread::spawn(move || {
-                let mut rng = Rng(seed() ^ (w as u64 + 1).wrapping_mul(0x9E37_79B9));
+                let mut rng = Rng(clock_seed() ^ (w as u64 + 1).wrapping_mul(0x9E37_79B9));
                 loop {
                     let all: Vec<String> = threads.lock().expect("lock").clone();
                     if Instant::now() >= deadline {
@@ -466,9 +450,9 @@ fn four_processes_claim_and_resume_concurrently_under_kill_9(store: &StoreKind) 
                         t.push(format!("01K{n:023}"));
                         continue;
                     }
-                    let t = open[rng.below(open.len() as u64) as usize].clone();
+                    let t = open[rng.below(open.len())].clone();
                     let delay = (killing && rng.below(3) > 0)
-                        .then(|| Duration::from_millis(5 + rng.below(150)));
+                        .then(|| Duration::from_millis(5 + rng.millis(150)));
                     if drive(&p, &t, delay) == Drive::Killed {
                         *kills.lock().expect("lock") += 1;
                     }
@@ -525,7 +509,7 @@ fn kill_9_when_the_effect_is_made_by_a_grandchild(store: &StoreKind) {
     p.script("step.sh", GRANDCHILD_STEP);
     let out = p.run(&["check", "tort.pipe"]);
     assert_eq!(code(&out), 0, "{}", stdout(&out));
-    let mut rng = Rng(seed());
+    let mut rng = Rng::from_clock();
     let want = (kills_wanted() / 3).max(10);
     let mut kills = 0;
     let mut threads = Vec::new();
@@ -537,7 +521,7 @@ fn kill_9_when_the_effect_is_made_by_a_grandchild(store: &StoreKind) {
             rounds += 1;
             assert!(rounds < 500, "thread {thread} does not finish");
             // Kills at random points of a step (each takes 0.3 to 0.8 s).
-            let delay = (kills < want).then(|| Duration::from_millis(5 + rng.below(900)));
+            let delay = (kills < want).then(|| Duration::from_millis(5 + rng.millis(900)));
             let (drive, life) = drive_recorded(&p, &thread, delay);
             lives.extend(life);
             match drive {
@@ -700,7 +684,7 @@ fn kill_9_while_mcp_tool_calls_make_effects(store: &StoreKind) {
     p.write("tort.pipe", &mcp_pipeline(&log));
     let out = p.run(&["check", "tort.pipe"]);
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
-    let mut rng = Rng(seed());
+    let mut rng = Rng::from_clock();
     let want = (kills_wanted() / 2).max(10);
     let mut kills = 0;
     let mut threads = Vec::new();
@@ -710,7 +694,7 @@ fn kill_9_while_mcp_tool_calls_make_effects(store: &StoreKind) {
         loop {
             rounds += 1;
             assert!(rounds < 500, "thread {thread} does not finish");
-            let delay = (kills < want).then(|| Duration::from_millis(5 + rng.below(150)));
+            let delay = (kills < want).then(|| Duration::from_millis(5 + rng.millis(150)));
             match drive(&p, &thread, delay) {
                 Drive::Completed => break,
                 Drive::Killed => kills += 1,

@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use common::rng::Rng;
 use common::*;
 
 const STEPS: usize = 20;
@@ -62,16 +63,6 @@ fn is_idempotent(node: &str) -> bool {
     node.trim_start_matches('s')
         .parse::<usize>()
         .is_ok_and(|i| i % 4 == 2)
-}
-
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
 }
 
 /// What the test runs against: a store path or URL, given to every command.
@@ -208,10 +199,7 @@ pub fn torture(t: &Target, stop_for: Option<Duration>) -> Option<usize> {
         assert_eq!(code(&out), 0, "{}", stderr(&out));
         threads.push((stdout(&out).trim().to_string(), 100 + i as i64));
     }
-    let mut rng = Rng(std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(7, |d| d.as_nanos() as u64)
-        | 1);
+    let mut rng = Rng::from_clock();
     let mut workers: Vec<Child> = (0..4).map(|n| t.worker(n, &[])).collect();
     let mut kills = 0;
     let mut stopped = stop_for.is_none();
@@ -234,7 +222,7 @@ pub fn torture(t: &Target, stop_for: Option<Duration>) -> Option<usize> {
                 let _ = t.run(&["resume", id, "--retry-unfinished", "all", "-q"]);
             }
         }
-        std::thread::sleep(Duration::from_millis(50 + rng.below(250)));
+        std::thread::sleep(Duration::from_millis(50 + rng.millis(250)));
         // One worker that holds threads, stopped past its leases' expiry, then continued:
         // the others take its threads over meanwhile. It comes halfway through the kills,
         // so that a small run (the default tier) has threads left to stop it on.
@@ -251,7 +239,7 @@ pub fn torture(t: &Target, stop_for: Option<Duration>) -> Option<usize> {
             stopped_worker = Some(w);
             stopped = true;
         } else if kills < kills_wanted {
-            let w = rng.below(workers.len() as u64) as usize;
+            let w = rng.below(workers.len());
             let _ = workers[w].kill();
             let _ = workers[w].wait();
             kills += 1;

@@ -1,90 +1,74 @@
 //! Base64 (RFC 4648, standard alphabet), the encoding of MCP's `blob`s and of binary
-//! content written in `.pipe` files and specifications. Decoding skips white space and
-//! line breaks (YAML block scalars and servers wrap long blobs) and lets the `=` padding
-//! be left out, and says what is wrong with its position in the text; encoding pads.
+//! content written in `.pipe` files and specifications, through the `base64` crate.
+//! Decoding skips white space and line breaks (YAML block scalars and servers wrap long
+//! blobs) and lets the `=` padding be left out, and says what is wrong with its position
+//! in the text; encoding pads.
+
+use base64::Engine;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+
+/// Padding optional on the way in, written on the way out; bits after the last whole byte
+/// are ignored, as the decoders that wrote pipec's stored blobs ignored them.
+const STANDARD: GeneralPurpose = GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    GeneralPurposeConfig::new()
+        .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+        .with_decode_allow_trailing_bits(true),
+);
 
 /// The bytes, or what is wrong and at which character of the text.
 pub fn decode(text: &str) -> Result<Vec<u8>, String> {
-    let mut out = Vec::with_capacity(text.len() / 4 * 3 + 3);
-    let mut buffer: u32 = 0;
-    let mut bits = 0u32;
-    let mut digits = 0usize;
-    let mut padding = 0usize;
+    // The text without white space, and for each byte the character of `text` (from 1)
+    // it came from.
+    let mut compact = Vec::with_capacity(text.len());
+    let mut positions = Vec::with_capacity(text.len());
+    let mut chars = Vec::new();
     for (at, c) in text.chars().enumerate() {
         if c.is_ascii_whitespace() {
             continue;
         }
-        if c == '=' {
-            padding += 1;
-            continue;
+        let mut utf8 = [0u8; 4];
+        for byte in c.encode_utf8(&mut utf8).bytes() {
+            compact.push(byte);
+            positions.push(at + 1);
+            chars.push(c);
         }
-        let position = at + 1;
-        if padding > 0 {
-            return Err(format!(
-                "`{c}` at character {position} follows the `=` padding, which ends the data"
-            ));
-        }
-        let value = match c {
-            'A'..='Z' => c as u32 - 'A' as u32,
-            'a'..='z' => c as u32 - 'a' as u32 + 26,
-            '0'..='9' => c as u32 - '0' as u32 + 52,
-            '+' => 62,
-            '/' => 63,
-            '-' | '_' => {
-                return Err(format!(
+    }
+    let digits = compact.iter().filter(|b| **b != b'=').count();
+    let padding = compact.len() - digits;
+    let misplaced_padding =
+        || format!("{padding} `=` do not pad {digits} characters to a multiple of 4");
+    STANDARD.decode(&compact).map_err(|e| match e {
+        base64::DecodeError::InvalidByte(i, b'=') => match compact[i..].iter().position(|b| *b != b'=') {
+            Some(after) => format!(
+                "`{}` at character {} follows the `=` padding, which ends the data",
+                chars[i + after],
+                positions[i + after]
+            ),
+            None => misplaced_padding(),
+        },
+        base64::DecodeError::InvalidByte(i, _) => {
+            let (c, position) = (chars[i], positions[i]);
+            match c {
+                '-' | '_' => format!(
                     "`{c}` at character {position} is of the URL-safe alphabet; the standard one writes `{}`",
                     if c == '-' { '+' } else { '/' }
-                ));
+                ),
+                _ => format!("`{c}` at character {position} is not a base64 character"),
             }
-            _ => {
-                return Err(format!(
-                    "`{c}` at character {position} is not a base64 character"
-                ));
-            }
-        };
-        digits += 1;
-        buffer = (buffer << 6) | value;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((buffer >> bits) as u8);
-            buffer &= (1 << bits) - 1;
         }
-    }
-    if digits % 4 == 1 {
-        return Err(format!(
+        base64::DecodeError::InvalidLength(_) => format!(
             "{digits} characters encode no whole number of bytes (one is missing or one too many)"
-        ));
-    }
-    if padding > 2 || (padding > 0 && !(digits + padding).is_multiple_of(4)) {
-        return Err(format!(
-            "{padding} `=` do not pad {digits} characters to a multiple of 4"
-        ));
-    }
-    Ok(out)
+        ),
+        base64::DecodeError::InvalidPadding | base64::DecodeError::InvalidLastSymbol(..) => {
+            misplaced_padding()
+        }
+    })
 }
-
-const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /// `bytes` as padded base64.
 pub fn encode(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    STANDARD.encode(bytes)
 }
 
 #[cfg(test)]
@@ -143,5 +127,17 @@ mod tests {
                 .expect_err("not ascii")
                 .contains("`é` at character 3")
         );
+        assert!(
+            decode("aG\n V_bG8=")
+                .expect_err("wrapped")
+                .contains("`_` at character 6")
+        );
+        assert!(
+            decode("aG=Vs")
+                .expect_err("inner padding")
+                .contains("`V` at character 4 follows the `=` padding")
+        );
+        // Bits after the last whole byte are ignored, as they always were.
+        assert_eq!(decode("Zh==").ok(), Some(b"f".to_vec()));
     }
 }

@@ -1,7 +1,9 @@
 //! The leaves of pipec, used from every layer above and using nothing of pipec:
-//! sources and spans, names and identifiers, URI templates, base64, and the nesting limits.
+//! sources and spans, names and identifiers, URI templates, base64, hex digests, and the
+//! nesting limits.
 
 pub mod base64;
+pub mod digest;
 pub mod identifiers;
 pub mod names;
 pub mod nesting;

@@ -109,6 +109,15 @@ impl SourceFile {
     }
 }
 
+/// `text` cut to at most `max_bytes` bytes, at a character boundary, with `…` after it
+/// when something was cut.
+pub fn shorten(text: &str, max_bytes: usize) -> String {
+    if text.len() <= max_bytes {
+        return text.to_string();
+    }
+    format!("{}…", &text[..floor_char_boundary(text, max_bytes)])
+}
+
 pub fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
     offset = offset.min(text.len());
     while offset > 0 && !text.is_char_boundary(offset) {
@@ -265,6 +274,13 @@ pub fn normalize_path(path: &Path) -> PathBuf {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn shortening_keeps_whole_characters() {
+        assert_eq!(super::shorten("short", 10), "short");
+        assert_eq!(super::shorten("abcdef", 3), "abc…");
+        assert_eq!(super::shorten("aé€", 4), "aé…");
+    }
+
     use super::*;
 
     #[test]

@@ -1,7 +1,7 @@
 //! The CRM's resource URIs: the two templates, building a URI from a deal's values, and
 //! telling which resource a URI names.
 
-use pipec_base::uri::percent_decode;
+use pipec_base::uri::{encode_segment, percent_decode};
 
 pub(crate) const ACTIVITY_TEMPLATE: &str = "mcp://crm/deals/{deal_id}/activity";
 pub(crate) const EMAILS_TEMPLATE: &str = "mcp://crm/deals/{deal_id}/emails/{start}/{end}";
@@ -59,20 +59,6 @@ pub(crate) fn recognise(uri: &str) -> Option<Named> {
         }),
         _ => None,
     }
-}
-
-/// A value as one path segment, the way RFC 6570's `{var}` expands it: unreserved
-/// characters as they are, every other byte percent-encoded.
-fn encode_segment(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for byte in value.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -14,8 +14,8 @@ use super::http_client::Refusal;
 use super::request_slot::Found;
 use super::types::Redact;
 
-/// How much of an HTTP error body an error keeps.
-const BODY_CHARS: usize = 1000;
+/// How much of an HTTP error body an error keeps, in bytes.
+const BODY_BYTES: usize = 1000;
 
 /// How rmcp words an answer over HTTP that is not a JSON-RPC message (the type it names
 /// is rmcp's own, so pipec says it in its words).
@@ -290,11 +290,7 @@ fn status_line(text: &str) -> Option<(u16, &str)> {
 }
 
 fn shorten(text: &str) -> String {
-    let text = text.trim();
-    match text.char_indices().nth(BODY_CHARS) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
-    }
+    pipec_base::source::shorten(text.trim(), BODY_BYTES)
 }
 
 #[cfg(test)]
@@ -313,7 +309,7 @@ mod tests {
 
     #[test]
     fn a_long_body_is_shortened() {
-        assert_eq!(shorten(&"x".repeat(5000)).chars().count(), BODY_CHARS + 1);
+        assert_eq!(shorten(&"x".repeat(5000)).chars().count(), BODY_BYTES + 1);
         assert_eq!(shorten(" short "), "short");
     }
 }

@@ -3,19 +3,12 @@
 use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use super::{Body, Plan, Source};
 use pipec_schema::refs::referenced_defs;
 
 fn sha256(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut s = String::with_capacity(7 + 64);
-    s.push_str("sha256:");
-    for b in digest.iter() {
-        s.push_str(&format!("{b:02x}"));
-    }
-    s
+    format!("sha256:{}", pipec_base::digest::sha256_hex(bytes, 32))
 }
 
 /// The hash of a plan's content: everything but `hash` and `compiler`. serde_json

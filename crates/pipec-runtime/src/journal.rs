@@ -13,7 +13,6 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use super::secrets::placeholder;
 use pipec_plan::{Node, Source};
@@ -44,8 +43,7 @@ pub(crate) fn key(node: &str, generation: u32, item: u32, step: u32) -> CallKey 
 /// A hash of a call's arguments (secrets as placeholders), to notice a retry that would
 /// send something else than the call it retries.
 pub(crate) fn args_hash(args: &Value) -> String {
-    let digest = Sha256::digest(serde_json::to_vec(args).unwrap_or_default());
-    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+    pipec_base::digest::sha256_hex(serde_json::to_vec(args).unwrap_or_default(), 16)
 }
 
 /// The idempotency key of a call: 26 hex digits of a SHA-256 over its identity. A key
@@ -78,8 +76,7 @@ pub(crate) fn idempotency_key(
             key.node, key.generation, key.item, key.call
         )
     };
-    let digest = Sha256::digest(identity);
-    digest.iter().take(13).map(|b| format!("{b:02x}")).collect()
+    pipec_base::digest::sha256_hex(identity, 13)
 }
 
 /// The parameters as stored: secrets replaced by placeholders.

@@ -87,7 +87,7 @@ fn random_token() -> Result<String, String> {
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))
         .map_err(|e| format!("cannot make a token: reading /dev/urandom failed: {e}"))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    Ok(pipec_base::digest::hex(&bytes))
 }
 
 #[cfg(test)]

@@ -310,7 +310,7 @@ impl FileRoot {
         argument: &str,
         typed: &str,
     ) -> Completion {
-        match template.path.as_slice() {
+        match template.path() {
             [Piece::Literal(prefix), Piece::Var(variable)]
                 if prefix.ends_with(b"/") && variable.name == argument =>
             {

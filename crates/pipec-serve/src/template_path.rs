@@ -120,7 +120,7 @@ pub fn file_segments(
     captures: &Captures,
     allow_hidden: bool,
 ) -> Result<Vec<String>, PathError> {
-    let Some(Piece::Literal(prefix)) = template.path.first() else {
+    let Some(Piece::Literal(prefix)) = template.path().first() else {
         return Err(PathError::Unsupported {
             message: "a file template starts with literal text such as `file:///docs/`".into(),
         });
@@ -130,7 +130,7 @@ pub fn file_segments(
             message: "a file template's literal prefix ends its folder with `/`".into(),
         });
     };
-    let mut pieces = template.path.clone();
+    let mut pieces = template.path().to_vec();
     pieces[0] = Piece::Literal(prefix[cut + 1..].to_vec());
     let segments = segments_of(&pieces, captures)?;
     let mut out = Vec::with_capacity(segments.len());
@@ -159,7 +159,7 @@ pub struct BackendPath {
 /// The rest of the template after `scheme://` (authority and path, an empty authority
 /// dropped), with values substituted, and its query as pairs.
 pub fn backend_path(template: &Template, captures: &Captures) -> Result<BackendPath, PathError> {
-    let Some(Piece::Literal(prefix)) = template.path.first() else {
+    let Some(Piece::Literal(prefix)) = template.path().first() else {
         return Err(PathError::Unsupported {
             message: "a backend template starts with `scheme://`".into(),
         });
@@ -174,7 +174,7 @@ pub fn backend_path(template: &Template, captures: &Captures) -> Result<BackendP
     if let Some(stripped) = rest.strip_prefix(b"/") {
         rest = stripped;
     }
-    let mut pieces = template.path.clone();
+    let mut pieces = template.path().to_vec();
     pieces[0] = Piece::Literal(rest.to_vec());
     let built = segments_of(&pieces, captures)?;
     let mut segments = Vec::with_capacity(built.len());
@@ -215,7 +215,7 @@ fn literal_query_pairs(
     };
     // The query's pieces regrouped by field (`&` ends a field).
     let mut fields: Vec<(Vec<u8>, Option<&str>)> = vec![(Vec::new(), None)];
-    for piece in &template.query {
+    for piece in template.query() {
         match piece {
             Piece::Literal(bytes) => {
                 for (i, chunk) in bytes.split(|b| *b == b'&').enumerate() {

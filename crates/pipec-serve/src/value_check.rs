@@ -58,35 +58,19 @@ impl fmt::Display for Refusal {
 /// Decodes `%XX` escapes exactly once. `+` stays `+`: URI templates encode a space as
 /// `%20`, and reading `+` as a space would give one URI two meanings.
 pub fn percent_decode_once(raw: &[u8]) -> Result<String, Refusal> {
-    let mut out = Vec::with_capacity(raw.len());
-    let mut i = 0;
-    while i < raw.len() {
-        let byte = raw[i];
-        if byte == b'%' {
-            let high = raw.get(i + 1).and_then(|b| hex_value(*b));
-            let low = raw.get(i + 2).and_then(|b| hex_value(*b));
-            match (high, low) {
-                (Some(h), Some(l)) => {
-                    out.push(h * 16 + l);
-                    i += 3;
-                }
-                _ => return Err(Refusal::BadPercentEncoding),
-            }
-        } else {
-            out.push(byte);
-            i += 1;
-        }
+    // The decoder leaves a malformed escape as it is; a server refuses it instead.
+    let hex_at = |i: usize| raw.get(i).is_some_and(u8::is_ascii_hexdigit);
+    let malformed = raw
+        .iter()
+        .enumerate()
+        .any(|(i, b)| *b == b'%' && !(hex_at(i + 1) && hex_at(i + 2)));
+    if malformed {
+        return Err(Refusal::BadPercentEncoding);
     }
-    String::from_utf8(out).map_err(|_| Refusal::InvalidUtf8)
-}
-
-fn hex_value(byte: u8) -> Option<u8> {
-    match byte {
-        b'0'..=b'9' => Some(byte - b'0'),
-        b'a'..=b'f' => Some(byte - b'a' + 10),
-        b'A'..=b'F' => Some(byte - b'A' + 10),
-        _ => None,
-    }
+    percent_encoding::percent_decode(raw)
+        .decode_utf8()
+        .map(|value| value.into_owned())
+        .map_err(|_| Refusal::InvalidUtf8)
 }
 
 /// The checks every decoded value passes, wherever it stands in the URI.

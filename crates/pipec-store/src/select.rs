@@ -96,9 +96,9 @@ pub fn redact(url: &str) -> String {
 pub fn password_of(url: &str) -> Option<String> {
     let parsed = url::Url::parse(url).ok()?;
     if let Some(p) = parsed.password() {
-        let decoded = percent_decode(p);
+        let decoded = percent_encoding::percent_decode_str(p).decode_utf8_lossy();
         if !decoded.is_empty() {
-            return Some(decoded);
+            return Some(decoded.into_owned());
         }
     }
     parsed
@@ -106,24 +106,4 @@ pub fn password_of(url: &str) -> Option<String> {
         .find(|(k, _)| k.eq_ignore_ascii_case("password"))
         .map(|(_, v)| v.into_owned())
         .filter(|v| !v.is_empty())
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let Some(h) = s
-                .get(i + 1..i + 3)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-        {
-            out.push(h);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }

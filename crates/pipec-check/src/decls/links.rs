@@ -37,16 +37,20 @@ impl Checker<'_> {
         if let Some(t) = &template {
             match t.check_matchable() {
                 Ok(()) => matchable = true,
-                Err((message, start, end)) => {
+                Err(problem) => {
                     self.diags.push(
                         Diagnostic::new(
                             &r::INVALID_URI_TEMPLATE,
                             file,
-                            decl.template.source_span(start, end),
-                            format!("the template of link kind \"{}\" cannot be matched: {message}", decl.kind.value),
+                            decl.template.source_span(problem.start, problem.end),
+                            format!(
+                                "the template of link kind \"{}\" cannot be matched: {}",
+                                decl.kind.value,
+                                problem.message()
+                            ),
                         )
                         .label("cannot be matched")
-                        .help("a link template recognises URIs, so each `{var}` must be separated by literal text and `{+var}` may only come last"),
+                        .help(problem.help()),
                     );
                 }
             }

@@ -4,17 +4,17 @@ crate::declare_rule! {
     /// ## What it catches
     /// A URI template that is not valid RFC 6570 (an unclosed `{`, an empty `{}`), or a link
     /// template that cannot be matched against URIs: two expressions with no literal text
-    /// between them (`{owner}{repo}`), or a `{+var}` that is not the last expression.
+    /// between them (`{owner}{repo}`), or a second `{+var}`.
     ///
     /// ## Why it matters
     /// A link template is used backwards: pipec recognises the kind of a link a tool returned by
     /// matching its URI, and keeps the captured variables for `where:`. `{var}` matches one
-    /// segment and `{+var}` the rest of the URI, so expressions must be delimited by literal text
-    /// and `{+var}` must come last, or the match is ambiguous.
+    /// segment and `{+var}` the rest of the path, so expressions must be delimited by literal
+    /// text and one `{+var}` at most may take several segments, or the match is ambiguous.
     ///
     /// ## Example
     /// ```pipe
-    /// link "file": string = "mcp://repo/files/{+path}/{rev}"
+    /// link "file": string = "mcp://repo/files/{+rev}/{+path}"
     /// ```
     /// Write it as:
     /// ```pipe

@@ -4,7 +4,6 @@
 //! the size, the structured part, what other content it held, never large blobs).
 
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::progress::human_bytes;
 use crate::validate::{Mode, Validators};
@@ -364,11 +363,7 @@ pub(crate) fn summary(result: &ToolResult, links: &[Value]) -> Value {
 
 /// The first 16 bytes of a SHA-256, in hex.
 fn hex16(data: &[u8]) -> String {
-    Sha256::digest(data)
-        .iter()
-        .take(16)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    pipec_base::digest::sha256_hex(data, 16)
 }
 
 /// The blocks of a result that are neither text nor links, as the journal describes them.

@@ -345,7 +345,7 @@ impl<'c, 'a> ToolCall<'c, 'a> {
         summary: Option<Value>,
         error: Option<String>,
     ) -> CallRec {
-        let mut kept = json!({ "for_model": transcript::truncate(&text) });
+        let mut kept = json!({ "for_model": transcript::kept_text(&text) });
         if let Some(s) = summary {
             kept["result"] = s;
         }

@@ -253,15 +253,8 @@ fn from_row(rec: &CallRec) -> Outcome {
 }
 
 /// The text a row keeps of what the model was shown, cut at `KEPT_TOOL_TEXT` bytes.
-pub(super) fn truncate(text: &str) -> String {
-    if text.len() <= KEPT_TOOL_TEXT {
-        return text.to_string();
-    }
-    let mut end = KEPT_TOOL_TEXT;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
+pub(super) fn kept_text(text: &str) -> String {
+    pipec_base::source::shorten(text, KEPT_TOOL_TEXT)
 }
 
 #[cfg(test)]
