@@ -34,12 +34,13 @@
 //! assert_eq!(err.diagnostics[0].rule.code, "P0101");
 //! println!("{}", err.render(pipec::diagnostic::TerminalOptions::default()));
 //! ```
+#![warn(unreachable_pub)]
 
+#[doc(hidden)]
+pub use pipec_base::base64;
 /// Leaves every layer shares: source files and spans, names and identifiers, URI templates,
 /// nesting limits.
 pub use pipec_base::{identifiers, names, nesting, source, uri};
-#[doc(hidden)]
-pub use pipec_base::base64;
 /// The checker: names, types, templates, links, lints, fixes, and lowering to a [`Plan`].
 pub use pipec_check as check;
 /// Compiling in one call: a file or a string to a [`Plan`], or to every diagnostic.

@@ -8,7 +8,7 @@ use super::common;
 use crate::runtime::{DEFAULT_MAX_ANSWER_BYTES, Runner, RuntimeError};
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(super) struct Args {
     thread: String,
     /// `gate=JSON`, `gate=@file.json`, `gate=-`
     #[arg(required = true, value_name = "GATE=JSON")]
@@ -23,7 +23,7 @@ pub struct Args {
     events: Option<super::run::EventsFormat>,
 }
 
-pub fn run(args: Args) -> u8 {
+pub(super) fn run(args: Args) -> u8 {
     let store_path = common::store_path(&args.store, &common::default_root());
     let answers = match common::parse_answers(&args.answers) {
         Ok(a) => a,

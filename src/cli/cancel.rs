@@ -6,7 +6,7 @@ use super::common;
 use crate::store::CancelOutcome;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(super) struct Args {
     thread: String,
     #[arg(long)]
     store: Option<PathBuf>,
@@ -15,7 +15,7 @@ pub struct Args {
     events: Option<super::run::EventsFormat>,
 }
 
-pub fn run(args: Args) -> u8 {
+pub(super) fn run(args: Args) -> u8 {
     let store_path = common::store_path(&args.store, &common::default_root());
     let (rt, store) = match common::runtime_and_existing_store(&store_path) {
         Ok(pair) => pair,

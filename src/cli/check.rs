@@ -17,7 +17,7 @@ use crate::fix::Mode;
 use crate::source::{FsLoader, SourceDb};
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(super) struct Args {
     /// The .pipe files to check (folders are searched for .pipe files, hidden folders
     /// skipped), and reShapr Resources specifications (.yaml, .yml)
     #[arg(required = true)]
@@ -48,18 +48,18 @@ pub struct Args {
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-pub enum Format {
+pub(super) enum Format {
     Terminal,
     Json,
     Sarif,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-pub enum Deny {
+pub(super) enum Deny {
     Warnings,
 }
 
-pub fn run(args: Args) -> u8 {
+pub(super) fn run(args: Args) -> u8 {
     let files = match pipe_files(&args.files) {
         Ok(files) => files,
         Err(problem) => {

@@ -11,11 +11,11 @@ use crate::plan::Plan;
 use crate::runtime::{Outcome, Runner, RuntimeError};
 use crate::store::{OpenMode, Store, StoreError};
 
-pub const EXIT_PAUSED: u8 = 3;
-pub const EXIT_BLOCKED: u8 = 4;
+pub(crate) const EXIT_PAUSED: u8 = 3;
+pub(crate) const EXIT_BLOCKED: u8 = 4;
 
 /// `--store`, else `PIPEC_STORE`, else `.pipec/runs.redb` under the project root.
-pub fn store_path(flag: &Option<PathBuf>, project_root: &Path) -> PathBuf {
+pub(crate) fn store_path(flag: &Option<PathBuf>, project_root: &Path) -> PathBuf {
     if let Some(p) = flag {
         return p.clone();
     }
@@ -27,14 +27,14 @@ pub fn store_path(flag: &Option<PathBuf>, project_root: &Path) -> PathBuf {
 
 /// Where the default store is when no pipeline is named: the project around the
 /// current folder.
-pub fn default_root() -> PathBuf {
+pub(crate) fn default_root() -> PathBuf {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     project_root_of(&cwd).unwrap_or(cwd)
 }
 
 /// The nearest folder at or above `start` that is a project's root: it has a `.pipec/`
 /// folder, a `pipec.toml` or a `prompts/` folder.
-pub fn project_root_of(start: &Path) -> Option<PathBuf> {
+pub(crate) fn project_root_of(start: &Path) -> Option<PathBuf> {
     let mut dir = Some(start);
     while let Some(d) = dir {
         if d.join(".pipec").is_dir() || d.join("pipec.toml").is_file() || d.join("prompts").is_dir()
@@ -46,7 +46,7 @@ pub fn project_root_of(start: &Path) -> Option<PathBuf> {
     None
 }
 
-pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -56,13 +56,15 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
 
 /// The runtime and the store `pipec run` needs, the store created when there is none; on
 /// failure the error is printed and the exit code returned.
-pub fn runtime_and_store(path: &Path) -> Result<(tokio::runtime::Runtime, Arc<dyn Store>), u8> {
+pub(crate) fn runtime_and_store(
+    path: &Path,
+) -> Result<(tokio::runtime::Runtime, Arc<dyn Store>), u8> {
     runtime_and(path, OpenMode::Create)
 }
 
 /// The runtime and an existing store, opened to write (`answer`, `cancel`, `resume`,
 /// `prune`): a path with no store is refused and nothing is created there.
-pub fn runtime_and_existing_store(
+pub(crate) fn runtime_and_existing_store(
     path: &Path,
 ) -> Result<(tokio::runtime::Runtime, Arc<dyn Store>), u8> {
     runtime_and(path, OpenMode::Existing)
@@ -70,7 +72,7 @@ pub fn runtime_and_existing_store(
 
 /// The runtime and an existing store, opened to read (`runs`, `show`): a file does not
 /// change, and a read-only file or mount works.
-pub fn runtime_and_store_to_read(
+pub(crate) fn runtime_and_store_to_read(
     path: &Path,
 ) -> Result<(tokio::runtime::Runtime, Arc<dyn Store>), u8> {
     runtime_and(path, OpenMode::Read)
@@ -92,12 +94,12 @@ fn runtime_and(
 }
 
 /// Whether a store location names a PostgreSQL database rather than a file.
-pub fn is_database(path: &Path) -> bool {
+pub(crate) fn is_database(path: &Path) -> bool {
     crate::store::is_postgres_url(&path.to_string_lossy())
 }
 
 /// A store location as messages show it: a database URL without its password.
-pub fn shown(path: &Path) -> String {
+pub(crate) fn shown(path: &Path) -> String {
     crate::store::shown(&path.to_string_lossy())
 }
 
@@ -105,7 +107,7 @@ pub fn shown(path: &Path) -> String {
 /// ...`): nothing for the default store; `"$PIPEC_STORE"` for a URL with a password that
 /// came from there, so that the hint runs as it is in the same environment; else the
 /// location as [`shown`], where a password is `***` to be typed again.
-pub fn store_flag(flag: &Option<PathBuf>, store: &Path) -> String {
+pub(crate) fn store_flag(flag: &Option<PathBuf>, store: &Path) -> String {
     let from_env = flag.is_none() && std::env::var_os("PIPEC_STORE").is_some_and(|s| !s.is_empty());
     if flag.is_none() && !from_env {
         return String::new();
@@ -118,7 +120,7 @@ pub fn store_flag(flag: &Option<PathBuf>, store: &Path) -> String {
 }
 
 /// Prints a store error; where there is no store, the help names one nearby.
-pub fn print_store_error(e: StoreError, path: &Path) {
+pub(crate) fn print_store_error(e: StoreError, path: &Path) {
     let missing = matches!(e, StoreError::Missing { .. }) && !is_database(path);
     let mut error = RuntimeError::from(e);
     if missing && let Some(near) = nearby_store(path) {
@@ -129,7 +131,7 @@ pub fn print_store_error(e: StoreError, path: &Path) {
 
 /// A store beside a path that has none: in the folder it names, a file of the same
 /// folder with a close name, or the project's default store.
-pub fn nearby_store(path: &Path) -> Option<PathBuf> {
+pub(crate) fn nearby_store(path: &Path) -> Option<PathBuf> {
     let is_store = |p: &Path| p.is_file() && p != path;
     if path.is_dir() {
         let inside = [
@@ -160,7 +162,7 @@ pub fn nearby_store(path: &Path) -> Option<PathBuf> {
 }
 
 /// Events on stdout (`--events jsonl`), else progress on stderr unless `-q`.
-pub fn with_output(runner: Runner, events: bool, quiet: bool) -> Runner {
+pub(crate) fn with_output(runner: Runner, events: bool, quiet: bool) -> Runner {
     if events {
         runner.events(event_printer())
     } else if quiet {
@@ -171,14 +173,14 @@ pub fn with_output(runner: Runner, events: bool, quiet: bool) -> Runner {
 }
 
 /// A plan and the project root it runs in.
-pub struct Loaded {
+pub(crate) struct Loaded {
     pub plan: Plan,
     pub root: PathBuf,
     pub source: String,
 }
 
 /// Compiles a `.pipe` file, or reads a plan (`.json`). Errors are printed.
-pub fn load_plan(file: &Path) -> Result<Loaded, u8> {
+pub(crate) fn load_plan(file: &Path) -> Result<Loaded, u8> {
     if !file.is_file() {
         super::err(&format!(
             "error: cannot read `{}`: no such file",
@@ -242,7 +244,11 @@ pub fn load_plan(file: &Path) -> Result<Loaded, u8> {
 
 /// `k=v` pairs: JSON unless the input is a string; `k=@file` reads the value from a file
 /// (`@-`: standard input), `k=@@v` is the value `@v`.
-pub fn parse_inputs(plan: &Plan, pairs: &[String], files: &[PathBuf]) -> Result<Value, String> {
+pub(crate) fn parse_inputs(
+    plan: &Plan,
+    pairs: &[String],
+    files: &[PathBuf],
+) -> Result<Value, String> {
     let mut out = Map::new();
     for f in files {
         let text = std::fs::read_to_string(f)
@@ -330,7 +336,7 @@ fn read_value_file(from: &str) -> Result<String, String> {
 }
 
 /// `gate=JSON`, `gate=@file.json` or `gate=-` (stdin).
-pub fn parse_answers(pairs: &[String]) -> Result<Vec<(String, Value)>, String> {
+pub(crate) fn parse_answers(pairs: &[String]) -> Result<Vec<(String, Value)>, String> {
     let mut out = Vec::new();
     for pair in pairs {
         let Some((gate, v)) = pair.split_once('=') else {
@@ -350,7 +356,7 @@ pub fn parse_answers(pairs: &[String]) -> Result<Vec<(String, Value)>, String> {
     Ok(out)
 }
 
-pub fn print_error(e: &RuntimeError) {
+pub(crate) fn print_error(e: &RuntimeError) {
     let mut text = format!("error[{}]: {}", e.code, e.message);
     if let Some(h) = &e.help {
         text.push_str(&format!("\n  help: {h}"));
@@ -369,7 +375,7 @@ fn shell_quote(s: &str) -> String {
 }
 
 /// Prints an outcome: outputs on stdout, or what to do next; returns the exit code.
-pub fn report(outcome: &Outcome, store_flag: &str, detailed: bool, events: bool) -> u8 {
+pub(crate) fn report(outcome: &Outcome, store_flag: &str, detailed: bool, events: bool) -> u8 {
     match outcome {
         Outcome::Completed { outputs, .. } => {
             if !events {
@@ -468,7 +474,7 @@ pub fn report(outcome: &Outcome, store_flag: &str, detailed: bool, events: bool)
 }
 
 /// Prints events as JSON lines, after a version line.
-pub fn event_printer() -> crate::runtime::EventSink {
+pub(crate) fn event_printer() -> crate::runtime::EventSink {
     super::out(&format!(
         "{}\n",
         serde_json::json!({ "type": "version", "events": "1", "pipec": env!("CARGO_PKG_VERSION") })

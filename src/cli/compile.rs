@@ -7,7 +7,7 @@ use crate::diagnostic::{Counts, TerminalOptions};
 use crate::plan::Plan;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(super) struct Args {
     /// The .pipe file to compile
     #[arg(required_unless_present = "schema")]
     file: Option<PathBuf>,
@@ -21,7 +21,7 @@ pub struct Args {
     color: ColorChoice,
 }
 
-pub fn run(args: Args) -> u8 {
+pub(super) fn run(args: Args) -> u8 {
     if args.schema {
         super::out(&Plan::json_schema());
         return EXIT_OK;

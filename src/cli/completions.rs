@@ -8,13 +8,13 @@ use clap_complete::Shell;
 use super::{Cli, EXIT_OK};
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(super) struct Args {
     /// The shell to complete in
     #[arg(value_enum)]
     shell: Shell,
 }
 
-pub fn run(args: Args) -> u8 {
+pub(super) fn run(args: Args) -> u8 {
     let mut command = Cli::command();
     let mut out = Vec::new();
     clap_complete::generate(args.shell, &mut command, "pipec", &mut out);

@@ -6,7 +6,7 @@ use crate::names;
 use crate::rules::{ALL_RULES, find_rule};
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(super) struct Args {
     /// A code (`P0301`) or rule name (`unbound-uri-variable`)
     #[arg(required_unless_present = "list")]
     rule: Option<String>,
@@ -15,7 +15,7 @@ pub struct Args {
     list: bool,
 }
 
-pub fn run(args: Args) -> u8 {
+pub(super) fn run(args: Args) -> u8 {
     if args.list {
         let mut text = String::new();
         for r in ALL_RULES.iter().chain(RUNTIME_CODES.iter()) {

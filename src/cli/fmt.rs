@@ -8,7 +8,7 @@ use crate::diagnostic::TerminalOptions;
 use crate::source::SourceDb;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(super) struct Args {
     /// The .pipe files to format (folders are searched for .pipe files, hidden folders
     /// skipped)
     #[arg(required = true)]
@@ -18,7 +18,7 @@ pub struct Args {
     check: bool,
 }
 
-pub fn run(args: Args) -> u8 {
+pub(super) fn run(args: Args) -> u8 {
     let files = match pipe_files(&args.files) {
         Ok(files) => files,
         Err(problem) => {

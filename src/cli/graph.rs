@@ -9,7 +9,7 @@ use crate::diagnostic::TerminalOptions;
 use crate::graph::GraphFormat;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(super) struct Args {
     /// The .pipe file to draw
     file: PathBuf,
     #[arg(long, value_enum, default_value_t = Format::Mermaid)]
@@ -22,7 +22,7 @@ enum Format {
     Dot,
 }
 
-pub fn run(args: Args) -> u8 {
+pub(super) fn run(args: Args) -> u8 {
     if !args.file.is_file() {
         super::err(&format!(
             "error: cannot read `{}`: no such file",

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use super::{EXIT_OK, EXIT_USAGE};
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(super) struct Args {
     /// The project's folder (made when missing; default: the current folder)
     #[arg(default_value = ".")]
     dir: PathBuf,
@@ -76,7 +76,7 @@ fn files() -> [(&'static str, &'static str); 4] {
     ]
 }
 
-pub fn run(args: Args) -> u8 {
+pub(super) fn run(args: Args) -> u8 {
     match init(&args.dir) {
         Ok(written) => {
             let shown = args.dir.display().to_string();

@@ -3,13 +3,13 @@
 use super::EXIT_OK;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(super) struct Args {
     /// Accepted for editors that pass it; stdio is the only transport
     #[arg(long)]
     stdio: bool,
 }
 
-pub fn run(args: Args) -> u8 {
+pub(super) fn run(args: Args) -> u8 {
     let _ = args.stdio;
     match crate::lsp::run_stdio() {
         0 => EXIT_OK,

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 /// A path of the command line that names nothing to read.
-pub enum PathProblem {
+pub(super) enum PathProblem {
     /// Neither a file nor a folder.
     Missing(PathBuf),
     /// A folder without a `.pipe` file at any depth.
@@ -14,7 +14,7 @@ pub enum PathProblem {
 }
 
 impl PathProblem {
-    pub fn message(&self) -> String {
+    pub(super) fn message(&self) -> String {
         match self {
             PathProblem::Missing(p) => {
                 format!(
@@ -31,7 +31,7 @@ impl PathProblem {
 }
 
 /// Every file the paths stand for, or the first path that stands for none.
-pub fn pipe_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, PathProblem> {
+pub(super) fn pipe_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, PathProblem> {
     let mut out = Vec::new();
     for p in paths {
         if p.is_dir() {

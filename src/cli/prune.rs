@@ -7,7 +7,7 @@ use super::common;
 use crate::store::Status;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(super) struct Args {
     #[arg(long)]
     store: Option<PathBuf>,
     /// Only threads last updated longer ago than this (e.g. `30d`, `12h`, `0s`)
@@ -18,7 +18,7 @@ pub struct Args {
     statuses: Vec<String>,
 }
 
-pub fn run(args: Args) -> u8 {
+pub(super) fn run(args: Args) -> u8 {
     let ms = match crate::syntax::literal::decode_number(&args.older_than) {
         Ok(crate::syntax::literal::Number::Duration(ms)) => ms,
         _ => {

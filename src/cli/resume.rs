@@ -10,7 +10,7 @@ use crate::runtime::{Decision, RunOptions, Runner};
 use crate::store::{ListQuery, Status};
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(super) struct Args {
     /// The thread (its id, or a unique prefix)
     #[arg(required_unless_present = "due")]
     thread: Option<String>,
@@ -53,7 +53,7 @@ pub struct Args {
     max_answer_bytes: usize,
 }
 
-pub fn run(args: Args) -> u8 {
+pub(super) fn run(args: Args) -> u8 {
     let root = common::default_root();
     let store_path = common::store_path(&args.store, &root);
     let store_flag = common::store_flag(&args.store, &store_path);

@@ -9,7 +9,7 @@ use super::common::{self, Loaded};
 use crate::runtime::{RunOptions, Runner};
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(super) struct Args {
     /// A .pipe file (compiled first) or a plan (.json)
     file: PathBuf,
     /// An input: `name=value` (JSON unless the input is a string), `name=@file.json`,
@@ -52,12 +52,12 @@ pub struct Args {
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum EventsFormat {
+pub(super) enum EventsFormat {
     Jsonl,
 }
 
 /// `NAME=scripted:FILE`, with FILE made absolute (a resume may run elsewhere).
-pub fn parse_model_overrides(specs: &[String]) -> Result<Vec<(String, String)>, String> {
+pub(super) fn parse_model_overrides(specs: &[String]) -> Result<Vec<(String, String)>, String> {
     specs
         .iter()
         .map(|spec| {
@@ -76,7 +76,7 @@ pub fn parse_model_overrides(specs: &[String]) -> Result<Vec<(String, String)>, 
         .collect()
 }
 
-pub fn run(args: Args) -> u8 {
+pub(super) fn run(args: Args) -> u8 {
     let Loaded { plan, root, source } = match common::load_plan(&args.file) {
         Ok(l) => l,
         Err(code) => return code,

@@ -6,7 +6,7 @@ use super::common;
 use crate::store::{ListQuery, Status};
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(super) struct Args {
     #[arg(long)]
     store: Option<PathBuf>,
     /// Only threads with this status (running, paused, completed, failed, blocked, cancelled, queued)
@@ -25,7 +25,7 @@ pub struct Args {
     json: bool,
 }
 
-pub fn fmt_time(ms: u64) -> String {
+pub(super) fn fmt_time(ms: u64) -> String {
     let secs = ms / 1000;
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Days since 1970-01-01 to a calendar date (civil from days).
@@ -47,7 +47,7 @@ pub fn fmt_time(ms: u64) -> String {
     )
 }
 
-pub fn run(args: Args) -> u8 {
+pub(super) fn run(args: Args) -> u8 {
     let status = match &args.status {
         Some(s) => match Status::parse(s) {
             Some(s) => Some(s),

@@ -22,7 +22,7 @@ use crate::serve::spec::load_spec_file;
 use crate::source::{FsLoader, SourceDb};
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(super) struct Args {
     /// `.pipe` files, or folders of them, whose `serve` blocks are served
     paths: Vec<PathBuf>,
     /// A reShapr Resources specification (YAML) to serve; may be repeated
@@ -76,7 +76,7 @@ pub struct Args {
     color: ColorChoice,
 }
 
-pub fn run(args: Args) -> u8 {
+pub(super) fn run(args: Args) -> u8 {
     if args.paths.is_empty() && args.resources.is_empty() {
         super::err(
             "error: nothing to serve: name .pipe files or folders with `serve` blocks, or specifications with --resources SPEC",

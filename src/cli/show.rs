@@ -15,7 +15,7 @@ use crate::runtime::show::{self, ThreadView, ViewOptions};
 use crate::store::{Event, GateState, ItemState, NodeState};
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(super) struct Args {
     thread: String,
     #[arg(long)]
     store: Option<PathBuf>,
@@ -31,7 +31,7 @@ pub struct Args {
     since: u64,
 }
 
-pub fn run(args: Args) -> u8 {
+pub(super) fn run(args: Args) -> u8 {
     let store_path = common::store_path(&args.store, &common::default_root());
     let (rt, store) = match common::runtime_and_store_to_read(&store_path) {
         Ok(pair) => pair,

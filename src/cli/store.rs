@@ -11,7 +11,7 @@ use crate::store::{
 };
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(super) struct Args {
     #[command(subcommand)]
     command: StoreCommand,
     /// The store: a redb file or a postgres:// URL (`copy` takes `--from` and `--to`)
@@ -40,7 +40,7 @@ enum StoreCommand {
     Copy(super::store_copy::Args),
 }
 
-pub fn run(args: Args) -> u8 {
+pub(super) fn run(args: Args) -> u8 {
     if let StoreCommand::Copy(copy) = args.command {
         if args.store.is_some() {
             super::err(

@@ -25,7 +25,7 @@ use crate::runtime::RuntimeError;
 use crate::store::{Export, ListQuery, OpenMode, Status, Store, StoreError};
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(super) struct Args {
     /// The store to copy from (a redb file or a postgres:// URL); it is only read
     #[arg(long, value_name = "STORE")]
     from: PathBuf,
@@ -57,7 +57,7 @@ fn same_store(a: &Path, b: &Path) -> bool {
     }
 }
 
-pub fn run(args: Args) -> u8 {
+pub(super) fn run(args: Args) -> u8 {
     let (from, to) = (common::shown(&args.from), common::shown(&args.to));
     if same_store(&args.from, &args.to) {
         super::err(&format!(

@@ -12,7 +12,7 @@ use super::common;
 use crate::runtime::{ServedPlan, Worker, WorkerOptions};
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(super) struct Args {
     /// The store (default: .pipec/runs.redb in the project; or PIPEC_STORE)
     #[arg(long)]
     store: Option<PathBuf>,
@@ -33,7 +33,7 @@ pub struct Args {
     verbose: bool,
 }
 
-pub fn run(args: Args) -> u8 {
+pub(super) fn run(args: Args) -> u8 {
     let poll = match crate::syntax::literal::decode_number(&args.poll) {
         Ok(crate::syntax::literal::Number::Duration(ms)) if ms > 0 => Duration::from_millis(ms),
         _ => {

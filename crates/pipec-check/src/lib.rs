@@ -6,6 +6,7 @@
 //! kinds, tools), check nodes (signatures, sources, bodies), build the graph (edges,
 //! cycles, link producers, skips), check prompts, then run the lint passes. Each phase
 //! records what it could and goes on; nothing stops at the first error.
+#![warn(unreachable_pub)]
 
 pub mod hir;
 pub mod ty;
@@ -103,7 +104,7 @@ pub(crate) struct Scope {
 }
 
 impl Scope {
-    pub fn is_poisoned(&self, space: &str, name: &str) -> bool {
+    pub(crate) fn is_poisoned(&self, space: &str, name: &str) -> bool {
         !self.poisoned.is_empty() && self.poisoned.contains(&format!("{space}:{name}"))
     }
 }

@@ -999,7 +999,7 @@ fn bind_target(target: &Expr<'_>, ty: Option<Ty>, scope: &mut HashMap<String, Op
 }
 
 /// `research/scan` → `research/scan.jinja`.
-pub fn template_name(path: &str) -> String {
+pub(crate) fn template_name(path: &str) -> String {
     let p = path.trim_start_matches("./");
     if p.ends_with(".jinja") || p.ends_with(".j2") || p.ends_with(".txt") || p.ends_with(".md") {
         p.to_string()

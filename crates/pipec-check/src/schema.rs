@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::hir::Hir;
 use crate::ty::{Ty, TypeBody};
 
-pub fn type_schema(hir: &Hir, ty: &Ty) -> Value {
+pub(crate) fn type_schema(hir: &Hir, ty: &Ty) -> Value {
     match ty {
         Ty::String => build::kind("string"),
         Ty::Int => build::kind("integer"),
@@ -54,14 +54,14 @@ fn record_schema(hir: &Hir, fields: &[crate::ty::FieldTy]) -> Value {
 }
 
 /// The `$defs` key of a named type.
-pub fn def_name(hir: &Hir, id: u32) -> String {
+pub(crate) fn def_name(hir: &Hir, id: u32) -> String {
     hir.types
         .get(id as usize)
         .map_or_else(|| "unknown".into(), |t| t.key.clone())
 }
 
 /// The schema of a named type's definition.
-pub fn def_schema(hir: &Hir, id: u32) -> Value {
+pub(crate) fn def_schema(hir: &Hir, id: u32) -> Value {
     let Some(def) = hir.types.get(id as usize) else {
         return build::any();
     };

@@ -17,18 +17,18 @@ pub(crate) struct Settings<'a> {
 }
 
 impl<'a> Settings<'a> {
-    pub fn get(&self, name: &str) -> Option<&'a Setting> {
+    pub(crate) fn get(&self, name: &str) -> Option<&'a Setting> {
         self.map.get(name).copied()
     }
 
-    pub fn expr(&self, name: &str) -> Option<&'a ast::Expr> {
+    pub(crate) fn expr(&self, name: &str) -> Option<&'a ast::Expr> {
         match &self.get(name)?.value {
             SettingValue::Expr(e) => Some(e),
             SettingValue::Block(_) => None,
         }
     }
 
-    pub fn has(&self, name: &str) -> bool {
+    pub(crate) fn has(&self, name: &str) -> bool {
         self.map.contains_key(name)
     }
 }

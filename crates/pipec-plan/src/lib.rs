@@ -5,6 +5,7 @@
 //! that ignores formatting and `//` comments but covers `///` docs (they reach models).
 //! Every node carries a fingerprint of its closure, so a resume can tell which finished
 //! nodes a changed plan would compute differently.
+#![warn(unreachable_pub)]
 
 pub mod graph;
 mod hash;

@@ -117,7 +117,7 @@ impl fmt::Display for Violation {
 }
 
 /// Checks every structural invariant of `plan`.
-pub fn validate(plan: &Plan) -> Result<(), Violation> {
+pub(crate) fn validate(plan: &Plan) -> Result<(), Violation> {
     let v = Validator::new(plan)?;
     v.declarations()?;
     v.nodes()?;

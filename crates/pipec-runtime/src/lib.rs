@@ -13,6 +13,7 @@
 //! Dependencies between these modules go one way, from the top of this list down:
 //! `worker` → `runner` → `attempt` → `executor` → `hydrate` → `context` → `resources`
 //! → `bind`, `journal`, and the leaves (`eval`, `error`, `secrets`, `progress`, ...).
+#![warn(unreachable_pub)]
 
 mod attempt;
 mod bind;

@@ -2,12 +2,13 @@
 //! lowering of types and the runtime's own answers use) and what they refer to
 //! ([`refs`]); a server's schemas read as pipec types ([`read`]: what `pipec tools pull`
 //! declares), and by the same reading whether a declared parameter fits what a server
-//! takes ([`fit`]); an example value to show a person ([`example`]); and, behind the
+//! takes ([`fit`]); an example value to show a person ([`example()`]); and, behind the
 //! `validate` feature that only the runtime turns on, validating values ([`validate`],
 //! with the jsonschema crate).
 //!
 //! The compiler builds this crate without `validate`: it depends on serde_json and
 //! `pipec-base` alone.
+#![warn(unreachable_pub)]
 
 pub mod build;
 pub mod example;

@@ -28,7 +28,7 @@ const MASK: u32 = libc::IN_MODIFY
 
 /// One event: the watch it came from and, for an entry of the folder, its name.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Event {
+pub(crate) struct Event {
     pub watch: i32,
     pub name: Option<OsString>,
     /// The kernel dropped events: anything may have changed.
@@ -38,12 +38,12 @@ pub struct Event {
 }
 
 /// An inotify instance, read without blocking.
-pub struct Inotify {
+pub(crate) struct Inotify {
     file: File,
 }
 
 impl Inotify {
-    pub fn new() -> io::Result<Inotify> {
+    pub(crate) fn new() -> io::Result<Inotify> {
         // SAFETY: inotify_init1 takes flags only and returns a new descriptor or -1.
         let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
         if fd < 0 {
@@ -58,7 +58,7 @@ impl Inotify {
 
     /// Watches the folder `dir`; watching one folder twice (by any path to it) gives
     /// the same watch.
-    pub fn watch(&self, dir: &Path) -> io::Result<i32> {
+    pub(crate) fn watch(&self, dir: &Path) -> io::Result<i32> {
         let path = CString::new(dir.as_os_str().as_bytes())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in the path"))?;
         // SAFETY: the descriptor is ours and open; `path` is NUL-terminated and lives
@@ -70,14 +70,14 @@ impl Inotify {
         Ok(wd)
     }
 
-    pub fn unwatch(&self, watch: i32) {
+    pub(crate) fn unwatch(&self, watch: i32) {
         // SAFETY: the descriptor is ours and open; an unknown watch is an error the
         // kernel reports and nothing else.
         unsafe { libc::inotify_rm_watch(self.file.as_raw_fd(), watch) };
     }
 
     /// The events waiting, without blocking; empty when there are none.
-    pub fn read(&self) -> io::Result<Vec<Event>> {
+    pub(crate) fn read(&self) -> io::Result<Vec<Event>> {
         let mut events = Vec::new();
         let mut buf = [0u8; 16 * 1024];
         loop {
@@ -96,7 +96,7 @@ impl Inotify {
 }
 
 /// `inotify` registered with tokio, to wait until events are there to read.
-pub fn readiness(inotify: Arc<Inotify>) -> io::Result<AsyncFd<Arc<Inotify>>> {
+pub(crate) fn readiness(inotify: Arc<Inotify>) -> io::Result<AsyncFd<Arc<Inotify>>> {
     // SAFETY: the descriptor is the `Inotify`'s own, which the `Arc` keeps open for as
     // long as the registration lives; it is never closed or replaced meanwhile.
     unsafe { Ok(AsyncFd::register(inotify)?) }

@@ -5,6 +5,7 @@
 //! beneath a root (`files`), an HTTP backend (`uri_build`, `backend_fetch`), or a
 //! rendered text. The protocol itself is spoken by `pipec_mcp`; this module uses it, the
 //! plan and the public runner and store APIs.
+#![warn(unreachable_pub)]
 
 pub mod access;
 pub mod backend_fetch;

@@ -21,7 +21,7 @@ pub(crate) struct TempDir(pub PathBuf);
 
 #[cfg(test)]
 impl TempDir {
-    pub fn new(tag: &str) -> TempDir {
+    pub(crate) fn new(tag: &str) -> TempDir {
         static N: AtomicU32 = AtomicU32::new(0);
         let dir = std::env::temp_dir().join(format!(
             "pipec-store-{tag}-{}-{}",

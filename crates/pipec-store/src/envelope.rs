@@ -7,16 +7,16 @@ use serde::de::DeserializeOwned;
 use super::StoreError;
 
 /// The envelope version of every record this pipec writes.
-pub const RECORD_VERSION: u8 = 1;
+pub(crate) const RECORD_VERSION: u8 = 1;
 
-pub fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
+pub(crate) fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
     let mut out = vec![RECORD_VERSION];
     serde_json::to_writer(&mut out, value)
         .map_err(|e| StoreError::Io(format!("cannot encode a record: {e}")))?;
     Ok(out)
 }
 
-pub fn decode<T: DeserializeOwned>(
+pub(crate) fn decode<T: DeserializeOwned>(
     bytes: &[u8],
     what: &dyn Fn() -> String,
 ) -> Result<T, StoreError> {

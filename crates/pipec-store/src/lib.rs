@@ -5,6 +5,7 @@
 //! Every write happens inside a *fenced* transaction: it first checks that the thread's
 //! epoch is still the one its lease was granted with, so a process that lost its lease
 //! can never write over the one that took it.
+#![warn(unreachable_pub)]
 
 #[cfg(any(test, feature = "testing"))]
 pub mod contract;

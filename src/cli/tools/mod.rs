@@ -9,7 +9,7 @@ mod pull;
 use clap::Subcommand;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(super) struct Args {
     #[command(subcommand)]
     command: ToolsCommand,
 }
@@ -20,7 +20,7 @@ enum ToolsCommand {
     Pull(pull::Args),
 }
 
-pub fn run(args: Args) -> u8 {
+pub(super) fn run(args: Args) -> u8 {
     match args.command {
         ToolsCommand::Pull(a) => pull::run(a),
     }

@@ -21,7 +21,7 @@ use crate::source::FsLoader;
 use crate::syntax::printer::escape;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(super) struct Args {
     /// The server: its name in FILE, or the name to declare it under with `--command`
     /// or `--url`
     server: String,
@@ -46,7 +46,7 @@ pub struct Args {
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-pub enum Format {
+pub(super) enum Format {
     Pipe,
     Json,
 }
@@ -73,7 +73,7 @@ struct FileNames {
     uris: BTreeMap<String, String>,
 }
 
-pub fn run(args: Args) -> u8 {
+pub(super) fn run(args: Args) -> u8 {
     let target = match target(&args) {
         Ok(target) => target,
         Err(code) => return code,

@@ -1,7 +1,7 @@
 //! URI templates (RFC 6570): parsing, with variables and their positions, and expansion
 //! through `iri-string`; the matching of URIs against templates, which RFC 6570 does not
-//! define and no maintained crate provides ([`matcher`]); the warning about two entries
-//! of one server that answer one URI ([`overlap`]). Also what a server's `url` must be,
+//! define and no maintained crate provides (`matcher.rs`); the warning about two entries
+//! of one server that answer one URI (`overlap.rs`). Also what a server's `url` must be,
 //! so the checker (a literal) and the runtime (an `env()` value) judge it alike.
 
 mod matcher;
@@ -164,7 +164,7 @@ impl UriTemplate {
         (!authority.is_empty() && !rest[end..].starts_with('{')).then_some(authority)
     }
 
-    /// Whether the template is in the subset that can be matched ([`matcher`]); says
+    /// Whether the template is in the subset that can be matched (`matcher.rs`); says
     /// what breaks it.
     pub fn check_matchable(&self) -> Result<(), Unmatchable> {
         Matcher::new(self, MatchOptions::default()).map(drop)

@@ -5,7 +5,7 @@ use super::Pass;
 use super::passes as p;
 
 /// The rules that are passes over the checked program, in the order they run.
-pub static PASSES: &[Pass] = &[
+pub(super) static PASSES: &[Pass] = &[
     p::dangling_doc_comment::check,
     p::naming_convention::check,
     p::unbounded_prompt_resource::check,

@@ -717,11 +717,11 @@ pub(crate) struct SourceCtx<'a> {
 
 impl SourceCtx<'_> {
     /// The `node` of an output's source, which belongs to no node.
-    pub const OUTPUT: NodeId = NodeId::MAX;
+    pub(crate) const OUTPUT: NodeId = NodeId::MAX;
 
     /// What the source at `span` is bound to: the parameter or output, when it is the
     /// whole source.
-    pub fn target(&self, span: Span) -> Target<'_> {
+    pub(crate) fn target(&self, span: Span) -> Target<'_> {
         match (span == self.whole, self.node == Self::OUTPUT) {
             (true, true) => Target::Output(self.name),
             (true, false) => Target::Param(self.name),

@@ -13,12 +13,12 @@
 
 mod cache;
 pub(crate) mod manifest;
-pub mod online_check;
+pub(crate) mod online_check;
 pub(crate) mod resolve;
 pub(crate) mod results;
-pub mod server_listing;
-pub mod servers;
-pub mod tools_check;
+pub(crate) mod server_listing;
+pub(crate) mod servers;
+pub(crate) mod tools_check;
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;

@@ -119,7 +119,7 @@ pub async fn check_online(
 }
 
 /// What one server's listing says about the declarations that use it.
-pub fn compare_server(plan: &Plan, server: &str, listing: &ServerListing) -> Vec<Finding> {
+pub(crate) fn compare_server(plan: &Plan, server: &str, listing: &ServerListing) -> Vec<Finding> {
     let mut out = Vec::new();
     let by_name: BTreeMap<&str, &ToolInfo> =
         listing.tools.iter().map(|t| (t.name.as_str(), t)).collect();
@@ -356,7 +356,7 @@ fn unserved(server: &str, listing: &ServerListing) -> String {
 /// shape, or (when it can be matched) matches a URI that `declared` expands to; or a
 /// listed fixed resource is one of the URIs `declared` expands to. A URI without
 /// expressions is taken as served: it may be a fixed resource the listing leaves out.
-pub fn served(declared: &str, listing: &ServerListing) -> bool {
+pub(crate) fn served(declared: &str, listing: &ServerListing) -> bool {
     let Ok(declared_t) = uri::parse(declared) else {
         return true;
     };

@@ -77,12 +77,12 @@ pub type Replayer = Arc<
 >;
 
 /// The default start-up and request timeouts, and the largest message accepted.
-pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
-pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+pub(crate) const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 
 /// The servers of a plan reached over MCP, one session each for an attempt.
-pub struct McpServers {
+pub(crate) struct McpServers {
     configs: HashMap<String, ServerConfig>,
     sessions: HashMap<String, Mutex<Option<Arc<Session>>>>,
 }

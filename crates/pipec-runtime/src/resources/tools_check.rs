@@ -18,7 +18,7 @@ use pipec_plan::{Plan, Tool, ToolKind};
 
 /// What the check found: the problems that refuse the run, and warnings.
 #[derive(Debug, Default)]
-pub struct ToolReport {
+pub(crate) struct ToolReport {
     pub errors: Vec<RuntimeError>,
     pub warnings: Vec<String>,
 }
@@ -244,7 +244,7 @@ pub(crate) fn missing_tool(tool: &Tool, offered: &[&str]) -> RuntimeError {
 }
 
 /// Checks the tools (not readers) of the named servers.
-pub async fn check_tools(
+pub(crate) async fn check_tools(
     plan: &Plan,
     servers: &dyn Servers,
     which: &BTreeSet<String>,
@@ -289,7 +289,7 @@ pub async fn check_tools(
 
 impl ToolReport {
     /// The errors as one, when there are any.
-    pub fn into_error(self) -> Result<Vec<String>, RuntimeError> {
+    pub(crate) fn into_error(self) -> Result<Vec<String>, RuntimeError> {
         match combine(self.errors) {
             Some(e) => Err(e),
             None => Ok(self.warnings),

@@ -49,7 +49,7 @@ pub(crate) struct Reader<'a> {
 
 impl Reader<'_> {
     /// The whole document; `root` is `None` for an empty file.
-    pub fn document(&mut self, root: Option<&YamlNode>) -> Catalogue {
+    pub(super) fn document(&mut self, root: Option<&YamlNode>) -> Catalogue {
         let mut catalogue = Catalogue::default();
         let top = match root {
             Some(node) => self.report.mapping(

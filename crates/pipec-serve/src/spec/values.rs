@@ -25,7 +25,7 @@ pub(crate) struct Entries<'n> {
 }
 
 impl<'n> Entries<'n> {
-    pub fn get(&self, key: &str) -> Option<&'n YamlNode> {
+    pub(super) fn get(&self, key: &str) -> Option<&'n YamlNode> {
         self.entries
             .iter()
             .find(|(k, _, v)| *k == key && !v.is_null())
@@ -33,27 +33,27 @@ impl<'n> Entries<'n> {
     }
 
     /// The key itself, for diagnostics about an entry.
-    pub fn key_span(&self, key: &str) -> Option<Span> {
+    pub(super) fn key_span(&self, key: &str) -> Option<Span> {
         self.entries
             .iter()
             .find(|(k, _, _)| *k == key)
             .map(|(_, k, _)| k.span)
     }
 
-    pub fn has(&self, key: &str) -> bool {
+    pub(super) fn has(&self, key: &str) -> bool {
         self.get(key).is_some()
     }
 }
 
 impl Report {
-    pub fn new(file: FileId) -> Report {
+    pub(super) fn new(file: FileId) -> Report {
         Report {
             file,
             diagnostics: Vec::new(),
         }
     }
 
-    pub fn push(&mut self, d: Diagnostic) {
+    pub(super) fn push(&mut self, d: Diagnostic) {
         self.diagnostics.push(d);
     }
 
@@ -84,7 +84,7 @@ impl Report {
 
     /// The entries of a mapping; a null is an empty mapping. Keys that are not scalars
     /// are reported and left out, and so are keys `known` does not list (a warning).
-    pub fn mapping<'n>(
+    pub(super) fn mapping<'n>(
         &mut self,
         node: &'n YamlNode,
         what: &str,
@@ -141,7 +141,7 @@ impl Report {
     }
 
     /// The items of a list; a null is an empty list.
-    pub fn sequence<'n>(
+    pub(super) fn sequence<'n>(
         &mut self,
         node: &'n YamlNode,
         what: &str,
@@ -160,7 +160,7 @@ impl Report {
     }
 
     /// A text: any scalar, as written.
-    pub fn text(&mut self, node: &YamlNode, what: &str) -> Option<String> {
+    pub(super) fn text(&mut self, node: &YamlNode, what: &str) -> Option<String> {
         if node.is_null() {
             return None;
         }
@@ -179,7 +179,7 @@ impl Report {
     }
 
     /// A number written as one (a plain scalar that reads as a finite number).
-    pub fn number(&mut self, node: &YamlNode, what: &str, help: &str) -> Option<f64> {
+    pub(super) fn number(&mut self, node: &YamlNode, what: &str, help: &str) -> Option<f64> {
         match &*node.value {
             YamlValue::Scalar {
                 text,
@@ -199,7 +199,7 @@ impl Report {
     }
 
     /// A whole number of 0 or more, written as one.
-    pub fn count(&mut self, node: &YamlNode, what: &str, help: &str) -> Option<u64> {
+    pub(super) fn count(&mut self, node: &YamlNode, what: &str, help: &str) -> Option<u64> {
         match &*node.value {
             YamlValue::Scalar {
                 text,
@@ -219,7 +219,7 @@ impl Report {
     }
 
     /// A list of texts.
-    pub fn texts(&mut self, node: &YamlNode, what: &str, help: &str) -> Vec<(String, Span)> {
+    pub(super) fn texts(&mut self, node: &YamlNode, what: &str, help: &str) -> Vec<(String, Span)> {
         let Some(items) = self.sequence(node, what, help) else {
             return Vec::new();
         };

@@ -43,7 +43,7 @@ pub(crate) enum YamlValue {
 
 impl YamlNode {
     /// A plain `null`, `Null`, `NULL`, `~` or nothing at all (YAML 1.2 core schema).
-    pub fn is_null(&self) -> bool {
+    pub(super) fn is_null(&self) -> bool {
         match &*self.value {
             YamlValue::Scalar { text, quoted } => {
                 !quoted && matches!(text.as_str(), "" | "~" | "null" | "Null" | "NULL")
@@ -53,7 +53,7 @@ impl YamlNode {
     }
 
     /// The text of a scalar.
-    pub fn scalar(&self) -> Option<&str> {
+    pub(super) fn scalar(&self) -> Option<&str> {
         match &*self.value {
             YamlValue::Scalar { text, .. } => Some(text),
             _ => None,
@@ -61,7 +61,7 @@ impl YamlNode {
     }
 
     /// What kind of value it is, in the words of messages.
-    pub fn kind_name(&self) -> &'static str {
+    pub(super) fn kind_name(&self) -> &'static str {
         match &*self.value {
             YamlValue::Scalar { .. } if self.is_null() => "nothing (null)",
             YamlValue::Scalar { quoted: true, .. } => "a quoted text",

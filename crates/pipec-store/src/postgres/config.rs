@@ -20,7 +20,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 use crate::{StoreError, password_of, redact};
 
 /// How long a lease lasts without a heartbeat, unless told otherwise.
-pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
+pub(super) const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
 
 /// What a Postgres store is opened with besides its URL.
 #[derive(Clone, Debug)]
@@ -66,7 +66,7 @@ impl PgOptions {
 }
 
 /// Text safe to show: the password, where it appears, replaced.
-pub fn scrub(text: &str, password: Option<&str>) -> String {
+pub(super) fn scrub(text: &str, password: Option<&str>) -> String {
     match password {
         Some(p) if !p.is_empty() => text.replace(p, "***"),
         _ => text.to_string(),
@@ -135,7 +135,7 @@ pub(super) fn tls() -> Result<MakeRustlsConnect, StoreError> {
 }
 
 /// The pool for a URL. Nothing connects yet: the first use does.
-pub fn pool(url: &str, options: &PgOptions) -> Result<Pool, StoreError> {
+pub(super) fn pool(url: &str, options: &PgOptions) -> Result<Pool, StoreError> {
     let shown = redact(url);
     let config: tokio_postgres::Config = url.parse().map_err(|e: tokio_postgres::Error| {
         StoreError::Io(format!(

@@ -157,7 +157,7 @@ pub(super) async fn release_all(db: &Db, leases: &[(String, u64)]) -> Result<(),
 /// writer, which does it before any write handed over later (a claim of the same thread
 /// by this process finds it free).
 #[derive(Debug)]
-pub struct Release {
+pub(crate) struct Release {
     jobs: mpsc::UnboundedSender<Job>,
     releases: Arc<Releases>,
     thread: String,
@@ -170,7 +170,7 @@ pub struct Release {
 }
 
 /// Something kept alive, whatever it is.
-pub struct Keep(#[allow(dead_code)] pub Arc<dyn std::any::Any + Send + Sync>);
+pub(super) struct Keep(#[allow(dead_code)] pub Arc<dyn std::any::Any + Send + Sync>);
 
 impl std::fmt::Debug for Keep {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -225,7 +225,7 @@ impl Drop for Release {
 /// read of this process sees the leases it dropped as gone (as a redb store's reader
 /// sees a lock file it closed).
 #[derive(Debug)]
-pub struct Releases {
+pub(crate) struct Releases {
     sent: AtomicU64,
     done: watch::Sender<u64>,
 }

@@ -38,7 +38,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::{password_of, redact};
 pub use config::PgOptions;
-pub use leases::Release;
+pub(crate) use leases::Release;
 pub use maintenance::{PgCheck, PgStats};
 pub use schema::SCHEMA_VERSION;
 

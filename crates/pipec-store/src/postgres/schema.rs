@@ -137,7 +137,7 @@ CREATE INDEX IF NOT EXISTS pipec_threads_waking ON pipec_threads (id)
 ];
 
 /// The tables of this version, for statistics and the check.
-pub const TABLES: [&str; 10] = [
+pub(super) const TABLES: [&str; 10] = [
     "pipec_plans",
     "pipec_threads",
     "pipec_leases",
@@ -151,7 +151,7 @@ pub const TABLES: [&str; 10] = [
 ];
 
 /// The version recorded in the database; 0 when it holds no pipec store.
-pub async fn version(client: &Client) -> Result<u32, PgError> {
+pub(super) async fn version(client: &Client) -> Result<u32, PgError> {
     let exists: bool = client
         .query_one("SELECT to_regclass('pipec_meta') IS NOT NULL", &[])
         .await?
@@ -171,7 +171,7 @@ pub async fn version(client: &Client) -> Result<u32, PgError> {
 }
 
 /// Refuses a database of a newer version than this pipec's.
-pub fn refuse_newer(found: u32) -> Result<(), StoreError> {
+pub(super) fn refuse_newer(found: u32) -> Result<(), StoreError> {
     if found > SCHEMA_VERSION {
         return Err(StoreError::NewerFormat {
             found,
@@ -182,7 +182,7 @@ pub fn refuse_newer(found: u32) -> Result<(), StoreError> {
 }
 
 /// Brings the database to this pipec's version; returns the version it had.
-pub async fn migrate(client: &mut Client) -> Result<u32, StoreError> {
+pub(super) async fn migrate(client: &mut Client) -> Result<u32, StoreError> {
     let txn = client.transaction().await.map_err(pg)?;
     txn.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATE_LOCK])
         .await

@@ -33,7 +33,7 @@ pub(crate) struct TestSchema {
 }
 
 impl TestSchema {
-    pub fn new(server: &str, tag: &str) -> TestSchema {
+    pub(crate) fn new(server: &str, tag: &str) -> TestSchema {
         static N: AtomicU32 = AtomicU32::new(0);
         let clean: String = tag
             .chars()
@@ -58,11 +58,11 @@ impl TestSchema {
         }
     }
 
-    pub fn store(&self) -> PostgresStore {
+    pub(crate) fn store(&self) -> PostgresStore {
         self.store_with(PgOptions::default())
     }
 
-    pub fn store_with(&self, options: PgOptions) -> PostgresStore {
+    pub(crate) fn store_with(&self, options: PgOptions) -> PostgresStore {
         PostgresStore::connect_with(&self.url, PgOpen::Create, options).expect("connect")
     }
 }

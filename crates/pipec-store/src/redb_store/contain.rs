@@ -72,19 +72,19 @@ pub(super) struct Health {
 }
 
 impl Health {
-    pub fn new(path: &Path) -> Health {
+    pub(super) fn new(path: &Path) -> Health {
         Health {
             path: path.to_path_buf(),
             broken: AtomicBool::new(false),
         }
     }
 
-    pub fn is_broken(&self) -> bool {
+    pub(super) fn is_broken(&self) -> bool {
         self.broken.load(Ordering::Acquire)
     }
 
     /// What every call of a broken store answers.
-    pub fn broken_error(&self) -> StoreError {
+    pub(super) fn broken_error(&self) -> StoreError {
         StoreError::Corrupt {
             what: format!(
                 "{} is damaged: an earlier read or write of it failed inside redb",
@@ -94,13 +94,13 @@ impl Health {
     }
 
     /// The error, naming this store's file.
-    pub fn locate(&self, e: StoreError) -> StoreError {
+    pub(super) fn locate(&self, e: StoreError) -> StoreError {
         locate(e, &self.path)
     }
 
     /// Runs a call into redb: its error, or `R0410` if it panicked (which breaks the
     /// store for good), and errors of decoding made to name the file.
-    pub fn run<T>(
+    pub(super) fn run<T>(
         &self,
         doing: &str,
         f: impl FnOnce() -> Result<T, StoreError>,
