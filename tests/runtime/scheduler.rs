@@ -27,7 +27,8 @@ fn log_of(log: &Log) -> Vec<String> {
     log.lock().map(|l| l.clone()).unwrap_or_default()
 }
 
-/// A host function `step` that logs its node (the `n` parameter), waits `ms`, and
+/// A host function `step` that logs its node (the `n` parameter), waits until the node
+/// named by `meet` (when given) has started too, for at most 10 s, then waits `ms`, and
 /// returns `{ v: n.len() }`.
 fn with_step(runner: Runner, log: &Log) -> Runner {
     let log = log.clone();
@@ -38,6 +39,15 @@ fn with_step(runner: Runner, log: &Log) -> Runner {
             let ms = v["ms"].as_u64().unwrap_or(0);
             if let Ok(mut l) = log.lock() {
                 l.push(format!("start:{name}"));
+            }
+            if let Some(other) = v["meet"].as_str() {
+                let started = format!("start:{other}");
+                for _ in 0..1000 {
+                    if log_of(&log).contains(&started) {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
             }
             tokio::time::sleep(Duration::from_millis(ms)).await;
             if let Ok(mut l) = log.lock() {
@@ -56,11 +66,12 @@ fn position(log: &[String], entry: &str) -> usize {
 
 #[test]
 fn a_node_starts_only_when_everything_it_reads_is_committed() {
-    // A diamond: a → (b, c) → d. b is slow, c is fast; d waits for both.
+    // A diamond: a → (b, c) → d. b and c each wait for the other to start, so they end
+    // only if they run at the same time; b is slower; d waits for both.
     let src = r#"
 node a(n: string = "a", ms: int = 0) -> { v: int } { host = "step" }
-node b(n: string = "b", ms: int = 60, x: { v: int } = a) -> { v: int } { host = "step" }
-node c(n: string = "c", ms: int = 0, x: { v: int } = a) -> { v: int } { host = "step" }
+node b(n: string = "b", ms: int = 60, meet: string = "c", x: { v: int } = a) -> { v: int } { host = "step" }
+node c(n: string = "c", ms: int = 0, meet: string = "b", x: { v: int } = a) -> { v: int } { host = "step" }
 node d(n: string = "d", ms: int = 0, l: { v: int } = b, r: { v: int } = c) -> { v: int } { host = "step" }
 output d = d
 "#;
@@ -73,8 +84,9 @@ output d = d
     let log = log_of(&log);
     assert!(position(&log, "end:a") < position(&log, "start:b"));
     assert!(position(&log, "end:a") < position(&log, "start:c"));
-    // b and c run at the same time: c ends while b sleeps.
+    // b and c run at the same time: each started before the other ended.
     assert!(position(&log, "start:b") < position(&log, "end:c"));
+    assert!(position(&log, "start:c") < position(&log, "end:b"));
     assert!(position(&log, "end:b") < position(&log, "start:d"));
     assert!(position(&log, "end:c") < position(&log, "start:d"));
 }
