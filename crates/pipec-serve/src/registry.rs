@@ -12,9 +12,10 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
+use pipec_base::uri::normal_form;
 use pipec_mcp::server::{
     CallFailure, ListedResource, ListedTemplate, Provider, ProviderFuture, ReadContent,
-    ReadFailure, ServerIdentity, ToolReply, ToolSpec, Updates, normal_form,
+    ReadFailure, ServerIdentity, ToolReply, ToolSpec, Updates,
 };
 
 /// What a content handler is asked for: the URI as the client wrote it and, for a

@@ -271,6 +271,17 @@ pub struct ServerUrlProblem {
     pub meant: Option<String>,
 }
 
+/// The form two spellings of one URI share, RFC 3986's syntax-based normalization (§6.2.2:
+/// the scheme and host in lower case, escapes of unreserved characters decoded, the
+/// others' hex digits in upper case, dot segments removed), by `iri-string`. Text that is
+/// not a URI is its own normal form.
+pub fn normal_form(uri: &str) -> String {
+    match iri_string::types::UriStr::new(uri) {
+        Ok(parsed) => parsed.normalize().to_string(),
+        Err(_) => uri.to_string(),
+    }
+}
+
 /// `None` when `text` is an absolute `http:` or `https:` URL with a host. A URL without
 /// `scheme://` (`localhost:8080/mcp`, which a URL parser takes for the scheme
 /// `localhost`) has no scheme.
@@ -322,6 +333,33 @@ pub fn server_url_problem(text: &str) -> Option<ServerUrlProblem> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn spellings_of_one_uri_share_a_normal_form() {
+        assert_eq!(normal_form("FILE:///a/%7Eb%2fc"), "file:///a/~b%2Fc");
+        assert_eq!(normal_form("mcp://CRM/a/./b/../c"), "mcp://crm/a/c");
+        assert_eq!(normal_form("x://a%2"), "x://a%2");
+        assert_eq!(normal_form("no scheme"), "no scheme");
+    }
+
+    #[test]
+    fn normal_forms_of_generated_text_are_fixed_points_and_never_panic() {
+        let alphabet: Vec<char> = "aZ09:/?#[]@!$&'()*+,;=%-._~ é{}|\\^`\"<>".chars().collect();
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..20_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let len = (state % 24) as usize;
+            let mut text =
+                String::from(["x:", "http://h", "mcp://a/", ""][(state >> 40) as usize % 4]);
+            for n in 0..len {
+                text.push(alphabet[((state >> (n % 48)) as usize + n * 7) % alphabet.len()]);
+            }
+            let once = normal_form(&text);
+            assert_eq!(normal_form(&once), once, "{text:?}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -15,4 +15,4 @@ pub use provider::{
     ProviderFuture, ReadContent, ReadFailure, ServerIdentity, ToolReply, ToolSpec,
 };
 pub use stdio::serve_stdio;
-pub use updates::{LimitReached, SubscriptionLimits, Updates, WatchHook, normal_form};
+pub use updates::{LimitReached, SubscriptionLimits, Updates, WatchHook};

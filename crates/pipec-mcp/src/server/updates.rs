@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
+use pipec_base::uri::normal_form;
 use tokio::sync::mpsc;
 
 /// A change one listener is told of.
@@ -346,56 +347,9 @@ impl Updates {
     }
 }
 
-/// The form two spellings of one URI share: the scheme in lower case, percent-escapes of
-/// unreserved characters decoded and the others' hex digits in upper case.
-pub fn normal_form(uri: &str) -> String {
-    let (scheme, rest) = match uri.find(':') {
-        Some(at)
-            if uri[..at]
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
-        {
-            (uri[..at].to_ascii_lowercase(), &uri[at..])
-        }
-        _ => (String::new(), uri),
-    };
-    let bytes = rest.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && i + 2 < bytes.len()
-            && bytes[i + 1].is_ascii_hexdigit()
-            && bytes[i + 2].is_ascii_hexdigit()
-        {
-            let hex = |b: u8| (b as char).to_digit(16).unwrap_or(0) as u8;
-            let byte = hex(bytes[i + 1]) * 16 + hex(bytes[i + 2]);
-            if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
-                out.push(byte);
-            } else {
-                out.push(b'%');
-                out.push(bytes[i + 1].to_ascii_uppercase());
-                out.push(bytes[i + 2].to_ascii_uppercase());
-            }
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    scheme + &String::from_utf8_lossy(&out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn spellings_of_one_uri_share_a_normal_form() {
-        assert_eq!(normal_form("FILE:///a/%7Eb%2fc"), "file:///a/~b%2Fc");
-        assert_eq!(normal_form("x://a%2"), "x://a%2");
-        assert_eq!(normal_form("no scheme"), "no scheme");
-    }
 
     #[test]
     fn a_change_reaches_each_subscription_once_under_its_own_spelling() {
