@@ -23,9 +23,10 @@ use std::time::{Duration, Instant};
 use common::rng::{Rng, clock_seed};
 use common::*;
 
-const STEPS: usize = 20;
+pub(crate) const STEPS: usize = 20;
 
-fn pipeline() -> String {
+/// A 20-node chain of effects (some idempotent, some pure, some fan-ins) that starts from `seed`.
+pub(crate) fn pipeline() -> String {
     let mut s = String::from("type Step {\n  v: int\n}\n\ninput seed: int\n\n");
     s.push_str("node s0(seed: int = input.seed) -> Step {\n  exec = [\"./step.sh\"]\n}\n\n");
     for i in 1..STEPS {
@@ -47,19 +48,24 @@ fn pipeline() -> String {
     s
 }
 
-/// Adds one to `prev.v` (or the seed), after a short random sleep, and logs the effect.
-const STEP: &str = r#"#!/bin/sh
-input=$(cat)
-v=$(printf '%s' "$input" | sed -n 's/.*"prev":{"v":\([0-9]*\)}.*/\1/p')
-[ -n "$v" ] || v=$(printf '%s' "$input" | sed -n 's/.*"seed":\([0-9]*\).*/\1/p')
-ms=$(awk -v s="$$" 'BEGIN { srand(s); printf "%.3f", rand() * 0.02 }')
-sleep "$ms"
+/// Adds one to `prev.v` (or the seed) after a short random sleep, and logs the effect.
+/// Shell builtins only, but for `sleep`: the torture starts thousands of steps, and each
+/// process a step starts is time the test spends without testing anything.
+pub(crate) const STEP: &str = r#"#!/bin/sh
+IFS= read -r input
+case "$input" in
+  *'"prev":{"v":'*) v=${input#*'"prev":{"v":'} ;;
+  *) v=${input#*'"seed":'} ;;
+esac
+v=${v%%[!0-9]*}
+ms=$(( $$ % 20 ))
+if [ "$ms" -lt 10 ]; then sleep "0.00$ms"; else sleep "0.0$ms"; fi
 echo "$PIPEC_THREAD $PIPEC_NODE $PIPEC_CALL_KEY" >> effects.log
 printf '{"v":%d}\n' $((v + 1))
 "#;
 
 /// The value an uninterrupted run ends with: one per effect step along the chain.
-fn expected(seed: i64) -> i64 {
+pub(crate) fn expected(seed: i64) -> i64 {
     let effects = (0..STEPS).filter(|i| *i == 0 || i % 4 != 1).count() as i64;
     seed + effects
 }

@@ -19,45 +19,7 @@ use std::time::{Duration, Instant};
 use common::rng::Rng;
 use common::*;
 
-const STEPS: usize = 20;
-
-fn pipeline() -> String {
-    let mut s = String::from("type Step {\n  v: int\n}\n\ninput seed: int\n\n");
-    s.push_str("node s0(seed: int = input.seed) -> Step {\n  exec = [\"./step.sh\"]\n}\n\n");
-    for i in 1..STEPS {
-        let prev = format!("s{}", i - 1);
-        match i % 4 {
-            1 => s.push_str(&format!(
-                "node s{i}(prev: Step = {prev}) -> Step {{\n  return = {{ v: prev.v }}\n}}\n\n"
-            )),
-            2 => s.push_str(&format!("node s{i}(prev: Step = {prev}) -> Step {{\n  exec = [\"./step.sh\"]\n  idempotent = true\n}}\n\n")),
-            3 if i >= 3 => s.push_str(&format!(
-                "node s{i}(prev: Step = {prev}, other: Step = s{}) -> Step {{\n  exec = [\"./step.sh\"]\n}}\n\n",
-                i - 3
-            )),
-            _ => s.push_str(&format!(
-                "node s{i}(prev: Step = {prev}) -> Step {{\n  exec = [\"./step.sh\"]\n}}\n\n"
-            )),
-        }
-    }
-    s.push_str(&format!("output last = s{}\n", STEPS - 1));
-    s
-}
-
-/// Adds one to `prev.v` (or the seed) after a short random sleep, and logs the effect.
-const STEP: &str = r#"#!/bin/sh
-input=$(cat)
-v=$(printf '%s' "$input" | sed -n 's/.*"prev":{"v":\([0-9]*\)}.*/\1/p')
-[ -n "$v" ] || v=$(printf '%s' "$input" | sed -n 's/.*"seed":\([0-9]*\).*/\1/p')
-ms=$(awk -v s="$$" 'BEGIN { srand(s); printf "%.3f", rand() * 0.02 }')
-sleep "$ms"
-echo "$PIPEC_THREAD $PIPEC_NODE $PIPEC_CALL_KEY" >> effects.log
-printf '{"v":%d}\n' $((v + 1))
-"#;
-
-fn expected(seed: i64) -> i64 {
-    seed + (0..STEPS).filter(|i| *i == 0 || i % 4 != 1).count() as i64
-}
+use super::torture::{STEP, STEPS, expected, pipeline};
 
 fn is_idempotent(node: &str) -> bool {
     node.trim_start_matches('s')
