@@ -33,8 +33,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pipec::mcp::{
-    Body, Content, McpError, RequestOptions, ResourceContent, ServerConfig, Session, ToolResult,
-    TransportConfig,
+    Body, Content, Elicitation, McpError, RequestOptions, ResourceContent, ServerConfig, Session,
+    ToolResult, TransportConfig,
 };
 use serde_json::{Map, Value, json};
 
@@ -129,6 +129,7 @@ impl Target {
             request_timeout: REQUEST_TIMEOUT,
             max_message_bytes: MAX_MESSAGE_BYTES,
             redact: Arc::new(|text: &str| text.to_string()),
+            elicitation: Elicitation::Decline,
         }
     }
 

@@ -61,6 +61,9 @@ fn workspace_packages(meta: &Value) -> Vec<&Value> {
         .collect()
 }
 
+/// The workspace crates that are tools of the project, never published nor depended on.
+const UNPUBLISHED: &[&str] = &["pipec-demo-crm", "pipec-conformance"];
+
 /// The crates a package names under `[dependencies]` (not dev or build dependencies).
 fn normal_dependencies(package: &Value) -> BTreeSet<String> {
     package["dependencies"]
@@ -155,6 +158,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("lsp", &["base", "diagnostic", "syntax", "check"]),
     ("demo-crm", &["base"]),
+    // The client the MCP conformance suite drives: the MCP session and example arguments.
+    ("conformance", &["mcp", "schema"]),
     (
         "pipec",
         &[
@@ -377,20 +382,21 @@ fn the_mcp_server_side_is_behind_a_feature() {
 }
 
 #[test]
-fn the_demo_server_is_neither_published_nor_depended_on() {
+fn the_demo_server_and_the_conformance_client_are_neither_published_nor_depended_on() {
     let meta = metadata(&["--no-deps"]);
     for package in workspace_packages(&meta) {
         let name = package["name"].as_str().unwrap();
-        if name == "pipec-demo-crm" {
+        if UNPUBLISHED.contains(&name) {
             assert_eq!(
                 package["publish"],
                 serde_json::json!([]),
-                "pipec-demo-crm is published"
+                "{name} is published"
             );
-        } else {
+        }
+        for tool in UNPUBLISHED {
             assert!(
-                !normal_dependencies(package).contains("pipec-demo-crm"),
-                "{name} depends on the demo server"
+                !normal_dependencies(package).contains(*tool),
+                "{name} depends on {tool}"
             );
         }
     }

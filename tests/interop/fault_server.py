@@ -20,7 +20,12 @@ Tools (tools/call)
   hang              never answers
   garbage           writes arguments.lines lines that are not JSON instead of answering
   slow              answers after arguments.seconds
-  ask               answers with resultType "input_required"
+  ask               answers with resultType "input_required": arguments.kind "sampling"
+                    (the default) asks for a model's reply, "elicit" asks a form whose
+                    one required field has a default (with the requestState
+                    "opaque-1"), "empty" asks nothing; the call sent again with input
+                    responses or a requestState is answered with a text block of them
+                    ({"responses": ..., "state": ...} as JSON)
 
 Resources (resources/read)
   fault://blob            a blob: the bytes 0..255
@@ -130,7 +135,36 @@ def call_tool(request_id, params: dict) -> None:
         time.sleep(float(args.get("seconds", 1)))
         answer(request_id, text_result("slept"))
     elif name == "ask":
-        answer(request_id, {"resultType": "input_required", "inputRequests": {}})
+        if "inputResponses" in params or "requestState" in params:
+            echoed = {"responses": params.get("inputResponses"), "state": params.get("requestState")}
+            answer(request_id, text_result(json.dumps(echoed, sort_keys=True)))
+            return
+        kind = args.get("kind", "sampling")
+        if kind == "empty":
+            answer(request_id, {"resultType": "input_required", "inputRequests": {}})
+        elif kind == "elicit":
+            form = {
+                "message": "Who is asking?",
+                "requestedSchema": {
+                    "type": "object",
+                    "properties": {"name": {"type": "string", "default": "Ada"}},
+                    "required": ["name"],
+                },
+            }
+            answer(request_id, {
+                "resultType": "input_required",
+                "inputRequests": {"who": {"method": "elicitation/create", "params": form}},
+                "requestState": "opaque-1",
+            })
+        else:
+            sampling = {
+                "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                "maxTokens": 10,
+            }
+            answer(request_id, {
+                "resultType": "input_required",
+                "inputRequests": {"reply": {"method": "sampling/createMessage", "params": sampling}},
+            })
     else:
         answer(request_id, {"content": [{"type": "text", "text": f"no tool {name}"}], "isError": True})
 

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use common::python::{crm_server, fault_server, lax_server, on_path, python, python_with_mcp};
 use pipec::mcp::{
-    Body, Content, McpError, Offers, RequestOptions, ServerConfig, Session, TaskSupport,
-    ToolResult, TransportConfig,
+    Body, Content, Elicitation, McpError, Offers, RequestOptions, ServerConfig, Session,
+    TaskSupport, ToolResult, TransportConfig,
 };
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -32,6 +32,7 @@ fn config(name: &str, transport: TransportConfig) -> ServerConfig {
         request_timeout: Duration::from_secs(30),
         max_message_bytes: 64 << 20,
         redact: Arc::new(redact),
+        elicitation: Elicitation::Decline,
     }
 }
 
@@ -957,10 +958,51 @@ async fn blobs_are_decoded_and_error_codes_kept_whatever_they_are() {
         );
         assert_eq!(err.code(), Some(code));
     }
+    // A request the session's policy does not answer (sampling) fails the call.
     let asked = call(&session, "ask", json!({})).await;
     assert!(
         matches!(asked, Err(McpError::InputRequired { .. })),
         "{asked:?}"
+    );
+    // Asking for nothing is not a question.
+    let empty = call(&session, "ask", json!({"kind": "empty"})).await;
+    assert!(
+        matches!(&empty, Err(McpError::Protocol { message, .. }) if message.contains("neither input requests nor a requestState")),
+        "{empty:?}"
+    );
+    // Declining (the default policy) is an answer: the call goes again with it and the
+    // server's requestState, unchanged.
+    let declined = call(&session, "ask", json!({"kind": "elicit"}))
+        .await
+        .expect("answered");
+    assert_eq!(
+        declined.content,
+        vec![Content::Text(
+            r#"{"responses": {"who": {"action": "decline"}}, "state": "opaque-1"}"#.into()
+        )]
+    );
+    session.close().await;
+}
+
+/// A server that asks for input mid-call (2026-07-28's `input_required`) gets the answer
+/// the session's policy gives, with its `requestState` as sent: with `Defaults`, a form
+/// is accepted with the defaults its schema declares.
+#[tokio::test]
+async fn an_input_required_call_is_answered_by_the_policy_and_sent_again_with_its_state() {
+    let session = connect(ServerConfig {
+        elicitation: Elicitation::Defaults,
+        ..fault(&[], &[])
+    })
+    .await;
+    let answered = call(&session, "ask", json!({"kind": "elicit"}))
+        .await
+        .expect("answered");
+    assert_eq!(
+        answered.content,
+        vec![Content::Text(
+            r#"{"responses": {"who": {"action": "accept", "content": {"name": "Ada"}}}, "state": "opaque-1"}"#
+                .into()
+        )]
     );
     session.close().await;
 }

@@ -186,9 +186,10 @@ pub fn torture(t: &Target, stop_for: Option<Duration>) -> Option<usize> {
         }
         std::thread::sleep(Duration::from_millis(50 + rng.millis(250)));
         // One worker that holds threads, stopped past its leases' expiry, then continued:
-        // the others take its threads over meanwhile. It comes halfway through the kills,
-        // so that a small run (the default tier) has threads left to stop it on.
-        let holder = (!stopped && kills * 2 >= kills_wanted)
+        // the others take its threads over meanwhile. It comes right after the first kill,
+        // so that a small run (the default tier, whose steps take milliseconds) still has
+        // threads left to stop it on, and the other kills fall around it.
+        let holder = (!stopped && kills >= 1)
             .then(|| {
                 let holding = t.holders();
                 (0..workers.len()).find(|w| holding.contains(&workers[*w].id()))

@@ -65,8 +65,8 @@ pub enum McpError {
         message: String,
         data: Option<Value>,
     },
-    /// The server asked for input mid-request (MCP's `input_required`), which pipec does
-    /// not answer.
+    /// The server asked for input mid-request (MCP's `input_required`) that the session's
+    /// policy does not answer (sampling, or more rounds than a call may take).
     InputRequired { server: String },
     /// Anything else the server sent that does not fit the protocol.
     Protocol { server: String, message: String },
@@ -252,7 +252,7 @@ impl std::fmt::Display for McpError {
             ),
             McpError::InputRequired { server } => write!(
                 f,
-                "the server `{server}` asked for input in the middle of a request, which pipec does not answer"
+                "the server `{server}` asked for input in the middle of a request that pipec does not answer (a model's reply, or more rounds than a call may take)"
             ),
             McpError::Protocol { server, message } => {
                 write!(f, "the server `{server}` broke the protocol: {message}")

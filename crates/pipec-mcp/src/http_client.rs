@@ -341,7 +341,9 @@ fn take_result(
             match serde_json::to_value(&response.result) {
                 Ok(result) => {
                     slot.set(Found::Result(result));
-                    response.result = ServerResult::CustomResult(CustomResult(Value::Null));
+                    if !slot.is_shared() {
+                        response.result = ServerResult::CustomResult(CustomResult(Value::Null));
+                    }
                 }
                 Err(e) => slot.set(Found::Malformed(e.to_string())),
             }
@@ -416,6 +418,11 @@ fn watch_data(
             ),
             Some(id.clone()),
         )
+    } else if slot.is_shared() {
+        if let Some(result) = message.get("result") {
+            slot.set(Found::Result(result.clone()));
+        }
+        return data;
     } else if let Some(result) = message.remove("result") {
         slot.set(Found::Result(result));
         ServerJsonRpcMessage::response(

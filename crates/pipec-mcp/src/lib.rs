@@ -13,10 +13,12 @@
 //! - `http.rs` a server over streamable HTTP; `http_client.rs` the HTTP client that
 //!   reads each answer under its request's limit.
 //! - `request_slot.rs` what a request in flight expects and what its transport found.
+//! - `asks.rs` what pipec answers when a server asks during a request (elicitation).
 //! - `convert.rs` the server's JSON as pipec's values (`base64.rs` for blobs);
 //!   `failure.rs` rmcp's errors as pipec's.
 #![warn(unreachable_pub)]
 
+mod asks;
 mod convert;
 mod discover_probe;
 mod error;
@@ -36,6 +38,7 @@ mod stderr;
 mod stdio;
 mod types;
 
+pub use asks::Elicitation;
 pub use error::McpError;
 pub use session::{RequestOptions, Session};
 pub use types::*;

@@ -105,6 +105,12 @@ where
         };
         if let Some(pending) = &pending
             && let Some(slot) = &pending.slot
+            && slot.is_shared()
+            && let Some(result) = message.get("result")
+        {
+            slot.set(Found::Result(result.clone()));
+        } else if let Some(pending) = &pending
+            && let Some(slot) = &pending.slot
             && let Some(result) = message.remove("result")
         {
             slot.set(Found::Result(result));

@@ -13,13 +13,16 @@ use serde_json::Value;
 #[derive(Debug, Default)]
 pub(super) struct RequestSlot {
     limit: Option<usize>,
+    /// Whether rmcp gets the answer too, not a stand-in (see [`RequestSlot::shared`]).
+    shared: bool,
     found: Mutex<Option<Found>>,
 }
 
 /// What the transport found for the request.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Found {
-    /// The answer's `result`, kept as sent; rmcp was handed a stand-in.
+    /// The answer's `result`, kept as sent; rmcp was handed a stand-in, unless the slot
+    /// is shared.
     Result(Value),
     /// The answer was over `limit` and read past; `size` when it was counted to its end.
     TooLarge { limit: usize, size: Option<u64> },
@@ -32,8 +35,25 @@ impl RequestSlot {
     pub(crate) fn new(limit: Option<usize>) -> Arc<RequestSlot> {
         Arc::new(RequestSlot {
             limit,
+            shared: false,
             found: Mutex::new(None),
         })
+    }
+
+    /// A slot that takes the answer's result while rmcp gets it as well: for a tool
+    /// listing, which rmcp's HTTP transport reads to learn the tools' `x-mcp-header`
+    /// parameters (mirrored as `Mcp-Param-*` headers on calls) and to drop the tools whose
+    /// annotations are invalid.
+    pub(crate) fn shared() -> Arc<RequestSlot> {
+        Arc::new(RequestSlot {
+            limit: None,
+            shared: true,
+            found: Mutex::new(None),
+        })
+    }
+
+    pub(crate) fn is_shared(&self) -> bool {
+        self.shared
     }
 
     pub(crate) fn limit(&self) -> Option<usize> {

@@ -8,10 +8,9 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
-    ClientCapabilities, ClientConfig, ClientRequest, GetExtensions, Implementation,
-    ListResourceTemplatesRequest, ListResourcesRequest, ListToolsRequest, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequest, ReadResourceRequestParams, RequestId, RequestMetaObject,
-    ServerResult,
+    ClientRequest, GetExtensions, InputRequiredResult, ListResourceTemplatesRequest,
+    ListResourcesRequest, ListToolsRequest, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequest, ReadResourceRequestParams, RequestId, RequestMetaObject, ServerResult,
 };
 use rmcp::service::{
     ClientCacheConfig, ClientInitializeError, ClientLifecycleMode, ClientServiceExt,
@@ -20,6 +19,7 @@ use rmcp::service::{
 use rmcp::{Peer, RoleClient, ServiceError};
 use serde_json::{Map, Value};
 
+use super::asks::Asks;
 use super::convert::{self, Unusable};
 use super::discover_probe::DiscoverProbe;
 use super::failure::Context;
@@ -52,6 +52,8 @@ const CLOSE_WAIT: Duration = Duration::from_secs(5);
 const LAST_WORDS: Duration = Duration::from_millis(300);
 /// Listings stop after this many pages: a server that repeats itself must not loop.
 const MAX_PAGES: usize = 1000;
+/// A tool call stops after this many `input_required` rounds.
+const MAX_INPUT_ROUNDS: usize = 8;
 
 /// A connection to one server, shared by every node of an attempt: `Send + Sync`, and
 /// every method takes `&self`, so it can sit behind an `Arc` and be used by many tasks
@@ -59,23 +61,15 @@ const MAX_PAGES: usize = 1000;
 pub struct Session {
     config: ServerConfig,
     peer: Peer<RoleClient>,
-    service: tokio::sync::Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
+    service: tokio::sync::Mutex<Option<RunningService<RoleClient, Asks>>>,
     process: Option<ServerProcess>,
     stderr: Arc<StderrTail>,
     garbage: Arc<GarbageLines>,
     largest_read_buffer: Arc<AtomicUsize>,
     protocol_version: String,
     offers: Offers,
+    asks: Asks,
     closed: AtomicBool,
-}
-
-/// pipec as the client it says it is, declaring no capabilities (it answers no requests
-/// of the server's: no sampling, no roots, no elicitation).
-fn client() -> ClientConfig {
-    ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("pipec", env!("CARGO_PKG_VERSION")),
-    )
 }
 
 /// The versions `server/discover` proposes.
@@ -92,7 +86,7 @@ fn lifecycle() -> ClientLifecycleMode {
     }
 }
 
-type Handshake = Result<RunningService<RoleClient, ClientConfig>, ClientInitializeError>;
+type Handshake = Result<RunningService<RoleClient, Asks>, ClientInitializeError>;
 
 impl Session {
     /// Starts or reaches the server and negotiates the protocol, all within the server's
@@ -104,6 +98,9 @@ impl Session {
     pub async fn connect(config: ServerConfig) -> Result<Session, McpError> {
         let garbage = Arc::new(GarbageLines::default());
         let largest_read_buffer = Arc::new(AtomicUsize::new(0));
+        let asks = Asks {
+            elicitation: config.elicitation,
+        };
         let (handshake, process, stderr, refusal) = match &config.transport {
             TransportConfig::Stdio {
                 program,
@@ -124,7 +121,7 @@ impl Session {
                 let handshake = Self::handshake(
                     &config,
                     &garbage,
-                    client().serve_with_lifecycle(transport, lifecycle()),
+                    asks.clone().serve_with_lifecycle(transport, lifecycle()),
                 )
                 .await;
                 (handshake, Some(started.process), started.stderr, None)
@@ -136,7 +133,7 @@ impl Session {
                 let handshake = Self::handshake(
                     &config,
                     &garbage,
-                    client().serve_with_lifecycle(transport, lifecycle()),
+                    asks.clone().serve_with_lifecycle(transport, lifecycle()),
                 )
                 .await;
                 (
@@ -212,6 +209,7 @@ impl Session {
             largest_read_buffer,
             protocol_version,
             offers,
+            asks,
             closed: AtomicBool::new(false),
         })
     }
@@ -223,7 +221,7 @@ impl Session {
         garbage: &GarbageLines,
         handshake: impl Future<Output = Handshake>,
     ) -> Result<
-        Result<RunningService<RoleClient, ClientConfig>, Option<ClientInitializeError>>,
+        Result<RunningService<RoleClient, Asks>, Option<ClientInitializeError>>,
         tokio::time::error::Elapsed,
     > {
         tokio::time::timeout(config.startup_timeout, async {
@@ -241,23 +239,41 @@ impl Session {
         .await
     }
 
-    /// Every tool the server lists, page after page.
+    /// Every tool the server lists, page after page, but those rmcp's HTTP transport
+    /// refused for invalid `x-mcp-header` annotations (2026-07-28: an empty or
+    /// duplicated header name, a non-token character, a header on a non-primitive or a
+    /// `number` parameter), which a client must not call.
     pub async fn list_tools(&self) -> Result<Vec<ToolInfo>, McpError> {
-        self.list("tools/list", convert::tools_page, |cursor| {
-            ClientRequest::ListToolsRequest(ListToolsRequest::with_param(
-                PaginatedRequestParams::default().with_cursor(cursor),
-            ))
-        })
+        self.list(
+            "tools/list",
+            convert::tools_page,
+            |cursor| {
+                ClientRequest::ListToolsRequest(ListToolsRequest::with_param(
+                    PaginatedRequestParams::default().with_cursor(cursor),
+                ))
+            },
+            |typed, tool| match typed {
+                ServerResult::ListToolsResult(kept) => {
+                    kept.tools.iter().any(|t| t.name == tool.name.as_str())
+                }
+                _ => true,
+            },
+        )
         .await
     }
 
     /// Every fixed resource the server lists, page after page.
     pub async fn list_resources(&self) -> Result<Vec<ResourceInfo>, McpError> {
-        self.list("resources/list", convert::resources_page, |cursor| {
-            ClientRequest::ListResourcesRequest(ListResourcesRequest::with_param(
-                PaginatedRequestParams::default().with_cursor(cursor),
-            ))
-        })
+        self.list(
+            "resources/list",
+            convert::resources_page,
+            |cursor| {
+                ClientRequest::ListResourcesRequest(ListResourcesRequest::with_param(
+                    PaginatedRequestParams::default().with_cursor(cursor),
+                ))
+            },
+            |_, _| true,
+        )
         .await
     }
 
@@ -273,17 +289,20 @@ impl Session {
                     ),
                 )
             },
+            |_, _| true,
         )
         .await
     }
 
     /// A listing, page after page, all within one request timeout; a cursor seen before
-    /// (or a thousand pages) is the server's fault, not a reason to loop.
+    /// (or a thousand pages) is the server's fault, not a reason to loop. `keep` is told
+    /// what rmcp made of each page (its own value of a listing it reads, else a stand-in).
     async fn list<T>(
         &self,
         method: &str,
         page: fn(Value) -> convert::Page<T>,
         request: impl Fn(Option<String>) -> ClientRequest,
+        keep: impl Fn(&ServerResult, &T) -> bool,
     ) -> Result<Vec<T>, McpError> {
         let deadline = Instant::now() + self.config.request_timeout;
         let mut all = Vec::new();
@@ -293,18 +312,22 @@ impl Session {
             let left = deadline.saturating_duration_since(Instant::now());
             // The slot keeps the page as the server sent it: rmcp's types drop what they
             // do not know (a tool's `execution`), and `tools pull --format json` passes
-            // listings through whole.
-            let (result, found) = self
+            // listings through whole. rmcp reads it too (a shared slot).
+            let (typed, found) = self
                 .request(
                     method,
                     request(cursor.clone()),
-                    Some(RequestSlot::new(None)),
+                    Some(RequestSlot::shared()),
                     left,
                     self.config.request_timeout,
                 )
                 .await?;
-            let (items, next) = page(self.raw(result, found)?).map_err(|u| self.unusable(u))?;
-            all.extend(items);
+            let raw = match found {
+                Some(Found::Result(raw)) => raw,
+                _ => serde_json::to_value(&typed).map_err(|e| self.protocol(e.to_string()))?,
+            };
+            let (items, next) = page(raw).map_err(|u| self.unusable(u))?;
+            all.extend(items.into_iter().filter(|item| keep(&typed, item)));
             match next {
                 None => return Ok(all),
                 Some(next) if !cursors.insert(next.clone()) => {
@@ -318,7 +341,11 @@ impl Session {
         Err(self.protocol(format!("{method} has more than {MAX_PAGES} pages")))
     }
 
-    /// Calls a tool; `meta` goes in the request's `_meta` (the idempotency key).
+    /// Calls a tool; `meta` goes in the request's `_meta` (the idempotency key). A server
+    /// that answers `input_required` (2026-07-28) is answered by the session's policy
+    /// and the call sent again, with its `requestState` as given, up to eight times, all
+    /// within the one timeout; a request the policy does
+    /// not answer (sampling) fails the call with [`McpError::InputRequired`].
     pub async fn call_tool(
         &self,
         name: &str,
@@ -326,23 +353,44 @@ impl Session {
         meta: Map<String, Value>,
         options: RequestOptions,
     ) -> Result<ToolResult, McpError> {
-        let slot = RequestSlot::new(options.limit);
         let mut params = CallToolRequestParams::new(name.to_string()).with_arguments(arguments);
         if !meta.is_empty() {
             params.meta = Some(RequestMetaObject::from(meta));
         }
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let timeout = options.timeout.unwrap_or(self.config.request_timeout);
-        let (result, found) = self
-            .request(
-                &format!("tools/call {name}"),
-                request,
-                Some(slot),
-                timeout,
-                timeout,
-            )
-            .await?;
-        convert::tool_result(self.raw(result, found)?).map_err(|u| self.unusable(u))
+        let deadline = Instant::now() + timeout;
+        let what = format!("tools/call {name}");
+        for _ in 0..MAX_INPUT_ROUNDS {
+            let slot = RequestSlot::new(options.limit);
+            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
+            let left = deadline.saturating_duration_since(Instant::now());
+            let (result, found) = self
+                .request(&what, request, Some(slot), left, timeout)
+                .await?;
+            let raw = self.raw(result, found)?;
+            if raw.get("resultType").and_then(Value::as_str) != Some("input_required") {
+                return convert::tool_result(raw).map_err(|u| self.unusable(u));
+            }
+            let asked: InputRequiredResult = serde_json::from_value(raw).map_err(|e| {
+                self.protocol(format!(
+                    "{what}: an input_required result pipec cannot read: {e}"
+                ))
+            })?;
+            let requests = asked.input_requests.unwrap_or_default();
+            if requests.is_empty() && asked.request_state.is_none() {
+                return Err(self.protocol(format!(
+                    "{what}: an input_required result with neither input requests nor a requestState"
+                )));
+            }
+            let Some(answers) = self.asks.answer(&requests) else {
+                return Err(self.unusable(Unusable::InputRequired));
+            };
+            params.input_responses = (!answers.is_empty()).then_some(answers);
+            params.request_state = asked.request_state;
+        }
+        Err(self.protocol(format!(
+            "{what}: still input_required after {MAX_INPUT_ROUNDS} rounds"
+        )))
     }
 
     /// Reads a resource: every content it returned, blobs decoded.
@@ -556,17 +604,6 @@ impl std::fmt::Debug for Session {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn pipec_names_itself_and_declares_no_capabilities() {
-        let client = client();
-        assert_eq!(client.client_info.name, "pipec");
-        assert_eq!(client.client_info.version, env!("CARGO_PKG_VERSION"));
-        assert_eq!(
-            serde_json::to_value(&client.capabilities).expect("JSON"),
-            serde_json::json!({})
-        );
-    }
 
     #[test]
     fn the_newest_protocol_first_then_the_2025_11_25_handshake() {

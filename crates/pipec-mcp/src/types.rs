@@ -44,6 +44,8 @@ pub struct ServerConfig {
     /// event over HTTP. A longer one is read past, not kept, and fails its request.
     pub max_message_bytes: usize,
     pub redact: Redact,
+    /// What the session answers when the server asks for input during a request.
+    pub elicitation: super::Elicitation,
 }
 
 impl ServerConfig {

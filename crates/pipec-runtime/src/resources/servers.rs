@@ -21,8 +21,8 @@ use crate::RuntimeError;
 use crate::config;
 use crate::secrets::Scrubber;
 use pipec_mcp::{
-    Body, McpError, RequestOptions, ResourceContent, ServerConfig, Session, ToolInfo, ToolResult,
-    TransportConfig,
+    Body, Elicitation, McpError, RequestOptions, ResourceContent, ServerConfig, Session, ToolInfo,
+    ToolResult, TransportConfig,
 };
 use pipec_plan::{ConfigValue, Plan, Server, ServerValue};
 
@@ -296,6 +296,7 @@ fn server_config(
             .map_or(DEFAULT_REQUEST_TIMEOUT, Duration::from_millis),
         max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
         redact: Arc::new(scrubber),
+        elicitation: Elicitation::Decline,
     }
 }
 
