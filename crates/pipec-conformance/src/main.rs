@@ -98,9 +98,23 @@ async fn exercise(session: &Session, scenario: &str, context: &Value) -> Result<
     Ok(())
 }
 
-/// The calls to make: the context's `toolCalls` when it has them, else one call of each
-/// tool with an example of its input schema.
+/// In `json-schema-2020-12-preservation`, the tool whose input schema is sent back, and the
+/// tool that echoes it: the suite compares what arrives with what it listed.
+const SCHEMA_SHOWN: &str = "json_schema_2020_12_tool";
+const SCHEMA_ECHO: &str = "json_schema_echo";
+
+/// The calls to make: the context's `toolCalls` when it has them; in the schema
+/// preservation scenario, the one input schema sent back as pipec holds it; else one call
+/// of each tool with an example of its input schema.
 fn calls(tools: &[ToolInfo], context: &Value) -> Vec<(String, Map<String, Value>)> {
+    let shown = tools.iter().find(|t| t.name == SCHEMA_SHOWN);
+    if let Some(shown) = shown
+        && tools.iter().any(|t| t.name == SCHEMA_ECHO)
+    {
+        let mut arguments = Map::new();
+        arguments.insert("schema".to_string(), shown.input_schema.clone());
+        return vec![(SCHEMA_ECHO.to_string(), arguments)];
+    }
     let given = context
         .get("toolCalls")
         .or_else(|| context.get("tool_calls"))
