@@ -2,7 +2,9 @@
 //! pipec's own session (`pipec_mcp::Session`, what a run uses), pointed at the URL the
 //! suite appends to the command, doing what the scenario named in
 //! `MCP_CONFORMANCE_SCENARIO` asks of a client. `MCP_CONFORMANCE_CONTEXT` may give the
-//! tool calls to make. Exits 0 when the session did its part, 1 with pipec's error
+//! tool calls to make, and a client registered beforehand. In the authorization scenarios
+//! the session authorizes as a run does (`pipec_mcp::Authorization`), with consent that
+//! follows the suite's authorization server's redirect in place of a person. Exits 0 when the session did its part, 1 with pipec's error
 //! otherwise; the suite judges what went over the wire.
 
 use std::process::ExitCode;
@@ -10,7 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pipec_mcp::{
-    Elicitation, McpError, RequestOptions, ServerConfig, Session, ToolInfo, TransportConfig,
+    Authorization, Elicitation, Identity, McpError, MemoryTokens, RequestOptions, ServerConfig,
+    Session, ToolInfo, TransportConfig, Unattended,
 };
 use serde_json::{Map, Value};
 
@@ -54,7 +57,40 @@ fn elicitation(scenario: &str) -> Elicitation {
     }
 }
 
-fn config(scenario: &str, url: &str) -> ServerConfig {
+/// The client ID metadata document the suite's authorization server expects a client to
+/// name (it never fetches it).
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+/// Where the suite's authorization server redirects after its (automatic) approval.
+const REDIRECT_URI: &str = "http://localhost:3000/callback";
+
+/// How the session authorizes in the authorization scenarios: as the client the context
+/// registered beforehand, with the client-credentials grant where the scenario is about
+/// it, else as a public client with a metadata document (or dynamic registration).
+fn authorization(scenario: &str, context: &Value) -> Option<Authorization> {
+    if !scenario.starts_with("auth/") {
+        return None;
+    }
+    let given = |key: &str| context.get(key).and_then(Value::as_str).map(str::to_string);
+    let identity = match (given("client_id"), given("client_secret")) {
+        (Some(id), Some(secret)) if scenario.contains("client-credentials") => {
+            Identity::Machine { id, secret }
+        }
+        (Some(id), secret) => Identity::Registered { id, secret },
+        _ => Identity::Public {
+            name: "pipec-conformance-client".to_string(),
+            metadata_url: Some(CLIENT_METADATA_URL.to_string()),
+        },
+    };
+    Some(Authorization {
+        identity,
+        consent: Some(Arc::new(Unattended {
+            redirect_uri: REDIRECT_URI.to_string(),
+        })),
+        tokens: Arc::new(MemoryTokens::default()),
+    })
+}
+
+fn config(scenario: &str, url: &str, context: &Value) -> ServerConfig {
     ServerConfig {
         name: "conformance".to_string(),
         transport: TransportConfig::Http {
@@ -66,11 +102,12 @@ fn config(scenario: &str, url: &str) -> ServerConfig {
         max_message_bytes: 16 << 20,
         redact: Arc::new(|text: &str| text.to_string()),
         elicitation: elicitation(scenario),
+        authorization: authorization(scenario, context),
     }
 }
 
 async fn run(scenario: &str, url: &str, context: &Value) -> Result<(), McpError> {
-    let session = Session::connect(config(scenario, url)).await?;
+    let session = Session::connect(config(scenario, url, context)).await?;
     let done = exercise(&session, scenario, context).await;
     session.close().await;
     done

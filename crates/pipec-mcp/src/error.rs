@@ -70,6 +70,13 @@ pub enum McpError {
     InputRequired { server: String },
     /// Anything else the server sent that does not fit the protocol.
     Protocol { server: String, message: String },
+    /// The server asks for OAuth authorization that pipec could not get: nobody to
+    /// approve, the authorization server refused, or the server kept refusing the tokens.
+    Authorization {
+        server: String,
+        message: String,
+        help: Option<String>,
+    },
 }
 
 impl McpError {
@@ -85,7 +92,8 @@ impl McpError {
             | McpError::Http { server, .. }
             | McpError::Server { server, .. }
             | McpError::InputRequired { server }
-            | McpError::Protocol { server, .. } => server,
+            | McpError::Protocol { server, .. }
+            | McpError::Authorization { server, .. } => server,
         }
     }
 
@@ -99,7 +107,7 @@ impl McpError {
     /// to check; for a server that cannot be reached, its address.
     pub fn help(&self) -> Option<String> {
         match self {
-            McpError::Start { help, .. } => help.clone(),
+            McpError::Start { help, .. } | McpError::Authorization { help, .. } => help.clone(),
             McpError::Http {
                 server,
                 status: 401,
@@ -126,7 +134,7 @@ impl McpError {
             McpError::Http {
                 status: 401 | 403,
                 ..
-            }
+            } | McpError::Authorization { .. }
         )
     }
 
@@ -257,6 +265,12 @@ impl std::fmt::Display for McpError {
             McpError::Protocol { server, message } => {
                 write!(f, "the server `{server}` broke the protocol: {message}")
             }
+            McpError::Authorization {
+                server, message, ..
+            } => write!(
+                f,
+                "the server `{server}` asks for authorization that pipec could not get: {message}"
+            ),
         }
     }
 }

@@ -251,6 +251,35 @@ impl Context<'_> {
     }
 }
 
+/// The status and `WWW-Authenticate` challenge of a handshake the server refused (HTTP
+/// 401 or 403), as the server sent them: what authorizing starts from.
+pub(crate) fn refused_handshake(error: &ClientInitializeError) -> Option<(u16, Option<String>)> {
+    let transport = match error {
+        ClientInitializeError::TransportError { error, .. } => error.error.as_ref(),
+        ClientInitializeError::LegacyFallbackFailed { fallback, .. } => {
+            return refused_handshake(fallback);
+        }
+        _ => return None,
+    };
+    let mut cause: Option<&(dyn Error + 'static)> = Some(transport);
+    while let Some(e) = cause {
+        if let Some(http) = e.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            return match http {
+                StreamableHttpError::AuthRequired(e) => {
+                    Some((401, Some(e.www_authenticate_header.clone())))
+                }
+                StreamableHttpError::InsufficientScope(e) => {
+                    Some((403, Some(e.www_authenticate_header.clone())))
+                }
+                StreamableHttpError::HttpStatus(e) if e.status == 401 => Some((401, None)),
+                _ => None,
+            };
+        }
+        cause = e.source();
+    }
+    None
+}
+
 /// Whether an HTTP failure happened before the server answered.
 enum Reached {
     /// The server answered (an error status, something not MCP, a closed stream).

@@ -12,9 +12,20 @@ use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
 use super::McpError;
-use super::http_client::{Refusal, SlotAwareClient};
+use super::http_client::SlotAwareClient;
 
-pub(super) type HttpTransport = StreamableHttpClientTransport<SlotAwareClient>;
+/// What reaching a server over HTTP takes: the transport's settings and the client under
+/// it, which a server with OAuth wraps in rmcp's `AuthClient`.
+pub(super) struct Http {
+    pub(super) config: StreamableHttpClientTransportConfig,
+    pub(super) client: SlotAwareClient,
+}
+
+impl Http {
+    pub(super) fn transport(&self) -> StreamableHttpClientTransport<SlotAwareClient> {
+        StreamableHttpClientTransport::with_client(self.client.clone(), self.config.clone())
+    }
+}
 
 /// How long connecting to the server may take; the request itself is bounded by the
 /// session's timeouts.
@@ -45,15 +56,15 @@ fn install_crypto() {
     });
 }
 
-/// The transport for `url`, and where it leaves the server's explanation of a refused
-/// handshake. Refuses (`Start`) a header that is not valid HTTP or that the transport
+/// The transport for `url` (the client under it keeps the server's explanation of a
+/// refused handshake). Refuses (`Start`) a header that is not valid HTTP or that the transport
 /// sets itself; values are never shown, since they may be secrets.
 pub(super) fn transport(
     server: &str,
     url: &str,
     headers: &[(String, String)],
     max_message_bytes: usize,
-) -> Result<(HttpTransport, Arc<Refusal>), McpError> {
+) -> Result<Http, McpError> {
     let fail = |message: String| McpError::Start {
         server: server.to_string(),
         message,
@@ -101,12 +112,10 @@ pub(super) fn transport(
         .max_sse_event_size(max_message_bytes)
         .max_error_response_size(ERROR_BODY_BYTES);
     config.retry_config = Arc::new(retry);
-    let client = SlotAwareClient::new(client);
-    let refusal = client.refusal();
-    Ok((
-        StreamableHttpClientTransport::with_client(client, config),
-        refusal,
-    ))
+    Ok(Http {
+        config,
+        client: SlotAwareClient::new(client),
+    })
 }
 
 /// `url` as messages show it: scheme, host, port and path, without a user, a password,
@@ -134,7 +143,7 @@ mod tests {
             .iter()
             .map(|(n, v)| (n.to_string(), v.to_string()))
             .collect();
-        match transport("crm", "http://127.0.0.1:9/mcp", &headers, 1 << 20).map(|(t, _)| t) {
+        match transport("crm", "http://127.0.0.1:9/mcp", &headers, 1 << 20) {
             Err(McpError::Start { message, .. }) => message,
             Err(other) => panic!("{other:?}"),
             Ok(_) => panic!("accepted"),

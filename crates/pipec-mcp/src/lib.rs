@@ -11,7 +11,8 @@
 //!   message found while it streams in, `garbage.rs` lines that are not messages,
 //!   `stderr.rs` the tail of its stderr.
 //! - `http.rs` a server over streamable HTTP; `http_client.rs` the HTTP client that
-//!   reads each answer under its request's limit.
+//!   reads each answer under its request's limit; `auth.rs` OAuth when the server asks
+//!   for it, `tokens.rs` where its tokens are kept.
 //! - `request_slot.rs` what a request in flight expects and what its transport found.
 //! - `asks.rs` what pipec answers when a server asks during a request (elicitation).
 //! - `convert.rs` the server's JSON as pipec's values (`base64.rs` for blobs);
@@ -19,6 +20,7 @@
 #![warn(unreachable_pub)]
 
 mod asks;
+mod auth;
 mod convert;
 mod discover_probe;
 mod error;
@@ -36,9 +38,12 @@ pub mod server;
 mod session;
 mod stderr;
 mod stdio;
+mod tokens;
 mod types;
 
 pub use asks::Elicitation;
+pub use auth::{Authorization, Consent, Identity, MAX_AUTHORIZATIONS, Unattended};
 pub use error::McpError;
 pub use session::{RequestOptions, Session};
+pub use tokens::{FileTokens, MemoryTokens, TokenStore};
 pub use types::*;

@@ -52,6 +52,15 @@ impl RequestSlot {
         })
     }
 
+    /// An empty slot that expects what this one does: for sending the request again.
+    pub(crate) fn again(&self) -> Arc<RequestSlot> {
+        Arc::new(RequestSlot {
+            limit: self.limit,
+            shared: self.shared,
+            found: Mutex::new(None),
+        })
+    }
+
     pub(crate) fn is_shared(&self) -> bool {
         self.shared
     }

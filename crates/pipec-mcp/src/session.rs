@@ -16,13 +16,15 @@ use rmcp::service::{
     ClientCacheConfig, ClientInitializeError, ClientLifecycleMode, ClientServiceExt,
     PeerRequestOptions, RunningService,
 };
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{Peer, RoleClient, ServiceError};
 use serde_json::{Map, Value};
 
 use super::asks::Asks;
+use super::auth::{self, Authorizer};
 use super::convert::{self, Unusable};
 use super::discover_probe::DiscoverProbe;
-use super::failure::Context;
+use super::failure::{self, Context};
 use super::garbage::GarbageLines;
 use super::request_slot::{Found, RequestSlot, SlotMarker};
 use super::stderr::StderrTail;
@@ -69,6 +71,8 @@ pub struct Session {
     protocol_version: String,
     offers: Offers,
     asks: Asks,
+    /// Over HTTP with OAuth: what authorizes again when the server refuses.
+    authorizer: Option<Authorizer>,
     closed: AtomicBool,
 }
 
@@ -101,6 +105,7 @@ impl Session {
         let asks = Asks {
             elicitation: config.elicitation,
         };
+        let mut authorizing = None;
         let (handshake, process, stderr, refusal) = match &config.transport {
             TransportConfig::Stdio {
                 program,
@@ -127,15 +132,63 @@ impl Session {
                 (handshake, Some(started.process), started.stderr, None)
             }
             TransportConfig::Http { url, headers } => {
-                let (transport, refusal) =
-                    http::transport(&config.name, url, headers, config.max_message_bytes)?;
-                let transport = DiscoverProbe::new(transport, discover_versions());
-                let handshake = Self::handshake(
-                    &config,
-                    &garbage,
-                    asks.clone().serve_with_lifecycle(transport, lifecycle()),
-                )
-                .await;
+                let http = http::transport(&config.name, url, headers, config.max_message_bytes)?;
+                let refusal = http.client.refusal();
+                let handshake = match &config.authorization {
+                    None => {
+                        let transport = DiscoverProbe::new(http.transport(), discover_versions());
+                        Self::handshake(
+                            &config,
+                            &garbage,
+                            asks.clone().serve_with_lifecycle(transport, lifecycle()),
+                        )
+                        .await
+                    }
+                    Some(authorization) => {
+                        let (authorizer, client) = Authorizer::start(
+                            &config.name,
+                            url,
+                            authorization.clone(),
+                            http.client.clone(),
+                        )
+                        .await?;
+                        // A handshake the server refuses for want of a token (or of a
+                        // scope) is tried again once pipec has authorized.
+                        let handshake = loop {
+                            let generation = authorizer.generation();
+                            let transport = DiscoverProbe::new(
+                                StreamableHttpClientTransport::with_client(
+                                    client.clone(),
+                                    http.config.clone(),
+                                ),
+                                discover_versions(),
+                            );
+                            let handshake = Self::handshake(
+                                &config,
+                                &garbage,
+                                asks.clone().serve_with_lifecycle(transport, lifecycle()),
+                            )
+                            .await;
+                            let refused = match &handshake {
+                                Ok(Err(Some(error))) => failure::refused_handshake(error),
+                                _ => None,
+                            };
+                            match refused {
+                                Some((status, challenge))
+                                    if auth::curable(status, challenge.as_deref()) =>
+                                {
+                                    refusal.take();
+                                    authorizer
+                                        .authorize(generation, challenge.as_deref())
+                                        .await?;
+                                }
+                                _ => break handshake,
+                            }
+                        };
+                        authorizing = Some(authorizer);
+                        handshake
+                    }
+                };
                 (
                     handshake,
                     None,
@@ -210,6 +263,7 @@ impl Session {
             protocol_version,
             offers,
             asks,
+            authorizer: authorizing,
             closed: AtomicBool::new(false),
         })
     }
@@ -420,6 +474,40 @@ impl Session {
     /// failed at once when the server writes garbage. Dropping the future cancels the
     /// request at the server.
     async fn request(
+        &self,
+        what: &str,
+        request: ClientRequest,
+        mut slot: Option<Arc<RequestSlot>>,
+        wait: Duration,
+        timeout: Duration,
+    ) -> Result<(ServerResult, Option<Found>), McpError> {
+        let Some(authorizer) = &self.authorizer else {
+            return self.send(what, request, slot, wait, timeout).await;
+        };
+        // A request the server refuses for want of a token or a scope changed nothing
+        // there: it is sent again once pipec has authorized (which fails after a few
+        // rounds, so this ends).
+        loop {
+            let generation = authorizer.generation();
+            let answer = self
+                .send(what, request.clone(), slot.clone(), wait, timeout)
+                .await;
+            match &answer {
+                Err(McpError::Http {
+                    status, challenge, ..
+                }) if auth::curable(*status, challenge.as_deref()) => {
+                    authorizer
+                        .authorize(generation, challenge.as_deref())
+                        .await?;
+                    slot = slot.map(|s| s.again());
+                }
+                _ => return answer,
+            }
+        }
+    }
+
+    /// One request, sent once.
+    async fn send(
         &self,
         what: &str,
         mut request: ClientRequest,

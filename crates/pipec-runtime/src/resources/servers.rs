@@ -297,6 +297,7 @@ fn server_config(
         max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
         redact: Arc::new(scrubber),
         elicitation: Elicitation::Decline,
+        authorization: None,
     }
 }
 
