@@ -46,6 +46,15 @@ pub(crate) fn project_root_of(start: &Path) -> Option<PathBuf> {
     None
 }
 
+/// The async runtime for a command; on failure the error is printed and the exit code
+/// returned.
+pub(crate) fn runtime_or_exit() -> Result<tokio::runtime::Runtime, u8> {
+    runtime().map_err(|e| {
+        crate::cli::err(&format!("error: {e}"));
+        crate::cli::EXIT_USAGE
+    })
+}
+
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -13,12 +13,14 @@ mod fmt;
 mod graph;
 mod init;
 mod lsp;
+mod mcp;
 mod pipe_files;
 mod prune;
 mod resume;
 mod run;
 mod runs;
 mod serve;
+mod server_arg;
 mod show;
 mod store;
 mod store_copy;
@@ -74,6 +76,8 @@ enum Command {
     Store(store::Args),
     /// What MCP servers offer, as .pipe declarations (`pipec tools pull SERVER`)
     Tools(tools::Args),
+    /// Talk to an MCP server by hand: list, call, read, prompts; log in with OAuth
+    Mcp(mcp::Args),
     /// Serve resources (`serve` blocks, reShapr specifications) as an MCP server
     Serve(serve::Args),
     /// Make a new project that checks clean and runs offline
@@ -135,6 +139,7 @@ pub fn main() -> ExitCode {
         Command::Prune(a) => prune::run(a),
         Command::Store(a) => store::run(a),
         Command::Tools(a) => tools::run(a),
+        Command::Mcp(a) => mcp::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Init(a) => init::run(a),
         Command::Completions(a) => completions::run(a),

@@ -6,6 +6,7 @@ documents.
 What it offers
   resource mcp://reports/2025/q1 ... mcp://reports/2025/q4   one quarter's figures, JSON
   tool summarize(quarter)                                    a sentence about a quarter
+  prompt quarter_brief(quarter, tone?)                       a message asking for a brief
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ for quarter, revenue in FIGURES.items():
 def summarize(quarter: str) -> str:
     """One sentence about a quarter of 2025."""
     return f"{quarter.upper()} 2025 brought {FIGURES.get(quarter, 0)}k in revenue."
+
+
+@server.prompt(description="Ask for a brief on one quarter of 2025.")
+def quarter_brief(quarter: str, tone: str = "plain") -> str:
+    return f"Write a {tone} brief on {quarter.upper()} 2025: {FIGURES.get(quarter, 0)}k in revenue."
 
 
 if __name__ == "__main__":

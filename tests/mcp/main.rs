@@ -10,8 +10,10 @@ mod common;
 
 mod embed_mcp;
 mod hydration;
+mod mcp_cli;
 mod mcp_client;
 mod mcp_faults;
+mod mcp_oauth;
 mod mcp_scenario;
 mod serve_interop;
 mod serve_security;

@@ -558,7 +558,8 @@ async fn an_empty_answer_to_server_discover_falls_back_to_initialize() {
         session.offers(),
         Offers {
             tools: true,
-            resources: false
+            resources: false,
+            prompts: false,
         }
     );
     let tools = session.list_tools().await.expect("tools/list");

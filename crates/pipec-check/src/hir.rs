@@ -80,6 +80,16 @@ impl std::fmt::Display for ConfigValue {
     }
 }
 
+/// A server's `oauth` block.
+#[derive(Debug)]
+pub struct OAuthDef {
+    pub client_id: Option<ConfigValue>,
+    pub client_secret: Option<ConfigValue>,
+    pub grant: pipec_plan::OAuthGrant,
+    pub client_metadata_url: Option<String>,
+    pub scopes: Vec<String>,
+}
+
 #[derive(Debug)]
 pub struct ServerDef {
     pub info: DeclInfo,
@@ -93,6 +103,8 @@ pub struct ServerDef {
     pub url: Option<ConfigValue>,
     /// HTTP headers sent with every request to a `url` server.
     pub headers: Vec<(String, ConfigValue)>,
+    /// How pipec authorizes with a `url` server that asks for OAuth.
+    pub oauth: Option<OAuthDef>,
     /// URI patterns the server serves, for routing.
     pub resources: Vec<UriTemplate>,
     pub startup_timeout_ms: Option<u64>,

@@ -146,6 +146,13 @@ impl Lower<'_> {
                 .iter()
                 .map(|(k, v)| (k.clone(), self.config(v, config)))
                 .collect(),
+            oauth: s.oauth.as_ref().map(|o| OAuth {
+                client_id: o.client_id.as_ref().map(|v| self.config(v, config)),
+                client_secret: o.client_secret.as_ref().map(|v| self.config(v, config)),
+                grant: o.grant,
+                client_metadata_url: o.client_metadata_url.clone(),
+                scopes: o.scopes.clone(),
+            }),
             resources: s.resources.iter().map(|t| t.text.clone()).collect(),
             startup_timeout_ms: s.startup_timeout_ms,
             timeout_ms: s.timeout_ms,

@@ -87,6 +87,7 @@ fn authorization(scenario: &str, context: &Value) -> Option<Authorization> {
             redirect_uri: REDIRECT_URI.to_string(),
         })),
         tokens: Arc::new(MemoryTokens::default()),
+        scopes: Vec::new(),
     })
 }
 

@@ -40,6 +40,9 @@ pub struct Authorization {
     pub consent: Option<Arc<dyn Consent>>,
     /// Where tokens are kept between sessions.
     pub tokens: Arc<dyn TokenStore>,
+    /// The scopes to ask for first; else those the server's challenge or its metadata
+    /// names.
+    pub scopes: Vec<String>,
 }
 
 impl std::fmt::Debug for Authorization {
@@ -271,8 +274,8 @@ impl Authorizer {
             let config = ClientCredentialsConfig::ClientSecret {
                 client_id: id.clone(),
                 client_secret: secret.clone(),
-                scopes: challenge.map(challenge_scopes).unwrap_or_default(),
-                resource: None,
+                scopes: self.first_scopes(challenge),
+                resource: Some(self.target.url.clone()),
             };
             state
                 .authenticate_client_credentials(config)
@@ -304,6 +307,10 @@ impl Authorizer {
                     }
                 }
                 Identity::Machine { .. } => {}
+            }
+            let first = self.first_scopes(None);
+            if !first.is_empty() && self.requested().is_empty() {
+                request = request.with_scopes(self.first_scopes(challenge));
             }
             if let Some(challenge) = challenge {
                 request = request.with_challenge(challenge);
@@ -356,6 +363,15 @@ impl Authorizer {
 }
 
 impl Authorizer {
+    /// The declared scopes, with those `challenge` asks for.
+    fn first_scopes(&self, challenge: Option<&str>) -> Vec<String> {
+        let mut scopes = self.target.authorization.scopes.clone();
+        scopes.extend(challenge.map(challenge_scopes).unwrap_or_default());
+        let mut seen = std::collections::HashSet::new();
+        scopes.retain(|s| seen.insert(s.clone()));
+        scopes
+    }
+
     fn requested(&self) -> Vec<String> {
         match self.requested.lock() {
             Ok(scopes) => scopes.clone(),

@@ -6,8 +6,8 @@
 use serde_json::{Map, Value};
 
 use super::{
-    Body, Content, Link, ResourceContent, ResourceInfo, TaskSupport, TemplateInfo, ToolInfo,
-    ToolResult,
+    Body, Content, Link, PromptInfo, ResourceContent, ResourceInfo, TaskSupport, TemplateInfo,
+    ToolInfo, ToolResult,
 };
 use pipec_base::base64;
 
@@ -175,6 +175,50 @@ pub(super) fn templates_page(result: Value) -> Page<TemplateInfo> {
             })
         },
     )
+}
+
+pub(super) fn prompts_page(result: Value) -> Page<PromptInfo> {
+    page_of(
+        result,
+        "prompts/list",
+        "prompts",
+        "prompt",
+        |what, i, prompt| {
+            let Some(name) = text(prompt, "name") else {
+                return protocol(format!("{what} {i} of the listing has no `name`"));
+            };
+            let arguments = prompt
+                .get("arguments")
+                .and_then(Value::as_array)
+                .map(|arguments| {
+                    arguments
+                        .iter()
+                        .filter_map(Value::as_object)
+                        .filter_map(|a| {
+                            let required = a.get("required").and_then(Value::as_bool);
+                            Some((text(a, "name")?, required.unwrap_or(false)))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            Ok(PromptInfo {
+                name,
+                title: text(prompt, "title"),
+                description: text(prompt, "description"),
+                arguments,
+                raw: Value::Object(prompt.clone()),
+            })
+        },
+    )
+}
+
+/// A `prompts/get` result: its messages, as sent.
+pub(super) fn prompt_result(result: Value) -> Converted<Value> {
+    let result = complete(result, "prompts/get")?;
+    match result.get("messages") {
+        Some(Value::Array(_)) => Ok(Value::Object(result)),
+        _ => protocol("the prompts/get result has no `messages` list"),
+    }
 }
 
 /// A `tools/call` result.

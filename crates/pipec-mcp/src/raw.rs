@@ -1,10 +1,12 @@
-//! A tool result given as MCP's JSON (a `CallToolResult`), as an embedder's replayer
-//! returns it: read as a server's answer is (`convert.rs`).
+//! Tool results and resource contents in MCP's JSON: a `CallToolResult` an embedder's
+//! replayer returns, read as a server's answer is (`convert.rs`); and pipec's values
+//! written back in that form, for people to read (`pipec mcp call`, `pipec mcp read`).
 
-use serde_json::Value;
+use pipec_base::base64;
+use serde_json::{Map, Value, json};
 
-use super::ToolResult;
 use super::convert::{self, Unusable};
+use super::{Body, Content, ResourceContent, ToolResult};
 
 impl ToolResult {
     /// Reads a `CallToolResult` in MCP's JSON form. A block that cannot be read is kept
@@ -17,11 +19,75 @@ impl ToolResult {
     }
 }
 
+impl ToolResult {
+    /// The result as a `CallToolResult` (a block pipec could not read keeps its `type`
+    /// and says what was wrong with it).
+    pub fn to_json(&self) -> Value {
+        let content: Vec<Value> = self
+            .content
+            .iter()
+            .map(|block| match block {
+                Content::Text(text) => json!({ "type": "text", "text": text }),
+                Content::Media { kind, mime, data } => {
+                    json!({ "type": kind, "mimeType": mime, "data": base64::encode(data) })
+                }
+                Content::Link(link) => {
+                    let mut out = Map::new();
+                    out.insert("type".into(), json!("resource_link"));
+                    out.insert("uri".into(), json!(link.uri));
+                    out.insert("name".into(), json!(link.name));
+                    let optional = [
+                        ("title", link.title.as_ref().map(|t| json!(t))),
+                        ("description", link.description.as_ref().map(|d| json!(d))),
+                        ("mimeType", link.mime.as_ref().map(|m| json!(m))),
+                        ("size", link.size.map(|s| json!(s))),
+                    ];
+                    for (key, value) in optional {
+                        if let Some(value) = value {
+                            out.insert(key.into(), value);
+                        }
+                    }
+                    Value::Object(out)
+                }
+                Content::Resource(resource) => {
+                    json!({ "type": "resource", "resource": resource.to_json() })
+                }
+                Content::Malformed { kind, problem } => {
+                    json!({ "type": kind, "unreadable": problem })
+                }
+            })
+            .collect();
+        let mut out = Map::new();
+        out.insert("content".into(), Value::Array(content));
+        if let Some(structured) = &self.structured {
+            out.insert("structuredContent".into(), structured.clone());
+        }
+        if self.is_error {
+            out.insert("isError".into(), json!(true));
+        }
+        Value::Object(out)
+    }
+}
+
+impl ResourceContent {
+    /// The content as MCP's `TextResourceContents` or `BlobResourceContents`.
+    pub fn to_json(&self) -> Value {
+        let mut out = Map::new();
+        out.insert("uri".into(), json!(self.uri));
+        if let Some(mime) = &self.mime {
+            out.insert("mimeType".into(), json!(mime));
+        }
+        match &self.body {
+            Body::Text(text) => out.insert("text".into(), json!(text)),
+            Body::Blob(bytes) => out.insert("blob".into(), json!(base64::encode(bytes))),
+        };
+        Value::Object(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Body, Content};
-    use serde_json::json;
 
     #[test]
     fn a_raw_result_reads_into_blocks_and_links() {
@@ -45,5 +111,21 @@ mod tests {
         );
         assert!(matches!(&r.content[3], Content::Malformed { .. }));
         assert!(ToolResult::from_json(&json!("not an object")).is_err());
+    }
+
+    #[test]
+    fn a_result_written_back_reads_the_same() {
+        let sent = json!({
+            "content": [
+                { "type": "text", "text": "hi" },
+                { "type": "image", "mimeType": "image/png", "data": "aGVsbG8=" },
+                { "type": "resource_link", "uri": "mcp://x/a", "name": "a", "size": 3 },
+                { "type": "resource", "resource": { "uri": "mcp://x/b", "mimeType": "text/plain", "text": "b" } }
+            ],
+            "structuredContent": { "a": 1 },
+            "isError": true
+        });
+        let read = ToolResult::from_json(&sent).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read.to_json(), sent);
     }
 }

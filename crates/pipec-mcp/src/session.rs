@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
-    ClientRequest, GetExtensions, InputRequiredResult, ListResourceTemplatesRequest,
-    ListResourcesRequest, ListToolsRequest, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequest, ReadResourceRequestParams, RequestId, RequestMetaObject, ServerResult,
+    ClientRequest, GetExtensions, GetPromptRequest, GetPromptRequestParams, InputRequiredResult,
+    ListPromptsRequest, ListResourceTemplatesRequest, ListResourcesRequest, ListToolsRequest,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequest, ReadResourceRequestParams,
+    RequestId, RequestMetaObject, ServerResult,
 };
 use rmcp::service::{
     ClientCacheConfig, ClientInitializeError, ClientLifecycleMode, ClientServiceExt,
@@ -30,8 +31,8 @@ use super::request_slot::{Found, RequestSlot, SlotMarker};
 use super::stderr::StderrTail;
 use super::stdio::{self, Launch, ServerProcess};
 use super::{
-    McpError, Offers, ResourceContent, ResourceInfo, ServerConfig, TemplateInfo, ToolInfo,
-    ToolResult, TransportConfig, http,
+    McpError, Offers, PromptInfo, ResourceContent, ResourceInfo, ServerConfig, TemplateInfo,
+    ToolInfo, ToolResult, TransportConfig, http,
 };
 
 /// Per-request settings; `None` takes the server's.
@@ -250,6 +251,7 @@ impl Session {
             .map(|info| Offers {
                 tools: info.capabilities.tools.is_some(),
                 resources: info.capabilities.resources.is_some(),
+                prompts: info.capabilities.prompts.is_some(),
             })
             .unwrap_or_default();
         Ok(Session {
@@ -346,6 +348,46 @@ impl Session {
             |_, _| true,
         )
         .await
+    }
+
+    /// Every prompt the server lists, page after page.
+    pub async fn list_prompts(&self) -> Result<Vec<PromptInfo>, McpError> {
+        self.list(
+            "prompts/list",
+            convert::prompts_page,
+            |cursor| {
+                ClientRequest::ListPromptsRequest(ListPromptsRequest::with_param(
+                    PaginatedRequestParams::default().with_cursor(cursor),
+                ))
+            },
+            |_, _| true,
+        )
+        .await
+    }
+
+    /// A prompt with its arguments filled: the result (`description`, `messages`) as the
+    /// server sent it.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        options: RequestOptions,
+    ) -> Result<Value, McpError> {
+        let slot = RequestSlot::new(options.limit);
+        let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(
+            GetPromptRequestParams::new(name).with_arguments(arguments),
+        ));
+        let timeout = options.timeout.unwrap_or(self.config.request_timeout);
+        let (result, found) = self
+            .request(
+                &format!("prompts/get {name}"),
+                request,
+                Some(slot),
+                timeout,
+                timeout,
+            )
+            .await?;
+        convert::prompt_result(self.raw(result, found)?).map_err(|u| self.unusable(u))
     }
 
     /// A listing, page after page, all within one request timeout; a cursor seen before

@@ -118,6 +118,7 @@ pub enum TaskSupport {
 pub struct Offers {
     pub tools: bool,
     pub resources: bool,
+    pub prompts: bool,
 }
 
 /// A fixed resource as the server lists it (`resources/list`).
@@ -140,6 +141,18 @@ pub struct TemplateInfo {
     pub title: Option<String>,
     pub description: Option<String>,
     pub mime: Option<String>,
+    /// The listing's entry as the server sent it.
+    pub raw: Value,
+}
+
+/// A prompt as the server lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PromptInfo {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    /// Its arguments' names, with whether each is required.
+    pub arguments: Vec<(String, bool)>,
     /// The listing's entry as the server sent it.
     pub raw: Value,
 }

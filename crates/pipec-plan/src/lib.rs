@@ -177,6 +177,9 @@ pub struct Server {
     /// HTTP headers on every request to a `url` server (values may be secrets).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, ConfigValue>,
+    /// How pipec authorizes with a `url` server that asks for OAuth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<OAuth>,
     /// URI patterns it serves (routing).
     pub resources: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -186,6 +189,56 @@ pub struct Server {
     /// The declaring file's folder, relative to the project root: relative `command`
     /// and `cwd` paths resolve against it.
     pub base_dir: String,
+}
+
+/// A server's `oauth`: who pipec is to the server's authorization server. Tokens are
+/// never in a plan; they live in the user's credentials store.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OAuth {
+    /// A client registered with the authorization server beforehand (else pipec
+    /// registers itself: a client ID metadata document, or dynamic registration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<ConfigValue>,
+    /// Its secret: always a `secret()`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<ConfigValue>,
+    #[serde(default, skip_serializing_if = "OAuthGrant::is_default")]
+    pub grant: OAuthGrant,
+    /// The HTTPS URL of the client ID metadata document pipec names itself by, where the
+    /// authorization server takes those.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_metadata_url: Option<String>,
+    /// The scopes to ask for first (else those the server's challenge or metadata names).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+}
+
+/// How pipec obtains tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OAuthGrant {
+    /// A person approves once, with `pipec mcp login SERVER`; runs use and refresh the
+    /// tokens stored then.
+    #[default]
+    AuthorizationCode,
+    /// The client authenticates as itself (the MCP client-credentials extension): for
+    /// unattended workers.
+    ClientCredentials,
+}
+
+impl OAuthGrant {
+    fn is_default(&self) -> bool {
+        *self == OAuthGrant::AuthorizationCode
+    }
+
+    /// As `.pipe` source writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OAuthGrant::AuthorizationCode => "authorization_code",
+            OAuthGrant::ClientCredentials => "client_credentials",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

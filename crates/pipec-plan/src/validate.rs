@@ -250,6 +250,19 @@ impl<'p> Validator<'p> {
             for v in s.env.values().chain(s.headers.values()) {
                 self.config_value(&place, v)?;
             }
+            if let Some(oauth) = &s.oauth {
+                for v in oauth.client_id.iter().chain(&oauth.client_secret) {
+                    self.config_value(&place, v)?;
+                }
+                if let Some(secret) = &oauth.client_secret
+                    && !matches!(secret, ConfigValue::Secret { .. })
+                {
+                    return Err(Violation::Malformed {
+                        place,
+                        why: "its OAuth client secret is not read with secret(), which compile never writes".to_string(),
+                    });
+                }
+            }
             let line = s.command.iter().chain(&s.args).chain(&s.url);
             for v in line.filter_map(ServerValue::config) {
                 if let ConfigValue::Secret { var } = v {

@@ -42,6 +42,11 @@ impl Needs {
         for v in s.env.values().chain(s.headers.values()) {
             self.note(v);
         }
+        if let Some(oauth) = &s.oauth {
+            for v in oauth.client_id.iter().chain(&oauth.client_secret) {
+                self.note(v);
+            }
+        }
         for v in s
             .command
             .iter()

@@ -19,6 +19,7 @@ mod attempt;
 mod bind;
 mod config;
 mod context;
+pub mod credentials;
 mod error;
 pub mod eval;
 pub mod exec;

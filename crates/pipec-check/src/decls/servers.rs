@@ -21,6 +21,7 @@ pub(crate) fn empty_server(info: DeclInfo) -> ServerDef {
         cwd: None,
         url: None,
         headers: Vec::new(),
+        oauth: None,
         resources: Vec::new(),
         startup_timeout_ms: None,
         timeout_ms: None,
@@ -35,9 +36,18 @@ const SERVER_SETTINGS: &[&str] = &[
     "cwd",
     "url",
     "headers",
+    "oauth",
     "resources",
     "startup_timeout",
     "timeout",
+];
+
+const OAUTH_SETTINGS: &[&str] = &[
+    "client_id",
+    "client_secret",
+    "grant",
+    "client_metadata_url",
+    "scopes",
 ];
 
 impl Checker<'_> {
@@ -102,6 +112,18 @@ impl Checker<'_> {
                 ),
             );
         }
+        let oauth = s
+            .get("oauth")
+            .and_then(|setting| self.check_oauth(file, setting, server_name, &headers));
+        if s.has("oauth") && url.is_none() && !s.has("url") {
+            self.missing_setting(
+                file,
+                decl.name.span,
+                &format!("the server `{server_name}` with `oauth`"),
+                "url",
+                "OAuth is for servers reached over HTTP: give it a `url`, or remove `oauth`",
+            );
+        }
         let mut resources = Vec::new();
         for (pattern, span) in self.strings_setting(&s, "resources").unwrap_or_default() {
             if let Some(t) = self.uri_template_at(file, &pattern, span, None) {
@@ -118,6 +140,7 @@ impl Checker<'_> {
         server.cwd = cwd;
         server.env = env;
         server.headers = headers;
+        server.oauth = oauth;
         server.resources = resources;
         server.startup_timeout_ms = startup_timeout_ms;
         server.timeout_ms = timeout_ms;
@@ -188,6 +211,131 @@ impl Checker<'_> {
             }
         }
         self.diags.push(d);
+    }
+
+    /// A server's `oauth` block: a client registered beforehand (`client_id`, with a
+    /// `client_secret` that is always a `secret()`), the `grant`, the client ID metadata
+    /// document's URL, the first `scopes`. An `Authorization` header beside it would send
+    /// two sets of credentials.
+    fn check_oauth(
+        &mut self,
+        file: FileId,
+        setting: &ast::Setting,
+        server: &str,
+        headers: &[(String, ConfigValue)],
+    ) -> Option<OAuthDef> {
+        let SettingValue::Block(block) = &setting.value else {
+            self.wrong_value(
+                file,
+                setting.name.span,
+                "oauth",
+                "a block: `oauth { client_id = \"...\" }`, or `oauth {}`",
+            );
+            return None;
+        };
+        let s = self.settings(file, block, OAUTH_SETTINGS, "`oauth`");
+        if let Some((header, _)) = headers
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+        {
+            self.diags.push(
+                Diagnostic::new(
+                    &r::DUPLICATE_DECLARATION,
+                    file,
+                    setting.name.span,
+                    format!(
+                        "the server `{server}` is given credentials twice: the header `{header}` and `oauth`"
+                    ),
+                )
+                .label("OAuth sends its own `Authorization` header")
+                .help("keep one: `oauth` for a server that authorizes with OAuth, the header for a fixed token"),
+            );
+        }
+        let client_id = s
+            .expr("client_id")
+            .and_then(|e| self.server_string(file, e, "client_id"))
+            .map(|x| x.0);
+        let var = names::env_var_name(&format!("{server} client secret"));
+        let client_secret = s.expr("client_secret").and_then(|e| {
+            self.config_value(
+                file,
+                e,
+                true,
+                &Holds::Credential {
+                    what: format!("the OAuth `client_secret` of the server `{server}`"),
+                    var,
+                },
+            )
+        });
+        let grant = match self.string_setting(&s, "grant") {
+            None => pipec_plan::OAuthGrant::AuthorizationCode,
+            Some((text, span)) => match text.as_str() {
+                "authorization_code" => pipec_plan::OAuthGrant::AuthorizationCode,
+                "client_credentials" => pipec_plan::OAuthGrant::ClientCredentials,
+                _ => {
+                    self.wrong_value(
+                        file,
+                        span,
+                        "grant",
+                        "\"authorization_code\" (a person logs in with `pipec mcp login`) or \"client_credentials\" (the client acts as itself)",
+                    );
+                    pipec_plan::OAuthGrant::AuthorizationCode
+                }
+            },
+        };
+        let what = format!("the `oauth` of the server `{server}`");
+        if client_secret.is_some() && !s.has("client_id") {
+            self.missing_setting(
+                file,
+                setting.name.span,
+                &format!("{what}, with a `client_secret`,"),
+                "client_id",
+                "a client secret belongs to a client registered beforehand: give its `client_id`",
+            );
+        }
+        if grant == pipec_plan::OAuthGrant::ClientCredentials {
+            for needed in ["client_id", "client_secret"] {
+                if !s.has(needed) {
+                    self.missing_setting(
+                        file,
+                        setting.name.span,
+                        &format!("{what}, with `grant = \"client_credentials\"`,"),
+                        needed,
+                        "the client-credentials grant authenticates a client registered beforehand: give its `client_id` and `client_secret`",
+                    );
+                }
+            }
+        }
+        let client_metadata_url = self.string_setting(&s, "client_metadata_url").and_then(
+            |(text, span)| match text
+                .strip_prefix("https://")
+                .and_then(|rest| rest.split_once('/'))
+            {
+                Some((host, path)) if !host.is_empty() && !path.is_empty() => Some(text),
+                _ => {
+                    self.wrong_value(
+                        file,
+                        span,
+                        "client_metadata_url",
+                        "an https URL with a path (where the client ID metadata document is served)",
+                    );
+                    None
+                }
+            },
+        );
+        let scopes = self
+            .strings_setting(&s, "scopes")
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(scope, _)| scope)
+            .collect();
+        Some(OAuthDef {
+            client_id,
+            client_secret,
+            grant,
+            client_metadata_url,
+            scopes,
+        })
     }
 
     /// A record of values that may be secrets: a server's `env` or `headers`.

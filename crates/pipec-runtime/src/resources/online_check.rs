@@ -424,6 +424,7 @@ mod tests {
             offers: pipec_mcp::Offers {
                 tools: true,
                 resources: true,
+                prompts: false,
             },
             tools: Vec::new(),
             templates: templates.iter().map(|t| template(t)).collect(),
