@@ -7,8 +7,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use pipec_mcp::{FileTokens, Identity, MemoryTokens, TokenStore};
-use pipec_plan::{ConfigValue, OAuth, OAuthGrant};
+use pipec_mcp::{Authorization, FileTokens, Identity, MemoryTokens, TokenStore};
+use pipec_plan::{ConfigValue, OAuth, OAuthGrant, Server};
 
 /// The variable that names the credentials file.
 pub const CREDENTIALS_VAR: &str = "PIPEC_CREDENTIALS";
@@ -42,6 +42,45 @@ pub fn machine_store() -> Arc<dyn TokenStore> {
     STORE.get_or_init(Arc::default).clone()
 }
 
+/// How a run authorizes with the server `s` at `url`: as its `oauth` says, or, for a
+/// server with no `Authorization` header of its own, with the tokens `pipec mcp login`
+/// stored for it in `user`. Nobody approves during a run: a server that needs a person
+/// fails with what to run.
+pub(crate) fn authorization(
+    s: &Server,
+    url: &str,
+    value: &dyn Fn(&ConfigValue) -> String,
+    user: Arc<dyn TokenStore>,
+) -> Option<Authorization> {
+    s.url.as_ref()?;
+    let (identity, tokens) = match &s.oauth {
+        Some(oauth) if oauth.grant == OAuthGrant::ClientCredentials => {
+            (identity(oauth, value), machine_store())
+        }
+        Some(oauth) => (identity(oauth, value), user),
+        None => {
+            let own_header = s
+                .headers
+                .keys()
+                .any(|h| h.eq_ignore_ascii_case("authorization"));
+            if own_header || !matches!(user.load(url), Ok(Some(_))) {
+                return None;
+            }
+            (identity(&OAuth::default(), value), user)
+        }
+    };
+    Some(Authorization {
+        identity,
+        consent: None,
+        tokens,
+        scopes: s
+            .oauth
+            .as_ref()
+            .map(|o| o.scopes.clone())
+            .unwrap_or_default(),
+    })
+}
+
 /// Who pipec is to a server's authorization server, from its `oauth` (secrets read through
 /// `value`).
 pub fn identity(oauth: &OAuth, value: &dyn Fn(&ConfigValue) -> String) -> Identity {
@@ -57,5 +96,121 @@ pub fn identity(oauth: &OAuth, value: &dyn Fn(&ConfigValue) -> String) -> Identi
             name: "pipec".to_string(),
             metadata_url: oauth.client_metadata_url.clone(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    const URL: &str = "https://tracker.example/mcp";
+
+    fn server(oauth: Option<OAuth>, headers: &[&str]) -> Server {
+        Server {
+            name: "tracker".to_string(),
+            command: None,
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            cwd: None,
+            url: Some(URL.to_string().into()),
+            headers: headers
+                .iter()
+                .map(|h| {
+                    (
+                        h.to_string(),
+                        ConfigValue::Secret {
+                            var: "T".to_string(),
+                        },
+                    )
+                })
+                .collect(),
+            oauth,
+            resources: Vec::new(),
+            startup_timeout_ms: None,
+            timeout_ms: None,
+            base_dir: String::new(),
+        }
+    }
+
+    fn value(v: &ConfigValue) -> String {
+        match v {
+            ConfigValue::Literal { value } => value.clone(),
+            ConfigValue::Env { var, .. } | ConfigValue::Secret { var } => format!("<{var}>"),
+        }
+    }
+
+    fn logged_in() -> Arc<dyn TokenStore> {
+        let user = Arc::new(MemoryTokens::default());
+        let _ = user.save(URL, "{}");
+        user
+    }
+
+    #[test]
+    fn a_server_is_authorized_when_it_declares_oauth_or_a_person_logged_in_to_it() {
+        let none: Arc<dyn TokenStore> = Arc::new(MemoryTokens::default());
+        // Neither declared nor logged in: plain requests.
+        assert!(authorization(&server(None, &[]), URL, &value, none.clone()).is_none());
+        // Logged in: the stored tokens, as a public client.
+        let found = authorization(&server(None, &[]), URL, &value, logged_in())
+            .expect("the login's tokens");
+        assert!(matches!(found.identity, Identity::Public { .. }));
+        assert!(found.consent.is_none(), "a run never asks a person");
+        // A server with its own Authorization header keeps to it.
+        assert!(
+            authorization(&server(None, &["authorization"]), URL, &value, logged_in()).is_none()
+        );
+        // Declared: even before any login.
+        assert!(authorization(&server(Some(OAuth::default()), &[]), URL, &value, none).is_some());
+    }
+
+    #[test]
+    fn a_declared_client_is_who_pipec_is_and_client_credentials_stay_in_the_process() {
+        let registered = OAuth {
+            client_id: Some(ConfigValue::Literal {
+                value: "pipec-wiki".to_string(),
+            }),
+            client_secret: Some(ConfigValue::Secret {
+                var: "WIKI_SECRET".to_string(),
+            }),
+            scopes: vec!["pages:read".to_string()],
+            ..OAuth::default()
+        };
+        let user = logged_in();
+        let found = authorization(
+            &server(Some(registered.clone()), &[]),
+            URL,
+            &value,
+            user.clone(),
+        )
+        .expect("declared");
+        assert_eq!(
+            found.identity,
+            Identity::Registered {
+                id: "pipec-wiki".to_string(),
+                secret: Some("<WIKI_SECRET>".to_string()),
+            }
+        );
+        assert_eq!(found.scopes, ["pages:read"]);
+        assert!(
+            matches!(found.tokens.load(URL), Ok(Some(_))),
+            "the user's store"
+        );
+
+        let machine = OAuth {
+            grant: OAuthGrant::ClientCredentials,
+            ..registered
+        };
+        let found =
+            authorization(&server(Some(machine), &[]), URL, &value, user).expect("declared");
+        assert!(matches!(found.identity, Identity::Machine { .. }));
+        assert!(
+            matches!(found.tokens.load(URL), Ok(None)),
+            "not the user's credentials file"
+        );
+        // A command server never authorizes.
+        let mut command = server(Some(OAuth::default()), &[]);
+        command.url = None;
+        assert!(authorization(&command, URL, &value, logged_in()).is_none());
     }
 }

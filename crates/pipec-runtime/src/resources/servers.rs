@@ -22,10 +22,10 @@ use crate::config;
 use crate::credentials;
 use crate::secrets::Scrubber;
 use pipec_mcp::{
-    Authorization, Body, Elicitation, McpError, RequestOptions, ResourceContent, ServerConfig,
-    Session, ToolInfo, ToolResult, TransportConfig,
+    Body, Elicitation, McpError, RequestOptions, ResourceContent, ServerConfig, Session, ToolInfo,
+    ToolResult, TransportConfig,
 };
-use pipec_plan::{ConfigValue, OAuth, OAuthGrant, Plan, Server, ServerValue};
+use pipec_plan::{ConfigValue, Plan, Server, ServerValue};
 
 /// A boxed future of a server operation.
 pub type ServerFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, McpError>> + Send + 'a>>;
@@ -298,51 +298,17 @@ fn server_config(
         max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
         redact: Arc::new(scrubber),
         elicitation: Elicitation::Decline,
-        authorization: authorization(s, &transport_url(&s.url, &text), &value),
+        authorization: credentials::authorization(
+            s,
+            &transport_url(&s.url, &text),
+            &value,
+            credentials::store(),
+        ),
     }
 }
 
 fn transport_url(url: &Option<ServerValue>, text: &dyn Fn(&ServerValue) -> String) -> String {
     url.as_ref().map(text).unwrap_or_default()
-}
-
-/// How a run authorizes with a `url` server: as its `oauth` says, or, for a server with
-/// no `Authorization` header of its own, with the tokens `pipec mcp login` stored for it.
-/// Nobody approves during a run: a server that needs a person fails with what to run.
-fn authorization(
-    s: &Server,
-    url: &str,
-    value: &dyn Fn(&ConfigValue) -> String,
-) -> Option<Authorization> {
-    s.url.as_ref()?;
-    let mut tokens = credentials::store();
-    let identity = match &s.oauth {
-        Some(oauth) if oauth.grant == OAuthGrant::ClientCredentials => {
-            tokens = credentials::machine_store();
-            credentials::identity(oauth, value)
-        }
-        Some(oauth) => credentials::identity(oauth, value),
-        None => {
-            let own_header = s
-                .headers
-                .keys()
-                .any(|h| h.eq_ignore_ascii_case("authorization"));
-            if own_header || !matches!(tokens.load(url), Ok(Some(_))) {
-                return None;
-            }
-            credentials::identity(&OAuth::default(), value)
-        }
-    };
-    Some(Authorization {
-        identity,
-        consent: None,
-        tokens,
-        scopes: s
-            .oauth
-            .as_ref()
-            .map(|o| o.scopes.clone())
-            .unwrap_or_default(),
-    })
 }
 
 /// Servers with some of their operations replaced by the embedder's functions.
