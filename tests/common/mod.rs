@@ -5,6 +5,7 @@
 pub mod chat_server;
 pub mod hooked;
 pub mod lsp_client;
+pub mod npm;
 pub mod pg_schema;
 pub mod python;
 pub mod rng;

@@ -15,6 +15,7 @@ mod mcp_client;
 mod mcp_faults;
 mod mcp_oauth;
 mod mcp_scenario;
+mod reference_servers;
 mod serve_interop;
 mod serve_security;
 mod serve_spec;

@@ -680,55 +680,12 @@ fn an_image_a_record_type_cannot_hold_fails_with_r0107() {
     assert!(err.contains("an image (image/png, 70 B)"), "{err}");
 }
 
-/// The version of the npm reference server the interop test installs.
-const EVERYTHING_VERSION: &str = "2026.8.31";
-
-/// `mcp-server-everything`, the npm reference server, installed under `target/` on first
-/// use. Without npm (or the registry) the test says so and passes, unless
-/// `PIPEC_REQUIRE_NPM=1` (as in CI).
-fn everything_server() -> Option<PathBuf> {
-    let dir = crate_root().join("target/server-everything");
-    let bin = dir.join("node_modules/.bin/mcp-server-everything");
-    let installed = || {
-        std::fs::read_to_string(
-            dir.join("node_modules/@modelcontextprotocol/server-everything/package.json"),
-        )
-        .is_ok_and(|p| p.contains(&format!("\"version\": \"{EVERYTHING_VERSION}\"")))
-    };
-    if bin.exists() && installed() {
-        return Some(bin);
-    }
-    let _ = std::fs::create_dir_all(&dir);
-    let status = Command::new("npm")
-        .args(["install", "--no-audit", "--no-fund", "--prefix"])
-        .arg(&dir)
-        .arg(format!(
-            "@modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"
-        ))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    if status.is_ok_and(|s| s.success()) && bin.exists() && installed() {
-        return Some(bin);
-    }
-    let required = std::env::var("PIPEC_REQUIRE_NPM").is_ok_and(|v| v == "1");
-    assert!(
-        !required,
-        "PIPEC_REQUIRE_NPM=1 but `npm install @modelcontextprotocol/server-everything@{EVERYTHING_VERSION}` failed"
-    );
-    eprintln!(
-        "skipped: npm could not install @modelcontextprotocol/server-everything (set PIPEC_REQUIRE_NPM=1 to fail instead)"
-    );
-    None
-}
-
 /// Against the npm reference server: `get-resource-reference` embeds a text resource
 /// (read downstream through its link kind) or a blob (the value of a `-> bytes` tool),
 /// and `get-annotated-message` sends an image beside its text, which the manifest keeps.
 #[test]
 fn embedded_resources_and_images_of_the_reference_server_reach_the_pipeline() {
-    let Some(server) = everything_server() else {
+    let Some(server) = common::npm::reference_server(common::npm::EVERYTHING) else {
         return;
     };
     let project = Project::new("everything");
