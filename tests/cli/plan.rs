@@ -497,3 +497,78 @@ output pinged = pinged
     }
     assert_eq!(Plan::from_json(&plan.to_json()), Ok(plan));
 }
+
+#[test]
+fn a_servers_oauth_reaches_the_plan_without_its_secret_and_a_forged_one_is_refused() {
+    let plan = compile_text(
+        r#"
+server reports {
+  url = "https://reports.example/mcp"
+  oauth {
+    grant = "client_credentials"
+    client_id = "pipec-worker"
+    client_secret = secret("REPORTS_CLIENT_SECRET")
+    scopes = ["reports:read"]
+  }
+}
+
+tool latest(quarter: string) -> json from reports {
+  read_only = true
+}
+
+input quarter: string
+
+node report(quarter: string = input.quarter) -> json {
+  call = latest(quarter: quarter)
+}
+
+output report = report
+"#,
+    );
+    let text = plan.to_json();
+    let json: serde_json::Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(
+        json["servers"][0]["oauth"],
+        serde_json::json!({
+            "client_id": {"kind": "literal", "value": "pipec-worker"},
+            "client_secret": {"kind": "secret", "var": "REPORTS_CLIENT_SECRET"},
+            "grant": "client_credentials",
+            "scopes": ["reports:read"],
+        })
+    );
+    assert!(
+        plan.config
+            .iter()
+            .any(|c| c.var == "REPORTS_CLIENT_SECRET" && c.secret)
+    );
+    assert_eq!(Plan::from_json(&text), Ok(plan.clone()));
+    // Plans compile never writes are refused by the load checks, each saying why.
+    let forge = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut forged = json.clone();
+        edit(&mut forged);
+        // Hashed again, as a forger would: the checks after the hash are the ones at stake.
+        let mut plan: Plan = serde_json::from_value(forged.clone()).expect("a plan's shape");
+        plan.hash = pipec::plan::hash_plan(&plan);
+        match Plan::from_json(&plan.to_json()) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("a forged plan loaded: {forged}"),
+        }
+    };
+    let said = forge(&|p| {
+        p["servers"][0]["oauth"]["client_secret"] =
+            serde_json::json!({"kind": "literal", "value": "s3cret"})
+    });
+    assert!(said.contains("not read with secret()"), "{said}");
+    assert!(!said.contains("s3cret"), "{said}");
+    let said = forge(&|p| {
+        p["servers"][0]["oauth"]
+            .as_object_mut()
+            .map(|o| o.remove("client_id"));
+    });
+    assert!(said.contains("no client_id or no client_secret"), "{said}");
+    let said = forge(&|p| {
+        p["servers"][0]["headers"] =
+            serde_json::json!({"Authorization": {"kind": "secret", "var": "REPORTS_CLIENT_SECRET"}})
+    });
+    assert!(said.contains("OAuth and an Authorization header"), "{said}");
+}

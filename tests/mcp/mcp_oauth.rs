@@ -149,6 +149,26 @@ fn log_in(p: &Project, server: &Guarded) -> String {
         address.contains("code_challenge_method=S256") && address.contains("redirect_uri="),
         "{address}"
     );
+    // A connection that never says anything and a callback of another authorization
+    // hold nothing up.
+    let redirect = url::Url::parse(&address)
+        .expect("the address")
+        .query_pairs()
+        .find(|(k, _)| k == "redirect_uri")
+        .map(|(_, v)| v.into_owned())
+        .expect("a redirect_uri");
+    let listener = url::Url::parse(&redirect).expect("the redirect");
+    let port = listener.port().expect("a port");
+    let _silent = std::net::TcpStream::connect(("127.0.0.1", port)).expect("the listener");
+    let stray = Command::new(python_with_mcp())
+        .args([
+            "-c",
+            "import sys, urllib.request, urllib.error\ntry:\n    urllib.request.urlopen(sys.argv[1])\nexcept urllib.error.HTTPError as e:\n    print(e.code)",
+            &format!("{redirect}?code=forged&state=another"),
+        ])
+        .output()
+        .expect("the stray request runs");
+    assert_eq!(stdout(&stray).trim(), "400", "{}", stderr(&stray));
     let browser = Command::new(python_with_mcp())
         .args([
             "-c",

@@ -23,9 +23,9 @@ use rmcp::transport::auth::{
     OAuthClientConfig, OAuthState,
 };
 
-use super::McpError;
 use super::http_client::SlotAwareClient;
 use super::tokens::{ServerTokens, TokenStore};
+use super::{McpError, Redact};
 
 /// How many times a session may authorize: a server that keeps refusing what it was just
 /// given is not asked again and again.
@@ -147,18 +147,29 @@ struct Target {
     server: String,
     url: String,
     authorization: Authorization,
+    redact: Redact,
 }
 
 impl Target {
     /// A manager for the server with the tokens stored for it, its client configured for
     /// refreshing them.
+    ///
+    /// Configuring the client asks the authorization server for its metadata. When that
+    /// fails (the server is down for a moment), the stored token is still sent while it
+    /// lasts: a refusal then leads to a new authorization, which says what went wrong.
     async fn stored(&self) -> Result<AuthorizationManager, McpError> {
         let mut manager = self.fresh().await?;
-        let found = manager
-            .initialize_from_store()
-            .await
-            .map_err(|e| self.fail(e))?;
-        if found && let Identity::Registered { id, secret } = &self.authorization.identity {
+        let found = match manager.initialize_from_store().await {
+            Ok(found) => found,
+            Err(e @ AuthError::CredentialStoreError(_)) => return Err(self.fail(e)),
+            Err(_) => return self.fresh().await,
+        };
+        let (id, secret) = match &self.authorization.identity {
+            Identity::Registered { id, secret } => (id, secret.as_ref()),
+            Identity::Machine { id, secret } => (id, Some(secret)),
+            Identity::Public { .. } => return Ok(manager),
+        };
+        if found {
             let mut config = OAuthClientConfig::new(id, self.redirect_uri());
             if let Some(secret) = secret {
                 config = config.with_client_secret(secret);
@@ -188,11 +199,33 @@ impl Target {
     }
 
     fn fail(&self, error: AuthError) -> McpError {
-        McpError::Authorization {
-            server: self.server.clone(),
-            message: error.to_string(),
+        failure(&self.server, &self.url, &self.redact, &error)
+    }
+}
+
+/// An authorization that failed, as pipec's error: when the authorization server could
+/// not be reached (or failed for a moment), the server could not be started, which a run
+/// tries again; otherwise the authorization was refused. The text is the server's at
+/// times: it is redacted and shortened.
+pub(crate) fn failure(server: &str, url: &str, redact: &Redact, error: &AuthError) -> McpError {
+    let message = redact.whole(&pipec_base::source::shorten(&error.to_string(), 1000));
+    match error {
+        AuthError::HttpError(_)
+        | AuthError::DiscoveryRequestFailed { .. }
+        | AuthError::TokenRefreshFailed(_) => McpError::Start {
+            server: server.to_string(),
+            message,
+            stderr: String::new(),
+            url: Some(redact.whole(&super::http::shown_url(url))),
+            help: Some(
+                "its authorization server could not be reached or failed for a moment: try again, or check that it runs".to_string(),
+            ),
+        },
+        _ => McpError::Authorization {
+            server: server.to_string(),
+            message,
             help: None,
-        }
+        },
     }
 }
 
@@ -219,12 +252,14 @@ impl Authorizer {
         server: &str,
         url: &str,
         authorization: Authorization,
+        redact: Redact,
         http: SlotAwareClient,
     ) -> Result<(Authorizer, AuthClient<SlotAwareClient>), McpError> {
         let target = Target {
             server: server.to_string(),
             url: url.to_string(),
             authorization,
+            redact,
         };
         let client = AuthClient::new(http, target.stored().await?);
         let authorizer = Authorizer {
@@ -260,13 +295,29 @@ impl Authorizer {
             return Err(McpError::Authorization {
                 server: self.target.server.clone(),
                 message: format!(
-                    "the server still refuses after {MAX_AUTHORIZATIONS} authorizations in this session"
+                    "the server still refuses after {MAX_AUTHORIZATIONS} authorizations in a row"
                 ),
                 help: Some(
                     "check the scopes the account may have, and what the server asks for in its WWW-Authenticate challenge".to_string(),
                 ),
             });
         }
+        let asked = challenge.map(Challenge::parse).unwrap_or_default();
+        // Asking for more keeps what was asked for and granted before, or the new token
+        // would lose what the old one could do.
+        let had = {
+            let mut had = self.requested();
+            had.extend(self.manager.lock().await.get_current_scopes().await);
+            had
+        };
+        let wanted = union(
+            [
+                self.target.authorization.scopes.clone(),
+                had.clone(),
+                asked.scopes.clone(),
+            ]
+            .concat(),
+        );
         let manager = self.target.fresh().await?;
         let mut state = OAuthState::Unauthorized(manager);
         let identity = &self.target.authorization.identity;
@@ -274,23 +325,17 @@ impl Authorizer {
             let config = ClientCredentialsConfig::ClientSecret {
                 client_id: id.clone(),
                 client_secret: secret.clone(),
-                scopes: self.first_scopes(challenge),
+                scopes: wanted.clone(),
                 resource: Some(self.target.url.clone()),
             };
             state
                 .authenticate_client_credentials(config)
                 .await
                 .map_err(|e| self.target.fail(e))?;
+            self.set_requested(wanted);
         } else {
             let Some(consent) = &self.target.authorization.consent else {
-                return Err(McpError::Authorization {
-                    server: self.target.server.clone(),
-                    message: "the server asks for a person's authorization (OAuth), and none is stored for it".to_string(),
-                    help: Some(format!(
-                        "run `pipec mcp login {}` once; runs then use and refresh the stored tokens",
-                        self.target.server
-                    )),
-                });
+                return Err(self.no_person(&asked));
             };
             let mut request =
                 AuthorizationRequest::new(consent.redirect_uri()).with_client_name("pipec");
@@ -308,25 +353,15 @@ impl Authorizer {
                 }
                 Identity::Machine { .. } => {}
             }
-            let first = self.first_scopes(None);
-            if !first.is_empty() && self.requested().is_empty() {
-                request = request.with_scopes(self.first_scopes(challenge));
+            // Without declared scopes, earlier ones or a scope in the challenge, rmcp
+            // chooses (from the challenge, else the metadata's `scopes_supported`).
+            if !self.target.authorization.scopes.is_empty()
+                || (!had.is_empty() && !asked.scopes.is_empty())
+            {
+                request = request.with_scopes(wanted);
             }
             if let Some(challenge) = challenge {
                 request = request.with_challenge(challenge);
-                // Asking for more keeps what was asked for and granted before, or the
-                // new token would lose what the old one could do.
-                let wanted = challenge_scopes(challenge);
-                if !wanted.is_empty() {
-                    let mut scopes = self.requested();
-                    scopes.extend(self.manager.lock().await.get_current_scopes().await);
-                    if !scopes.is_empty() {
-                        scopes.extend(wanted);
-                        let mut seen = std::collections::HashSet::new();
-                        scopes.retain(|s| seen.insert(s.clone()));
-                        request = request.with_scopes(scopes);
-                    }
-                }
             }
             state
                 .start_authorization(request)
@@ -336,14 +371,25 @@ impl Authorizer {
                 .get_authorization_url()
                 .await
                 .map_err(|e| self.target.fail(e))?;
-            self.remember_scopes(&url);
+            if let Err(why) = openable(&url) {
+                return Err(McpError::Authorization {
+                    server: self.target.server.clone(),
+                    message: self.target.redact.whole(&format!(
+                        "its authorization server's address is not one pipec opens: {why}"
+                    )),
+                    help: Some(
+                        "an authorization endpoint is an https address (or http on this machine); check the server's OAuth metadata".to_string(),
+                    ),
+                });
+            }
+            self.set_requested(scopes_of(&url));
             let callback =
                 consent
                     .approve(&url)
                     .await
                     .map_err(|message| McpError::Authorization {
                         server: self.target.server.clone(),
-                        message,
+                        message: self.target.redact.whole(&message),
                         help: None,
                     })?;
             state
@@ -360,16 +406,38 @@ impl Authorizer {
         self.generation.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
-}
 
-impl Authorizer {
-    /// The declared scopes, with those `challenge` asks for.
-    fn first_scopes(&self, challenge: Option<&str>) -> Vec<String> {
-        let mut scopes = self.target.authorization.scopes.clone();
-        scopes.extend(challenge.map(challenge_scopes).unwrap_or_default());
-        let mut seen = std::collections::HashSet::new();
-        scopes.retain(|s| seen.insert(s.clone()));
-        scopes
+    /// A request went through: the refusals counted toward the limit are behind it.
+    pub(crate) fn settled(&self) {
+        self.rounds.store(0, Ordering::SeqCst);
+    }
+
+    /// Why a run cannot authorize: no person to approve.
+    fn no_person(&self, asked: &Challenge) -> McpError {
+        let server = &self.target.server;
+        if asked.insufficient_scope {
+            let scopes = if asked.scopes.is_empty() {
+                "more scopes".to_string()
+            } else {
+                format!("the scopes {}", asked.scopes.join(" "))
+            };
+            return McpError::Authorization {
+                server: server.clone(),
+                message: format!("the server wants {scopes}, which the stored tokens do not have"),
+                help: Some(format!(
+                    "declare them (`oauth {{ scopes = [...] }}` on the server `{server}`) and run `pipec mcp login {server}` again"
+                )),
+            };
+        }
+        McpError::Authorization {
+            server: server.clone(),
+            message:
+                "the server asks for a person's authorization (OAuth), and none is stored for it"
+                    .to_string(),
+            help: Some(format!(
+                "run `pipec mcp login {server}` once; runs then use and refresh the stored tokens"
+            )),
+        }
     }
 
     fn requested(&self) -> Vec<String> {
@@ -379,21 +447,7 @@ impl Authorizer {
         }
     }
 
-    /// Keeps the scopes the authorization URL asks for.
-    fn remember_scopes(&self, authorization_url: &str) {
-        let Ok(url) = url::Url::parse(authorization_url) else {
-            return;
-        };
-        let scopes: Vec<String> = url
-            .query_pairs()
-            .filter(|(key, _)| key == "scope")
-            .flat_map(|(_, value)| {
-                value
-                    .split_whitespace()
-                    .map(str::to_string)
-                    .collect::<Vec<_>>()
-            })
-            .collect();
+    fn set_requested(&self, scopes: Vec<String>) {
         match self.requested.lock() {
             Ok(mut requested) => *requested = scopes,
             Err(poisoned) => *poisoned.into_inner() = scopes,
@@ -401,15 +455,76 @@ impl Authorizer {
     }
 }
 
-/// The scopes a challenge asks for (`scope="a b"`).
-fn challenge_scopes(challenge: &str) -> Vec<String> {
-    let Ok(base) = url::Url::parse("http://localhost/") else {
+/// Scopes without repeats, in their first order.
+fn union(mut scopes: Vec<String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    scopes.retain(|s| seen.insert(s.clone()));
+    scopes
+}
+
+/// The scopes an authorization URL asks for.
+fn scopes_of(authorization_url: &str) -> Vec<String> {
+    let Ok(url) = url::Url::parse(authorization_url) else {
         return Vec::new();
     };
-    rmcp::transport::auth::WWWAuthenticateParams::parse(challenge, &base)
-        .scope
-        .map(|s| s.split_whitespace().map(str::to_string).collect())
-        .unwrap_or_default()
+    url.query_pairs()
+        .filter(|(key, _)| key == "scope")
+        .flat_map(|(_, value)| {
+            value
+                .split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Whether pipec may open an authorization URL (in a browser, or fetch it): the URL
+/// comes from the authorization server's metadata, which the MCP server names, so
+/// anything but https (or http on a loopback host) is refused — a `file:`, `smb:` or
+/// custom-handler URL would make the browser or the system do what the server wants.
+fn openable(authorization_url: &str) -> Result<(), String> {
+    let url = url::Url::parse(authorization_url).map_err(|e| format!("{e}"))?;
+    let loopback = match url.host() {
+        Some(url::Host::Domain(host)) => host.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    match url.scheme() {
+        "https" if url.host().is_some() => Ok(()),
+        "http" if loopback => Ok(()),
+        scheme => Err(format!(
+            "a `{scheme}:` address{}",
+            if scheme == "http" {
+                " off this machine"
+            } else {
+                ""
+            }
+        )),
+    }
+}
+
+/// What a `WWW-Authenticate` challenge says.
+#[derive(Debug, Default, PartialEq)]
+struct Challenge {
+    scopes: Vec<String>,
+    insufficient_scope: bool,
+}
+
+impl Challenge {
+    fn parse(header: &str) -> Challenge {
+        let Ok(base) = url::Url::parse("http://localhost/") else {
+            return Challenge::default();
+        };
+        let params = rmcp::transport::auth::WWWAuthenticateParams::parse(header, &base);
+        Challenge {
+            insufficient_scope: params.is_insufficient_scope(),
+            scopes: params
+                .scope
+                .map(|s| s.split_whitespace().map(str::to_string).collect())
+                .unwrap_or_default(),
+        }
+    }
 }
 
 /// Whether a refusal is one that authorizing may cure: a 401 with or without a
@@ -417,14 +532,78 @@ fn challenge_scopes(challenge: &str) -> Vec<String> {
 pub(crate) fn curable(status: u16, challenge: Option<&str>) -> bool {
     match status {
         401 => true,
-        403 => challenge.is_some_and(|c| {
-            url::Url::parse("http://localhost/")
-                .map(|base| {
-                    rmcp::transport::auth::WWWAuthenticateParams::parse(c, &base)
-                        .is_insufficient_scope()
-                })
-                .unwrap_or(false)
-        }),
+        403 => challenge.is_some_and(|c| Challenge::parse(c).insufficient_scope),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_https_or_loopback_http_authorization_addresses_are_opened() {
+        assert!(openable("https://auth.example.com/authorize?x=1").is_ok());
+        assert!(openable("http://127.0.0.1:8080/authorize").is_ok());
+        assert!(openable("http://localhost/authorize").is_ok());
+        assert!(openable("http://[::1]:9/authorize").is_ok());
+        for refused in [
+            "http://auth.example.com/authorize",
+            "smb://attacker/share",
+            "file:///etc/passwd",
+            "javascript:alert(1)",
+            "vscode://x/y",
+            "not a url",
+        ] {
+            assert!(openable(refused).is_err(), "{refused}");
+        }
+    }
+
+    #[test]
+    fn an_unreachable_authorization_server_is_tried_again_and_a_refusal_is_not() {
+        let redact: Redact = Arc::new(|text: &str| text.replace("s3cret", "[secret]"));
+        let url = "https://user:pw@kb.example.com/mcp?key=k";
+        let transient = failure(
+            "kb",
+            url,
+            &redact,
+            &AuthError::TokenRefreshFailed("connection reset".to_string()),
+        );
+        assert!(
+            matches!(&transient, McpError::Start { url: Some(shown), .. } if shown == "https://kb.example.com/mcp"),
+            "{transient:?}"
+        );
+        let refused = failure(
+            "kb",
+            url,
+            &redact,
+            &AuthError::RegistrationFailed(format!("HTTP 400: s3cret {}", "x".repeat(5000))),
+        );
+        match refused {
+            McpError::Authorization { message, .. } => {
+                assert!(!message.contains("s3cret"), "{message}");
+                assert!(message.len() < 1100, "{}", message.len());
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_challenge_says_its_scopes_and_whether_they_are_too_few() {
+        let asked = Challenge::parse(
+            r#"Bearer error="insufficient_scope", scope="mcp:read mcp:write", resource_metadata="https://x/.well-known/oauth-protected-resource""#,
+        );
+        assert!(asked.insufficient_scope);
+        assert_eq!(asked.scopes, ["mcp:read", "mcp:write"]);
+        assert!(curable(403, Some(r#"Bearer error="insufficient_scope""#)));
+        assert!(!curable(403, Some(r#"Bearer error="invalid_token""#)));
+        assert!(!curable(403, None));
+        assert!(curable(401, None));
+        assert!(!curable(500, None));
+        assert_eq!(union(vec!["a".into(), "b".into(), "a".into()]), ["a", "b"]);
+        assert_eq!(
+            scopes_of("https://x/authorize?scope=a%20b&state=s"),
+            ["a", "b"]
+        );
     }
 }

@@ -111,6 +111,19 @@ impl McpError {
             McpError::Http {
                 server,
                 status: 401,
+                challenge,
+                ..
+            } if challenge
+                .as_deref()
+                .is_some_and(|c| c.trim_start().to_ascii_lowercase().starts_with("bearer")) =>
+            {
+                Some(format!(
+                    "the server wants a token: if it authorizes with OAuth, run `pipec mcp login {server}` once; else check the `headers` of the server `{server}` and the secrets they name"
+                ))
+            }
+            McpError::Http {
+                server,
+                status: 401,
                 ..
             } => Some(format!(
                 "the server did not accept the credentials pipec sent: check the `headers` of the server `{server}` and the secrets they name"

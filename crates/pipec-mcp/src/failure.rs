@@ -216,6 +216,14 @@ impl Context<'_> {
                     data.code.0, data.message
                 )))
             }
+            // Nothing was sent: the token could not be had (a refresh that failed, the
+            // credentials store).
+            StreamableHttpError::Auth(e) => Reached::Answered(super::auth::failure(
+                self.server,
+                self.url.as_deref().unwrap_or_default(),
+                self.redact,
+                e,
+            )),
             _ => Reached::Answered(self.closed()),
         }
     }

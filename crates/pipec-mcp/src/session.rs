@@ -150,6 +150,7 @@ impl Session {
                             &config.name,
                             url,
                             authorization.clone(),
+                            config.redact.clone(),
                             http.client.clone(),
                         )
                         .await?;
@@ -542,6 +543,10 @@ impl Session {
                         .authorize(generation, challenge.as_deref())
                         .await?;
                     slot = slot.map(|s| s.again());
+                }
+                Ok(_) => {
+                    authorizer.settled();
+                    return answer;
                 }
                 _ => return answer,
             }

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -14,22 +14,40 @@ use rmcp::transport::auth::{
     AuthError, CredentialRefreshGuard, CredentialStore, StoredCredentials,
 };
 
+/// The largest credentials file read: far more than any number of servers' tokens.
+const MAX_FILE_BYTES: u64 = 16 << 20;
+
+/// Numbers the new files of one process.
+static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// Tokens by server URL. A value is opaque: what the session saved, given back as it was.
 pub trait TokenStore: Send + Sync {
     fn load(&self, server_url: &str) -> Result<Option<String>, String>;
     fn save(&self, server_url: &str, credentials: &str) -> Result<(), String>;
     fn clear(&self, server_url: &str) -> Result<(), String>;
-    /// Held while a token is refreshed, so that two processes sharing the store do not
-    /// both spend the same refresh token; `None` where the store is one process's.
-    fn refresh_lock(&self) -> Result<Option<Box<dyn Send>>, String> {
+    /// Held while the token of `server_url` is refreshed, so that two processes sharing
+    /// the store do not both spend the same refresh token; `None` where the store is one
+    /// process's. It may block: it is taken off the async runtime's threads.
+    fn refresh_lock(&self, server_url: &str) -> Result<Option<Box<dyn Send>>, String> {
+        let _ = server_url;
         Ok(None)
     }
 }
 
 /// Tokens kept in memory, for one process.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct MemoryTokens {
     tokens: Mutex<HashMap<String, String>>,
+}
+
+impl std::fmt::Debug for MemoryTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The servers, never their tokens.
+        let servers: Vec<String> = self.with(|t| t.keys().cloned().collect());
+        f.debug_struct("MemoryTokens")
+            .field("servers", &servers)
+            .finish()
+    }
 }
 
 impl MemoryTokens {
@@ -58,9 +76,11 @@ impl TokenStore for MemoryTokens {
 }
 
 /// Tokens in one JSON file (`{"<server url>": <credentials>, ...}`) that only its owner
-/// may read or write (0600 in a 0700 folder). A change is written to a new file and
+/// may read or write (created 0600, in a folder created 0700). A change is written to a
+/// new file of its own (never one that was there, never through a symbolic link) and
 /// renamed over the old, under a lock on `<file>.lock`, so a reader never sees half a
-/// file and two processes never lose each other's servers.
+/// file and two processes never lose each other's servers. A refresh holds a lock of
+/// its server's (`<file>.refresh-<hash of the URL>`).
 #[derive(Clone, Debug)]
 pub struct FileTokens {
     path: PathBuf,
@@ -104,11 +124,22 @@ impl FileTokens {
     }
 
     fn read(&self) -> Result<serde_json::Map<String, serde_json::Value>, String> {
-        let text = match std::fs::read_to_string(&self.path) {
-            Ok(text) => text,
+        let file = match File::open(&self.path) {
+            Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Default::default()),
             Err(e) => return Err(self.fail("read", e)),
         };
+        let mut text = String::new();
+        file.take(MAX_FILE_BYTES + 1)
+            .read_to_string(&mut text)
+            .map_err(|e| self.fail("read", e))?;
+        if text.len() as u64 > MAX_FILE_BYTES {
+            return Err(format!(
+                "{} is larger than a credentials file can be ({} MB); move it away and log in again",
+                self.path.display(),
+                MAX_FILE_BYTES >> 20
+            ));
+        }
         match serde_json::from_str(&text) {
             Ok(serde_json::Value::Object(all)) => Ok(all),
             // The values are not shown: they are tokens.
@@ -127,17 +158,26 @@ impl FileTokens {
         let mut all = self.read()?;
         f(&mut all);
         let text = serde_json::to_string_pretty(&all).map_err(|e| self.fail("write", e))?;
-        let new = self.sibling(".new");
-        let mut file = private_options()
+        // A name no file has: created here (O_EXCL: never a file or a link that was
+        // there), written, renamed into place.
+        let new = self.sibling(&format!(
+            ".new-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        let written = private_options()
             .write(true)
-            .create(true)
-            .truncate(true)
+            .create_new(true)
             .open(&new)
-            .map_err(|e| self.fail("write", e))?;
-        file.write_all(text.as_bytes())
-            .and_then(|()| file.sync_all())
-            .map_err(|e| self.fail("write", e))?;
-        std::fs::rename(&new, &self.path).map_err(|e| self.fail("write", e))
+            .and_then(|mut file| {
+                file.write_all(text.as_bytes())?;
+                file.sync_all()
+            })
+            .and_then(|()| std::fs::rename(&new, &self.path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&new);
+        }
+        written.map_err(|e| self.fail("write", e))
     }
 }
 
@@ -160,8 +200,9 @@ impl TokenStore for FileTokens {
         })
     }
 
-    fn refresh_lock(&self) -> Result<Option<Box<dyn Send>>, String> {
-        Ok(Some(Box::new(self.lock(".refresh-lock")?)))
+    fn refresh_lock(&self, server_url: &str) -> Result<Option<Box<dyn Send>>, String> {
+        let key = pipec_base::digest::sha256_hex(server_url, 8);
+        Ok(Some(Box::new(self.lock(&format!(".refresh-{key}"))?)))
     }
 }
 
@@ -220,9 +261,14 @@ impl CredentialStore for ServerTokens {
     }
 
     async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
-        Ok(self
-            .store
-            .refresh_lock()
+        // Another process may hold the lock for as long as its refresh takes: waited for
+        // on a blocking thread, never on one of the runtime's.
+        let store = self.store.clone();
+        let server_url = self.server_url.clone();
+        let locked = tokio::task::spawn_blocking(move || store.refresh_lock(&server_url))
+            .await
+            .map_err(|e| store_error(format!("the refresh lock was not taken: {e}")))?;
+        Ok(locked
             .map_err(store_error)?
             .map(CredentialRefreshGuard::new))
     }

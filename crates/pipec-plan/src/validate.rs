@@ -254,12 +254,33 @@ impl<'p> Validator<'p> {
                 for v in oauth.client_id.iter().chain(&oauth.client_secret) {
                     self.config_value(&place, v)?;
                 }
-                if let Some(secret) = &oauth.client_secret
-                    && !matches!(secret, ConfigValue::Secret { .. })
+                let why = if oauth
+                    .client_secret
+                    .as_ref()
+                    .is_some_and(|v| !matches!(v, ConfigValue::Secret { .. }))
                 {
+                    Some(
+                        "its OAuth client secret is not read with secret(), which compile never writes",
+                    )
+                } else if oauth.grant == crate::OAuthGrant::ClientCredentials
+                    && (oauth.client_id.is_none() || oauth.client_secret.is_none())
+                {
+                    Some("its OAuth client-credentials grant has no client_id or no client_secret")
+                } else if s.url.is_none() {
+                    Some("it has OAuth but no url")
+                } else if s
+                    .headers
+                    .keys()
+                    .any(|h| h.eq_ignore_ascii_case("authorization"))
+                {
+                    Some("it has OAuth and an Authorization header")
+                } else {
+                    None
+                };
+                if let Some(why) = why {
                     return Err(Violation::Malformed {
                         place,
-                        why: "its OAuth client secret is not read with secret(), which compile never writes".to_string(),
+                        why: why.to_string(),
                     });
                 }
             }

@@ -34,12 +34,20 @@ pub fn store() -> Arc<dyn TokenStore> {
     }
 }
 
-/// Where tokens of the client-credentials grant live: in this process only. The client's
-/// secret is what lasts; a token is had again for the asking, and a worker's tokens do
-/// not belong in a person's credentials file.
-pub fn machine_store() -> Arc<dyn TokenStore> {
-    static STORE: std::sync::OnceLock<Arc<MemoryTokens>> = std::sync::OnceLock::new();
-    STORE.get_or_init(Arc::default).clone()
+/// Where tokens of the client-credentials grant of `client_id` live: in this process
+/// only, one store per client (two pipelines of one process may reach one server as two
+/// clients). The client's secret is what lasts; a token is had again for the asking, and
+/// a worker's tokens do not belong in a person's credentials file.
+pub fn machine_store(client_id: &str) -> Arc<dyn TokenStore> {
+    static STORES: std::sync::Mutex<Vec<(String, Arc<MemoryTokens>)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut stores = STORES.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, store)) = stores.iter().find(|(id, _)| id == client_id) {
+        return store.clone();
+    }
+    let store = Arc::new(MemoryTokens::default());
+    stores.push((client_id.to_string(), store.clone()));
+    store
 }
 
 /// How a run authorizes with the server `s` at `url`: as its `oauth` says, or, for a
@@ -55,7 +63,8 @@ pub(crate) fn authorization(
     s.url.as_ref()?;
     let (identity, tokens) = match &s.oauth {
         Some(oauth) if oauth.grant == OAuthGrant::ClientCredentials => {
-            (identity(oauth, value), machine_store())
+            let id = oauth.client_id.as_ref().map(value).unwrap_or_default();
+            (identity(oauth, value), machine_store(&id))
         }
         Some(oauth) => (identity(oauth, value), user),
         None => {

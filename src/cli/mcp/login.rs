@@ -25,10 +25,13 @@ use crate::cli::{EXIT_FINDINGS, EXIT_OK, EXIT_USAGE};
 use crate::mcp::{
     Authorization, Consent, Identity, MemoryTokens, Session, TokenStore, TransportConfig,
 };
+use crate::plan::OAuth;
 use crate::runtime::credentials;
 
 /// How long the person has to approve in the browser.
 const APPROVAL_WAIT: Duration = Duration::from_secs(300);
+/// How long a connection to the redirect listener has to send its request.
+const REQUEST_WAIT: Duration = Duration::from_secs(10);
 
 #[derive(clap::Args)]
 pub(super) struct LoginArgs {
@@ -77,7 +80,30 @@ pub(super) fn login(a: LoginArgs) -> u8 {
         Err(code) => return code,
     };
     let server = config.name.clone();
+    if let Some(declared) = &config.authorization
+        && matches!(declared.identity, Identity::Machine { .. })
+    {
+        crate::cli::err(&format!(
+            "error: the server `{server}` authorizes with the client-credentials grant: runs get their tokens themselves, and nobody logs in\n  help: `pipec mcp list {server}` tries it"
+        ));
+        return EXIT_USAGE;
+    }
+    if let TransportConfig::Http { headers, .. } = &config.transport
+        && headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+    {
+        crate::cli::err(&format!(
+            "error: the server `{server}` sends an `Authorization` header of its own, so runs would not use tokens stored by a login\n  help: remove the header and declare `oauth {{}}` on the server to authorize with OAuth"
+        ));
+        return EXIT_USAGE;
+    }
     let store = credentials::store();
+    // A credentials file pipec cannot use fails now, not after the person approved.
+    if let Err(message) = store.load(&url) {
+        crate::cli::err(&format!("error: {message}"));
+        return EXIT_FINDINGS;
+    }
     runtime.block_on(async move {
         let consent = match Loopback::bind(a.port, !a.no_browser).await {
             Ok(consent) => consent,
@@ -92,10 +118,7 @@ pub(super) fn login(a: LoginArgs) -> u8 {
         let (identity, scopes) = match config.authorization.take() {
             Some(declared) => (declared.identity, declared.scopes),
             None => (
-                Identity::Public {
-                    name: "pipec".to_string(),
-                    metadata_url: None,
-                },
+                credentials::identity(&OAuth::default(), &|_| String::new()),
                 Vec::new(),
             ),
         };
@@ -149,8 +172,14 @@ pub(super) fn logout(a: LogoutArgs) -> u8 {
         Err(code) => return code,
     };
     let store = credentials::store();
-    let had = matches!(store.load(&url), Ok(Some(_)));
-    if let Err(message) = store.clear(&url) {
+    let had = match store.load(&url) {
+        Ok(found) => found.is_some(),
+        Err(message) => {
+            crate::cli::err(&format!("error: {message}"));
+            return EXIT_FINDINGS;
+        }
+    };
+    if had && let Err(message) = store.clear(&url) {
         crate::cli::err(&format!("error: {message}"));
         return EXIT_FINDINGS;
     }
@@ -197,46 +226,101 @@ impl Loopback {
         })
     }
 
-    /// The path and query of the first request to `/callback`.
-    async fn callback(&self) -> Result<String, String> {
+    /// The callback of this authorization: the first request to `/callback` whose
+    /// `state` is `state`. Each connection is served by a task of its own, under a time
+    /// limit for its request, so that a connection that says nothing (a browser's
+    /// preconnect, a stray local client) holds nothing up; a callback of another state is
+    /// told so and waited past. A callback with an `error` (the person refused) ends the
+    /// login with it.
+    async fn callback(&self, state: &str) -> Result<String, String> {
+        let (found, mut heard) = tokio::sync::mpsc::channel::<Result<String, String>>(4);
         loop {
-            let (stream, _) = self
-                .listener
-                .accept()
-                .await
-                .map_err(|e| format!("the redirect listener failed: {e}"))?;
-            let caught = Arc::new(std::sync::Mutex::new(None::<String>));
-            let seen = caught.clone();
-            let service = service_fn(move |request: Request<hyper::body::Incoming>| {
-                let seen = seen.clone();
-                async move {
-                    let uri = request.uri();
-                    let (status, text) = if uri.path() == "/callback" {
-                        if let Ok(mut seen) = seen.lock() {
-                            *seen = uri.path_and_query().map(|p| p.to_string());
-                        }
-                        (
-                            StatusCode::OK,
-                            "pipec has the authorization: you can close this page.",
-                        )
-                    } else {
-                        (StatusCode::NOT_FOUND, "not found")
-                    };
-                    let mut response = Response::new(Full::new(Bytes::from(text)));
-                    *response.status_mut() = status;
-                    Ok::<_, Infallible>(response)
-                }
+            let stream = tokio::select! {
+                accepted = self.listener.accept() => match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(e) => return Err(format!("the redirect listener failed: {e}")),
+                },
+                Some(callback) = heard.recv() => return callback,
+            };
+            let found = found.clone();
+            let state = state.to_string();
+            let port = self.port;
+            tokio::spawn(async move {
+                let service = service_fn(move |request: Request<hyper::body::Incoming>| {
+                    let found = found.clone();
+                    let state = state.clone();
+                    async move {
+                        let (status, text) = answer(request.uri(), &state, port, &found).await;
+                        let mut response = Response::new(Full::new(Bytes::from(text)));
+                        *response.status_mut() = status;
+                        Ok::<_, Infallible>(response)
+                    }
+                });
+                let serving = hyper::server::conn::http1::Builder::new()
+                    .keep_alive(false)
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(REQUEST_WAIT)
+                    .serve_connection(TokioIo::new(stream), service);
+                let _ = tokio::time::timeout(REQUEST_WAIT * 2, serving).await;
             });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .keep_alive(false)
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-            let found = caught.lock().ok().and_then(|mut c| c.take());
-            if let Some(path) = found {
-                return Ok(format!("http://127.0.0.1:{}{path}", self.port));
-            }
         }
     }
+}
+
+/// What the listener answers a request, and the callback it passes on (a URL pipec hands
+/// to rmcp, which checks the code's `state` and `iss` again).
+async fn answer(
+    uri: &hyper::Uri,
+    state: &str,
+    port: u16,
+    found: &tokio::sync::mpsc::Sender<Result<String, String>>,
+) -> (StatusCode, &'static str) {
+    if uri.path() != "/callback" {
+        return (StatusCode::NOT_FOUND, "not found");
+    }
+    let query: Vec<(String, String)> =
+        url::form_urlencoded::parse(uri.query().unwrap_or_default().as_bytes())
+            .into_owned()
+            .collect();
+    let get = |key: &str| {
+        query
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    };
+    if get("state") != Some(state) {
+        return (
+            StatusCode::BAD_REQUEST,
+            "this is not the authorization pipec is waiting for",
+        );
+    }
+    if let Some(error) = get("error") {
+        let said = get("error_description").unwrap_or(error);
+        let _ = found
+            .send(Err(format!(
+                "the authorization server refused: {}",
+                pipec_base::source::shorten(said, 300)
+            )))
+            .await;
+        return (
+            StatusCode::OK,
+            "The authorization was refused; pipec stopped. You can close this page.",
+        );
+    }
+    if get("code").is_none() {
+        return (StatusCode::BAD_REQUEST, "no authorization code");
+    }
+    let path = uri
+        .path_and_query()
+        .map(|p| p.to_string())
+        .unwrap_or_default();
+    let _ = found
+        .send(Ok(format!("http://127.0.0.1:{port}{path}")))
+        .await;
+    (
+        StatusCode::OK,
+        "pipec has the authorization: you can close this page.",
+    )
 }
 
 impl Consent for Loopback {
@@ -255,7 +339,15 @@ impl Consent for Loopback {
             if self.browser && open::that_detached(authorization_url).is_err() {
                 crate::cli::err("(no browser could be opened: open the address above by hand)");
             }
-            match tokio::time::timeout(APPROVAL_WAIT, self.callback()).await {
+            let state = url::Url::parse(authorization_url)
+                .ok()
+                .and_then(|u| {
+                    u.query_pairs()
+                        .find(|(k, _)| k == "state")
+                        .map(|(_, v)| v.into_owned())
+                })
+                .ok_or("the authorization address has no `state`")?;
+            match tokio::time::timeout(APPROVAL_WAIT, self.callback(&state)).await {
                 Ok(found) => found,
                 Err(_) => Err(format!(
                     "no approval came back within {} minutes",

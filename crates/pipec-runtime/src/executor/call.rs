@@ -126,14 +126,14 @@ pub(crate) fn call_failure(
         }
         // Refused credentials are the server's setup, not the tool's failure, and trying
         // again sends the same ones.
-        McpError::Http { .. } | McpError::Authorization { .. } if e.refused_credentials() => {
+        McpError::Authorization { .. } => failed(&codes::MCP_SERVER_FAILED, message),
+        McpError::Http { .. } if e.refused_credentials() => {
             failed(&codes::MCP_SERVER_FAILED, message)
         }
         McpError::TooLarge { .. } => failed(&codes::TOOL_RESULT_UNPARSABLE, message),
         McpError::Server { .. } | McpError::Http { .. } | McpError::InputRequired { .. } => {
             failed(&codes::TOOL_FAILED, message)
         }
-        McpError::Authorization { .. } => failed(&codes::MCP_SERVER_FAILED, message),
     }
 }
 
