@@ -113,14 +113,9 @@ impl McpError {
                 status: 401,
                 challenge,
                 ..
-            } if challenge
-                .as_deref()
-                .is_some_and(|c| c.trim_start().to_ascii_lowercase().starts_with("bearer")) =>
-            {
-                Some(format!(
-                    "the server wants a token: if it authorizes with OAuth, run `pipec mcp login {server}` once; else check the `headers` of the server `{server}` and the secrets they name"
-                ))
-            }
+            } if challenge.as_deref().is_some_and(asks_for_a_token) => Some(format!(
+                "the server wants a token: if it authorizes with OAuth, run `pipec mcp login {server}` once; else give it one in the `headers` of the server `{server}`"
+            )),
             McpError::Http {
                 server,
                 status: 401,
@@ -158,6 +153,13 @@ impl McpError {
             _ => None,
         }
     }
+}
+
+/// Whether a `WWW-Authenticate` challenge asks for a bearer token the request did not
+/// have: with one that was refused, the server says `error=` (RFC 6750 §3).
+fn asks_for_a_token(challenge: &str) -> bool {
+    let challenge = challenge.trim_start().to_ascii_lowercase();
+    challenge.starts_with("bearer") && !challenge.contains("error=")
 }
 
 impl std::fmt::Display for McpError {
@@ -289,3 +291,34 @@ impl std::fmt::Display for McpError {
 }
 
 impl std::error::Error for McpError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(challenge: &str) -> String {
+        McpError::Http {
+            server: "kb".to_string(),
+            url: "https://kb.example/mcp".to_string(),
+            status: 401,
+            body: String::new(),
+            challenge: Some(challenge.to_string()),
+        }
+        .help()
+        .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_401_asking_for_a_token_suggests_logging_in_and_a_refused_token_the_headers() {
+        let asked = refused(
+            r#"Bearer resource_metadata="https://kb.example/.well-known/oauth-protected-resource""#,
+        );
+        assert!(asked.contains("run `pipec mcp login kb`"), "{asked}");
+        let refused_token = refused(r#"Bearer realm="kb", error="invalid_token""#);
+        assert!(
+            refused_token.contains("did not accept the credentials"),
+            "{refused_token}"
+        );
+        assert!(refused("Basic realm=\"kb\"").contains("did not accept the credentials"));
+    }
+}
