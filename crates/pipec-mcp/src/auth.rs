@@ -102,6 +102,9 @@ pub trait Consent: Send + Sync {
     fn approve<'a>(&'a self, authorization_url: &'a str) -> BoxFuture<'a, Result<String, String>>;
 }
 
+/// How long an authorization server that approves without a person may take to answer.
+const UNATTENDED_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Consent for authorization servers that approve without a person: the authorization URL
 /// is fetched, and the redirect it answers with is where the browser would have gone. For
 /// test servers and the conformance suite; a real server shows a login page instead, and
@@ -120,6 +123,7 @@ impl Consent for Unattended {
         Box::pin(async move {
             let client = reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
+                .timeout(UNATTENDED_WAIT)
                 .build()
                 .map_err(|e| format!("cannot create an HTTP client: {e}"))?;
             let response = client

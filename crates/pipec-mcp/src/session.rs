@@ -99,7 +99,10 @@ impl Session {
     /// handshake (2025-11-25) when the server answers the probe with an error, or with
     /// anything but a discover result that offers 2026-07-28 (`discover_probe.rs`). A server
     /// that does not answer the probe at all is tried with `initialize` after rmcp's fixed
-    /// 10 s, so such a server needs a startup timeout above that.
+    /// 10 s, so such a server needs a startup timeout above that. Over HTTP with an
+    /// authorization, reading the stored tokens (and the authorization server's metadata
+    /// for refreshing them) comes before, and authorizing between handshakes, each under
+    /// its own limits: a person may take minutes to approve.
     pub async fn connect(config: ServerConfig) -> Result<Session, McpError> {
         let garbage = Arc::new(GarbageLines::default());
         let largest_read_buffer = Arc::new(AtomicUsize::new(0));
