@@ -391,3 +391,56 @@ output who: Who = who
     assert!(!store.contains(secret), "the client secret is in the store");
     assert!(!p.read("worker.log").contains(secret));
 }
+
+#[test]
+fn parallel_calls_after_a_pause_spend_the_refresh_token_once() {
+    let p = Project::new("oauth-parallel");
+    let server = Guarded::start(&p.dir, &["--token-ttl", "2"]);
+    let text = PIPELINE.replace(
+        "output first: Who = before\noutput second: Who? = after\n",
+        r#"node also(ack: Approval = check) -> Who {
+  when = ack.approved
+  call = whoami()
+}
+
+node again(ack: Approval = check) -> Who {
+  when = ack.approved
+  call = whoami()
+}
+
+output first: Who = before
+output second: Who? = after
+output third: Who? = also
+output fourth: Who? = again
+"#,
+    );
+    p.write("guarded.pipe", &text);
+    log_in(&p, &server);
+    let run = pipec(&p, &server, &["run", "guarded.pipe"]);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    let thread =
+        thread_of(&format!("{}{}", stdout(&run), stderr(&run))).expect("paused at the gate");
+    let before_resume = server.grants();
+    std::thread::sleep(Duration::from_millis(2500));
+    // Three nodes call the server at once with an expired token: one refresh serves them
+    // all (the server spends a refresh token when it is used, so a second refresh with
+    // the same one would be refused and fail its node).
+    let resumed = pipec(
+        &p,
+        &server,
+        &["resume", &thread, "--answer", r#"check={"approved": true}"#],
+    );
+    assert_eq!(code(&resumed), 0, "{}", stderr(&resumed));
+    let outputs = json(&stdout(&resumed));
+    let serials: Vec<i64> = ["second", "third", "fourth"]
+        .iter()
+        .map(|k| outputs[*k]["token_serial"].as_i64().expect("a serial"))
+        .collect();
+    assert!(
+        serials.iter().all(|s| *s == serials[0]),
+        "one token for all three: {outputs}"
+    );
+    let mut refreshed = before_resume;
+    refreshed.push("refresh_token".to_string());
+    assert_eq!(server.grants(), refreshed);
+}
