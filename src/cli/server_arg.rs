@@ -221,6 +221,7 @@ fn given_target(args: &ServerArgs) -> Result<Target, u8> {
         url: None,
         headers: BTreeMap::new(),
         oauth: None,
+        elicitation: Default::default(),
         resources: Vec::new(),
         startup_timeout_ms: None,
         timeout_ms: None,

@@ -105,6 +105,8 @@ pub struct ServerDef {
     pub headers: Vec<(String, ConfigValue)>,
     /// How pipec authorizes with a `url` server that asks for OAuth.
     pub oauth: Option<OAuthDef>,
+    /// What pipec answers when the server asks for input during a call.
+    pub elicitation: pipec_plan::Elicitation,
     /// URI patterns the server serves, for routing.
     pub resources: Vec<UriTemplate>,
     pub startup_timeout_ms: Option<u64>,

@@ -153,6 +153,7 @@ impl Lower<'_> {
                 client_metadata_url: o.client_metadata_url.clone(),
                 scopes: o.scopes.clone(),
             }),
+            elicitation: s.elicitation.clone(),
             resources: s.resources.iter().map(|t| t.text.clone()).collect(),
             startup_timeout_ms: s.startup_timeout_ms,
             timeout_ms: s.timeout_ms,

@@ -116,7 +116,12 @@ impl Checker<'_> {
         );
     }
 
-    fn expr_of<'a>(&mut self, s: &Settings<'a>, name: &str, wanted: &str) -> Option<&'a ast::Expr> {
+    pub(crate) fn expr_of<'a>(
+        &mut self,
+        s: &Settings<'a>,
+        name: &str,
+        wanted: &str,
+    ) -> Option<&'a ast::Expr> {
         let setting = s.get(name)?;
         match &setting.value {
             SettingValue::Expr(e) if matches!(e.kind, ExprKind::Error) => None,

@@ -10,12 +10,14 @@ use rmcp::model::{
     ElicitationCapability, ErrorData, FormElicitationCapability, Implementation, InputRequest,
     InputRequests, InputResponses,
 };
+use std::sync::{Arc, Mutex};
+
 use rmcp::service::{RequestContext, RoleClient};
 use serde_json::{Map, Value};
 
 /// How a session answers a server's elicitation (a form it asks the user to fill in
 /// during a tool call).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub enum Elicitation {
     /// Decline every request, and do not declare the capability (the default).
     #[default]
@@ -24,12 +26,111 @@ pub enum Elicitation {
     /// has one; decline it otherwise, and decline every URL request. For servers whose
     /// questions have a safe answer written into them.
     Defaults,
+    /// Accept every form with these fields (those the form has), when they hold every
+    /// field it requires; decline it otherwise.
+    Answer(Map<String, Value>),
+    /// Leave each form to a person: a tool call the server asks during ends with
+    /// [`Called::Asked`], and is made again with the answer ([`Resumption`]).
+    Ask,
+}
+
+/// A form a server asked for during a tool call, which the session's policy leaves to a
+/// person.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Question {
+    /// The input request's key (2026-07-28); empty for an `elicitation/create` request
+    /// (2025-11-25).
+    pub key: String,
+    /// What the server says to the person.
+    pub message: String,
+    /// The form, as a JSON Schema: an object of primitive fields, as the server sent it
+    /// (rmcp reads it into the restricted form the specification allows).
+    pub schema: Value,
+    /// The SHA-256 of the message and the form: the same question asked again (the
+    /// call made again, 2025-11-25) has the same one.
+    pub fingerprint: String,
+}
+
+/// A person's answer to a [`Question`]: the form's content, or `None` for a refusal.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answer {
+    pub key: String,
+    pub fingerprint: String,
+    pub content: Option<Map<String, Value>>,
+}
+
+impl Answer {
+    /// The elicitation result it stands for, as an input response.
+    pub fn response(&self) -> Value {
+        serde_json::to_value(self.result()).unwrap_or(Value::Null)
+    }
+
+    /// The elicitation result it stands for.
+    pub(crate) fn result(&self) -> ElicitResult {
+        match &self.content {
+            Some(content) => ElicitResult::new(ElicitationAction::Accept)
+                .with_content(Value::Object(content.clone())),
+            None => ElicitResult::new(ElicitationAction::Decline),
+        }
+    }
+}
+
+/// What a tool call a server asked during carries when it is made again: every answer
+/// given so far (a question asked again is answered with its own), and (2026-07-28) the
+/// `requestState` of the last round with that round's responses, the person's answers
+/// among them under their keys.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Resumption {
+    pub request_state: Option<String>,
+    pub responses: Map<String, Value>,
+    pub answers: Vec<Answer>,
+}
+
+/// How a tool call ended: with the server's result, or with questions for a person.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Called {
+    Result(super::ToolResult),
+    Asked(Asked),
+}
+
+/// The questions a server asked during a tool call, and what the call needs to be made
+/// again with their answers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Asked {
+    pub questions: Vec<Question>,
+    /// The round's `requestState` (2026-07-28); `None` for 2025-11-25, where the call is
+    /// made again from the start and each question answered as it comes.
+    pub request_state: Option<String>,
+    /// The responses pipec gave the round's other requests (roots, forms its policy
+    /// answered), sent again with the answers.
+    pub responses: Map<String, Value>,
+}
+
+/// The `elicitation/create` requests (2025-11-25) of the one call in flight on a session
+/// whose policy is [`Elicitation::Ask`]: the answers it carries, the questions that came.
+#[derive(Debug, Default)]
+pub(crate) struct InFlight {
+    pub(crate) answers: Vec<Answer>,
+    pub(crate) asked: Vec<Question>,
 }
 
 /// pipec as rmcp's client: who it says it is, what it declares, what it answers.
 #[derive(Clone, Debug)]
 pub(crate) struct Asks {
     pub(crate) elicitation: Elicitation,
+    /// With [`Elicitation::Ask`], the call in flight (calls that may be asked are made
+    /// one at a time on a 2025-11-25 session: its requests do not say which call they
+    /// belong to).
+    pub(crate) in_flight: Arc<Mutex<Option<InFlight>>>,
+}
+
+impl Asks {
+    pub(crate) fn new(elicitation: Elicitation) -> Asks {
+        Asks {
+            elicitation,
+            in_flight: Arc::default(),
+        }
+    }
 }
 
 impl ClientHandler for Asks {
@@ -50,50 +151,149 @@ impl ClientHandler for Asks {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        Ok(self.elicit(&request))
+        if self.elicitation != Elicitation::Ask {
+            return Ok(self.elicit(&request));
+        }
+        let Some(question) = question("", &request) else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        let mut guard = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(call) = guard.as_mut() else {
+            // Not during a tool call (a read, a listing): nobody waits to be asked.
+            return Ok(ElicitResult::new(ElicitationAction::Cancel));
+        };
+        if let Some(answer) = call
+            .answers
+            .iter()
+            .find(|a| a.fingerprint == question.fingerprint)
+        {
+            return Ok(answer.result());
+        }
+        // Asked of a person: the call ends, and is made again once they answered.
+        if call.asked.len() < MAX_QUESTIONS {
+            call.asked.push(question);
+        }
+        Ok(ElicitResult::new(ElicitationAction::Cancel))
     }
 }
 
+/// At most this many questions are kept from one call.
+const MAX_QUESTIONS: usize = 16;
+
+/// A form request as a question for a person; `None` for a URL request (pipec declares
+/// forms only).
+fn question(key: &str, request: &ElicitRequestParams) -> Option<Question> {
+    let ElicitRequestParams::FormElicitationParams {
+        message,
+        requested_schema,
+        ..
+    } = request
+    else {
+        return None;
+    };
+    let mut schema = serde_json::to_value(requested_schema).ok()?;
+    // The dialect is the form's (a flat object of primitives), whatever it names.
+    if let Some(o) = schema.as_object_mut() {
+        o.remove("$schema");
+    }
+    let fingerprint = pipec_base::digest::sha256_hex(
+        serde_json::to_vec(&serde_json::json!([message, schema])).unwrap_or_default(),
+        16,
+    );
+    Some(Question {
+        key: key.to_string(),
+        message: message.clone(),
+        schema,
+        fingerprint,
+    })
+}
+
+/// What one round of input requests (2026-07-28) gets from the policy.
+pub(crate) enum Round {
+    /// Every request answered: the call is sent again with these.
+    Answered(InputResponses),
+    /// Some are for a person.
+    Asked(Vec<Question>, Map<String, Value>),
+    /// A request pipec does not answer (sampling).
+    Unanswerable,
+}
+
 impl Asks {
-    /// The answer to one elicitation, by the policy.
+    /// The answer to one elicitation, by a policy that does not ask a person.
     fn elicit(&self, request: &ElicitRequestParams) -> ElicitResult {
         let declined = ElicitResult::new(ElicitationAction::Decline);
-        match (self.elicitation, request) {
-            (
-                Elicitation::Defaults,
-                ElicitRequestParams::FormElicitationParams {
-                    requested_schema, ..
-                },
-            ) => {
-                let schema = serde_json::to_value(requested_schema).unwrap_or(Value::Null);
-                match defaults(&schema) {
-                    Some(content) => ElicitResult::new(ElicitationAction::Accept)
-                        .with_content(Value::Object(content)),
-                    None => declined,
-                }
+        let ElicitRequestParams::FormElicitationParams {
+            requested_schema, ..
+        } = request
+        else {
+            return declined;
+        };
+        let schema = serde_json::to_value(requested_schema).unwrap_or(Value::Null);
+        let content = match &self.elicitation {
+            Elicitation::Defaults => defaults(&schema),
+            Elicitation::Answer(given) => fitted(given, &schema),
+            Elicitation::Decline | Elicitation::Ask => None,
+        };
+        match content {
+            Some(content) => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(content))
             }
-            _ => declined,
+            None => declined,
         }
     }
 
-    /// The answers to an `input_required` result's requests, keyed as they were; `None`
-    /// when one of them is a request pipec does not answer (sampling).
-    pub(crate) fn answer(&self, requests: &InputRequests) -> Option<InputResponses> {
-        requests
-            .iter()
-            .map(|(key, request)| {
-                let answer = match request {
-                    InputRequest::Elicitation(request) => {
-                        serde_json::to_value(self.elicit(&request.params)).ok()?
+    /// The answers to an `input_required` result's requests, keyed as they were: by the
+    /// policy, by a person's earlier `answers` (the same question), or left to a person.
+    pub(crate) fn answer(&self, requests: &InputRequests, answers: &[Answer]) -> Round {
+        let mut responses = Map::new();
+        let mut questions = Vec::new();
+        for (key, request) in requests.iter() {
+            let answer = match request {
+                InputRequest::Elicitation(request) if self.elicitation == Elicitation::Ask => {
+                    match question(key, &request.params) {
+                        Some(q) => match answers.iter().find(|a| a.fingerprint == q.fingerprint) {
+                            Some(a) => serde_json::to_value(a.result()).unwrap_or(Value::Null),
+                            None => {
+                                questions.push(q);
+                                continue;
+                            }
+                        },
+                        None => serde_json::to_value(ElicitResult::new(ElicitationAction::Decline))
+                            .unwrap_or(Value::Null),
                     }
-                    InputRequest::ListRoots(_) => serde_json::json!({ "roots": [] }),
-                    // Sampling, and what later revisions add.
-                    _ => return None,
-                };
-                Some((key.clone(), answer))
-            })
-            .collect()
+                }
+                InputRequest::Elicitation(request) => {
+                    serde_json::to_value(self.elicit(&request.params)).unwrap_or(Value::Null)
+                }
+                InputRequest::ListRoots(_) => serde_json::json!({ "roots": [] }),
+                // Sampling, and what later revisions add.
+                _ => return Round::Unanswerable,
+            };
+            responses.insert(key.clone(), answer);
+        }
+        if questions.is_empty() {
+            Round::Answered(responses.into_iter().collect())
+        } else {
+            Round::Asked(questions, responses)
+        }
     }
+}
+
+/// The fields of `given` the form has, when they hold every field it requires.
+fn fitted(given: &Map<String, Value>, schema: &Value) -> Option<Map<String, Value>> {
+    let properties = schema.get("properties").and_then(Value::as_object)?;
+    let answer: Map<String, Value> = given
+        .iter()
+        .filter(|(name, _)| properties.contains_key(*name))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let required = schema.get("required").and_then(Value::as_array);
+    let complete = required
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .all(|name| answer.contains_key(name));
+    complete.then_some(answer)
 }
 
 /// The answer a form's schema writes into it: each property's `default`; `None` when a
@@ -150,20 +350,14 @@ mod tests {
 
     #[test]
     fn pipec_names_itself_and_declares_elicitation_only_when_it_answers() {
-        let declines = Asks {
-            elicitation: Elicitation::Decline,
-        }
-        .get_info();
+        let declines = Asks::new(Elicitation::Decline).get_info();
         assert_eq!(declines.client_info.name, "pipec");
         assert_eq!(declines.client_info.version, env!("CARGO_PKG_VERSION"));
         assert_eq!(
             serde_json::to_value(&declines.capabilities).expect("JSON"),
             json!({})
         );
-        let answers = Asks {
-            elicitation: Elicitation::Defaults,
-        }
-        .get_info();
+        let answers = Asks::new(Elicitation::Defaults).get_info();
         assert_eq!(
             serde_json::to_value(&answers.capabilities).expect("JSON"),
             json!({"elicitation": {"form": {}}})

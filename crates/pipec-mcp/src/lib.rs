@@ -41,7 +41,7 @@ mod stdio;
 mod tokens;
 mod types;
 
-pub use asks::Elicitation;
+pub use asks::{Answer, Asked, Called, Elicitation, Question, Resumption};
 pub use auth::{Authorization, Consent, Identity, MAX_AUTHORIZATIONS, Unattended};
 pub use error::McpError;
 pub use session::{RequestOptions, Session};

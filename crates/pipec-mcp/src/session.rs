@@ -21,7 +21,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{Peer, RoleClient, ServiceError};
 use serde_json::{Map, Value};
 
-use super::asks::Asks;
+use super::asks::{Asked, Asks, Called, Elicitation, InFlight, Resumption, Round};
 use super::auth::{self, Authorizer};
 use super::convert::{self, Unusable};
 use super::discover_probe::DiscoverProbe;
@@ -72,6 +72,8 @@ pub struct Session {
     protocol_version: String,
     offers: Offers,
     asks: Asks,
+    /// Taken by a call that may be asked on a 2025-11-25 session ([`Session::call`]).
+    asking: tokio::sync::Mutex<()>,
     /// Over HTTP with OAuth: what authorizes again when the server refuses.
     authorizer: Option<Authorizer>,
     closed: AtomicBool,
@@ -106,9 +108,7 @@ impl Session {
     pub async fn connect(config: ServerConfig) -> Result<Session, McpError> {
         let garbage = Arc::new(GarbageLines::default());
         let largest_read_buffer = Arc::new(AtomicUsize::new(0));
-        let asks = Asks {
-            elicitation: config.elicitation,
-        };
+        let asks = Asks::new(config.elicitation.clone());
         let mut authorizing = None;
         let (handshake, process, stderr, refusal) = match &config.transport {
             TransportConfig::Stdio {
@@ -269,6 +269,7 @@ impl Session {
             protocol_version,
             offers,
             asks,
+            asking: tokio::sync::Mutex::new(()),
             authorizer: authorizing,
             closed: AtomicBool::new(false),
         })
@@ -444,8 +445,9 @@ impl Session {
     /// Calls a tool; `meta` goes in the request's `_meta` (the idempotency key). A server
     /// that answers `input_required` (2026-07-28) is answered by the session's policy
     /// and the call sent again, with its `requestState` as given, up to eight times, all
-    /// within the one timeout; a request the policy does
-    /// not answer (sampling) fails the call with [`McpError::InputRequired`].
+    /// within the one timeout; a question the policy leaves to a person, or a request it
+    /// does not answer (sampling), fails the call with [`McpError::InputRequired`]
+    /// ([`Session::call`] gives the questions instead).
     pub async fn call_tool(
         &self,
         name: &str,
@@ -453,9 +455,98 @@ impl Session {
         meta: Map<String, Value>,
         options: RequestOptions,
     ) -> Result<ToolResult, McpError> {
+        match self
+            .call(name, arguments, meta, options, &Resumption::default())
+            .await?
+        {
+            Called::Result(result) => Ok(result),
+            Called::Asked(_) => Err(self.unusable(Unusable::InputRequired)),
+        }
+    }
+
+    /// Calls a tool, carrying what an earlier call that was asked needs to go on (the
+    /// answers; for 2026-07-28 its round's `requestState` and other responses). With
+    /// [`Elicitation::Ask`], questions end the call with [`Called::Asked`]: an
+    /// `input_required` result's forms (2026-07-28), or the `elicitation/create` requests
+    /// that came while it ran (2025-11-25), each told `cancel` and asked again when the
+    /// call is made again, when its stored answer is given. Those requests do not say
+    /// which call they belong to, so on a 2025-11-25 session with that policy the calls
+    /// are made one at a time.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        meta: Map<String, Value>,
+        options: RequestOptions,
+        resumption: &Resumption,
+    ) -> Result<Called, McpError> {
+        let asks_during = self.asks.elicitation == Elicitation::Ask
+            && self.protocol_version.as_str() < ProtocolVersion::V_2026_07_28.as_str();
+        let _turn = match asks_during {
+            true => Some(self.asking.lock().await),
+            false => None,
+        };
+        let in_flight = |call: Option<InFlight>| {
+            let mut slot = self
+                .asks
+                .in_flight
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            std::mem::replace(&mut *slot, call)
+        };
+        if asks_during {
+            in_flight(Some(InFlight {
+                answers: resumption.answers.clone(),
+                asked: Vec::new(),
+            }));
+        }
+        let mut outcome = self
+            .rounds(name, arguments.clone(), meta.clone(), options, resumption)
+            .await;
+        if resumption.request_state.is_some() && matches!(outcome, Err(McpError::Server { .. })) {
+            // A server that no longer takes the round's state (it expired, or the
+            // server restarted with new keys) is asked from the start: each question it
+            // asks again is answered as before.
+            let afresh = Resumption {
+                answers: resumption.answers.clone(),
+                ..Resumption::default()
+            };
+            outcome = self.rounds(name, arguments, meta, options, &afresh).await;
+        }
+        if asks_during
+            && let Some(call) = in_flight(None)
+            && !call.asked.is_empty()
+        {
+            // What the server did with the cancelled form does not count: the call is
+            // made again once a person answered.
+            return Ok(Called::Asked(Asked {
+                questions: call.asked,
+                request_state: None,
+                responses: Map::new(),
+            }));
+        }
+        outcome
+    }
+
+    /// The rounds of one tool call: sent, and sent again while the server answers
+    /// `input_required` and the policy answers its requests.
+    async fn rounds(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        meta: Map<String, Value>,
+        options: RequestOptions,
+        resumption: &Resumption,
+    ) -> Result<Called, McpError> {
         let mut params = CallToolRequestParams::new(name.to_string()).with_arguments(arguments);
         if !meta.is_empty() {
             params.meta = Some(RequestMetaObject::from(meta));
+        }
+        if let Some(state) = &resumption.request_state {
+            let responses = resumption.responses.clone();
+            params.input_responses =
+                (!responses.is_empty()).then(|| responses.into_iter().collect());
+            params.request_state = Some(state.clone());
         }
         let timeout = options.timeout.unwrap_or(self.config.request_timeout);
         let deadline = Instant::now() + timeout;
@@ -469,7 +560,9 @@ impl Session {
                 .await?;
             let raw = self.raw(result, found)?;
             if raw.get("resultType").and_then(Value::as_str) != Some("input_required") {
-                return convert::tool_result(raw).map_err(|u| self.unusable(u));
+                return convert::tool_result(raw)
+                    .map(Called::Result)
+                    .map_err(|u| self.unusable(u));
             }
             let asked: InputRequiredResult = serde_json::from_value(raw).map_err(|e| {
                 self.protocol(format!(
@@ -482,11 +575,20 @@ impl Session {
                     "{what}: an input_required result with neither input requests nor a requestState"
                 )));
             }
-            let Some(answers) = self.asks.answer(&requests) else {
-                return Err(self.unusable(Unusable::InputRequired));
-            };
-            params.input_responses = (!answers.is_empty()).then_some(answers);
-            params.request_state = asked.request_state;
+            match self.asks.answer(&requests, &resumption.answers) {
+                Round::Answered(answers) => {
+                    params.input_responses = (!answers.is_empty()).then_some(answers);
+                    params.request_state = asked.request_state;
+                }
+                Round::Asked(questions, responses) => {
+                    return Ok(Called::Asked(Asked {
+                        questions,
+                        request_state: asked.request_state,
+                        responses,
+                    }));
+                }
+                Round::Unanswerable => return Err(self.unusable(Unusable::InputRequired)),
+            }
         }
         Err(self.protocol(format!(
             "{what}: still input_required after {MAX_INPUT_ROUNDS} rounds"

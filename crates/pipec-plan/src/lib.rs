@@ -180,6 +180,9 @@ pub struct Server {
     /// How pipec authorizes with a `url` server that asks for OAuth.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oauth: Option<OAuth>,
+    /// What pipec answers when the server asks for input during a tool call.
+    #[serde(default, skip_serializing_if = "Elicitation::is_decline")]
+    pub elicitation: Elicitation,
     /// URI patterns it serves (routing).
     pub resources: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -212,6 +215,32 @@ pub struct OAuth {
     /// The scopes to ask for first (else those the server's challenge or metadata names).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scopes: Vec<String>,
+}
+
+/// What pipec answers when a server asks for input (a form) during a tool call: MCP's
+/// elicitation (2025-11-25), or the form requests of an `input_required` result
+/// (2026-07-28).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Elicitation {
+    /// Says no to every form (and does not tell the server it may ask).
+    #[default]
+    Decline,
+    /// The thread waits at a gate whose answer is the form; the call is made again
+    /// with the answer, in this process or another, however long after.
+    Ask,
+    /// Fills a form with the defaults it declares; says no when a required field has
+    /// none.
+    Defaults,
+    /// Fills every form with these fields (those it has); says no when they lack a
+    /// field it requires.
+    Answer(BTreeMap<String, serde_json::Value>),
+}
+
+impl Elicitation {
+    fn is_decline(&self) -> bool {
+        *self == Elicitation::Decline
+    }
 }
 
 /// How pipec obtains tokens.

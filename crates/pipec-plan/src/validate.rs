@@ -284,6 +284,20 @@ impl<'p> Validator<'p> {
                     });
                 }
             }
+            if let crate::Elicitation::Answer(fields) = &s.elicitation {
+                let field = |v: &serde_json::Value| match v {
+                    serde_json::Value::Array(items) => items.iter().all(|i| i.is_string()),
+                    v => v.is_string() || v.is_number() || v.is_boolean(),
+                };
+                if let Some((name, _)) = fields.iter().find(|(_, v)| !field(v)) {
+                    return Err(Violation::Malformed {
+                        place,
+                        why: format!(
+                            "its elicitation answer's field `{name}` is not what a form takes (a string, a number, a boolean, a list of strings)"
+                        ),
+                    });
+                }
+            }
             let line = s.command.iter().chain(&s.args).chain(&s.url);
             for v in line.filter_map(ServerValue::config) {
                 if let ConfigValue::Secret { var } = v {

@@ -135,6 +135,7 @@ mod tests {
                 })
                 .collect(),
             oauth,
+            elicitation: Default::default(),
             resources: Vec::new(),
             startup_timeout_ms: None,
             timeout_ms: None,

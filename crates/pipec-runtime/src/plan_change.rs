@@ -113,7 +113,22 @@ pub(crate) fn check_identity(
         let is_approval = plan.node(owner).is_some_and(
             |n| matches!(&n.body, pipec_plan::Body::Model { approve, .. } if !approve.is_empty()),
         );
-        if !is_gate && !is_approval {
+        // A server's question during a call belongs to the node that makes the call,
+        // which must still call a server that asks.
+        let is_question = gate.ask.is_some()
+            && plan.node(owner).is_some_and(|n| {
+                let tools: Vec<&String> = match &n.body {
+                    pipec_plan::Body::Call { tool, .. } => vec![tool],
+                    pipec_plan::Body::Model { tools, .. } => tools.iter().collect(),
+                    _ => Vec::new(),
+                };
+                tools.into_iter().any(|t| {
+                    plan.tools.iter().any(|d| {
+                        &d.name == t && crate::executor::questions::asks_people(plan, &d.server)
+                    })
+                })
+            });
+        if !is_gate && !is_approval && !is_question {
             return Err(foreign(
                 format!(
                     "the thread waits at the gate `{name}`, which this version of `{}` does not have",

@@ -150,6 +150,7 @@ pub(crate) fn gate(node: &str) -> GateRec {
         answer: None,
         answered_ms: 0,
         answered_by: None,
+        ask: None,
     }
 }
 

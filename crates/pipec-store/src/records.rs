@@ -250,6 +250,9 @@ pub enum CallState {
     Refused,
     /// A person decided what happened (`--resolve`).
     Resolved,
+    /// The server asked for input before it answered (MCP elicitation,
+    /// `input_required`); the call is made again with a person's answer.
+    Asked,
 }
 
 impl CallState {
@@ -261,6 +264,7 @@ impl CallState {
             CallState::Unknown => "unknown",
             CallState::Refused => "refused",
             CallState::Resolved => "resolved",
+            CallState::Asked => "asked",
         }
     }
 }
@@ -424,6 +428,10 @@ pub struct GateRec {
     /// `cli`, `pre-answer`, `timeout`, `api`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answered_by: Option<String>,
+    /// For a gate a server's question opened during a tool call: what the call needs
+    /// to be made again with the answer (the runtime's; opaque to the store).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ask: Option<Value>,
 }
 
 /// A record of one attempt (one process working on a thread).

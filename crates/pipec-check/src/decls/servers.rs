@@ -22,6 +22,7 @@ pub(crate) fn empty_server(info: DeclInfo) -> ServerDef {
         url: None,
         headers: Vec::new(),
         oauth: None,
+        elicitation: pipec_plan::Elicitation::Decline,
         resources: Vec::new(),
         startup_timeout_ms: None,
         timeout_ms: None,
@@ -37,10 +38,13 @@ const SERVER_SETTINGS: &[&str] = &[
     "url",
     "headers",
     "oauth",
+    "elicitation",
     "resources",
     "startup_timeout",
     "timeout",
 ];
+
+const ELICITATION_VALUES: &str = "\"ask\" (a person answers at a gate), \"decline\" (the default), \"defaults\" (the form's own defaults), or a record of the answer: `{ confirm: true }`";
 
 const OAUTH_SETTINGS: &[&str] = &[
     "client_id",
@@ -124,6 +128,10 @@ impl Checker<'_> {
                 "OAuth is for servers reached over HTTP: give it a `url`, or remove `oauth`",
             );
         }
+        let elicitation = self
+            .expr_of(&s, "elicitation", ELICITATION_VALUES)
+            .map(|e| self.check_elicitation(file, e))
+            .unwrap_or_default();
         let mut resources = Vec::new();
         for (pattern, span) in self.strings_setting(&s, "resources").unwrap_or_default() {
             if let Some(t) = self.uri_template_at(file, &pattern, span, None) {
@@ -141,10 +149,60 @@ impl Checker<'_> {
         server.env = env;
         server.headers = headers;
         server.oauth = oauth;
+        server.elicitation = elicitation;
         server.resources = resources;
         server.startup_timeout_ms = startup_timeout_ms;
         server.timeout_ms = timeout_ms;
         server.base_dir = base_dir;
+    }
+
+    /// A server's `elicitation`: `"decline"`, `"ask"`, `"defaults"`, or a record of
+    /// the fields to answer every form with (strings, numbers, booleans, lists of
+    /// strings: what a form's fields take).
+    fn check_elicitation(&mut self, file: FileId, e: &ast::Expr) -> pipec_plan::Elicitation {
+        use pipec_plan::Elicitation;
+        const EXPECTED: &str = ELICITATION_VALUES;
+        match &e.kind {
+            ExprKind::Str(lit) => match lit.value.as_str() {
+                "decline" => Elicitation::Decline,
+                "ask" => Elicitation::Ask,
+                "defaults" => Elicitation::Defaults,
+                _ => {
+                    self.wrong_value(file, lit.span, "elicitation", EXPECTED);
+                    Elicitation::Decline
+                }
+            },
+            ExprKind::Record(entries) => {
+                let mut answer = std::collections::BTreeMap::new();
+                for entry in entries {
+                    let value = crate::settings::literal_json(&entry.value);
+                    let fits = match &value {
+                        Some(serde_json::Value::Array(items)) => {
+                            items.iter().all(|i| i.is_string())
+                        }
+                        Some(v) => v.is_string() || v.is_number() || v.is_boolean(),
+                        None => false,
+                    };
+                    match value {
+                        Some(v) if fits => {
+                            answer.insert(entry.key.name.clone(), v);
+                        }
+                        _ => self.wrong_value(
+                            file,
+                            entry.value.span,
+                            "elicitation",
+                            "a field of a form: a string, a number, a boolean or a list of strings",
+                        ),
+                    }
+                }
+                Elicitation::Answer(answer)
+            }
+            ExprKind::Error => Elicitation::Decline,
+            _ => {
+                self.wrong_value(file, e.span, "elicitation", EXPECTED);
+                Elicitation::Decline
+            }
+        }
     }
 
     /// A server's `command`, `url` or one of its `args`: a string, or `env("NAME")`,

@@ -77,6 +77,7 @@ impl Attempt {
                 answer: Some(answer.clone()),
                 answered_ms: now,
                 answered_by: Some("pre-answer".into()),
+                ask: None,
             };
             self.buffer
                 .push(Write::Gate(node.name.clone(), rec.clone()));
@@ -101,6 +102,7 @@ impl Attempt {
             answer: None,
             answered_ms: 0,
             answered_by: None,
+            ask: None,
         };
         self.buffer
             .push(Write::Gate(node.name.clone(), rec.clone()));

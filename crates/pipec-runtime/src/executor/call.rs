@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::questions::{Questions, asks_people};
 use super::{Executor, TryContext, TryError, TryFuture, fatal};
 use crate::error::RuntimeError;
 use crate::eval;
@@ -18,9 +19,9 @@ use crate::resources::results::{self, ResultError};
 use crate::resources::{manifest, servers::Servers};
 use crate::validate::Mode;
 use pipec_diagnostic::{self as codes, Rule};
-use pipec_mcp::{McpError, RequestOptions};
+use pipec_mcp::{Called, McpError, RequestOptions, Resumption};
 use pipec_plan::{Body, Node, Plan, Tool};
-use pipec_store::CallKind;
+use pipec_store::{CallKind, CallState, Write};
 
 pub(crate) struct Call;
 
@@ -198,13 +199,54 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
         limit: Some(message_limit),
     };
     let scrub = |s: &str| shared.scrubber.scrub(s);
+    // A server that may ask a person: the call carries the answers so far.
+    let questions = asks_people(&shared.plan, &tool.server).then(|| Questions {
+        cx: &cx,
+        call: format!("{}:g{}:i{}", node.name, unit.generation, unit.item),
+        server: &tool.server,
+        tool: &tool.name,
+    });
+    let resumption = match &questions {
+        Some(q) => q.resumption().await?,
+        None => Resumption::default(),
+    };
     let result = shared
         .resources
         .servers
-        .call_tool(&tool.server, &tool.wire_name, sent, meta, options)
+        .call(
+            &tool.server,
+            &tool.wire_name,
+            sent,
+            meta,
+            options,
+            &resumption,
+        )
         .await;
     let result = match result {
-        Ok(r) => r,
+        Ok(Called::Result(r)) => r,
+        Ok(Called::Asked(asked)) => {
+            // A journaled call's row says it is made again once answered (not an
+            // unfinished effect), committed with the questions.
+            let mut writes = Vec::new();
+            if let Some(started) = cx.started {
+                let key = journal::key(&node.name, unit.generation, unit.item, unit.step);
+                writes.push(Write::Call(
+                    key,
+                    journal::finished_row(started, CallState::Asked, None),
+                ));
+            }
+            return Err(match &questions {
+                Some(q) => q.ask(asked, &mut writes).await,
+                None => fatal(
+                    &cx,
+                    &codes::INTERNAL_ERROR,
+                    format!(
+                        "`{}`: the server `{}` asked a person",
+                        node.name, tool.server
+                    ),
+                ),
+            });
+        }
         Err(McpError::TooLarge {
             server,
             limit: cut,

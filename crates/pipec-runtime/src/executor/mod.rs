@@ -10,6 +10,7 @@ mod call;
 mod exec;
 mod host;
 mod pure;
+pub(crate) mod questions;
 mod think;
 pub(crate) mod tries;
 

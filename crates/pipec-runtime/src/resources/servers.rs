@@ -22,8 +22,8 @@ use crate::config;
 use crate::credentials;
 use crate::secrets::Scrubber;
 use pipec_mcp::{
-    Body, Elicitation, McpError, RequestOptions, ResourceContent, ServerConfig, Session, ToolInfo,
-    ToolResult, TransportConfig,
+    Body, Called, Elicitation, McpError, RequestOptions, ResourceContent, Resumption, ServerConfig,
+    Session, ToolInfo, ToolResult, TransportConfig,
 };
 use pipec_plan::{ConfigValue, Plan, Server, ServerValue};
 
@@ -41,6 +41,27 @@ pub trait Servers: Send + Sync {
         meta: Map<String, Value>,
         options: RequestOptions,
     ) -> ServerFuture<'a, ToolResult>;
+
+    /// Calls a tool carrying what an earlier call the server asked during needs to go
+    /// on ([`Resumption`]); the server's questions for a person end it with
+    /// [`Called::Asked`]. By default a plain [`Servers::call_tool`]: servers that never
+    /// ask need nothing else.
+    fn call<'a>(
+        &'a self,
+        server: &'a str,
+        tool: &'a str,
+        arguments: Map<String, Value>,
+        meta: Map<String, Value>,
+        options: RequestOptions,
+        resumption: &'a Resumption,
+    ) -> ServerFuture<'a, Called> {
+        let _ = resumption;
+        Box::pin(async move {
+            self.call_tool(server, tool, arguments, meta, options)
+                .await
+                .map(Called::Result)
+        })
+    }
 
     /// Reads a resource.
     fn read<'a>(
@@ -163,6 +184,27 @@ impl Servers for McpServers {
         Box::pin(async move {
             let session = self.session(server).await?;
             let result = session.call_tool(tool, arguments, meta, options).await;
+            if let Err(e) = &result {
+                self.forget_if_dead(server, e).await;
+            }
+            result
+        })
+    }
+
+    fn call<'a>(
+        &'a self,
+        server: &'a str,
+        tool: &'a str,
+        arguments: Map<String, Value>,
+        meta: Map<String, Value>,
+        options: RequestOptions,
+        resumption: &'a Resumption,
+    ) -> ServerFuture<'a, Called> {
+        Box::pin(async move {
+            let session = self.session(server).await?;
+            let result = session
+                .call(tool, arguments, meta, options, resumption)
+                .await;
             if let Err(e) = &result {
                 self.forget_if_dead(server, e).await;
             }
@@ -297,7 +339,14 @@ fn server_config(
             .map_or(DEFAULT_REQUEST_TIMEOUT, Duration::from_millis),
         max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
         redact: Arc::new(scrubber),
-        elicitation: Elicitation::Decline,
+        elicitation: match &s.elicitation {
+            pipec_plan::Elicitation::Decline => Elicitation::Decline,
+            pipec_plan::Elicitation::Ask => Elicitation::Ask,
+            pipec_plan::Elicitation::Defaults => Elicitation::Defaults,
+            pipec_plan::Elicitation::Answer(fields) => {
+                Elicitation::Answer(fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            }
+        },
         authorization: credentials::authorization(
             s,
             &transport_url(&s.url, &text),
@@ -360,6 +409,19 @@ impl Servers for WithOverrides {
         options: RequestOptions,
     ) -> ServerFuture<'a, ToolResult> {
         self.inner.call_tool(server, tool, arguments, meta, options)
+    }
+
+    fn call<'a>(
+        &'a self,
+        server: &'a str,
+        tool: &'a str,
+        arguments: Map<String, Value>,
+        meta: Map<String, Value>,
+        options: RequestOptions,
+        resumption: &'a Resumption,
+    ) -> ServerFuture<'a, Called> {
+        self.inner
+            .call(server, tool, arguments, meta, options, resumption)
     }
 
     fn read<'a>(

@@ -103,8 +103,19 @@ impl Runner {
         answer: &Value,
         rows: Option<&BTreeMap<String, pipec_store::GateRec>>,
     ) -> Result<(), RuntimeError> {
-        // The approval gate of a call (named after the call) is the thread's, not the
-        // plan's: its row says what it takes.
+        let size = serde_json::to_vec(answer).map_or(0, |b| b.len());
+        if size > self.max_answer_bytes {
+            return Err(RuntimeError::new(
+                &codes::GATE_ANSWER_INVALID,
+                format!(
+                    "the answer to `{gate}` is {size} bytes, more than the {} an answer may have",
+                    self.max_answer_bytes
+                ),
+            )
+            .help("put large content where the pipeline can read it (a file, a resource) and answer with a reference; or raise the cap with `--max-answer-bytes`"));
+        }
+        // The approval gate of a call, and a server's question during one (named after
+        // the call), are the thread's, not the plan's: the row says what it takes.
         let approvals = || {
             rows.into_iter().flatten().filter(|(_, g)| {
                 self.plan
@@ -117,13 +128,18 @@ impl Runner {
                 .validators
                 .check(&row.schema, answer, Mode::Closed)
                 .map_err(|e| {
+                    let help = match row.ask {
+                        Some(_) => format!(
+                            "answer with the fields of the form the server sent, as JSON, or null to decline; `pipec show` has the form: {}",
+                            serde_json::to_string(&row.schema).unwrap_or_default()
+                        ),
+                        None => r#"answer with {"approved": true}, or {"approved": false, "note": "why"}"#.to_string(),
+                    };
                     RuntimeError::new(
                         &codes::GATE_ANSWER_INVALID,
                         format!("the answer to `{gate}` does not fit: {e}"),
                     )
-                    .help(
-                        r#"answer with {"approved": true}, or {"approved": false, "note": "why"}"#,
-                    )
+                    .help(help)
                 });
         }
         let gates = || {
@@ -145,17 +161,6 @@ impl Runner {
             }
             return Err(e);
         };
-        let size = serde_json::to_vec(answer).map_or(0, |b| b.len());
-        if size > self.max_answer_bytes {
-            return Err(RuntimeError::new(
-                &codes::GATE_ANSWER_INVALID,
-                format!(
-                    "the answer to `{gate}` is {size} bytes, more than the {} an answer may have",
-                    self.max_answer_bytes
-                ),
-            )
-            .help("put large content where the pipeline can read it (a file, a resource) and answer with a reference; or raise the cap with `--max-answer-bytes`"));
-        }
         self.validators
             .check(&node.output, answer, Mode::Closed)
             .map_err(|e| {

@@ -56,6 +56,7 @@ impl ToolCall<'_, '_> {
                     answer: None,
                     answered_ms: 0,
                     answered_by: None,
+                    ask: None,
                 };
                 self.commit(&mut vec![
                     Write::Gate(gate.clone(), rec.clone()),

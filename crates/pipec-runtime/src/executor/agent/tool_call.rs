@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use super::super::questions::{Questions, asks_people};
 use super::super::{TryContext, TryError, call::call_failure, fatal};
 use super::transcript::{self, Outcome, Row, Rows};
 use crate::hydrate::heal::IDEMPOTENCY_META;
@@ -16,7 +17,7 @@ use crate::llm;
 use crate::resources::results::{self, ResultError};
 use crate::resources::{manifest, servers::Servers};
 use pipec_diagnostic as codes;
-use pipec_mcp::{McpError, RequestOptions};
+use pipec_mcp::{Called, McpError, RequestOptions, Resumption};
 use pipec_plan::{Tool, ToolKind};
 use pipec_store::{CallKey, CallKind, CallRec, CallState, Event, ResourceRef, Write};
 
@@ -213,13 +214,46 @@ impl<'c, 'a> ToolCall<'c, 'a> {
             timeout: timeout_ms.or(tool.timeout_ms).map(Duration::from_millis),
             limit: Some((limit as usize).saturating_mul(2).saturating_add(64 * 1024)),
         };
+        // A server that may ask a person: the call carries the answers so far.
+        let questions = asks_people(&shared.plan, &tool.server).then(|| Questions {
+            cx: self.cx,
+            call: self.key.display(),
+            server: &tool.server,
+            tool: &tool.name,
+        });
+        let resumption = match &questions {
+            Some(q) => q.resumption().await?,
+            None => Resumption::default(),
+        };
         let result = shared
             .resources
             .servers
-            .call_tool(&tool.server, &tool.wire_name, args, meta, options)
+            .call(
+                &tool.server,
+                &tool.wire_name,
+                args,
+                meta,
+                options,
+                &resumption,
+            )
             .await;
         let result = match result {
-            Ok(r) => r,
+            Ok(Called::Result(r)) => r,
+            Ok(Called::Asked(asked)) => {
+                let Some(q) = &questions else {
+                    return Err(fatal(
+                        self.cx,
+                        &codes::INTERNAL_ERROR,
+                        format!("the server `{}` asked a person", tool.server),
+                    ));
+                };
+                // Its row says it is made again once answered (not an unfinished effect).
+                if !self.repeatable {
+                    let rec = self.row(CallKind::Tool, CallState::Asked, None, None);
+                    writes.push(Write::Call(self.key.clone(), rec));
+                }
+                return Err(q.ask(asked, writes).await);
+            }
             Err(e) => return self.failed(e, limit, rows, writes),
         };
         let refs = match manifest::lift(

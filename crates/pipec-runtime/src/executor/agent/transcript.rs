@@ -211,6 +211,8 @@ pub(super) fn replayed(
 ) -> Option<Result<Outcome, TryError>> {
     match done.state {
         CallState::Ok if done.kind == CallKind::Read => None,
+        // The server asked a person: the call is made again with the answer.
+        CallState::Asked => None,
         CallState::Ok | CallState::ToolError | CallState::Refused => Some(Ok(from_row(done))),
         CallState::Resolved => match done.decision {
             Some(CallDecision::RetryRequested) => None,
