@@ -572,3 +572,45 @@ output report = report
     });
     assert!(said.contains("OAuth and an Authorization header"), "{said}");
 }
+
+#[test]
+fn a_servers_elicitation_answer_reaches_the_plan_and_a_forged_nested_field_is_refused() {
+    let plan = compile_text(
+        r#"
+server crm {
+  command = "pipec-demo-crm"
+  elicitation = { confirm: true, note: "ok", tags: ["a", "b"], amount: 3 }
+}
+
+tool close_deal(deal_id: string) -> json from crm
+
+input deal_id: string
+
+act closed(deal_id: string = input.deal_id) -> json {
+  call = close_deal(deal_id: deal_id)
+}
+
+output closed = closed
+"#,
+    );
+    let text = plan.to_json();
+    let json: serde_json::Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(
+        json["servers"][0]["elicitation"],
+        serde_json::json!({
+            "answer": {"amount": 3, "confirm": true, "note": "ok", "tags": ["a", "b"]},
+        })
+    );
+    assert_eq!(Plan::from_json(&text), Ok(plan.clone()));
+    // A field that is not what a form takes (here a record) is refused by the load checks,
+    // even in a plan hashed again, as a forger would.
+    let mut forged = json.clone();
+    forged["servers"][0]["elicitation"] = serde_json::json!({"answer": {"x": {"y": 1}}});
+    let mut plan: Plan = serde_json::from_value(forged.clone()).expect("a plan's shape");
+    plan.hash = pipec::plan::hash_plan(&plan);
+    let said = match Plan::from_json(&plan.to_json()) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("a forged plan loaded: {forged}"),
+    };
+    assert!(said.contains("elicitation answer's field `x`"), "{said}");
+}

@@ -3,8 +3,8 @@
 elicitation as durable gates.
 
 On 2026-07-28 the questions come back as an `input_required` result whose
-`requestState` the SDK seals with a key of this process; on 2025-11-25 (`--legacy`)
-they are `elicitation/create` requests sent in the middle of the call.
+`requestState` the SDK seals with a key of this process; on 2025-11-25 they would be
+`elicitation/create` requests sent in the middle of the call.
 
 What it offers
   tool pay(amount, to)       asks "Pay AMOUNT to TO?" (confirm: bool, note?: str); pays
@@ -12,7 +12,6 @@ What it offers
   tool pay_twice(amount, to) asks the same, then asks for a reference (two rounds)
 
 Options
-  --legacy      speak 2025-11-25 only (no server/discover)
   --log FILE    append one JSON line per payment made and per question asked
   --slow SECS   wait this long after the answers, before paying (a window to kill a client)
 """
@@ -25,7 +24,6 @@ import sys
 import time
 
 parser = argparse.ArgumentParser()
-parser.add_argument("--legacy", action="store_true")
 parser.add_argument("--log")
 parser.add_argument("--slow", type=float, default=0.0)
 options = parser.parse_args()
@@ -43,17 +41,6 @@ from mcp.server.mcpserver import (  # noqa: E402
 )
 
 server = MCPServer("payments", log_level="WARNING")
-
-if options.legacy:
-    # As a server of before 2026-07-28: `server/discover` is a method it does not have,
-    # so a client falls back to the initialize handshake of 2025-11-25.
-    from mcp.shared.exceptions import MCPError
-    from mcp_types import METHOD_NOT_FOUND, RequestParams
-
-    async def no_discover(ctx, params):
-        raise MCPError(METHOD_NOT_FOUND, "Method not found")
-
-    server._lowlevel_server.add_request_handler("server/discover", RequestParams, no_discover)
 
 
 def log(entry: dict) -> None:

@@ -12,6 +12,7 @@ mod embed_mcp;
 mod hydration;
 mod mcp_cli;
 mod mcp_client;
+mod mcp_elicitation;
 mod mcp_faults;
 mod mcp_oauth;
 mod mcp_scenario;

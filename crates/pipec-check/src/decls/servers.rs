@@ -190,8 +190,8 @@ impl Checker<'_> {
                         _ => self.wrong_value(
                             file,
                             entry.value.span,
-                            "elicitation",
-                            "a field of a form: a string, a number, a boolean or a list of strings",
+                            &format!("elicitation.{}", entry.key.name),
+                            "what a form's field holds: a string, a number, a boolean or a list of strings",
                         ),
                     }
                 }
