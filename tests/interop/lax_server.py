@@ -14,7 +14,10 @@ that way.
 Tools (tools/list)
   lookup        read-only; returns {"found": arguments.key}
   long_report   `execution.taskSupport` is "required": a call without a task is
-                refused with -32601, as MCP 2025-11-25 says
+                refused with -32601, as MCP 2025-11-25 says; a call with one is
+                answered with the task, `working` at the first `tasks/get` and
+                `completed` at the next, and `tasks/result` gives
+                {"report": arguments.quarter}
 
 Environment
   LAX_LOG       a file that gets the method of every message received, one a line
@@ -51,6 +54,20 @@ TOOLS = [
 ]
 
 
+TASKS: dict = {}
+
+
+def task_state(task_id: str, status: str) -> dict:
+    return {
+        "taskId": task_id,
+        "status": status,
+        "ttl": 60000,
+        "pollInterval": 100,
+        "createdAt": "2026-12-05T00:00:00Z",
+        "lastUpdatedAt": "2026-12-05T00:00:00Z",
+    }
+
+
 def send(message: dict) -> None:
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
@@ -70,7 +87,7 @@ def handle(message: dict, refuse_discover: bool, strict: bool) -> None:
         log(method)
     if method is None or request_id is None:
         return  # a notification, or an answer
-    known = ("initialize", "tools/list", "tools/call")
+    known = ("initialize", "tools/list", "tools/call", "tasks/get", "tasks/result")
     if strict and method not in known or refuse_discover and method == "server/discover":
         send({
             "jsonrpc": "2.0",
@@ -97,10 +114,25 @@ def handle(message: dict, refuse_discover: bool, strict: bool) -> None:
                 "error": {"code": -32601, "message": "long_report must be called as a task"},
             })
             return
+        if name == "long_report":
+            task_id = f"task-{len(TASKS) + 1}"
+            TASKS[task_id] = {"polls": 0, "quarter": arguments.get("quarter")}
+            result = {"task": task_state(task_id, "working")}
+            send({"jsonrpc": "2.0", "id": request_id, "result": result})
+            return
         result = {
             "content": [{"type": "text", "text": json.dumps({"found": arguments.get("key")})}],
             "structuredContent": {"found": arguments.get("key")},
         }
+    elif method in ("tasks/get", "tasks/result") and (message.get("params") or {}).get("taskId") in TASKS:
+        task_id = message["params"]["taskId"]
+        task = TASKS[task_id]
+        if method == "tasks/get":
+            task["polls"] += 1
+            result = task_state(task_id, "working" if task["polls"] < 2 else "completed")
+        else:
+            report = {"report": task["quarter"]}
+            result = {"content": [{"type": "text", "text": json.dumps(report)}], "structuredContent": report}
     else:
         # What a lax server answers to anything it does not know.
         result = {}

@@ -16,6 +16,7 @@ mod mcp_elicitation;
 mod mcp_faults;
 mod mcp_oauth;
 mod mcp_scenario;
+mod mcp_tasks;
 mod reference_servers;
 mod serve_interop;
 mod serve_security;

@@ -81,7 +81,11 @@ async fn call(session: &Session, tool: &str, args: Value) -> Result<ToolResult, 
 }
 
 fn options(limit: Option<usize>, timeout: Option<Duration>) -> RequestOptions {
-    RequestOptions { timeout, limit }
+    RequestOptions {
+        timeout,
+        limit,
+        task: false,
+    }
 }
 
 fn ms(d: Duration) -> f64 {

@@ -933,12 +933,12 @@ reader page(id: string) -> json from lax {
     );
 }
 
-/// A tool the server runs only as an MCP task fails every call pipec makes (pipec calls
-/// without tasks), so it is said before anything runs: `tools pull` leaves it out and
-/// says why, `check --online` and a run refuse its declaration (R0502), and `--format
-/// json` shows the listing with its `execution` as the server sent it.
+/// A tool the server runs only as an MCP task (2025-11-25): `tools pull` declares it
+/// with `task = "required"`, `check --online` takes the declaration, and a run calls it as
+/// a task, polls `tasks/get` until it is done and takes the result from `tasks/result`;
+/// `--format json` shows the listing with its `execution` as the server sent it.
 #[test]
-fn a_tool_that_runs_only_as_a_task_is_said_by_pull_and_refused_by_check_online_and_run() {
+fn a_tool_that_runs_only_as_a_task_is_pulled_checked_and_called_as_a_task() {
     let p = Project::new("lax-task");
     let log = p.dir.join("methods.log");
     let server = lax_block("lax", &["--strict"], &log);
@@ -947,15 +947,12 @@ fn a_tool_that_runs_only_as_a_task_is_said_by_pull_and_refused_by_check_online_a
     let (text, err) = (stdout(&out), stderr(&out));
     assert_eq!(code(&out), 0, "{text}{err}");
     assert!(text.contains("tool lookup("), "{text}");
-    assert!(!text.contains("tool long_report("), "{text}");
-    assert!(
-        text.contains("// `long_report` is left out: the server runs it only as an MCP task"),
-        "{text}"
-    );
-    assert!(
-        err.contains("warning: the server `lax` runs `long_report` only as an MCP task"),
-        "{err}"
-    );
+    let declared = &text[text
+        .find("tool long_report(")
+        .expect("long_report is pulled")..];
+    let declared = &declared[..declared.find("}\n").unwrap_or(declared.len())];
+    assert!(declared.contains("task = \"required\""), "{text}");
+    assert!(!err.contains("warning"), "{err}");
 
     let raw = json(&pull(&p, &["lax", "lax.pipe", "--format", "json"]));
     let listed = raw["tools"]
@@ -969,13 +966,18 @@ fn a_tool_that_runs_only_as_a_task_is_said_by_pull_and_refused_by_check_online_a
 
     let text = server
         + r#"
-tool long_report(quarter: string) -> json from lax {
+type Report {
+  report: string
+}
+
+tool long_report(quarter: string) -> Report from lax {
   read_only = true
+  task = "required"
 }
 
 input quarter: string
 
-node report(quarter: string = input.quarter) -> json {
+node report(quarter: string = input.quarter) -> Report {
   call = long_report(quarter: quarter)
 }
 
@@ -983,27 +985,20 @@ output report = report
 "#;
     p.write("lax.pipe", &text);
     let (exit, diags) = check_online(&p, "lax.pipe");
-    assert_eq!(exit, 1, "{diags:#?}");
-    let found = with_code(&diags, "R0502");
-    assert_eq!(found.len(), 1, "{diags:#?}");
-    assert_eq!(found[0]["line"], line_of(&text, "tool long_report("));
-    assert!(
-        found[0]["message"]
-            .as_str()
-            .unwrap()
-            .contains("only as an MCP task"),
-        "{diags:#?}"
-    );
-    // A run refuses it before it calls anything.
+    assert_eq!(exit, 0, "{diags:#?}");
     let _ = std::fs::remove_file(&log);
     let out = p.run(&["run", "lax.pipe", "--input", "quarter=q1"]);
-    let err = stderr(&out);
-    assert_eq!(code(&out), 1, "{err}");
-    assert!(err.contains("error[R0502]"), "{err}");
-    assert!(err.contains("only as an MCP task"), "{err}");
-    assert!(
-        !methods_asked(&log).contains(&"tools/call".to_string()),
-        "the tool was called"
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&stdout(&out))["report"]["report"], "q1");
+    let asked = methods_asked(&log);
+    let calls: Vec<&String> = asked
+        .iter()
+        .filter(|m| m.starts_with("tools/call") || m.starts_with("tasks/"))
+        .collect();
+    assert_eq!(
+        calls,
+        ["tools/call", "tasks/get", "tasks/get", "tasks/result"],
+        "{asked:?}"
     );
 }
 

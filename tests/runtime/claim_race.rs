@@ -92,6 +92,7 @@ impl Interleaved {
                 finished_ms: 0,
                 decision: None,
                 watched_by: None,
+                task: None,
             };
             let key = CallKey {
                 node: "apply".into(),

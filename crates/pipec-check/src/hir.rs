@@ -173,6 +173,8 @@ pub struct ToolDef {
     pub links: Vec<(LinkId, Span)>,
     pub timeout_ms: Option<u64>,
     pub max_result_bytes: Option<u64>,
+    /// Whether the server runs it as an MCP task.
+    pub task: pipec_plan::ToolTask,
     /// Readers: the URI template and cap.
     pub uri: Option<UriTemplate>,
     pub max_bytes: Option<u64>,

@@ -254,6 +254,7 @@ impl Lower<'_> {
                 .collect(),
             timeout_ms: t.timeout_ms,
             max_result_bytes: t.max_result_bytes,
+            task: t.task,
             uri: t.uri.as_ref().map(|u| u.text.clone()),
             max_bytes: t.max_bytes,
             mime: t.mime.clone(),

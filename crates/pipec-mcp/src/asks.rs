@@ -7,8 +7,8 @@
 use rmcp::ClientHandler;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
-    ElicitationCapability, ErrorData, FormElicitationCapability, Implementation, InputRequest,
-    InputRequests, InputResponses,
+    ElicitationCapability, ErrorData, ExtensionCapabilities, FormElicitationCapability,
+    Implementation, InputRequest, InputRequests, InputResponses, TASKS_EXTENSION_ID,
 };
 use std::sync::{Arc, Mutex};
 
@@ -86,11 +86,14 @@ pub struct Resumption {
     pub answers: Vec<Answer>,
 }
 
-/// How a tool call ended: with the server's result, or with questions for a person.
+/// How a tool call ended: with the server's result, with questions for a person, or
+/// as a task the server runs.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Called {
     Result(super::ToolResult),
     Asked(Asked),
+    /// The server runs the call as a task: [`super::Session::await_task`] polls it.
+    Task(super::TaskRef),
 }
 
 /// The questions a server asked during a tool call, and what the call needs to be made
@@ -136,6 +139,10 @@ impl Asks {
 impl ClientHandler for Asks {
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
+        // Tool calls may become tasks (2026-07-28's extension): pipec polls them.
+        let mut extensions = ExtensionCapabilities::new();
+        extensions.insert(TASKS_EXTENSION_ID.to_string(), Map::new());
+        capabilities.extensions = Some(extensions);
         if self.elicitation != Elicitation::Decline {
             capabilities.elicitation =
                 Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
@@ -355,12 +362,12 @@ mod tests {
         assert_eq!(declines.client_info.version, env!("CARGO_PKG_VERSION"));
         assert_eq!(
             serde_json::to_value(&declines.capabilities).expect("JSON"),
-            json!({})
+            json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})
         );
         let answers = Asks::new(Elicitation::Defaults).get_info();
         assert_eq!(
             serde_json::to_value(&answers.capabilities).expect("JSON"),
-            json!({"elicitation": {"form": {}}})
+            json!({"elicitation": {"form": {}}, "extensions": {"io.modelcontextprotocol/tasks": {}}})
         );
     }
 }

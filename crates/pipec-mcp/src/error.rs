@@ -70,6 +70,13 @@ pub enum McpError {
     InputRequired { server: String },
     /// Anything else the server sent that does not fit the protocol.
     Protocol { server: String, message: String },
+    /// The server no longer tells about a task a call became (it restarted without it,
+    /// or the task outlived its time to live): what became of the call is unknown.
+    TaskLost {
+        server: String,
+        task: String,
+        message: String,
+    },
     /// The server asks for OAuth authorization that pipec could not get: nobody to
     /// approve, the authorization server refused, or the server kept refusing the tokens.
     Authorization {
@@ -93,6 +100,7 @@ impl McpError {
             | McpError::Server { server, .. }
             | McpError::InputRequired { server }
             | McpError::Protocol { server, .. }
+            | McpError::TaskLost { server, .. }
             | McpError::Authorization { server, .. } => server,
         }
     }
@@ -280,6 +288,14 @@ impl std::fmt::Display for McpError {
             McpError::Protocol { server, message } => {
                 write!(f, "the server `{server}` broke the protocol: {message}")
             }
+            McpError::TaskLost {
+                server,
+                task,
+                message,
+            } => write!(
+                f,
+                "the server `{server}` no longer tells about the task {task} the call became ({message})"
+            ),
             McpError::Authorization {
                 server, message, ..
             } => write!(

@@ -14,7 +14,8 @@
 //!   reads each answer under its request's limit; `auth.rs` OAuth when the server asks
 //!   for it, `tokens.rs` where its tokens are kept.
 //! - `request_slot.rs` what a request in flight expects and what its transport found.
-//! - `asks.rs` what pipec answers when a server asks during a request (elicitation).
+//! - `asks.rs` what pipec answers when a server asks during a request (elicitation);
+//!   `tasks.rs` tool calls a server runs as tasks, polled to their end.
 //! - `convert.rs` the server's JSON as pipec's values (`base64.rs` for blobs);
 //!   `failure.rs` rmcp's errors as pipec's.
 #![warn(unreachable_pub)]
@@ -38,6 +39,7 @@ pub mod server;
 mod session;
 mod stderr;
 mod stdio;
+mod tasks;
 mod tokens;
 mod types;
 
@@ -45,5 +47,6 @@ pub use asks::{Answer, Asked, Called, Elicitation, Question, Resumption};
 pub use auth::{Authorization, Consent, Identity, MAX_AUTHORIZATIONS, Unattended};
 pub use error::McpError;
 pub use session::{RequestOptions, Session};
+pub use tasks::{TaskForm, TaskRef};
 pub use tokens::{FileTokens, MemoryTokens, TokenStore};
 pub use types::*;

@@ -2,16 +2,17 @@
 //! protocol negotiated, then shared by every task of an attempt for listing, calling and
 //! reading, each request under its timeout and size limit, until it is closed.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
-    ClientRequest, GetExtensions, GetPromptRequest, GetPromptRequestParams, InputRequiredResult,
-    ListPromptsRequest, ListResourceTemplatesRequest, ListResourcesRequest, ListToolsRequest,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequest, ReadResourceRequestParams,
-    RequestId, RequestMetaObject, ServerResult,
+    ClientRequest, CustomRequest, GetExtensions, GetPromptRequest, GetPromptRequestParams,
+    InputRequiredResult, ListPromptsRequest, ListResourceTemplatesRequest, ListResourcesRequest,
+    ListToolsRequest, PaginatedRequestParams, ProtocolVersion, ReadResourceRequest,
+    ReadResourceRequestParams, RequestId, RequestMetaObject, ServerResult,
 };
 use rmcp::service::{
     ClientCacheConfig, ClientInitializeError, ClientLifecycleMode, ClientServiceExt,
@@ -30,6 +31,7 @@ use super::garbage::GarbageLines;
 use super::request_slot::{Found, RequestSlot, SlotMarker};
 use super::stderr::StderrTail;
 use super::stdio::{self, Launch, ServerProcess};
+use super::tasks;
 use super::{
     McpError, Offers, PromptInfo, ResourceContent, ResourceInfo, ServerConfig, TemplateInfo,
     ToolInfo, ToolResult, TransportConfig, http,
@@ -44,6 +46,9 @@ pub struct RequestOptions {
     /// past, never held whole in memory, and the request fails with
     /// [`McpError::TooLarge`]. The server's `max_message_bytes` still bounds it.
     pub limit: Option<usize>,
+    /// A tool call: ask a 2025-11-25 server to run it as a task (as it does anyway for a
+    /// tool it runs only as one).
+    pub task: bool,
 }
 
 /// How long a stdio server is given to exit once its stdin is closed, before its group
@@ -57,6 +62,15 @@ const LAST_WORDS: Duration = Duration::from_millis(300);
 const MAX_PAGES: usize = 1000;
 /// A tool call stops after this many `input_required` rounds.
 const MAX_INPUT_ROUNDS: usize = 8;
+
+/// The names of the tools a listing says run only as tasks.
+fn task_tools(tools: &[ToolInfo]) -> HashSet<String> {
+    tools
+        .iter()
+        .filter(|t| t.task_support == super::TaskSupport::Required)
+        .map(|t| t.name.clone())
+        .collect()
+}
 
 /// A connection to one server, shared by every node of an attempt: `Send + Sync`, and
 /// every method takes `&self`, so it can sit behind an `Arc` and be used by many tasks
@@ -74,6 +88,8 @@ pub struct Session {
     asks: Asks,
     /// Taken by a call that may be asked on a 2025-11-25 session ([`Session::call`]).
     asking: tokio::sync::Mutex<()>,
+    /// The tools the server runs only as tasks (2025-11-25), once listed.
+    task_tools: tokio::sync::OnceCell<HashSet<String>>,
     /// Over HTTP with OAuth: what authorizes again when the server refuses.
     authorizer: Option<Authorizer>,
     closed: AtomicBool,
@@ -270,6 +286,7 @@ impl Session {
             offers,
             asks,
             asking: tokio::sync::Mutex::new(()),
+            task_tools: tokio::sync::OnceCell::new(),
             authorizer: authorizing,
             closed: AtomicBool::new(false),
         })
@@ -305,6 +322,12 @@ impl Session {
     /// duplicated header name, a non-token character, a header on a non-primitive or a
     /// `number` parameter), which a client must not call.
     pub async fn list_tools(&self) -> Result<Vec<ToolInfo>, McpError> {
+        let tools = self.list_tools_once().await?;
+        let _ = self.task_tools.set(task_tools(&tools));
+        Ok(tools)
+    }
+
+    async fn list_tools_once(&self) -> Result<Vec<ToolInfo>, McpError> {
         self.list(
             "tools/list",
             convert::tools_page,
@@ -461,7 +484,99 @@ impl Session {
         {
             Called::Result(result) => Ok(result),
             Called::Asked(_) => Err(self.unusable(Unusable::InputRequired)),
+            Called::Task(task) => match self.await_task(&task, options).await? {
+                Called::Result(result) => Ok(result),
+                _ => Err(self.unusable(Unusable::InputRequired)),
+            },
         }
+    }
+
+    /// Whether a call of `name` to this 2025-11-25 server goes as a task: `asked` for,
+    /// or a tool it runs only as one (its tools are listed once to know). A 2026-07-28
+    /// server decides itself, answering with a task when it runs one.
+    async fn runs_as_task(&self, name: &str, asked: bool) -> Result<bool, McpError> {
+        if self.protocol_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str() {
+            return Ok(false);
+        }
+        if asked {
+            return Ok(true);
+        }
+        let tools = self
+            .task_tools
+            .get_or_try_init(|| async {
+                Ok::<_, McpError>(task_tools(&self.list_tools_once().await?))
+            })
+            .await?;
+        Ok(tools.contains(name))
+    }
+
+    /// A 2025-11-25 `tools/call` with `task`: answered with the task at once.
+    async fn call_as_task(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        meta: Map<String, Value>,
+        options: RequestOptions,
+    ) -> Result<Called, McpError> {
+        let mut params = Map::new();
+        params.insert("name".into(), Value::String(name.to_string()));
+        params.insert("arguments".into(), Value::Object(arguments));
+        if !meta.is_empty() {
+            params.insert("_meta".into(), Value::Object(meta));
+        }
+        params.insert(
+            "task".into(),
+            serde_json::json!({ "ttl": tasks::TASK_TTL_MS }),
+        );
+        let what = format!("tools/call {name}");
+        let raw = self
+            .raw_request(&what, "tools/call", Value::Object(params), options)
+            .await?;
+        match tasks::created(&raw) {
+            Some(task) => Ok(Called::Task(task)),
+            // A server may answer at once after all.
+            None => convert::tool_result(raw)
+                .map(Called::Result)
+                .map_err(|u| self.unusable(u)),
+        }
+    }
+
+    /// A request pipec sends as JSON, and the result as the server sent it.
+    pub(crate) async fn raw_request(
+        &self,
+        what: &str,
+        method: &str,
+        params: Value,
+        options: RequestOptions,
+    ) -> Result<Value, McpError> {
+        let slot = RequestSlot::new(options.limit);
+        let request = ClientRequest::CustomRequest(CustomRequest::new(method, Some(params)));
+        let timeout = options.timeout.unwrap_or(self.config.request_timeout);
+        let (result, found) = self
+            .request(what, request, Some(slot), timeout, timeout)
+            .await?;
+        self.raw(result, found)
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    pub(crate) fn redacted(&self, text: &str) -> String {
+        self.config.redact.whole(text)
+    }
+
+    pub(crate) fn protocol_error(&self, message: String) -> McpError {
+        self.protocol(message)
+    }
+
+    pub(crate) fn unusable_error(&self, unusable: Unusable) -> McpError {
+        self.unusable(unusable)
+    }
+
+    /// The answers the session's policy gives a task's input requests (2026-07-28).
+    pub(crate) fn answer_requests(&self, requests: &rmcp::model::InputRequests) -> Round {
+        self.asks.answer(requests, &[])
     }
 
     /// Calls a tool, carrying what an earlier call that was asked needs to go on (the
@@ -480,6 +595,9 @@ impl Session {
         options: RequestOptions,
         resumption: &Resumption,
     ) -> Result<Called, McpError> {
+        if self.runs_as_task(name, options.task).await? {
+            return self.call_as_task(name, arguments, meta, options).await;
+        }
         let asks_during = self.asks.elicitation == Elicitation::Ask
             && self.protocol_version.as_str() < ProtocolVersion::V_2026_07_28.as_str();
         let _turn = match asks_during {
@@ -559,6 +677,9 @@ impl Session {
                 .request(&what, request, Some(slot), left, timeout)
                 .await?;
             let raw = self.raw(result, found)?;
+            if let Some(task) = tasks::created(&raw) {
+                return Ok(Called::Task(task));
+            }
             if raw.get("resultType").and_then(Value::as_str) != Some("input_required") {
                 return convert::tool_result(raw)
                     .map(Called::Result)

@@ -101,7 +101,7 @@ pub struct ToolInfo {
 }
 
 /// Whether a tool may, or must, be called as an MCP task (MCP 2025-11-25's
-/// `execution.taskSupport`). pipec calls tools without tasks.
+/// `execution.taskSupport`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TaskSupport {
     /// Never as a task (also when the listing says nothing).

@@ -243,6 +243,25 @@ impl Elicitation {
     }
 }
 
+/// Whether a tool runs as an MCP task (`execution.taskSupport`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolTask {
+    /// Never (also when nothing is said).
+    #[default]
+    Forbidden,
+    /// With a task or without: pipec asks for one.
+    Optional,
+    /// Only as a task.
+    Required,
+}
+
+impl ToolTask {
+    fn is_forbidden(&self) -> bool {
+        *self == ToolTask::Forbidden
+    }
+}
+
 /// How pipec obtains tokens.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -361,6 +380,10 @@ pub struct Tool {
     pub timeout_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_result_bytes: Option<u64>,
+    /// Whether the server runs the tool as an MCP task (its `execution.taskSupport`):
+    /// pipec asks for one, and polls it.
+    #[serde(default, skip_serializing_if = "ToolTask::is_forbidden")]
+    pub task: ToolTask,
     /// Readers: the resource template they read, its cap and expected MIME type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uri: Option<String>,

@@ -54,7 +54,6 @@ pub use resources::server_listing::{ServerListing, take_listing};
 pub use resources::servers::{
     Fetcher, Replayer, ServerFuture, Servers, server_config_from_environment,
 };
-pub use resources::tools_check::TASK_HELP;
 pub use runner::DEFAULT_MAX_ANSWER_BYTES;
 pub use runner::{Environment, Runner};
 pub use stored_plan::stored_plan;

@@ -587,6 +587,7 @@ fn load_returns_every_row_a_commit_wrote(store: &dyn Store) {
         finished_ms: 0,
         decision: None,
         watched_by: None,
+        task: None,
     };
     let mut each = NodeRec::done(json!(null));
     each.value = None;
@@ -678,6 +679,7 @@ fn a_rename_moves_every_row_of_a_node_and_a_gate_row_can_be_removed(store: &dyn 
         finished_ms: 0,
         decision: None,
         watched_by: None,
+        task: None,
     };
     let done = ItemRec {
         state: ItemState::Done,
@@ -1283,6 +1285,7 @@ fn exported_thread(rt: &tokio::runtime::Runtime) -> Export {
         finished_ms: 6,
         decision: None,
         watched_by: None,
+        task: None,
     };
     let mut fetch = NodeRec::done(json!({ "deal": "D1" }));
     fetch.fingerprint = format!("sha256:{}", "cd".repeat(32));

@@ -253,6 +253,9 @@ pub enum CallState {
     /// The server asked for input before it answered (MCP elicitation,
     /// `input_required`); the call is made again with a person's answer.
     Asked,
+    /// The server runs the call as a task, whose id the row keeps (`task`): a resume
+    /// polls that task instead of calling again.
+    Tasked,
 }
 
 impl CallState {
@@ -265,6 +268,7 @@ impl CallState {
             CallState::Refused => "refused",
             CallState::Resolved => "resolved",
             CallState::Asked => "asked",
+            CallState::Tasked => "tasked",
         }
     }
 }
@@ -325,6 +329,9 @@ pub struct CallRec {
     /// decides anything about the call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watched_by: Option<Watcher>,
+    /// The task a server runs the call as (the runtime's; opaque to the store).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<Value>,
 }
 
 /// What a journal row calls. Stored as the lowercase word (`"exec"`, `"tool"`, ...), as

@@ -1,8 +1,8 @@
 //! A server's listings as `.pipe` declarations, ready to paste: the `server` block when
 //! the server is declared nowhere yet, record types from the tools' schemas (each
 //! structure once, and only those the tools use), a `tool` for each tool (its
-//! annotations as settings; a tool the server runs only as an MCP task is left out, with
-//! a note), a `reader` for each resource template, and a suggested `link` kind as a
+//! annotations as settings, and `task` when the server runs it as an MCP task), a
+//! `reader` for each resource template, and a suggested `link` kind as a
 //! comment. The text is laid out by `pipec fmt`.
 
 use std::collections::BTreeMap;
@@ -53,13 +53,6 @@ pub(crate) fn declarations(pull: Pull<'_>) -> String {
         if let Some(local) = declared_tools.get(&tool.name) {
             notes.push(format!(
                 "// `{}` is declared already, as the tool `{local}`",
-                tool.name
-            ));
-            continue;
-        }
-        if tool.task_support == TaskSupport::Required {
-            notes.push(format!(
-                "// `{}` is left out: the server runs it only as an MCP task, which pipec does not support yet",
                 tool.name
             ));
             continue;
@@ -267,6 +260,11 @@ fn tool_declaration(server: &str, pulled: &PulledTool<'_>, declared: &Declared) 
             "  destructive = {}\n",
             tool.destructive.unwrap_or(true)
         ));
+    }
+    match tool.task_support {
+        TaskSupport::Required => out.push_str("  task = \"required\"\n"),
+        TaskSupport::Optional => out.push_str("  task = \"optional\"\n"),
+        TaskSupport::Forbidden => {}
     }
     out.push_str("}\n");
     out

@@ -13,7 +13,6 @@ use crate::cli::server_arg::{self, ServerArgs};
 use crate::cli::{EXIT_FINDINGS, EXIT_OK};
 use crate::diagnostic as codes;
 use crate::identifiers::Taken;
-use crate::mcp::TaskSupport;
 use crate::runtime::{RuntimeError, ServerListing};
 
 #[derive(clap::Args)]
@@ -59,20 +58,6 @@ pub(super) fn run(args: Args) -> u8 {
             return EXIT_FINDINGS;
         }
     };
-    let consequence = match args.format {
-        Format::Pipe => "so it is left out",
-        Format::Json => "so pipec cannot call it",
-    };
-    for tool in &listing.tools {
-        if tool.task_support == TaskSupport::Required {
-            crate::cli::err(&format!(
-                "warning: the server `{}` runs `{}` only as an MCP task, which pipec does not support yet, {consequence}\n  help: {}",
-                args.server.server,
-                tool.name,
-                crate::runtime::TASK_HELP
-            ));
-        }
-    }
     let text = match args.format {
         Format::Json => raw_listing(&args.server.server, &listing),
         Format::Pipe => {

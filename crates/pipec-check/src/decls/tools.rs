@@ -28,6 +28,7 @@ pub(crate) fn empty_tool(info: DeclInfo, is_reader: bool) -> ToolDef {
         links: Vec::new(),
         timeout_ms: None,
         max_result_bytes: None,
+        task: pipec_plan::ToolTask::Forbidden,
         uri: None,
         max_bytes: None,
         mime: None,
@@ -42,6 +43,7 @@ const TOOL_SETTINGS: &[&str] = &[
     "links",
     "timeout",
     "max_result_bytes",
+    "task",
 ];
 
 impl Checker<'_> {
@@ -205,6 +207,23 @@ impl Checker<'_> {
             }
             let timeout_ms = self.duration_setting(&s, "timeout");
             let max_result_bytes = self.size_setting(&s, "max_result_bytes");
+            let task = match self.string_setting(&s, "task") {
+                None => pipec_plan::ToolTask::Forbidden,
+                Some((text, span)) => match text.as_str() {
+                    "required" => pipec_plan::ToolTask::Required,
+                    "optional" => pipec_plan::ToolTask::Optional,
+                    "forbidden" => pipec_plan::ToolTask::Forbidden,
+                    _ => {
+                        self.wrong_value(
+                            file,
+                            span,
+                            "task",
+                            "\"required\" (the server runs it only as an MCP task), \"optional\" or \"forbidden\" (the default)",
+                        );
+                        pipec_plan::ToolTask::Forbidden
+                    }
+                },
+            };
             let read_only = read_only.unwrap_or(false);
             let tool = &mut self.hir.tools[id as usize];
             tool.read_only = read_only;
@@ -216,6 +235,7 @@ impl Checker<'_> {
             tool.links = links;
             tool.timeout_ms = timeout_ms;
             tool.max_result_bytes = max_result_bytes;
+            tool.task = task;
         }
         let tool = &mut self.hir.tools[id as usize];
         tool.params = params;

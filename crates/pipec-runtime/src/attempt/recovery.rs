@@ -483,6 +483,7 @@ mod tests {
             finished_ms: 0,
             decision: None,
             watched_by: None,
+            task: None,
         }
     }
 

@@ -19,9 +19,9 @@ use crate::resources::results::{self, ResultError};
 use crate::resources::{manifest, servers::Servers};
 use crate::validate::Mode;
 use pipec_diagnostic::{self as codes, Rule};
-use pipec_mcp::{Called, McpError, RequestOptions, Resumption};
+use pipec_mcp::{Called, McpError, RequestOptions, Resumption, TaskRef};
 use pipec_plan::{Body, Node, Plan, Tool};
-use pipec_store::{CallKind, CallState, Write};
+use pipec_store::{CallKind, CallRec, CallState, Write};
 
 pub(crate) struct Call;
 
@@ -111,7 +111,8 @@ pub(crate) fn call_failure(
         McpError::Closed { .. }
         | McpError::Timeout { .. }
         | McpError::Garbage { .. }
-        | McpError::Protocol { .. } => {
+        | McpError::Protocol { .. }
+        | McpError::TaskLost { .. } => {
             if repeatable {
                 again(message)
             } else {
@@ -197,6 +198,7 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
     let options = RequestOptions {
         timeout: tool.timeout_ms.map(Duration::from_millis),
         limit: Some(message_limit),
+        task: tool.task != pipec_plan::ToolTask::Forbidden,
     };
     let scrub = |s: &str| shared.scrubber.scrub(s);
     // A server that may ask a person: the call carries the answers so far.
@@ -210,28 +212,62 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
         Some(q) => q.resumption().await?,
         None => Resumption::default(),
     };
-    let result = shared
-        .resources
-        .servers
-        .call(
-            &tool.server,
-            &tool.wire_name,
-            sent,
-            meta,
-            options,
-            &resumption,
-        )
-        .await;
+    let key = journal::key(&node.name, unit.generation, unit.item, unit.step);
+    // A task an earlier try became (before a crash): polled, never called again.
+    let mut result = match earlier_task(&cx) {
+        Some(task) => {
+            if let Some(started) = cx.started {
+                shared
+                    .commit(vec![Write::Call(key.clone(), tasked_row(started, &task))])
+                    .await
+                    .map_err(|e| TryError::Fatal(e.stored(Some(&node.name))))?;
+            }
+            poll(&cx, tool, &task, options).await
+        }
+        None => {
+            shared
+                .resources
+                .servers
+                .call(
+                    &tool.server,
+                    &tool.wire_name,
+                    sent,
+                    meta,
+                    options,
+                    &resumption,
+                )
+                .await
+        }
+    };
+    if let Ok(Called::Task(task)) = &result {
+        // The task's id is durable before it is polled: a resume polls the same task.
+        if let Some(started) = cx.started {
+            shared
+                .commit(vec![Write::Call(key.clone(), tasked_row(started, task))])
+                .await
+                .map_err(|e| TryError::Fatal(e.stored(Some(&node.name))))?;
+        }
+        result = poll(&cx, tool, task, options).await;
+    }
     let result = match result {
         Ok(Called::Result(r)) => r,
+        Ok(Called::Task(task)) => {
+            return Err(fatal(
+                &cx,
+                &codes::MCP_SERVER_FAILED,
+                format!(
+                    "`{}` calling `{}`: the task {} ended in another task",
+                    node.name, tool.name, task.id
+                ),
+            ));
+        }
         Ok(Called::Asked(asked)) => {
             // A journaled call's row says it is made again once answered (not an
             // unfinished effect), committed with the questions.
             let mut writes = Vec::new();
             if let Some(started) = cx.started {
-                let key = journal::key(&node.name, unit.generation, unit.item, unit.step);
                 writes.push(Write::Call(
-                    key,
+                    key.clone(),
                     journal::finished_row(started, CallState::Asked, None),
                 ));
             }
@@ -338,6 +374,45 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
     })?;
     manifest::append(cx.manifest, refs, &node.name, unit.generation, unit.item);
     Ok(value)
+}
+
+/// The task an earlier try of this call became, from its journal rows: the newest row
+/// that keeps one, when the call did not end after it.
+fn earlier_task(cx: &TryContext<'_>) -> Option<TaskRef> {
+    let rows = cx.unit.calls.lock().unwrap_or_else(|e| e.into_inner());
+    let (_, newest) = rows
+        .iter()
+        .filter(|((step, _), _)| *step < cx.unit.step)
+        .max_by_key(|((step, call), _)| (*step, *call))?;
+    if newest.state != CallState::Tasked {
+        return None;
+    }
+    serde_json::from_value(newest.task.clone()?).ok()
+}
+
+/// A try's row once its call became a server's task: the task kept with it.
+fn tasked_row(started: &CallRec, task: &TaskRef) -> CallRec {
+    CallRec {
+        state: CallState::Tasked,
+        task: serde_json::to_value(task).ok(),
+        ..started.clone()
+    }
+}
+
+/// Polls a task to its end. A server that no longer knows the task (it restarted, or
+/// the task outlived its time to live) leaves the outcome of an effect unknown; a
+/// repeatable call is made again.
+async fn poll(
+    cx: &TryContext<'_>,
+    tool: &Tool,
+    task: &TaskRef,
+    options: RequestOptions,
+) -> Result<Called, McpError> {
+    cx.shared
+        .resources
+        .servers
+        .await_task(&tool.server, task, options)
+        .await
 }
 
 /// Two sizes for people, in exact bytes when their rounded forms would read the same

@@ -133,6 +133,7 @@ impl Unit {
             finished_ms: 0,
             decision: None,
             watched_by: self.executor.watcher(),
+            task: None,
         };
         (key, rec)
     }

@@ -173,6 +173,7 @@ pub(crate) async fn heal(
             tool.max_result_bytes
                 .unwrap_or(results::DEFAULT_MAX_RESULT_BYTES) as usize,
         ),
+        task: tool.task != pipec_plan::ToolTask::Forbidden,
     };
     let started_ms = ids::now_ms();
     let replayed = resources
@@ -194,6 +195,7 @@ pub(crate) async fn heal(
         finished_ms: ids::now_ms(),
         decision: None,
         watched_by: None,
+        task: None,
     };
     let both = |second: String| {
         fatal(

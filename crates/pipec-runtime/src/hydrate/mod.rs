@@ -361,6 +361,7 @@ impl Reader<'_> {
         let options = RequestOptions {
             timeout: None,
             limit: Some(limit.min(crate::resources::servers::DEFAULT_MAX_MESSAGE_BYTES)),
+            task: false,
         };
         let resources = &self.shared.resources;
         let got = resources

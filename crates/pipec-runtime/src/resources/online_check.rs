@@ -15,7 +15,7 @@ use std::path::Path;
 
 use super::server_listing::{ServerListing, take_listing};
 use super::servers::server_config_from_environment;
-use super::tools_check::{Mismatch, TASK_HELP, comparison, missing_tool};
+use super::tools_check::{Mismatch, comparison, missing_tool};
 use pipec_base::uri::{self, Part, UriTemplate};
 use pipec_diagnostic::rules as r;
 use pipec_diagnostic::{self as codes, Rule, Severity};
@@ -236,9 +236,6 @@ fn compare_tool(plan: &Plan, i: usize, tool: &Tool, info: &ToolInfo, out: &mut V
                     None => format!("add `{wire}` to the parameters; {pull}"),
                 };
                 Finding::new(Subject::Tool(i), &codes::MCP_TOOL_MISMATCH, message).help(help)
-            }
-            Mismatch::RequiresTask => {
-                Finding::new(Subject::Tool(i), &codes::MCP_TOOL_MISMATCH, message).help(TASK_HELP)
             }
         };
         out.push(finding);

@@ -445,6 +445,7 @@ mod tests {
             links: Vec::new(),
             timeout_ms: None,
             max_result_bytes: None,
+            task: Default::default(),
             uri: None,
             max_bytes: None,
             mime: None,

@@ -23,7 +23,7 @@ use crate::credentials;
 use crate::secrets::Scrubber;
 use pipec_mcp::{
     Body, Called, Elicitation, McpError, RequestOptions, ResourceContent, Resumption, ServerConfig,
-    Session, ToolInfo, ToolResult, TransportConfig,
+    Session, TaskRef, ToolInfo, ToolResult, TransportConfig,
 };
 use pipec_plan::{ConfigValue, Plan, Server, ServerValue};
 
@@ -60,6 +60,26 @@ pub trait Servers: Send + Sync {
             self.call_tool(server, tool, arguments, meta, options)
                 .await
                 .map(Called::Result)
+        })
+    }
+
+    /// Polls a task a call became ([`Called::Task`]) until it ends. By default an error:
+    /// servers that never answer with tasks need nothing else.
+    fn await_task<'a>(
+        &'a self,
+        server: &'a str,
+        task: &'a TaskRef,
+        options: RequestOptions,
+    ) -> ServerFuture<'a, Called> {
+        let _ = options;
+        Box::pin(async move {
+            Err(McpError::Protocol {
+                server: server.to_string(),
+                message: format!(
+                    "the call became the task {}, which these servers cannot poll",
+                    task.id
+                ),
+            })
         })
     }
 
@@ -205,6 +225,22 @@ impl Servers for McpServers {
             let result = session
                 .call(tool, arguments, meta, options, resumption)
                 .await;
+            if let Err(e) = &result {
+                self.forget_if_dead(server, e).await;
+            }
+            result
+        })
+    }
+
+    fn await_task<'a>(
+        &'a self,
+        server: &'a str,
+        task: &'a TaskRef,
+        options: RequestOptions,
+    ) -> ServerFuture<'a, Called> {
+        Box::pin(async move {
+            let session = self.session(server).await?;
+            let result = session.await_task(task, options).await;
             if let Err(e) = &result {
                 self.forget_if_dead(server, e).await;
             }
@@ -422,6 +458,15 @@ impl Servers for WithOverrides {
     ) -> ServerFuture<'a, Called> {
         self.inner
             .call(server, tool, arguments, meta, options, resumption)
+    }
+
+    fn await_task<'a>(
+        &'a self,
+        server: &'a str,
+        task: &'a TaskRef,
+        options: RequestOptions,
+    ) -> ServerFuture<'a, Called> {
+        self.inner.await_task(server, task, options)
     }
 
     fn read<'a>(

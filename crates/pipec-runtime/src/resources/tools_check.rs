@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::servers::Servers;
 use crate::error::{RuntimeError, combine};
 use pipec_diagnostic as codes;
-use pipec_mcp::{TaskSupport, ToolInfo};
+use pipec_mcp::ToolInfo;
 use pipec_plan::{Plan, Tool, ToolKind};
 
 /// What the check found: the problems that refuse the run, and warnings.
@@ -36,14 +36,7 @@ pub(crate) enum Mismatch {
     UnknownParam { param: usize },
     /// The server requires a parameter the declaration does not send.
     MissingRequired { wire: String },
-    /// The server runs the tool only as an MCP task (`execution.taskSupport` is
-    /// `required`): a call without one, the only kind pipec makes, fails.
-    RequiresTask,
 }
-
-/// What to do about a tool the server runs only as a task.
-pub const TASK_HELP: &str =
-    "use another tool of the server, or ask its authors for a way to run this one without a task";
 
 impl Mismatch {
     /// The problem in words, naming parameters by their wire names.
@@ -64,7 +57,6 @@ impl Mismatch {
             Mismatch::MissingRequired { wire } => {
                 format!("the server requires `{wire}`, which the declaration does not send")
             }
-            Mismatch::RequiresTask => "the server runs it only as an MCP task (its `execution.taskSupport` is `required`), which pipec does not support yet".to_string(),
         }
     }
 }
@@ -110,9 +102,6 @@ pub(crate) struct Comparison {
 /// Compares one declaration with the server's listing of it.
 pub(crate) fn comparison(plan: &Plan, tool: &Tool, info: &ToolInfo) -> Comparison {
     let mut out = Comparison::default();
-    if info.task_support == TaskSupport::Required {
-        out.mismatches.push(Mismatch::RequiresTask);
-    }
     let props = info
         .input_schema
         .get("properties")
@@ -201,14 +190,10 @@ pub(crate) fn compare(plan: &Plan, tool: &Tool, info: &ToolInfo, report: &mut To
                     problems.join("; ")
                 ),
             )
-            .help(if found.mismatches == [Mismatch::RequiresTask] {
-                TASK_HELP.to_string()
-            } else {
-                format!(
-                    "compare with `pipec tools pull {}`, and fix the declaration",
-                    tool.server
-                )
-            }),
+            .help(format!(
+                "compare with `pipec tools pull {}`, and fix the declaration",
+                tool.server
+            )),
         );
     }
     for c in &found.contradictions {
@@ -300,6 +285,7 @@ impl ToolReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pipec_mcp::TaskSupport;
     use serde_json::json;
 
     fn plan() -> Plan {
@@ -416,27 +402,15 @@ tool get_deal(deal_id: string, limit: int?, dry: bool as "dry-run") -> json from
     }
 
     #[test]
-    fn a_tool_the_server_runs_only_as_a_task_does_not_fit() {
+    fn a_tool_the_server_runs_as_a_task_fits() {
         let plan = plan();
         let tool = &plan.tools[0];
         let schema = json!({"type": "object", "properties": {"deal_id": {"type": "string"}}});
         let mut info = info(schema, Some(true));
-        info.task_support = TaskSupport::Optional;
-        assert!(comparison(&plan, tool, &info).mismatches.is_empty());
-        info.task_support = TaskSupport::Required;
-        assert_eq!(
-            comparison(&plan, tool, &info).mismatches,
-            [Mismatch::RequiresTask]
-        );
-        let mut report = ToolReport::default();
-        compare(&plan, tool, &info, &mut report);
-        assert_eq!(report.errors.len(), 1);
-        assert!(
-            report.errors[0].message.contains("only as an MCP task"),
-            "{}",
-            report.errors[0].message
-        );
-        assert_eq!(report.errors[0].help.as_deref(), Some(TASK_HELP));
+        for support in [TaskSupport::Optional, TaskSupport::Required] {
+            info.task_support = support;
+            assert!(comparison(&plan, tool, &info).mismatches.is_empty());
+        }
     }
 
     #[test]

@@ -213,6 +213,7 @@ impl<'c, 'a> ToolCall<'c, 'a> {
         let options = RequestOptions {
             timeout: timeout_ms.or(tool.timeout_ms).map(Duration::from_millis),
             limit: Some((limit as usize).saturating_mul(2).saturating_add(64 * 1024)),
+            task: tool.task != pipec_plan::ToolTask::Forbidden,
         };
         // A server that may ask a person: the call carries the answers so far.
         let questions = asks_people(&shared.plan, &tool.server).then(|| Questions {
@@ -237,8 +238,31 @@ impl<'c, 'a> ToolCall<'c, 'a> {
                 &resumption,
             )
             .await;
+        // A call the server runs as a task is polled here (a crash meanwhile leaves an
+        // effect's row unfinished, for a person).
+        let result = match result {
+            Ok(Called::Task(task)) => {
+                shared
+                    .resources
+                    .servers
+                    .await_task(&tool.server, &task, options)
+                    .await
+            }
+            other => other,
+        };
         let result = match result {
             Ok(Called::Result(r)) => r,
+            Ok(Called::Task(task)) => {
+                return self.failed(
+                    McpError::Protocol {
+                        server: tool.server.clone(),
+                        message: format!("the task {} ended in another task", task.id),
+                    },
+                    limit,
+                    rows,
+                    writes,
+                );
+            }
             Ok(Called::Asked(asked)) => {
                 let Some(q) = &questions else {
                     return Err(fatal(

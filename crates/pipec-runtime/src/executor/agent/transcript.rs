@@ -72,6 +72,7 @@ impl Row<'_> {
             finished_ms: ids::now_ms(),
             decision: None,
             watched_by: None,
+            task: None,
         }
     }
 }
@@ -230,9 +231,11 @@ pub(super) fn replayed(
             }
         },
         // Recovery blocks a thread whose effect is unfinished before it runs.
-        CallState::Started | CallState::Unknown => Some(Err(TryError::Unknown(format!(
-            "the call {shown} of `{tool}` was in flight when its process stopped"
-        )))),
+        CallState::Started | CallState::Unknown | CallState::Tasked => {
+            Some(Err(TryError::Unknown(format!(
+                "the call {shown} of `{tool}` was in flight when its process stopped"
+            ))))
+        }
     }
 }
 
@@ -280,6 +283,7 @@ mod tests {
             finished_ms: 0,
             decision,
             watched_by: None,
+            task: None,
         }
     }
 
