@@ -190,6 +190,15 @@ impl McpServers {
             old.close().await;
         }
     }
+
+    /// What a session gave, once a dead session is forgotten (the next use starts
+    /// another).
+    async fn kept<T>(&self, server: &str, result: Result<T, McpError>) -> Result<T, McpError> {
+        if let Err(e) = &result {
+            self.forget_if_dead(server, e).await;
+        }
+        result
+    }
 }
 
 impl Servers for McpServers {
@@ -203,11 +212,11 @@ impl Servers for McpServers {
     ) -> ServerFuture<'a, ToolResult> {
         Box::pin(async move {
             let session = self.session(server).await?;
-            let result = session.call_tool(tool, arguments, meta, options).await;
-            if let Err(e) = &result {
-                self.forget_if_dead(server, e).await;
-            }
-            result
+            self.kept(
+                server,
+                session.call_tool(tool, arguments, meta, options).await,
+            )
+            .await
         })
     }
 
@@ -222,13 +231,13 @@ impl Servers for McpServers {
     ) -> ServerFuture<'a, Called> {
         Box::pin(async move {
             let session = self.session(server).await?;
-            let result = session
-                .call(tool, arguments, meta, options, resumption)
-                .await;
-            if let Err(e) = &result {
-                self.forget_if_dead(server, e).await;
-            }
-            result
+            self.kept(
+                server,
+                session
+                    .call(tool, arguments, meta, options, resumption)
+                    .await,
+            )
+            .await
         })
     }
 
@@ -240,11 +249,8 @@ impl Servers for McpServers {
     ) -> ServerFuture<'a, Called> {
         Box::pin(async move {
             let session = self.session(server).await?;
-            let result = session.await_task(task, options).await;
-            if let Err(e) = &result {
-                self.forget_if_dead(server, e).await;
-            }
-            result
+            self.kept(server, session.await_task(task, options).await)
+                .await
         })
     }
 
@@ -256,22 +262,15 @@ impl Servers for McpServers {
     ) -> ServerFuture<'a, Vec<ResourceContent>> {
         Box::pin(async move {
             let session = self.session(server).await?;
-            let result = session.read_resource(uri, options).await;
-            if let Err(e) = &result {
-                self.forget_if_dead(server, e).await;
-            }
-            result
+            self.kept(server, session.read_resource(uri, options).await)
+                .await
         })
     }
 
     fn list_tools<'a>(&'a self, server: &'a str) -> ServerFuture<'a, Vec<ToolInfo>> {
         Box::pin(async move {
             let session = self.session(server).await?;
-            let result = session.list_tools().await;
-            if let Err(e) = &result {
-                self.forget_if_dead(server, e).await;
-            }
-            result
+            self.kept(server, session.list_tools().await).await
         })
     }
 
