@@ -277,7 +277,7 @@ crate::declare_rule! {
 
 crate::declare_rule! {
     /// ## What it catches
-    /// A declared tool the server does not offer (`tools/list` does not list it), or whose input schema the server no longer accepts: a parameter the declaration sends that the server does not know, or one the server requires that the declaration does not send; or a tool the server runs only as an MCP task (`execution.taskSupport` is `required`), which pipec, calling tools without tasks, does not support yet. Checked when a run starts, before any node runs, and by `pipec check --online`.
+    /// A declared tool the server does not offer (`tools/list` does not list it), or whose input schema the server no longer accepts: a parameter the declaration sends that the server does not know, or one the server requires that the declaration does not send. Checked when a run starts, before any node runs, and by `pipec check --online`.
     ///
     /// ## Why it matters
     /// A tool that moved or changed would otherwise fail in the middle of a run, after earlier steps (and their effects) are done.
@@ -288,7 +288,7 @@ crate::declare_rule! {
         code: "R0502",
         name: "mcp-tool-mismatch",
         severity: Error,
-        summary: "a declared tool the server does not offer, offers with another input schema, or runs only as an MCP task",
+        summary: "a declared tool the server does not offer, or offers with another input schema",
     };
 }
 

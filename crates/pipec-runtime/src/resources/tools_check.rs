@@ -1,7 +1,6 @@
 //! The declared tools against what their servers offer (`tools/list`), before a run
 //! starts anything: a tool the server does not list, or whose input schema the
-//! declaration does not fit, or which the server runs only as an MCP task (which pipec
-//! does not support yet), is `R0502`; annotations that contradict the declaration are
+//! declaration does not fit, is `R0502`; annotations that contradict the declaration are
 //! warnings (the declaration wins: it is what the checker proved the pipeline against).
 //! Types fit as `pipec-schema`'s [`fit`] reads them.
 
