@@ -324,3 +324,62 @@ output said: string = asked
         "{said}"
     );
 }
+
+/// In an agent loop, the question of a tool call the model asked for waits at a gate
+/// named after that call; the resume goes on from the journaled turn (the model is not
+/// asked again) and makes the call with the answer.
+#[test]
+fn a_question_during_an_agent_loops_tool_call_waits_at_the_calls_gate() {
+    let p = Project::new("elicit-agent");
+    let mut text = pipeline(&p.dir, "\"ask\"", &[], "pay").replace(
+        r#"act payment() -> string {
+  call = pay(amount: 30, to: "Ada")
+}
+
+output said: string = payment
+"#,
+        r#"model fast {
+  provider = "scripted"
+  replies = "replies.json"
+}
+
+type Done {
+  note: string
+}
+
+act payer() -> Done {
+  model = fast
+  prompt = "Pay Ada 30, then say what happened."
+  tools = [pay]
+}
+
+output done: Done = payer
+"#,
+    );
+    text.push('\n');
+    p.write("pay.pipe", &text);
+    p.write(
+        "replies.json",
+        &serde_json::json!({ "payer": [
+            { "tool_calls": [ { "name": "pay", "arguments": { "amount": 30, "to": "Ada" } } ] },
+            { "json": { "note": "paid" } }
+        ] })
+        .to_string(),
+    );
+    let thread = paused(&p, "pay.pipe");
+    let gates = pending(&p, &thread);
+    assert_eq!(gates.len(), 1, "{gates:?}");
+    let gate = gates[0]["gate"].as_str().unwrap_or("").to_string();
+    assert_eq!(gate, "payer:g0:i0:s0:c1:ask1", "named after the call");
+    assert!(payments(&p).is_empty());
+    let done = ok(&p.run(&[
+        "resume",
+        &thread,
+        "--answer",
+        &format!(r#"{gate}={{"confirm": true, "note": "agent"}}"#),
+    ]));
+    assert_eq!(done["done"]["note"], "paid");
+    let paid = payments(&p);
+    assert_eq!(paid.len(), 1, "{paid:?}");
+    assert_eq!(paid[0]["note"], "agent");
+}
