@@ -11,6 +11,9 @@ What it offers
                              when confirmed, says so when not
   tool pay_twice(amount, to) asks the same, then asks for a reference (two rounds)
 
+Environment
+  PAYMENTS_TOKEN   when set, the description of the form's `note` field
+
 Options
   --log FILE    append one JSON line per payment made and per question asked
   --slow SECS   wait this long after the answers, before paying (a window to kill a client)
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -30,7 +34,7 @@ options = parser.parse_args()
 
 from typing import Annotated  # noqa: E402
 
-from pydantic import BaseModel  # noqa: E402
+from pydantic import BaseModel, Field  # noqa: E402
 
 from mcp.server.mcpserver import (  # noqa: E402
     AcceptedElicitation,
@@ -51,7 +55,9 @@ def log(entry: dict) -> None:
 
 class Confirm(BaseModel):
     confirm: bool
-    note: str | None = None
+    # A server may echo what it was given into its forms (here its PAYMENTS_TOKEN, when
+    # set): a client must not keep it.
+    note: str | None = Field(None, description=os.environ.get("PAYMENTS_TOKEN") or None)
 
 
 class Reference(BaseModel):

@@ -109,6 +109,17 @@ fn a_question_mid_call_waits_at_a_gate_and_an_answer_from_another_process_comple
     assert_eq!(gate["schema"]["anyOf"][1]["type"], "null");
     assert!(payments(&p).is_empty(), "nothing is paid before the answer");
 
+    // Resumed before anyone answered, the thread waits again: nothing was sent, and
+    // the call's row is no unfinished effect.
+    let again = p.run(&["resume", &thread]);
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("waits for an answer"),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(pending(&p, &thread).len(), 1);
+
     // An answer that does not fit the form is refused, and nothing changes.
     let wrong = p.run(&[
         "answer",
@@ -146,7 +157,7 @@ fn a_question_mid_call_waits_at_a_gate_and_an_answer_from_another_process_comple
         .flatten()
         .filter_map(|c| c["record"]["state"].as_str())
         .collect();
-    assert_eq!(states, ["asked", "ok"], "{internal}");
+    assert_eq!(states, ["asked", "asked", "ok"], "{internal}");
 }
 
 #[test]
@@ -382,4 +393,55 @@ output done: Done = payer
     let paid = payments(&p);
     assert_eq!(paid.len(), 1, "{paid:?}");
     assert_eq!(paid[0]["note"], "agent");
+}
+
+/// `--rerun-from` a node whose call waits at a question: the question of the generation
+/// that goes goes with it, and the new generation asks its own.
+#[test]
+fn a_rerun_drops_the_question_of_the_generation_it_replaces() {
+    let p = Project::new("elicit-rerun");
+    p.write("pay.pipe", &pipeline(&p.dir, "\"ask\"", &[], "pay"));
+    let thread = paused(&p, "pay.pipe");
+    let again = p.run(&["resume", &thread, "--rerun-from", "payment"]);
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    let gates: Vec<String> = pending(&p, &thread)
+        .iter()
+        .filter_map(|g| g["gate"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(gates, ["payment:g1:i0:ask1"]);
+    let done = ok(&p.run(&[
+        "resume",
+        &thread,
+        "--answer",
+        r#"payment:g1:i0:ask1={"confirm": true}"#,
+    ]));
+    assert_eq!(done["said"], "paid 30 to Ada");
+    assert_eq!(payments(&p).len(), 1);
+}
+
+/// What a server puts in its form (here a secret it was given, in a field's description)
+/// is scrubbed before the store keeps the question.
+#[test]
+fn a_secret_a_server_echoes_into_its_form_is_not_stored() {
+    let p = Project::new("elicit-secret");
+    let token = "pay-token-8c1f0e7d2b9a4453";
+    let text = pipeline(&p.dir, "\"ask\"", &[], "pay").replace(
+        "  elicitation = \"ask\"\n",
+        "  elicitation = \"ask\"\n  env = { PAYMENTS_TOKEN: secret(\"PAYMENTS_TOKEN\") }\n",
+    );
+    p.write("pay.pipe", &text);
+    let run = p
+        .cmd(&["run", "pay.pipe"])
+        .env("PAYMENTS_TOKEN", token)
+        .stdin(Stdio::null())
+        .output()
+        .expect("pipec runs");
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    let printed = format!("{}{}", stdout(&run), stderr(&run));
+    assert!(printed.contains("paused"), "{printed}");
+    assert!(!printed.contains(token), "the form's secret was printed");
+    assert!(
+        !p.store_contents().contains(token),
+        "the form's secret was stored"
+    );
 }

@@ -196,3 +196,46 @@ output said: string = report
     assert!(said.contains("# Research Report: durable runs"), "{said}");
     assert!(said.contains("Stage 4: Generating report"), "{said}");
 }
+
+/// A node whose `timeout` ends while its task is polled: the effect's outcome is unknown
+/// and the thread waits for a person; `--retry-unfinished` follows the same task, kept
+/// with the call, and never calls the tool again.
+#[test]
+fn a_timeout_while_polling_keeps_the_task_for_the_retry() {
+    let p = Project::new("task-timeout");
+    let text = pipeline(&p.dir, 2.0).replace(
+        "  call = slow_compute(",
+        "  timeout = 500ms\n  call = slow_compute(",
+    );
+    p.write("compute.pipe", &text);
+    let run = p.run(&["run", "compute.pipe"]);
+    let err = stderr(&run);
+    assert_ne!(code(&run), 0, "{err}");
+    assert!(err.contains("needs a decision"), "{err}");
+    let task = polled(&p)[0].clone();
+    let thread = crate::common::thread_of(&err).expect("a thread");
+    let internal = json(&stdout(&p.run(&["show", &thread, "--json", "--internal"])));
+    let row = &internal["calls"][0]["record"];
+    assert_eq!(row["state"], "unknown", "{internal}");
+    assert_eq!(row["task"]["id"], task.as_str(), "{internal}");
+
+    std::thread::sleep(Duration::from_millis(2000));
+    let text = p.read("compute.pipe").replace("  timeout = 500ms\n", "");
+    p.write("compute.pipe", &text);
+    let key = internal["calls"][0]["call"]
+        .as_str()
+        .expect("a key")
+        .to_string();
+    let resumed = p.run(&[
+        "resume",
+        &thread,
+        "--retry-unfinished",
+        &key,
+        "--keep",
+        "computed",
+    ]);
+    assert_eq!(code(&resumed), 0, "{}", stderr(&resumed));
+    assert_eq!(json(&stdout(&resumed))["out"]["label"], "ledger");
+    assert_eq!(calls(&p), 1, "the tool was called again: {:?}", logged(&p));
+    assert_eq!(polled(&p), [task]);
+}

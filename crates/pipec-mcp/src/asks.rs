@@ -169,12 +169,14 @@ impl ClientHandler for Asks {
             // Not during a tool call (a read, a listing): nobody waits to be asked.
             return Ok(ElicitResult::new(ElicitationAction::Cancel));
         };
-        if let Some(answer) = call
+        // Each answer is given once: the same question asked again later in the call is
+        // a question of its own.
+        if let Some(at) = call
             .answers
             .iter()
-            .find(|a| a.fingerprint == question.fingerprint)
+            .position(|a| a.fingerprint == question.fingerprint)
         {
-            return Ok(answer.result());
+            return Ok(call.answers.remove(at).result());
         }
         // Asked of a person: the call ends, and is made again once they answered.
         if call.asked.len() < MAX_QUESTIONS {
@@ -250,21 +252,24 @@ impl Asks {
     }
 
     /// The answers to an `input_required` result's requests, keyed as they were: by the
-    /// policy, by a person's earlier `answers` (the same question), or left to a person.
-    pub(crate) fn answer(&self, requests: &InputRequests, answers: &[Answer]) -> Round {
+    /// policy, by a person's earlier `answers` (the same question; each answer is given
+    /// once, and taken out), or left to a person.
+    pub(crate) fn answer(&self, requests: &InputRequests, answers: &mut Vec<Answer>) -> Round {
         let mut responses = Map::new();
         let mut questions = Vec::new();
         for (key, request) in requests.iter() {
             let answer = match request {
                 InputRequest::Elicitation(request) if self.elicitation == Elicitation::Ask => {
                     match question(key, &request.params) {
-                        Some(q) => match answers.iter().find(|a| a.fingerprint == q.fingerprint) {
-                            Some(a) => serde_json::to_value(a.result()).unwrap_or(Value::Null),
-                            None => {
-                                questions.push(q);
-                                continue;
+                        Some(q) => {
+                            match answers.iter().position(|a| a.fingerprint == q.fingerprint) {
+                                Some(at) => answers.remove(at).response(),
+                                None => {
+                                    questions.push(q);
+                                    continue;
+                                }
                             }
-                        },
+                        }
                         None => serde_json::to_value(ElicitResult::new(ElicitationAction::Decline))
                             .unwrap_or(Value::Null),
                     }

@@ -66,7 +66,8 @@ pub enum McpError {
         data: Option<Value>,
     },
     /// The server asked for input mid-request (MCP's `input_required`) that the session's
-    /// policy does not answer (sampling, or more rounds than a call may take).
+    /// policy does not answer here (sampling, or a form left to a person where the
+    /// caller cannot ask one).
     InputRequired { server: String },
     /// Anything else the server sent that does not fit the protocol.
     Protocol { server: String, message: String },
@@ -283,7 +284,7 @@ impl std::fmt::Display for McpError {
             ),
             McpError::InputRequired { server } => write!(
                 f,
-                "the server `{server}` asked for input in the middle of a request that pipec does not answer (a model's reply, or more rounds than a call may take)"
+                "the server `{server}` asked for input in the middle of a request that pipec does not answer here (a model's reply, or a form left to a person where none can be asked)"
             ),
             McpError::Protocol { server, message } => {
                 write!(f, "the server `{server}` broke the protocol: {message}")

@@ -63,6 +63,15 @@ const MAX_PAGES: usize = 1000;
 /// A tool call stops after this many `input_required` rounds.
 const MAX_INPUT_ROUNDS: usize = 8;
 
+/// Empties the session's call in flight when dropped.
+struct ClearInFlight<'a>(&'a std::sync::Mutex<Option<InFlight>>);
+
+impl Drop for ClearInFlight<'_> {
+    fn drop(&mut self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}
+
 /// The names of the tools a listing says run only as tasks.
 fn task_tools(tools: &[ToolInfo]) -> HashSet<String> {
     tools
@@ -88,8 +97,8 @@ pub struct Session {
     asks: Asks,
     /// Taken by a call that may be asked on a 2025-11-25 session ([`Session::call`]).
     asking: tokio::sync::Mutex<()>,
-    /// The tools the server runs only as tasks (2025-11-25), once listed.
-    task_tools: tokio::sync::OnceCell<HashSet<String>>,
+    /// The tools the server runs only as tasks (2025-11-25), as it last listed them.
+    task_tools: std::sync::Mutex<HashSet<String>>,
     /// Over HTTP with OAuth: what authorizes again when the server refuses.
     authorizer: Option<Authorizer>,
     closed: AtomicBool,
@@ -286,7 +295,7 @@ impl Session {
             offers,
             asks,
             asking: tokio::sync::Mutex::new(()),
-            task_tools: tokio::sync::OnceCell::new(),
+            task_tools: std::sync::Mutex::default(),
             authorizer: authorizing,
             closed: AtomicBool::new(false),
         })
@@ -322,28 +331,25 @@ impl Session {
     /// duplicated header name, a non-token character, a header on a non-primitive or a
     /// `number` parameter), which a client must not call.
     pub async fn list_tools(&self) -> Result<Vec<ToolInfo>, McpError> {
-        let tools = self.list_tools_once().await?;
-        let _ = self.task_tools.set(task_tools(&tools));
+        let tools = self
+            .list(
+                "tools/list",
+                convert::tools_page,
+                |cursor| {
+                    ClientRequest::ListToolsRequest(ListToolsRequest::with_param(
+                        PaginatedRequestParams::default().with_cursor(cursor),
+                    ))
+                },
+                |typed, tool| match typed {
+                    ServerResult::ListToolsResult(kept) => {
+                        kept.tools.iter().any(|t| t.name == tool.name.as_str())
+                    }
+                    _ => true,
+                },
+            )
+            .await?;
+        *self.task_tools.lock().unwrap_or_else(|e| e.into_inner()) = task_tools(&tools);
         Ok(tools)
-    }
-
-    async fn list_tools_once(&self) -> Result<Vec<ToolInfo>, McpError> {
-        self.list(
-            "tools/list",
-            convert::tools_page,
-            |cursor| {
-                ClientRequest::ListToolsRequest(ListToolsRequest::with_param(
-                    PaginatedRequestParams::default().with_cursor(cursor),
-                ))
-            },
-            |typed, tool| match typed {
-                ServerResult::ListToolsResult(kept) => {
-                    kept.tools.iter().any(|t| t.name == tool.name.as_str())
-                }
-                _ => true,
-            },
-        )
-        .await
     }
 
     /// Every fixed resource the server lists, page after page.
@@ -492,22 +498,16 @@ impl Session {
     }
 
     /// Whether a call of `name` to this 2025-11-25 server goes as a task: `asked` for,
-    /// or a tool it runs only as one (its tools are listed once to know). A 2026-07-28
-    /// server decides itself, answering with a task when it runs one.
-    async fn runs_as_task(&self, name: &str, asked: bool) -> Result<bool, McpError> {
-        if self.protocol_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str() {
-            return Ok(false);
-        }
-        if asked {
-            return Ok(true);
-        }
-        let tools = self
-            .task_tools
-            .get_or_try_init(|| async {
-                Ok::<_, McpError>(task_tools(&self.list_tools_once().await?))
-            })
-            .await?;
-        Ok(tools.contains(name))
+    /// or a tool its listing (when the session listed its tools) says runs only as one.
+    /// A 2026-07-28 server decides itself, answering with a task when it runs one.
+    fn runs_as_task(&self, name: &str, asked: bool) -> bool {
+        self.protocol_version.as_str() < ProtocolVersion::V_2026_07_28.as_str()
+            && (asked
+                || self
+                    .task_tools
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .contains(name))
     }
 
     /// A 2025-11-25 `tools/call` with `task`: answered with the task at once.
@@ -576,7 +576,7 @@ impl Session {
 
     /// The answers the session's policy gives a task's input requests (2026-07-28).
     pub(crate) fn answer_requests(&self, requests: &rmcp::model::InputRequests) -> Round {
-        self.asks.answer(requests, &[])
+        self.asks.answer(requests, &mut Vec::new())
     }
 
     /// Calls a tool, carrying what an earlier call that was asked needs to go on (the
@@ -595,7 +595,7 @@ impl Session {
         options: RequestOptions,
         resumption: &Resumption,
     ) -> Result<Called, McpError> {
-        if self.runs_as_task(name, options.task).await? {
+        if self.runs_as_task(name, options.task) {
             return self.call_as_task(name, arguments, meta, options).await;
         }
         let asks_during = self.asks.elicitation == Elicitation::Ask
@@ -618,6 +618,9 @@ impl Session {
                 asked: Vec::new(),
             }));
         }
+        // A call dropped mid-way (its node's timeout, a cancel) leaves no questions or
+        // answers for the next one.
+        let _clear = asks_during.then(|| ClearInFlight(&self.asks.in_flight));
         let mut outcome = self
             .rounds(name, arguments.clone(), meta.clone(), options, resumption)
             .await;
@@ -666,6 +669,13 @@ impl Session {
                 (!responses.is_empty()).then(|| responses.into_iter().collect());
             params.request_state = Some(state.clone());
         }
+        // The answers a question asked again gets: with the round's state the server
+        // has the answers already, and a question it asks again is a new one; asked
+        // afresh, each answer goes to its question once more, in turn.
+        let mut unspent = match resumption.request_state {
+            Some(_) => Vec::new(),
+            None => resumption.answers.clone(),
+        };
         let timeout = options.timeout.unwrap_or(self.config.request_timeout);
         let deadline = Instant::now() + timeout;
         let what = format!("tools/call {name}");
@@ -696,7 +706,7 @@ impl Session {
                     "{what}: an input_required result with neither input requests nor a requestState"
                 )));
             }
-            match self.asks.answer(&requests, &resumption.answers) {
+            match self.asks.answer(&requests, &mut unspent) {
                 Round::Answered(answers) => {
                     params.input_responses = (!answers.is_empty()).then_some(answers);
                     params.request_state = asked.request_state;

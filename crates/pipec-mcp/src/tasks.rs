@@ -27,6 +27,9 @@ const MAX_POLL: Duration = Duration::from_secs(60);
 const DEFAULT_POLL: Duration = Duration::from_secs(1);
 /// A task whose questions (2026-07-28) keep coming stops after this many rounds.
 const MAX_TASK_ROUNDS: usize = 8;
+/// One wait for a task ends after this long (the time a server is asked to keep it):
+/// a server that says `working` for ever does not hold a thread for ever.
+const MAX_TASK_WAIT: Duration = Duration::from_millis(TASK_TTL_MS);
 
 /// A task a server runs for a tool call.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,7 +93,16 @@ impl Session {
     ) -> Result<Called, McpError> {
         let what = format!("task {}", task.id);
         let mut rounds = 0;
+        let mut answered = std::collections::BTreeSet::new();
+        let deadline = tokio::time::Instant::now() + MAX_TASK_WAIT;
         loop {
+            if tokio::time::Instant::now() >= deadline {
+                return Err(McpError::Timeout {
+                    server: self.name().to_string(),
+                    request: what,
+                    after: MAX_TASK_WAIT,
+                });
+            }
             let status = match self
                 .raw_request(&what, "tasks/get", json!({ "taskId": task.id }), options)
                 .await
@@ -146,12 +158,6 @@ impl Session {
                     return Err(self.protocol_error(format!("{what} was cancelled by the server")));
                 }
                 (TaskForm::Extension, "input_required") => {
-                    rounds += 1;
-                    if rounds > MAX_TASK_ROUNDS {
-                        return Err(self.protocol_error(format!(
-                            "{what} still asks for input after {MAX_TASK_ROUNDS} rounds"
-                        )));
-                    }
                     let requests = status
                         .get("inputRequests")
                         .cloned()
@@ -159,15 +165,27 @@ impl Session {
                         .unwrap_or_default();
                     match self.answer_requests(&requests) {
                         Round::Answered(responses) => {
-                            let responses: Map<String, Value> = responses.into_iter().collect();
-                            self.raw_request(
-                                &what,
-                                "tasks/update",
-                                json!({ "taskId": task.id, "inputResponses": responses }),
-                                options,
-                            )
-                            .await?;
-                            continue;
+                            // Each request is answered once; one the server still lists
+                            // waits for it to take the answer.
+                            let responses: Map<String, Value> = responses
+                                .into_iter()
+                                .filter(|(key, _)| answered.insert(key.clone()))
+                                .collect();
+                            if !responses.is_empty() {
+                                rounds += 1;
+                                if rounds > MAX_TASK_ROUNDS {
+                                    return Err(self.protocol_error(format!(
+                                        "{what} still asks for input after {MAX_TASK_ROUNDS} rounds"
+                                    )));
+                                }
+                                self.raw_request(
+                                    &what,
+                                    "tasks/update",
+                                    json!({ "taskId": task.id, "inputResponses": responses }),
+                                    options,
+                                )
+                                .await?;
+                            }
                         }
                         Round::Asked(..) | Round::Unanswerable => {
                             return Err(McpError::InputRequired {

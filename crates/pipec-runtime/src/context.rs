@@ -277,8 +277,11 @@ fn scrub_write(s: &Scrubber, w: &mut Write) {
         }
         Write::Gate(_, g) => {
             g.message = s.scrub(&g.message);
-            if let Some(a) = &mut g.answer {
-                s.scrub_value(a);
+            // A server's question brings its form and state: a server may echo what
+            // it was sent.
+            s.scrub_value(&mut g.schema);
+            for v in g.answer.iter_mut().chain(g.ask.iter_mut()) {
+                s.scrub_value(v);
             }
         }
         Write::Thread(t) => {

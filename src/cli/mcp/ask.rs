@@ -102,6 +102,9 @@ pub(super) fn call(a: CallArgs) -> u8 {
     };
     let tool = a.tool.clone();
     ask(&a.reach, |session, options| async move {
+        // The listing says which tools the server runs only as tasks (2025-11-25);
+        // a server that does not list is called all the same.
+        let _ = session.list_tools().await;
         let result = session
             .call_tool(&tool, arguments, Map::new(), options)
             .await?;

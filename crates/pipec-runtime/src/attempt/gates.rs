@@ -187,11 +187,16 @@ impl Attempt {
             .gates
             .iter()
             .filter(|(_, g)| g.state == GateState::Pending)
-            .map(|(name, g)| PendingGate {
-                name: name.clone(),
-                message: self.shared.scrubber.scrub(&g.message),
-                schema: g.schema.clone(),
-                deadline_ms: g.deadline_ms,
+            .map(|(name, g)| {
+                // A server's question brings its own form, which may echo a secret.
+                let mut schema = g.schema.clone();
+                self.shared.scrubber.scrub_value(&mut schema);
+                PendingGate {
+                    name: name.clone(),
+                    message: self.shared.scrubber.scrub(&g.message),
+                    schema,
+                    deadline_ms: g.deadline_ms,
+                }
             })
             .collect()
     }

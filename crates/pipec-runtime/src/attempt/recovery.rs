@@ -180,6 +180,21 @@ impl Attempt {
                 // message and a deadline of then.
                 self.buffer.push(Write::RemoveGate(name.clone()));
             }
+            // The pending gates of its calls (approvals, a server's questions) belong
+            // to the generation that goes: the new one asks its own.
+            let calls: Vec<String> = self
+                .state
+                .gates
+                .iter()
+                .filter(|(gate, g)| {
+                    *gate != name && g.node == *name && g.state == GateState::Pending
+                })
+                .map(|(gate, _)| gate.clone())
+                .collect();
+            for gate in calls {
+                self.state.gates.remove(&gate);
+                self.buffer.push(Write::RemoveGate(gate));
+            }
         }
     }
 

@@ -21,7 +21,7 @@ use crate::validate::Mode;
 use pipec_diagnostic::{self as codes, Rule};
 use pipec_mcp::{Called, McpError, RequestOptions, Resumption, TaskRef};
 use pipec_plan::{Body, Node, Plan, Tool};
-use pipec_store::{CallKind, CallRec, CallState, Write};
+use pipec_store::{CallDecision, CallKey, CallKind, CallRec, CallState, Write};
 
 pub(crate) struct Call;
 
@@ -208,19 +208,37 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
         server: &tool.server,
         tool: &tool.name,
     });
+    let key = journal::key(&node.name, unit.generation, unit.item, unit.step);
     let resumption = match &questions {
-        Some(q) => q.resumption().await?,
+        Some(q) => match q.resumption().await {
+            Ok(r) => r,
+            Err(waiting @ TryError::Waiting { .. }) => {
+                // A question still unanswered: nothing is sent, and the try's row says
+                // so (not an unfinished effect).
+                if let Some(started) = cx.started {
+                    shared
+                        .commit(vec![Write::Call(
+                            key,
+                            journal::finished_row(started, CallState::Asked, None),
+                        )])
+                        .await
+                        .map_err(|e| TryError::Fatal(e.stored(Some(&node.name))))?;
+                }
+                return Err(waiting);
+            }
+            Err(e) => return Err(e),
+        },
         None => Resumption::default(),
     };
-    let key = journal::key(&node.name, unit.generation, unit.item, unit.step);
     // A task an earlier try became (before a crash): polled, never called again.
+    // Whether the call is a task whose id is journaled: then a failure to follow it
+    // leaves its outcome unknown, never calls again.
+    let mut tasked = false;
     let mut result = match earlier_task(&cx) {
         Some(task) => {
             if let Some(started) = cx.started {
-                shared
-                    .commit(vec![Write::Call(key.clone(), tasked_row(started, &task))])
-                    .await
-                    .map_err(|e| TryError::Fatal(e.stored(Some(&node.name))))?;
+                record_task(&cx, &key, started, &task).await?;
+                tasked = true;
             }
             poll(&cx, tool, &task, options).await
         }
@@ -242,10 +260,8 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
     if let Ok(Called::Task(task)) = &result {
         // The task's id is durable before it is polled: a resume polls the same task.
         if let Some(started) = cx.started {
-            shared
-                .commit(vec![Write::Call(key.clone(), tasked_row(started, task))])
-                .await
-                .map_err(|e| TryError::Fatal(e.stored(Some(&node.name))))?;
+            record_task(&cx, &key, started, task).await?;
+            tasked = true;
         }
         result = poll(&cx, tool, task, options).await;
     }
@@ -319,6 +335,9 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
         }
         Err(e) => {
             let message = scrub(&format!("`{}` calling `{}`: {e}", node.name, tool.name));
+            if tasked && !e.answered_by_server() {
+                return Err(TryError::Unknown(message));
+            }
             return Err(call_failure(&e, repeatable(tool), message, &node.name));
         }
     };
@@ -376,27 +395,50 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
     Ok(value)
 }
 
-/// The task an earlier try of this call became, from its journal rows: the newest row
-/// that keeps one, when the call did not end after it.
+/// The task an earlier try of this call became, to be polled again: the newest row
+/// keeps one, and says the task was being followed when that try ended (a crash), its
+/// outcome unknown (a timeout, a server that could not be reached), or that a person
+/// asked to try again.
 fn earlier_task(cx: &TryContext<'_>) -> Option<TaskRef> {
     let rows = cx.unit.calls.lock().unwrap_or_else(|e| e.into_inner());
     let (_, newest) = rows
         .iter()
         .filter(|((step, _), _)| *step < cx.unit.step)
         .max_by_key(|((step, call), _)| (*step, *call))?;
-    if newest.state != CallState::Tasked {
+    let follow = match newest.state {
+        CallState::Tasked | CallState::Unknown => true,
+        CallState::Resolved => newest.decision == Some(CallDecision::RetryRequested),
+        _ => false,
+    };
+    if !follow {
         return None;
     }
     serde_json::from_value(newest.task.clone()?).ok()
 }
 
-/// A try's row once its call became a server's task: the task kept with it.
-fn tasked_row(started: &CallRec, task: &TaskRef) -> CallRec {
-    CallRec {
+/// Journals that the try's call became a server's task (its row, and the unit's copy
+/// from which the try's last row is written).
+async fn record_task(
+    cx: &TryContext<'_>,
+    key: &CallKey,
+    started: &CallRec,
+    task: &TaskRef,
+) -> Result<(), TryError> {
+    let row = CallRec {
         state: CallState::Tasked,
         task: serde_json::to_value(task).ok(),
         ..started.clone()
-    }
+    };
+    cx.shared
+        .commit(vec![Write::Call(key.clone(), row.clone())])
+        .await
+        .map_err(|e| TryError::Fatal(e.stored(Some(&cx.unit.node.name))))?;
+    cx.unit
+        .calls
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert((key.seq, key.call), row);
+    Ok(())
 }
 
 /// Polls a task to its end. A server that no longer knows the task (it restarted, or

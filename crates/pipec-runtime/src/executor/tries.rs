@@ -313,10 +313,15 @@ pub(crate) async fn run_unit(shared: Arc<AttemptContext>, mut unit: Unit) -> Uni
         // The end of the try, in the journal of the executors that keep one.
         let journal = |writes: &mut Vec<Write>, state, error| {
             if let Some(started) = &started_row {
-                writes.push(Write::Call(
-                    key.clone(),
-                    journal::finished_row(started, state, error),
-                ));
+                let mut row = journal::finished_row(started, state, error);
+                // A task the call became stays with it, to be followed again.
+                row.task = unit
+                    .calls
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get(&(key.seq, key.call))
+                    .and_then(|r| r.task.clone());
+                writes.push(Write::Call(key.clone(), row));
             }
         };
         match result {

@@ -191,6 +191,18 @@ impl<'c, 'a> ToolCall<'c, 'a> {
     ) -> Result<Outcome, TryError> {
         let shared = self.cx.shared;
         let tool = self.tool;
+        // A server that may ask a person: the call carries the answers so far (and
+        // waits, before anything is journaled, while one is unanswered).
+        let questions = asks_people(&shared.plan, &tool.server).then(|| Questions {
+            cx: self.cx,
+            call: self.key.display(),
+            server: &tool.server,
+            tool: &tool.name,
+        });
+        let resumption = match &questions {
+            Some(q) => q.resumption().await?,
+            None => Resumption::default(),
+        };
         // An effect is journaled before it is made.
         if !self.repeatable {
             let rec = self.row(CallKind::Tool, CallState::Started, None, None);
@@ -214,17 +226,6 @@ impl<'c, 'a> ToolCall<'c, 'a> {
             timeout: timeout_ms.or(tool.timeout_ms).map(Duration::from_millis),
             limit: Some((limit as usize).saturating_mul(2).saturating_add(64 * 1024)),
             task: tool.task != pipec_plan::ToolTask::Forbidden,
-        };
-        // A server that may ask a person: the call carries the answers so far.
-        let questions = asks_people(&shared.plan, &tool.server).then(|| Questions {
-            cx: self.cx,
-            call: self.key.display(),
-            server: &tool.server,
-            tool: &tool.name,
-        });
-        let resumption = match &questions {
-            Some(q) => q.resumption().await?,
-            None => Resumption::default(),
         };
         let result = shared
             .resources
