@@ -130,6 +130,7 @@ impl Target {
             max_message_bytes: MAX_MESSAGE_BYTES,
             redact: Arc::new(|text: &str| text.to_string()),
             elicitation: Elicitation::Decline,
+            sampler: None,
             authorization: None,
         }
     }

@@ -222,6 +222,7 @@ fn given_target(args: &ServerArgs) -> Result<Target, u8> {
         headers: BTreeMap::new(),
         oauth: None,
         elicitation: Default::default(),
+        sampling: None,
         resources: Vec::new(),
         startup_timeout_ms: None,
         timeout_ms: None,

@@ -10,6 +10,7 @@ What it offers
   tool pay(amount, to)       asks "Pay AMOUNT to TO?" (confirm: bool, note?: str); pays
                              when confirmed, says so when not
   tool pay_twice(amount, to) asks the same, then asks for a reference (two rounds)
+  tool describe(to)          asks the client's model (sampling) to describe `to`
 
 Environment
   PAYMENTS_TOKEN   when set, the description of the form's `note` field
@@ -42,7 +43,9 @@ from mcp.server.mcpserver import (  # noqa: E402
     ElicitationResult,
     MCPServer,
     Resolve,
+    Sample,
 )
+from mcp.types import CreateMessageResult, SamplingMessage, TextContent  # noqa: E402
 
 server = MCPServer("payments", log_level="WARNING")
 
@@ -108,6 +111,20 @@ def pay_twice(
     if not answer.confirm:
         return "not paid"
     return paid(amount, to, {"reference": reference.reference})
+
+
+def ask_model(to: str) -> Sample:
+    log({"asked": "model", "to": to})
+    prompt = TextContent(type="text", text=f"Describe {to} in five words.")
+    return Sample([SamplingMessage(role="user", content=prompt)], max_tokens=50)
+
+
+@server.tool()
+def describe(
+    to: str, reply: Annotated[CreateMessageResult, Resolve(ask_model)]
+) -> str:
+    """Describe a payee, in the client's model's words."""
+    return f"{to}: {reply.content.text}"
 
 
 if __name__ == "__main__":

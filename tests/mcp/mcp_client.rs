@@ -33,6 +33,7 @@ fn config(name: &str, transport: TransportConfig) -> ServerConfig {
         max_message_bytes: 64 << 20,
         redact: Arc::new(redact),
         elicitation: Elicitation::Decline,
+        sampler: None,
         authorization: None,
     }
 }
@@ -997,6 +998,7 @@ async fn blobs_are_decoded_and_error_codes_kept_whatever_they_are() {
 async fn an_input_required_call_is_answered_by_the_policy_and_sent_again_with_its_state() {
     let session = connect(ServerConfig {
         elicitation: Elicitation::Defaults,
+        sampler: None,
         authorization: None,
         ..fault(&[], &[])
     })

@@ -445,3 +445,94 @@ fn a_secret_a_server_echoes_into_its_form_is_not_stored() {
         "the form's secret was stored"
     );
 }
+
+/// A pipeline with a server whose requests for a model's reply (sampling) go to
+/// `sampling`, when given; `describe` asks for one.
+fn describing(sampling: &str) -> String {
+    let python = python_with_mcp();
+    format!(
+        r#"model fast {{
+  provider = "scripted"
+  replies = "replies.json"
+}}
+
+server payments {{
+  command = {python:?}
+  args = [{script:?}]
+  {sampling}
+}}
+
+tool describe(to: string) -> string from payments {{
+  read_only = true
+}}
+
+node described() -> string {{
+  call = describe(to: "Ada")
+}}
+
+output said: string = described
+"#,
+        script = script().display().to_string(),
+    )
+    .replace("  \n", "")
+}
+
+#[test]
+fn a_servers_request_for_a_model_reply_goes_to_the_declared_model() {
+    let p = Project::new("sampling-2026");
+    p.write("describe.pipe", &describing("sampling = fast"));
+    p.write(
+        "replies.json",
+        &serde_json::json!({ "payments:sampling": [ { "text": "pioneer of programmable computing" } ] })
+            .to_string(),
+    );
+    let done = ok(&p.run(&["run", "describe.pipe"]));
+    assert_eq!(done["said"], "Ada: pioneer of programmable computing");
+
+    // Without `sampling`, pipec does not answer, and the call fails.
+    p.write("plain.pipe", &describing(""));
+    let refused = p.run(&["run", "plain.pipe"]);
+    assert_eq!(code(&refused), 1, "{}", stderr(&refused));
+}
+
+#[test]
+fn server_everything_over_stdio_samples_the_declared_model() {
+    let Some(server) = reference_server(EVERYTHING) else {
+        return;
+    };
+    let p = Project::new("sampling-everything");
+    p.write(
+        "sample.pipe",
+        &format!(
+            r#"model fast {{
+  provider = "scripted"
+  replies = "replies.json"
+}}
+
+server everything {{
+  command = {server:?}
+  args = ["stdio"]
+  sampling = fast
+}}
+
+tool sample(prompt: string) -> string from everything {{
+  name = "trigger-sampling-request"
+}}
+
+act asked() -> string {{
+  call = sample(prompt: "Name a colour.")
+}}
+
+output said: string = asked
+"#,
+            server = server.display().to_string()
+        ),
+    );
+    p.write(
+        "replies.json",
+        &serde_json::json!({ "everything:sampling": [ { "text": "vermilion" } ] }).to_string(),
+    );
+    let done = ok(&p.run(&["run", "sample.pipe"]));
+    let said = done["said"].as_str().unwrap_or("");
+    assert!(said.contains("vermilion"), "{said}");
+}

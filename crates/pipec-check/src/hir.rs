@@ -107,6 +107,8 @@ pub struct ServerDef {
     pub oauth: Option<OAuthDef>,
     /// What pipec answers when the server asks for input during a call.
     pub elicitation: pipec_plan::Elicitation,
+    /// The model that answers the server's sampling requests.
+    pub sampling: Option<ModelId>,
     /// URI patterns the server serves, for routing.
     pub resources: Vec<UriTemplate>,
     pub startup_timeout_ms: Option<u64>,

@@ -154,6 +154,9 @@ impl Lower<'_> {
                 scopes: o.scopes.clone(),
             }),
             elicitation: s.elicitation.clone(),
+            sampling: s
+                .sampling
+                .map(|m| self.hir.models[m as usize].info.display.clone()),
             resources: s.resources.iter().map(|t| t.text.clone()).collect(),
             startup_timeout_ms: s.startup_timeout_ms,
             timeout_ms: s.timeout_ms,

@@ -103,6 +103,7 @@ fn config(scenario: &str, url: &str, context: &Value) -> ServerConfig {
         max_message_bytes: 16 << 20,
         redact: Arc::new(|text: &str| text.to_string()),
         elicitation: elicitation(scenario),
+        sampler: None,
         authorization: authorization(scenario, context),
     }
 }

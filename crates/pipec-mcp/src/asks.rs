@@ -1,8 +1,9 @@
 //! What pipec answers when a server asks something in the middle of a request: an
 //! `elicitation/create` sent to it (2025-11-25), or the input requests of an
 //! `input_required` result (2026-07-28), which pipec answers and sends again with the
-//! server's `requestState`. Also the client pipec is to rmcp, with the capabilities those
-//! answers imply. Sampling is not offered; the roots pipec lists are none.
+//! server's `requestState`; a model's reply (sampling) by the session's [`Sampler`]. Also
+//! the client pipec is to rmcp, with the capabilities those answers imply. The roots
+//! pipec lists are none.
 
 use rmcp::ClientHandler;
 use rmcp::model::{
@@ -11,6 +12,8 @@ use rmcp::model::{
     Implementation, InputRequest, InputRequests, InputResponses, TASKS_EXTENSION_ID,
 };
 use std::sync::{Arc, Mutex};
+
+use super::sampling::{self, Sampler};
 
 use rmcp::service::{RequestContext, RoleClient};
 use serde_json::{Map, Value};
@@ -118,9 +121,11 @@ pub(crate) struct InFlight {
 }
 
 /// pipec as rmcp's client: who it says it is, what it declares, what it answers.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub(crate) struct Asks {
     pub(crate) elicitation: Elicitation,
+    /// The model that answers the server's sampling requests; none declines them.
+    pub(crate) sampler: Option<Arc<dyn Sampler>>,
     /// With [`Elicitation::Ask`], the call in flight (calls that may be asked are made
     /// one at a time on a 2025-11-25 session: its requests do not say which call they
     /// belong to).
@@ -128,11 +133,39 @@ pub(crate) struct Asks {
 }
 
 impl Asks {
-    pub(crate) fn new(elicitation: Elicitation) -> Asks {
+    pub(crate) fn new(elicitation: Elicitation, sampler: Option<Arc<dyn Sampler>>) -> Asks {
         Asks {
             elicitation,
+            sampler,
             in_flight: Arc::default(),
         }
+    }
+
+    /// The answers to a round's sampling requests (2026-07-28), by the session's model,
+    /// keyed as they were; those it cannot answer are left out (and fail the call).
+    pub(crate) async fn sample(&self, requests: &InputRequests) -> Map<String, Value> {
+        let mut out = Map::new();
+        let Some(sampler) = &self.sampler else {
+            return out;
+        };
+        for (key, request) in requests.iter() {
+            if let InputRequest::CreateMessage(request) = request
+                && let Ok(params) = serde_json::to_value(&request.params)
+                && let Ok(answer) = sampling::answer(&**sampler, &params).await
+            {
+                out.insert(key.clone(), answer);
+            }
+        }
+        out
+    }
+}
+
+impl std::fmt::Debug for Asks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Asks")
+            .field("elicitation", &self.elicitation)
+            .field("samples", &self.sampler.is_some())
+            .finish()
     }
 }
 
@@ -143,6 +176,11 @@ impl ClientHandler for Asks {
         let mut extensions = ExtensionCapabilities::new();
         extensions.insert(TASKS_EXTENSION_ID.to_string(), Map::new());
         capabilities.extensions = Some(extensions);
+        if self.sampler.is_some() {
+            #[allow(deprecated)] // SEP-2577 deprecates sampling; 2025-11-25 servers ask for it
+            let sampling = rmcp::model::SamplingCapability::default();
+            capabilities.sampling = Some(sampling);
+        }
         if self.elicitation != Elicitation::Decline {
             capabilities.elicitation =
                 Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
@@ -151,6 +189,26 @@ impl ClientHandler for Asks {
             capabilities,
             Implementation::new("pipec", env!("CARGO_PKG_VERSION")),
         )
+    }
+
+    #[allow(deprecated)] // SEP-2577 deprecates sampling; 2025-11-25 servers ask for it
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
+        let Some(sampler) = &self.sampler else {
+            return Err(ErrorData::invalid_request(
+                "pipec answers no sampling requests for this server",
+                None,
+            ));
+        };
+        let params = serde_json::to_value(&params)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let answer = sampling::answer(&**sampler, &params)
+            .await
+            .map_err(|e| ErrorData::internal_error(e, None))?;
+        serde_json::from_value(answer).map_err(|e| ErrorData::internal_error(e.to_string(), None))
     }
 
     async fn create_elicitation(
@@ -254,7 +312,12 @@ impl Asks {
     /// The answers to an `input_required` result's requests, keyed as they were: by the
     /// policy, by a person's earlier `answers` (the same question; each answer is given
     /// once, and taken out), or left to a person.
-    pub(crate) fn answer(&self, requests: &InputRequests, answers: &mut Vec<Answer>) -> Round {
+    pub(crate) fn answer(
+        &self,
+        requests: &InputRequests,
+        answers: &mut Vec<Answer>,
+        sampled: &Map<String, Value>,
+    ) -> Round {
         let mut responses = Map::new();
         let mut questions = Vec::new();
         for (key, request) in requests.iter() {
@@ -278,7 +341,11 @@ impl Asks {
                     serde_json::to_value(self.elicit(&request.params)).unwrap_or(Value::Null)
                 }
                 InputRequest::ListRoots(_) => serde_json::json!({ "roots": [] }),
-                // Sampling, and what later revisions add.
+                InputRequest::CreateMessage(_) => match sampled.get(key) {
+                    Some(answer) => answer.clone(),
+                    None => return Round::Unanswerable,
+                },
+                // What later revisions add.
                 _ => return Round::Unanswerable,
             };
             responses.insert(key.clone(), answer);
@@ -362,14 +429,14 @@ mod tests {
 
     #[test]
     fn pipec_names_itself_and_declares_elicitation_only_when_it_answers() {
-        let declines = Asks::new(Elicitation::Decline).get_info();
+        let declines = Asks::new(Elicitation::Decline, None).get_info();
         assert_eq!(declines.client_info.name, "pipec");
         assert_eq!(declines.client_info.version, env!("CARGO_PKG_VERSION"));
         assert_eq!(
             serde_json::to_value(&declines.capabilities).expect("JSON"),
             json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})
         );
-        let answers = Asks::new(Elicitation::Defaults).get_info();
+        let answers = Asks::new(Elicitation::Defaults, None).get_info();
         assert_eq!(
             serde_json::to_value(&answers.capabilities).expect("JSON"),
             json!({"elicitation": {"form": {}}, "extensions": {"io.modelcontextprotocol/tasks": {}}})

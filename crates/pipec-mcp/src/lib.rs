@@ -15,7 +15,8 @@
 //!   for it, `tokens.rs` where its tokens are kept.
 //! - `request_slot.rs` what a request in flight expects and what its transport found.
 //! - `asks.rs` what pipec answers when a server asks during a request (elicitation);
-//!   `tasks.rs` tool calls a server runs as tasks, polled to their end.
+//!   `tasks.rs` tool calls a server runs as tasks, polled to their end; `sampling.rs` a
+//!   server's requests for a model's reply.
 //! - `convert.rs` the server's JSON as pipec's values (`base64.rs` for blobs);
 //!   `failure.rs` rmcp's errors as pipec's.
 #![warn(unreachable_pub)]
@@ -34,6 +35,7 @@ mod line_transport;
 mod message_id;
 mod raw;
 mod request_slot;
+mod sampling;
 #[cfg(feature = "server")]
 pub mod server;
 mod session;
@@ -46,6 +48,7 @@ mod types;
 pub use asks::{Answer, Asked, Called, Elicitation, Question, Resumption};
 pub use auth::{Authorization, Consent, Identity, MAX_AUTHORIZATIONS, Unattended};
 pub use error::McpError;
+pub use sampling::{SampleFuture, Sampler, SamplingMessage, SamplingReply, SamplingRequest};
 pub use session::{RequestOptions, Session};
 pub use tasks::{TaskForm, TaskRef};
 pub use tokens::{FileTokens, MemoryTokens, TokenStore};

@@ -133,7 +133,7 @@ impl Session {
     pub async fn connect(config: ServerConfig) -> Result<Session, McpError> {
         let garbage = Arc::new(GarbageLines::default());
         let largest_read_buffer = Arc::new(AtomicUsize::new(0));
-        let asks = Asks::new(config.elicitation.clone());
+        let asks = Asks::new(config.elicitation.clone(), config.sampler.clone());
         let mut authorizing = None;
         let (handshake, process, stderr, refusal) = match &config.transport {
             TransportConfig::Stdio {
@@ -576,7 +576,7 @@ impl Session {
 
     /// The answers the session's policy gives a task's input requests (2026-07-28).
     pub(crate) fn answer_requests(&self, requests: &rmcp::model::InputRequests) -> Round {
-        self.asks.answer(requests, &mut Vec::new())
+        self.asks.answer(requests, &mut Vec::new(), &Map::new())
     }
 
     /// Calls a tool, carrying what an earlier call that was asked needs to go on (the
@@ -706,7 +706,8 @@ impl Session {
                     "{what}: an input_required result with neither input requests nor a requestState"
                 )));
             }
-            match self.asks.answer(&requests, &mut unspent) {
+            let sampled = self.asks.sample(&requests).await;
+            match self.asks.answer(&requests, &mut unspent, &sampled) {
                 Round::Answered(answers) => {
                     params.input_responses = (!answers.is_empty()).then_some(answers);
                     params.request_state = asked.request_state;

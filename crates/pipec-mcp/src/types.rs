@@ -46,6 +46,9 @@ pub struct ServerConfig {
     pub redact: Redact,
     /// What the session answers when the server asks for input during a request.
     pub elicitation: super::Elicitation,
+    /// The model that answers the server's requests for a model's reply (sampling);
+    /// `None` declines them (and does not declare the capability).
+    pub sampler: Option<Arc<dyn super::Sampler>>,
     /// How to authorize when a server over HTTP asks for OAuth; `None` sends only the
     /// configured headers, and a refusal fails the request.
     pub authorization: Option<super::Authorization>,

@@ -183,6 +183,10 @@ pub struct Server {
     /// What pipec answers when the server asks for input during a tool call.
     #[serde(default, skip_serializing_if = "Elicitation::is_decline")]
     pub elicitation: Elicitation,
+    /// The declared model that answers the server's requests for a model's reply
+    /// (sampling); none declines them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<String>,
     /// URI patterns it serves (routing).
     pub resources: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -284,6 +284,14 @@ impl<'p> Validator<'p> {
                     });
                 }
             }
+            if let Some(model) = &s.sampling
+                && !self.plan.models.iter().any(|m| &m.name == model)
+            {
+                return Err(Violation::Malformed {
+                    place,
+                    why: format!("its sampling model `{model}` is not declared"),
+                });
+            }
             if let crate::Elicitation::Answer(fields) = &s.elicitation {
                 let field = |v: &serde_json::Value| match v {
                     serde_json::Value::Array(items) => items.iter().all(|i| i.is_string()),

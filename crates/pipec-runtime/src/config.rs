@@ -104,6 +104,12 @@ pub(crate) fn needs(
         .filter(|s| servers_used(plan, to_run).contains(&s.name))
     {
         out.server(s);
+        // The model that answers its sampling requests.
+        if let Some(model) = &s.sampling
+            && !replaced(model)
+        {
+            models.insert(model.clone());
+        }
     }
     for m in plan.models.iter().filter(|m| models.contains(&m.name)) {
         for v in [&m.base_url, &m.api_key].into_iter().flatten() {

@@ -136,6 +136,7 @@ mod tests {
                 .collect(),
             oauth,
             elicitation: Default::default(),
+            sampling: None,
             resources: Vec::new(),
             startup_timeout_ms: None,
             timeout_ms: None,

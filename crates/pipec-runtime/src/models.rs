@@ -22,6 +22,7 @@ pub(crate) fn build(
     project_root: &Path,
 ) -> Result<HashMap<String, Arc<dyn Model>>, RuntimeError> {
     let mut out: HashMap<String, Arc<dyn Model>> = HashMap::new();
+    let servers = crate::config::servers_used(plan, to_run);
     let used: BTreeSet<String> = plan
         .nodes
         .iter()
@@ -30,6 +31,13 @@ pub(crate) fn build(
             Body::Model { model, .. } => Some(model.clone()),
             _ => None,
         })
+        // And the models that answer the sampling requests of the servers they use.
+        .chain(
+            plan.servers
+                .iter()
+                .filter(|s| servers.contains(&s.name))
+                .filter_map(|s| s.sampling.clone()),
+        )
         .collect();
     let bad = |m: String| RuntimeError::new(&codes::CONFIG_MISSING, m);
     for name in used {

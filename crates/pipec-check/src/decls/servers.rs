@@ -23,6 +23,7 @@ pub(crate) fn empty_server(info: DeclInfo) -> ServerDef {
         headers: Vec::new(),
         oauth: None,
         elicitation: pipec_plan::Elicitation::Decline,
+        sampling: None,
         resources: Vec::new(),
         startup_timeout_ms: None,
         timeout_ms: None,
@@ -39,6 +40,7 @@ const SERVER_SETTINGS: &[&str] = &[
     "headers",
     "oauth",
     "elicitation",
+    "sampling",
     "resources",
     "startup_timeout",
     "timeout",
@@ -132,6 +134,9 @@ impl Checker<'_> {
             .expr_of(&s, "elicitation", ELICITATION_VALUES)
             .map(|e| self.check_elicitation(file, e))
             .unwrap_or_default();
+        let sampling = self
+            .name_setting(&s, "sampling")
+            .and_then(|(path, span)| self.lookup_model(f, &path, span));
         let mut resources = Vec::new();
         for (pattern, span) in self.strings_setting(&s, "resources").unwrap_or_default() {
             if let Some(t) = self.uri_template_at(file, &pattern, span, None) {
@@ -150,6 +155,7 @@ impl Checker<'_> {
         server.headers = headers;
         server.oauth = oauth;
         server.elicitation = elicitation;
+        server.sampling = sampling;
         server.resources = resources;
         server.startup_timeout_ms = startup_timeout_ms;
         server.timeout_ms = timeout_ms;

@@ -103,7 +103,7 @@ impl Checker<'_> {
         }
     }
 
-    pub(super) fn lookup_model(
+    pub(crate) fn lookup_model(
         &mut self,
         f: usize,
         path: &[String],

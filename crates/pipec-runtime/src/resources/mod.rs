@@ -16,6 +16,7 @@ pub(crate) mod manifest;
 pub(crate) mod online_check;
 pub(crate) mod resolve;
 pub(crate) mod results;
+mod sampling;
 pub(crate) mod server_listing;
 pub(crate) mod servers;
 pub(crate) mod tools_check;

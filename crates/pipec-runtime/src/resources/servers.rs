@@ -17,9 +17,11 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 
+use super::sampling::ModelSampler;
 use crate::RuntimeError;
 use crate::config;
 use crate::credentials;
+use crate::llm::Model;
 use crate::secrets::Scrubber;
 use pipec_mcp::{
     Body, Called, Elicitation, McpError, RequestOptions, ResourceContent, Resumption, ServerConfig,
@@ -138,13 +140,21 @@ impl McpServers {
         config: &BTreeMap<String, String>,
         secrets: &BTreeMap<String, String>,
         scrubber: &Scrubber,
+        models: &HashMap<String, Arc<dyn Model>>,
     ) -> McpServers {
         let mut configs = HashMap::new();
         for s in &plan.servers {
-            configs.insert(
-                s.name.clone(),
-                server_config(s, project_root, config, secrets, scrubber),
-            );
+            let mut server = server_config(s, project_root, config, secrets, scrubber);
+            // The model its declaration names answers its sampling requests.
+            server.sampler = s.sampling.as_ref().and_then(|name| {
+                let model = models.get(name)?.clone();
+                Some(Arc::new(ModelSampler {
+                    server: s.name.clone(),
+                    model,
+                    turns: Default::default(),
+                }) as Arc<dyn pipec_mcp::Sampler>)
+            });
+            configs.insert(s.name.clone(), server);
         }
         let sessions = configs
             .keys()
@@ -382,6 +392,7 @@ fn server_config(
                 Elicitation::Answer(fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
             }
         },
+        sampler: None,
         authorization: credentials::authorization(
             s,
             &transport_url(&s.url, &text),

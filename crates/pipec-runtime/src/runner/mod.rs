@@ -278,7 +278,7 @@ impl Runner {
             &new.rec.config,
             &self.project_root,
         )?;
-        let servers = self.servers_for(&new.rec.config, &secrets);
+        let servers = self.servers_for(&new.rec.config, &secrets, &models);
         self.check_servers(&servers, None).await?;
         let plan_json = serde_json::to_string(&*self.plan).unwrap_or_default();
         self.store.put_plan(&self.plan.hash, &plan_json).await?;
@@ -525,7 +525,7 @@ impl Runner {
         if !now_answers.is_empty() {
             committed = self.store.answer(&rec.id, now_answers, "cli").await?;
         }
-        let servers = self.servers_for(&ready.config, &ready.secrets);
+        let servers = self.servers_for(&ready.config, &ready.secrets, &ready.models);
         self.check_servers(&servers, Some(&ready.to_run)).await?;
         let attempt_rec = self.attempt_rec(rec.attempts + 1);
         let (lease, state, claimed) = self.store.claim(&rec.id, attempt_rec).await?;
@@ -581,11 +581,13 @@ impl Runner {
     }
 
     /// The MCP servers of an attempt: the embedder's, or the plan's own (started when
-    /// first used), with the embedder's fetchers and replayers in front.
+    /// first used, a server's sampling requests answered by the model it names), with the
+    /// embedder's fetchers and replayers in front.
     pub(super) fn servers_for(
         &self,
         config: &BTreeMap<String, String>,
         secrets: &BTreeMap<String, String>,
+        models: &HashMap<String, Arc<dyn Model>>,
     ) -> WithOverrides {
         let inner: Arc<dyn Servers> = match &self.servers {
             Some(s) => s.clone(),
@@ -600,6 +602,7 @@ impl Runner {
                     config,
                     secrets,
                     &scrubber,
+                    models,
                 ))
             }
         };

@@ -184,7 +184,7 @@ impl Runner {
                 return Err(e);
             }
         };
-        let servers = self.servers_for(&ready.config, &ready.secrets);
+        let servers = self.servers_for(&ready.config, &ready.secrets, &ready.models);
         if let Err(e) = self.check_servers(&servers, Some(&ready.to_run)).await {
             self.give_back(lease, state, why, &events).await?;
             return Err(e);
