@@ -461,3 +461,70 @@ output warehouse = where_kept
         "Order more of gadget: 0 left."
     );
 }
+
+/// Mixed content of a real server as declared records: `server-everything`'s tiny image
+/// (text, an image, text) as `{data, mime}`, and its resource reference (text, an
+/// embedded resource, text) as `{text, mime, uri}`, over stdio.
+#[test]
+fn server_everything_images_and_embedded_resources_fill_records_of_parts() {
+    let Some(server) = reference_server(EVERYTHING) else {
+        return;
+    };
+    let p = Project::new("ref-everything-parts");
+    p.write(
+        "parts.pipe",
+        &format!(
+            r#"server everything {{
+  command = {server:?}
+  args = ["stdio"]
+}}
+
+type Shot {{
+  data: bytes
+  mime: string
+}}
+
+type Document {{
+  text: string
+  mime: string
+  uri: string
+}}
+
+tool tiny_image() -> Shot from everything {{
+  name = "get-tiny-image"
+  read_only = true
+}}
+
+tool resource_reference(id: int as "resourceId", kind: string as "resourceType") -> Document from everything {{
+  name = "get-resource-reference"
+  read_only = true
+}}
+
+node shot() -> Shot {{
+  call = tiny_image()
+}}
+
+node document() -> Document {{
+  call = resource_reference(id: 2, kind: "Text")
+}}
+
+output shot: Shot = shot
+output document: Document = document
+"#,
+            server = server.display().to_string()
+        ),
+    );
+    let out = run(&p, "parts.pipe", &[]);
+    assert_eq!(out["shot"]["mime"], "image/png", "{out}");
+    let png = out["shot"]["data"].as_str().unwrap_or("");
+    // A PNG's signature, base64: \x89PNG\r\n\x1a\n.
+    assert!(png.starts_with("iVBORw0KGgo"), "{png}");
+    assert_eq!(out["document"]["uri"], "demo://resource/dynamic/text/2");
+    assert_eq!(out["document"]["mime"], "text/plain");
+    assert!(
+        out["document"]["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("Resource 2:")),
+        "{out}"
+    );
+}

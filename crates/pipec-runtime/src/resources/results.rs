@@ -153,6 +153,29 @@ pub(crate) fn value_of(
             return Ok(inner.clone());
         }
     }
+    // A record of a block's parts (`data: bytes`, `mime: string`, ...) takes the
+    // binary blocks and embedded resources with their MIME types and URIs.
+    if let Some(shape) = media_shape(plan, &tool.output_schema) {
+        let parts = parts(result, &shape.fields);
+        let v = match (shape.many, parts.as_slice()) {
+            (true, _) => Some(Value::Array(parts.clone())),
+            (false, [one]) => Some(one.clone()),
+            (false, []) => None,
+            (false, several) => {
+                problems.push(format!(
+                    "it holds {} binary blocks or embedded resources, and only a list of records takes several",
+                    several.len()
+                ));
+                None
+            }
+        };
+        if let Some(v) = v {
+            match fits(&v) {
+                Ok(()) => return Ok(v),
+                Err(e) => problems.push(format!("its blocks as records do not fit: {e}")),
+            }
+        }
+    }
     let binaries = binaries(result);
     let encoded = |b: &Binary<'_>| Value::String(pipec_base::base64::encode(b.data));
     let takes = takes_bytes(plan, &tool.output_schema);
@@ -265,6 +288,105 @@ pub(crate) fn value_of(
         problems.push(held());
     }
     Err(ResultError::Unparsable(problems.join("; ")))
+}
+
+/// A declared record that takes a result's blocks one by one: its fields among
+/// `data` (bytes), `mime`, `uri` and `text` (strings), with `data` or `text`.
+pub(crate) struct MediaShape {
+    /// The record's fields of those four.
+    pub fields: Vec<&'static str>,
+    /// A list of such records (every block), else one.
+    pub many: bool,
+}
+
+/// Whether the declared type is such a record, or a list of them.
+pub(crate) fn media_shape(plan: &Plan, schema: &Value) -> Option<MediaShape> {
+    fn fields(plan: &Plan, s: &Value) -> Option<Vec<&'static str>> {
+        let s = resolved(plan, s);
+        let props = s.get("properties")?.as_object()?;
+        let is_bytes = |v: &Value| {
+            let v = resolved(plan, v);
+            v.get("contentEncoding").and_then(Value::as_str) == Some("base64")
+                || v.get("anyOf")
+                    .and_then(Value::as_array)
+                    .is_some_and(|alts| {
+                        alts.iter().any(|a| {
+                            resolved(plan, a)
+                                .get("contentEncoding")
+                                .and_then(Value::as_str)
+                                == Some("base64")
+                        })
+                    })
+        };
+        let known = ["data", "mime", "uri", "text"];
+        if props.keys().any(|k| !known.contains(&k.as_str())) {
+            return None;
+        }
+        let data = props.get("data").is_some_and(is_bytes);
+        if !data && !props.contains_key("text") {
+            return None;
+        }
+        if props.contains_key("data") && !data {
+            return None;
+        }
+        Some(
+            known
+                .into_iter()
+                .filter(|k| props.contains_key(*k))
+                .collect(),
+        )
+    }
+    if let Some(found) = fields(plan, schema) {
+        return Some(MediaShape {
+            fields: found,
+            many: false,
+        });
+    }
+    let items = items_of(plan, schema)?;
+    fields(plan, items).map(|found| MediaShape {
+        fields: found,
+        many: true,
+    })
+}
+
+/// A result's images, audio and embedded resources as records of `fields`, in order (an
+/// embedded text resource only when the record takes `text`).
+fn parts(result: &ToolResult, fields: &[&str]) -> Vec<Value> {
+    let takes = |f: &str| fields.contains(&f);
+    result
+        .content
+        .iter()
+        .filter_map(|c| {
+            let (mime, uri, data, text) = match c {
+                Content::Media { mime, data, .. } => (Some(mime.as_str()), None, Some(data), None),
+                Content::Resource(r) => match &r.body {
+                    Body::Blob(data) => (r.mime.as_deref(), Some(r.uri.as_str()), Some(data), None),
+                    Body::Text(t) if takes("text") => (
+                        r.mime.as_deref(),
+                        Some(r.uri.as_str()),
+                        None,
+                        Some(t.as_str()),
+                    ),
+                    Body::Text(_) => return None,
+                },
+                _ => return None,
+            };
+            let mut out = serde_json::Map::new();
+            if let (true, Some(data)) = (takes("data"), data) {
+                out.insert("data".into(), json!(pipec_base::base64::encode(data)));
+            }
+            if let (true, Some(text)) = (takes("text"), text) {
+                out.insert("text".into(), json!(text));
+            }
+            if let (true, Some(mime)) = (takes("mime"), mime) {
+                out.insert("mime".into(), json!(mime));
+            }
+            if let (true, Some(uri)) = (takes("uri"), uri) {
+                out.insert("uri".into(), json!(uri));
+            }
+            Some(Value::Object(out))
+        })
+        .collect()
 }
 
 /// A binary block as a model is shown it: what it is, never its bytes.
@@ -531,6 +653,48 @@ mod tests {
             mime: format!("{kind}/x"),
             data: data.to_vec(),
         }
+    }
+
+    #[test]
+    fn records_of_parts_take_images_audio_and_embedded_resources_with_their_types() {
+        let plan = match pipec_check::compile_str(
+            "t.pipe",
+            "type Shot {\n  data: bytes\n  mime: string\n}\n\ntype Part {\n  data: bytes?\n  text: string?\n  mime: string?\n  uri: string?\n}\n",
+        ) {
+            Ok(plan) => plan,
+            Err(e) => panic!("{:?}", e.diagnostics),
+        };
+        let v = Validators::new(plan.defs.clone());
+        let shot = tool(json!({ "$ref": "#/$defs/Shot" }));
+        let parts = tool(json!({ "type": "array", "items": { "$ref": "#/$defs/Part" } }));
+        let mut r = result(None, &["a caption"]);
+        r.content.push(media("image", b"hi"));
+        assert_eq!(
+            value_of(&plan, &shot, &r, &v),
+            Ok(json!({ "data": "aGk=", "mime": "image/x" }))
+        );
+        r.content.push(media("audio", b"hello"));
+        r.content
+            .push(Content::Resource(pipec_mcp::ResourceContent {
+                uri: "mcp://docs/readme".into(),
+                mime: Some("text/markdown".into()),
+                body: Body::Text("# Read me".into()),
+            }));
+        assert_eq!(
+            value_of(&plan, &parts, &r, &v),
+            Ok(json!([
+                { "data": "aGk=", "mime": "image/x" },
+                { "data": "aGVsbG8=", "mime": "audio/x" },
+                { "text": "# Read me", "mime": "text/markdown", "uri": "mcp://docs/readme" }
+            ]))
+        );
+        // One record does not take several blocks, and says so.
+        assert!(matches!(
+            value_of(&plan, &shot, &r, &v),
+            Err(ResultError::Unparsable(m)) if m.contains("only a list of records takes several")
+        ));
+        // A record with fields of its own is no record of parts.
+        assert!(media_shape(&plan, &json!({"type": "object", "properties": {"data": {"type": "string", "contentEncoding": "base64"}, "name": {"type": "string"}}})).is_none());
     }
 
     #[test]
