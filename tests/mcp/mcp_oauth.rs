@@ -117,17 +117,28 @@ fn pipec(p: &Project, server: &Guarded, args: &[&str]) -> Output {
 /// `pipec mcp login guarded`, with the test as the browser: it opens the address pipec
 /// prints, and follows the authorization server's redirect back to pipec's listener.
 fn log_in(p: &Project, server: &Guarded) -> String {
-    let mut login = p
-        .cmd(&[
-            "mcp",
-            "login",
-            "guarded",
-            "--file",
-            "guarded.pipe",
-            "--no-browser",
-        ])
-        .env("OAUTH_URL", &server.url)
-        .env("PIPEC_CREDENTIALS", p.dir.join("config/credentials.json"))
+    log_in_to(p, server, None)
+}
+
+/// [`log_in`], the tokens kept in `keyring`'s session when one is given (else in the
+/// project's credentials file).
+fn log_in_to(p: &Project, server: &Guarded, keyring: Option<&Keyring>) -> String {
+    let mut command = p.cmd(&[
+        "mcp",
+        "login",
+        "guarded",
+        "--file",
+        "guarded.pipe",
+        "--no-browser",
+    ]);
+    command.env("OAUTH_URL", &server.url);
+    match keyring {
+        Some(k) => k.apply(&mut command),
+        None => {
+            command.env("PIPEC_CREDENTIALS", p.dir.join("config/credentials.json"));
+        }
+    }
+    let mut login = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -443,4 +454,148 @@ output fourth: Who? = again
     let mut refreshed = before_resume;
     refreshed.push("refresh_token".to_string());
     assert_eq!(server.grants(), refreshed);
+}
+
+/// A private session bus with GNOME Keyring's Secret Service on it, its login keyring
+/// unlocked, and a home of its own; both stopped on drop.
+struct Keyring {
+    bus: String,
+    bus_pid: u32,
+    home: PathBuf,
+}
+
+impl Keyring {
+    /// `None` (the test passes, saying so) where the programs are missing, unless
+    /// `PIPEC_REQUIRE_KEYRING=1` (as in CI).
+    fn start(dir: &Path) -> Option<Keyring> {
+        let required = std::env::var("PIPEC_REQUIRE_KEYRING").is_ok_and(|v| v == "1");
+        let missing = ["dbus-daemon", "gnome-keyring-daemon"]
+            .into_iter()
+            .find(|program| Command::new(program).arg("--version").output().is_err());
+        if let Some(program) = missing {
+            assert!(
+                !required,
+                "PIPEC_REQUIRE_KEYRING=1 but `{program}` is missing"
+            );
+            eprintln!(
+                "skipped: `{program}` is missing (set PIPEC_REQUIRE_KEYRING=1 to fail instead)"
+            );
+            return None;
+        }
+        let home = dir.join("home");
+        let runtime = dir.join("run");
+        for d in [&home, &runtime] {
+            std::fs::create_dir_all(d).expect("a folder");
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700))
+                .expect("private");
+        }
+        let started = Command::new("dbus-daemon")
+            .args(["--session", "--fork", "--print-address=1", "--print-pid=1"])
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .expect("dbus-daemon starts");
+        let out = stdout(&started);
+        let mut lines = out.lines();
+        let bus = lines.next().expect("the bus address").trim().to_string();
+        let bus_pid: u32 = lines
+            .next()
+            .and_then(|l| l.trim().parse().ok())
+            .expect("the bus's pid");
+        let keyring = Keyring { bus, bus_pid, home };
+        let mut daemon = Command::new("gnome-keyring-daemon");
+        daemon.args(["--unlock", "--components=secrets"]);
+        keyring.apply(&mut daemon);
+        let mut daemon = daemon
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("gnome-keyring-daemon starts");
+        {
+            use std::io::Write;
+            let mut input = daemon.stdin.take().expect("its stdin");
+            input.write_all(b"test-password").expect("the password");
+        }
+        let _ = daemon.wait();
+        Some(keyring)
+    }
+
+    /// The session a command runs in: the bus, the home, no credentials file named.
+    fn apply(&self, command: &mut Command) {
+        command
+            .env("DBUS_SESSION_BUS_ADDRESS", &self.bus)
+            .env("HOME", &self.home)
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("PIPEC_CREDENTIALS")
+            .env_remove("PIPEC_TOKEN_STORE");
+    }
+}
+
+impl Drop for Keyring {
+    fn drop(&mut self) {
+        // The keyring daemon leaves with its bus.
+        let _ = Command::new("kill").arg(self.bus_pid.to_string()).status();
+    }
+}
+
+/// Where the session has a keyring, `pipec mcp login` keeps the tokens there (no
+/// credentials file is written), runs use them, `PIPEC_TOKEN_STORE=file` does not see
+/// them, and `pipec mcp logout` takes them out.
+#[test]
+fn tokens_live_in_the_os_keyring_where_the_session_has_one() {
+    let p = Project::new("oauth-keyring");
+    let Some(keyring) = Keyring::start(&p.dir) else {
+        return;
+    };
+    let server = Guarded::start(&p.dir, &[]);
+    p.write("guarded.pipe", PIPELINE);
+    let said = log_in_to(&p, &server, Some(&keyring));
+    assert!(said.contains("stored in the OS keyring"), "{said}");
+    assert!(
+        !keyring.home.join(".config/pipec/credentials.json").exists(),
+        "a credentials file was written"
+    );
+    let in_keyring = |args: &[&str]| {
+        let mut c = p.cmd(args);
+        keyring.apply(&mut c);
+        c.env("OAUTH_URL", &server.url)
+            .stdin(Stdio::null())
+            .output()
+            .expect("pipec runs")
+    };
+    let run = in_keyring(&["run", "guarded.pipe"]);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    assert!(stderr(&run).contains("waits"), "{}", stderr(&run));
+
+    // The file store has nothing for the server.
+    let mut file_only = p.cmd(&["run", "guarded.pipe"]);
+    keyring.apply(&mut file_only);
+    let file_only = file_only
+        .env("PIPEC_TOKEN_STORE", "file")
+        .env("OAUTH_URL", &server.url)
+        .stdin(Stdio::null())
+        .output()
+        .expect("pipec runs");
+    assert_eq!(code(&file_only), 1, "{}", stderr(&file_only));
+    assert!(
+        stderr(&file_only).contains("pipec mcp login guarded"),
+        "{}",
+        stderr(&file_only)
+    );
+
+    let out = in_keyring(&["mcp", "logout", "guarded", "--file", "guarded.pipe"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let after = in_keyring(&["run", "guarded.pipe"]);
+    assert_eq!(code(&after), 1, "{}", stderr(&after));
+    assert!(
+        stderr(&after).contains("pipec mcp login guarded"),
+        "{}",
+        stderr(&after)
+    );
 }

@@ -12,7 +12,7 @@
 //!   `stderr.rs` the tail of its stderr.
 //! - `http.rs` a server over streamable HTTP; `http_client.rs` the HTTP client that
 //!   reads each answer under its request's limit; `auth.rs` OAuth when the server asks
-//!   for it, `tokens.rs` where its tokens are kept.
+//!   for it, `tokens.rs` where its tokens are kept (`keyring_tokens.rs` in the OS keyring).
 //! - `request_slot.rs` what a request in flight expects and what its transport found.
 //! - `asks.rs` what pipec answers when a server asks during a request (elicitation);
 //!   `tasks.rs` tool calls a server runs as tasks, polled to their end; `sampling.rs` a
@@ -30,6 +30,8 @@ mod failure;
 mod garbage;
 mod http;
 mod http_client;
+#[cfg(all(feature = "keyring", any(target_os = "linux", target_os = "macos")))]
+mod keyring_tokens;
 mod line_reader;
 mod line_transport;
 mod message_id;
@@ -48,6 +50,8 @@ mod types;
 pub use asks::{Answer, Asked, Called, Elicitation, Question, Resumption};
 pub use auth::{Authorization, Consent, Identity, MAX_AUTHORIZATIONS, Unattended};
 pub use error::McpError;
+#[cfg(all(feature = "keyring", any(target_os = "linux", target_os = "macos")))]
+pub use keyring_tokens::KeyringTokens;
 pub use sampling::{SampleFuture, Sampler, SamplingMessage, SamplingReply, SamplingRequest};
 pub use session::{RequestOptions, Session};
 pub use tasks::{TaskForm, TaskRef};

@@ -1,7 +1,8 @@
-//! Where a user's OAuth tokens live, for runs and for `pipec mcp login`: one file outside
-//! every run store (`PIPEC_CREDENTIALS`, else `credentials.json` in the `pipec` folder of
-//! the user's configuration folder: `$XDG_CONFIG_HOME`, else `~/.config`), readable by its
-//! owner alone. Runs read and refresh tokens there; a plan, the store, events and logs
+//! Where a user's OAuth tokens live, for runs and for `pipec mcp login`, outside every
+//! run store: the OS keyring where the session has one, else one file
+//! (`PIPEC_CREDENTIALS`, else `credentials.json` in the `pipec` folder of the user's
+//! configuration folder: `$XDG_CONFIG_HOME`, else `~/.config`), readable by its owner
+//! alone. Runs read and refresh tokens there; a plan, the store, events and logs
 //! never hold them.
 
 use std::path::PathBuf;
@@ -25,13 +26,77 @@ pub fn path() -> Option<PathBuf> {
     Some(config.join("pipec").join("credentials.json"))
 }
 
-/// The user's credentials store; in memory (for this process only) when the user has no
-/// home folder to keep it in.
-pub fn store() -> Arc<dyn TokenStore> {
-    match path() {
-        Some(path) => Arc::new(FileTokens::new(path)),
-        None => Arc::new(MemoryTokens::default()),
+/// Chooses where tokens are kept: `keyring` or `file` (the default: the keyring where
+/// there is one, else the file).
+pub const TOKEN_STORE_VAR: &str = "PIPEC_TOKEN_STORE";
+
+/// Where the user's tokens are kept.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Keeper {
+    /// The OS keyring (the Secret Service, the Keychain).
+    Keyring,
+    /// The credentials file.
+    File(PathBuf),
+    /// This process only: the user has no home folder to keep a file in.
+    Memory,
+}
+
+/// Where the user's tokens are kept: the credentials file when `PIPEC_CREDENTIALS`
+/// names one or `PIPEC_TOKEN_STORE=file`; else the OS keyring when this session has one
+/// (looked at once a process); else the credentials file.
+pub fn keeper() -> Keeper {
+    let chosen = std::env::var(TOKEN_STORE_VAR).unwrap_or_default();
+    let named = std::env::var_os(CREDENTIALS_VAR).is_some_and(|v| !v.is_empty());
+    if !named && chosen != "file" && keyring_available() {
+        return Keeper::Keyring;
     }
+    match path() {
+        Some(path) => Keeper::File(path),
+        None => Keeper::Memory,
+    }
+}
+
+#[cfg(all(feature = "keyring", any(target_os = "linux", target_os = "macos")))]
+fn keyring_available() -> bool {
+    static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AVAILABLE.get_or_init(pipec_mcp::KeyringTokens::available)
+}
+
+#[cfg(not(all(feature = "keyring", any(target_os = "linux", target_os = "macos"))))]
+fn keyring_available() -> bool {
+    false
+}
+
+impl Keeper {
+    /// The store itself.
+    pub fn store(&self) -> Arc<dyn TokenStore> {
+        match self {
+            #[cfg(all(feature = "keyring", any(target_os = "linux", target_os = "macos")))]
+            Keeper::Keyring => {
+                Arc::new(pipec_mcp::KeyringTokens::new(path().unwrap_or_else(|| {
+                    std::env::temp_dir().join("pipec-credentials.json")
+                })))
+            }
+            #[cfg(not(all(feature = "keyring", any(target_os = "linux", target_os = "macos"))))]
+            Keeper::Keyring => Arc::new(MemoryTokens::default()),
+            Keeper::File(path) => Arc::new(FileTokens::new(path)),
+            Keeper::Memory => Arc::new(MemoryTokens::default()),
+        }
+    }
+
+    /// Where, for people: `in the OS keyring`, `in /home/ada/.config/pipec/credentials.json`.
+    pub fn describe(&self) -> String {
+        match self {
+            Keeper::Keyring => "in the OS keyring".to_string(),
+            Keeper::File(path) => format!("in {}", path.display()),
+            Keeper::Memory => "in this process only (there is no home folder)".to_string(),
+        }
+    }
+}
+
+/// The user's credentials store ([`keeper`]).
+pub fn store() -> Arc<dyn TokenStore> {
+    keeper().store()
 }
 
 /// Where tokens of the client-credentials grant of `client_id` live: in this process

@@ -98,7 +98,8 @@ pub(super) fn login(a: LoginArgs) -> u8 {
         ));
         return EXIT_USAGE;
     }
-    let store = credentials::store();
+    let keeper = credentials::keeper();
+    let store = keeper.store();
     // A credentials file pipec cannot use fails now, not after the person approved.
     if let Err(message) = store.load(&url) {
         crate::cli::err(&format!("error: {message}"));
@@ -152,11 +153,9 @@ pub(super) fn login(a: LoginArgs) -> u8 {
             crate::cli::err(&format!("error: {message}"));
             return EXIT_FINDINGS;
         }
-        let place = credentials::path()
-            .map(|p| format!(" in {}", p.display()))
-            .unwrap_or_default();
         crate::cli::out(&format!(
-            "logged in to the server `{server}`: its tokens are stored{place}, and runs use and refresh them\n"
+            "logged in to the server `{server}`: its tokens are stored {}, and runs use and refresh them\n",
+            keeper.describe()
         ));
         EXIT_OK
     })
