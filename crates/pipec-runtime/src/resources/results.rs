@@ -291,7 +291,8 @@ pub(crate) fn value_of(
 }
 
 /// A declared record that takes a result's blocks one by one: its fields among
-/// `data` (bytes), `mime`, `uri` and `text` (strings), with `data` or `text`.
+/// `data` (bytes), `mime`, `uri` and `text` (strings), with `data`, or with `text` and
+/// `uri` or `mime` (a record of `text` alone is an ordinary one).
 pub(crate) struct MediaShape {
     /// The record's fields of those four.
     pub fields: Vec<&'static str>,
@@ -323,7 +324,10 @@ pub(crate) fn media_shape(plan: &Plan, schema: &Value) -> Option<MediaShape> {
             return None;
         }
         let data = props.get("data").is_some_and(is_bytes);
-        if !data && !props.contains_key("text") {
+        // `text` alone is any record's field; with `uri` or `mime` it is a document's.
+        let document =
+            props.contains_key("text") && (props.contains_key("uri") || props.contains_key("mime"));
+        if !data && !document {
             return None;
         }
         if props.contains_key("data") && !data {
@@ -693,7 +697,14 @@ mod tests {
             value_of(&plan, &shot, &r, &v),
             Err(ResultError::Unparsable(m)) if m.contains("only a list of records takes several")
         ));
-        // A record with fields of its own is no record of parts.
+        // A record with fields of its own is no record of parts, nor one of `text` alone.
+        assert!(
+            media_shape(
+                &plan,
+                &json!({"type": "object", "properties": {"text": {"type": "string"}}})
+            )
+            .is_none()
+        );
         assert!(media_shape(&plan, &json!({"type": "object", "properties": {"data": {"type": "string", "contentEncoding": "base64"}, "name": {"type": "string"}}})).is_none());
     }
 
