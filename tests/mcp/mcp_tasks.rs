@@ -239,3 +239,45 @@ fn a_timeout_while_polling_keeps_the_task_for_the_retry() {
     assert_eq!(calls(&p), 1, "the tool was called again: {:?}", logged(&p));
     assert_eq!(polled(&p), [task]);
 }
+
+/// `pipec cancel` of a thread whose call the server runs as a task: the server is asked
+/// to cancel the task (`tasks/cancel`), and the call's outcome is unknown.
+#[test]
+fn cancelling_a_thread_cancels_the_task_its_call_became() {
+    let p = Project::new("task-cancel");
+    p.write("compute.pipe", &pipeline(&p.dir, 30.0));
+    let mut run = p
+        .cmd(&["run", "compute.pipe"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("pipec run starts");
+    let started = Instant::now();
+    while polled(&p).is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(30), "no task");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let task = polled(&p)[0].clone();
+    let runs = p.run(&["runs", "--json"]);
+    let thread = json(&stdout(&runs))[0]["id"]
+        .as_str()
+        .expect("a thread")
+        .to_string();
+    let cancel = p.run(&["cancel", &thread]);
+    assert_eq!(code(&cancel), 0, "{}", stderr(&cancel));
+    let status = run.wait().expect("the run ends");
+    assert!(!status.success());
+    let cancels: Vec<Value> = logged(&p)
+        .into_iter()
+        .filter(|e| e["method"] == "tasks/cancel")
+        .collect();
+    assert_eq!(cancels.len(), 1, "{:?}", logged(&p));
+    assert_eq!(cancels[0]["taskId"], task.as_str());
+    let internal = json(&stdout(&p.run(&["show", &thread, "--json", "--internal"])));
+    assert_eq!(internal["status"], "cancelled", "{internal}");
+    assert_eq!(
+        internal["calls"][0]["record"]["state"], "unknown",
+        "{internal}"
+    );
+}

@@ -3,7 +3,8 @@
 //! stopped, which kills its commands with their process groups, and the cancellation is
 //! recorded in the one commit the cancel fence lets through, with what was in flight:
 //! each node whose stored row says `running` fails with `R0406`, and each call of this
-//! attempt still `started` becomes `unknown`. The stored rows decide, not the attempt's
+//! attempt still `started` becomes `unknown`, as does a call the server runs as a task
+//! (which it is asked to cancel, with `tasks/cancel`). The stored rows decide, not the attempt's
 //! memory, so a result that was lost with a refused commit is not taken for done.
 
 use tokio::task::JoinSet;
@@ -13,8 +14,12 @@ use super::tasks::TaskDone;
 use crate::context::scrub_error;
 use crate::error::RuntimeError;
 use crate::journal;
+use crate::resources::servers::Servers;
 use pipec_diagnostic as codes;
 use pipec_store::{CallState, Event, NodeState, Status, StoreError, Write, ids};
+
+/// How long a server is given to take the cancel of a task.
+const TASK_CANCEL_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The error of a thread found cancelled.
 pub(super) fn cancelled(thread: &str) -> RuntimeError {
@@ -70,7 +75,28 @@ impl Attempt {
                 }));
             }
             for (key, call) in stored.calls {
-                if call.state != CallState::Started || call.attempt != self.shared.attempt_no {
+                // A task a call became is the server's to stop: it is asked to (for a
+                // few seconds at most), and what became of the call is unknown.
+                if call.state == CallState::Tasked
+                    && let Some(task) = call
+                        .task
+                        .clone()
+                        .and_then(|t| serde_json::from_value::<pipec_mcp::TaskRef>(t).ok())
+                    && let Some(tool) = self
+                        .shared
+                        .plan
+                        .tools
+                        .iter()
+                        .find(|t| t.name == call.target)
+                {
+                    let asked = self
+                        .shared
+                        .resources
+                        .servers
+                        .cancel_task(&tool.server, &task);
+                    let _ = tokio::time::timeout(TASK_CANCEL_WAIT, asked).await;
+                } else if call.state != CallState::Started || call.attempt != self.shared.attempt_no
+                {
                     continue;
                 }
                 let message = "cancelled while it ran; whether it took effect is unknown";

@@ -85,6 +85,17 @@ pub trait Servers: Send + Sync {
         })
     }
 
+    /// Asks the server to cancel a task a call became; what it answers does not matter.
+    /// By default nothing: servers that never answer with tasks need nothing else.
+    fn cancel_task<'a>(
+        &'a self,
+        server: &'a str,
+        task: &'a TaskRef,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        let _ = (server, task);
+        Box::pin(async {})
+    }
+
     /// Reads a resource.
     fn read<'a>(
         &'a self,
@@ -284,6 +295,18 @@ impl Servers for McpServers {
         })
     }
 
+    fn cancel_task<'a>(
+        &'a self,
+        server: &'a str,
+        task: &'a TaskRef,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        Box::pin(async move {
+            if let Ok(session) = self.session(server).await {
+                session.cancel_task(task).await;
+            }
+        })
+    }
+
     fn close(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         Box::pin(async move {
             for slot in self.sessions.values() {
@@ -477,6 +500,14 @@ impl Servers for WithOverrides {
         options: RequestOptions,
     ) -> ServerFuture<'a, Called> {
         self.inner.await_task(server, task, options)
+    }
+
+    fn cancel_task<'a>(
+        &'a self,
+        server: &'a str,
+        task: &'a TaskRef,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        self.inner.cancel_task(server, task)
     }
 
     fn read<'a>(
