@@ -12,9 +12,13 @@ Tools (tools/list)
                                  `working` until `seconds` have passed since, then
                                  `completed` with {"label": ..., "seconds": ...}; without
                                  the extension it waits and answers directly
+  approved_compute(seconds, label)  the same, as a task that first asks a form
+                                 ("Compute LABEL?", confirm: bool): `input_required` until
+                                 `tasks/update` answers it, then `seconds` of work, and
+                                 the result has the answer as "approved"
 
 Requests: server/discover, tools/list, tools/call, tasks/get (an unknown task is
--32602), tasks/cancel. --log appends one JSON line per tools/call and tasks/get.
+-32602), tasks/update, tasks/cancel. --log appends one JSON line per tools/call and tasks/get.
 """
 
 from __future__ import annotations
@@ -43,6 +47,13 @@ TOOL = {
         "required": ["seconds", "label"],
     },
     "annotations": {"readOnlyHint": False, "idempotentHint": False},
+}
+APPROVED = {**TOOL, "name": "approved_compute", "description": "Computes once approved."}
+
+FORM = {
+    "type": "object",
+    "properties": {"confirm": {"type": "boolean"}},
+    "required": ["confirm"],
 }
 
 
@@ -93,6 +104,8 @@ def base(task: dict, status: str) -> dict:
 
 def result_of(task: dict) -> dict:
     value = {"label": task["label"], "seconds": task["seconds"]}
+    if task.get("asks"):
+        value["approved"] = task["approved"]
     return {
         "content": [{"type": "text", "text": json.dumps(value)}],
         "structuredContent": value,
@@ -116,12 +129,12 @@ def handle(message: dict) -> None:
             "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "tasks", "version": "1"}},
         }
     elif method == "tools/list":
-        result = {"resultType": "complete", "tools": [TOOL]}
-    elif method == "tools/call" and params.get("name") == "slow_compute":
+        result = {"resultType": "complete", "tools": [TOOL, APPROVED]}
+    elif method == "tools/call" and params.get("name") in ("slow_compute", "approved_compute"):
         arguments = params.get("arguments") or {}
         capabilities = meta.get("io.modelcontextprotocol/clientCapabilities") or {}
         declared = EXTENSION in (capabilities.get("extensions") or {})
-        log({"method": "tools/call", "label": arguments.get("label"), "task": declared})
+        log({"method": "tools/call", "tool": params.get("name"), "label": arguments.get("label"), "task": declared})
         task = {
             "id": uuid.uuid4().hex,
             "label": arguments.get("label"),
@@ -129,6 +142,8 @@ def handle(message: dict) -> None:
             "due": time.time() + float(arguments.get("seconds", 0)),
             "createdAt": now_iso(),
             "cancelled": False,
+            "asks": params.get("name") == "approved_compute",
+            "approved": None,
         }
         if declared:
             save(task)
@@ -136,9 +151,9 @@ def handle(message: dict) -> None:
         else:
             time.sleep(float(task["seconds"]))
             result = {"resultType": "complete", **result_of(task)}
-    elif method in ("tasks/get", "tasks/cancel"):
+    elif method in ("tasks/get", "tasks/cancel", "tasks/update"):
         task = load(params.get("taskId"))
-        log({"method": method, "taskId": params.get("taskId")})
+        log({"method": method, "taskId": params.get("taskId"), "responses": params.get("inputResponses")})
         if task is None:
             send({
                 "jsonrpc": "2.0",
@@ -149,8 +164,28 @@ def handle(message: dict) -> None:
         if method == "tasks/cancel":
             task["cancelled"] = True
             save(task)
+        if method == "tasks/update":
+            answer = (params.get("inputResponses") or {}).get("confirm") or {}
+            if task["asks"] and task["approved"] is None and answer:
+                task["approved"] = answer.get("action") == "accept" and bool(
+                    (answer.get("content") or {}).get("confirm")
+                )
+                task["due"] = time.time() + float(task["seconds"])
+                save(task)
+            send({"jsonrpc": "2.0", "id": request_id, "result": {"resultType": "complete"}})
+            return
         if task["cancelled"]:
             result = base(task, "cancelled")
+        elif task["asks"] and task["approved"] is None:
+            result = {
+                **base(task, "input_required"),
+                "inputRequests": {
+                    "confirm": {
+                        "method": "elicitation/create",
+                        "params": {"mode": "form", "message": f"Compute {task['label']}?", "requestedSchema": FORM},
+                    }
+                },
+            }
         elif time.time() >= task["due"]:
             result = {**base(task, "completed"), "result": result_of(task)}
         else:

@@ -281,3 +281,50 @@ fn cancelling_a_thread_cancels_the_task_its_call_became() {
         "{internal}"
     );
 }
+
+/// A task that asks a person (`input_required`, 2026-07-28) waits at a gate like any
+/// question; the answer, given from another process, goes to the same task with
+/// `tasks/update`, and the tool is never called again.
+#[test]
+fn a_tasks_question_is_a_gate_and_its_answer_goes_to_the_same_task() {
+    let p = Project::new("task-asks");
+    let text = pipeline(&p.dir, 0.5)
+        .replace("slow_compute(", "approved_compute(")
+        .replace(
+            "tool approved_compute(seconds: float, label: string) -> Computed from tasks",
+            "type Approved {\n  label: string\n  approved: bool\n}\n\ntool approved_compute(seconds: float, label: string) -> Approved from tasks",
+        )
+        .replace("act computed() -> Computed", "act computed() -> Approved")
+        .replace("output out: Computed", "output out: Approved")
+        .replace("  args = ", "  elicitation = \"ask\"\n  args = ");
+    p.write("compute.pipe", &text);
+    let run = p.run(&["run", "compute.pipe"]);
+    let err = format!("{}{}", stdout(&run), stderr(&run));
+    assert_eq!(code(&run), 0, "{err}");
+    assert!(err.contains("Compute ledger?"), "{err}");
+    let thread = crate::common::thread_of(&err).expect("paused");
+    let task = polled(&p)[0].clone();
+    let internal = json(&stdout(&p.run(&["show", &thread, "--json", "--internal"])));
+    assert_eq!(
+        internal["calls"][0]["record"]["state"], "tasked",
+        "{internal}"
+    );
+
+    let answered = p.run(&[
+        "answer",
+        &thread,
+        r#"computed:g0:i0:ask1={"confirm": true}"#,
+    ]);
+    assert_eq!(code(&answered), 0, "{}", stderr(&answered));
+    let resumed = p.run(&["resume", &thread]);
+    assert_eq!(code(&resumed), 0, "{}", stderr(&resumed));
+    assert_eq!(json(&stdout(&resumed))["out"]["approved"], true);
+    assert_eq!(calls(&p), 1, "the tool was called again: {:?}", logged(&p));
+    assert_eq!(polled(&p), [task]);
+    let updates: Vec<Value> = logged(&p)
+        .into_iter()
+        .filter(|e| e["method"] == "tasks/update")
+        .collect();
+    assert_eq!(updates.len(), 1, "{updates:?}");
+    assert_eq!(updates[0]["responses"]["confirm"]["action"], "accept");
+}

@@ -490,7 +490,10 @@ impl Session {
         {
             Called::Result(result) => Ok(result),
             Called::Asked(_) => Err(self.unusable(Unusable::InputRequired)),
-            Called::Task(task) => match self.await_task(&task, options).await? {
+            Called::Task(task) => match self
+                .await_task(&task, options, &Resumption::default())
+                .await?
+            {
                 Called::Result(result) => Ok(result),
                 _ => Err(self.unusable(Unusable::InputRequired)),
             },
@@ -575,8 +578,13 @@ impl Session {
     }
 
     /// The answers the session's policy gives a task's input requests (2026-07-28).
-    pub(crate) fn answer_requests(&self, requests: &rmcp::model::InputRequests) -> Round {
-        self.asks.answer(requests, &mut Vec::new(), &Map::new())
+    pub(crate) async fn answer_requests(
+        &self,
+        requests: &rmcp::model::InputRequests,
+        answers: &mut Vec<super::Answer>,
+    ) -> Round {
+        let sampled = self.asks.sample(requests).await;
+        self.asks.answer(requests, answers, &sampled)
     }
 
     /// Calls a tool, carrying what an earlier call that was asked needs to go on (the

@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::asks::{Called, Round};
+use super::asks::{Asked, Called, Resumption, Round};
 use super::convert;
 use super::{McpError, RequestOptions, Session};
 
@@ -84,14 +84,18 @@ impl Session {
     /// server's error; one the server no longer tells about (`tasks/get` refused) is
     /// [`McpError::TaskLost`], as its outcome is unknown. Its questions are answered by the
     /// session's policy (2025-11-25: as requests while `tasks/result` waits; the
-    /// extension: `tasks/update`); those it leaves to a person fail the call with
-    /// [`McpError::InputRequired`].
+    /// extension: `tasks/update`), or with `resumption`'s answers when asked again; those
+    /// the policy leaves to a person end the wait with [`Called::Asked`] (the extension's
+    /// form), and the task is polled again with their answers.
     pub async fn await_task(
         &self,
         task: &TaskRef,
         options: RequestOptions,
+        resumption: &Resumption,
     ) -> Result<Called, McpError> {
         let what = format!("task {}", task.id);
+        // A person's answers to the task's earlier questions, each given once.
+        let mut unspent = resumption.answers.clone();
         let mut rounds = 0;
         let mut answered = std::collections::BTreeSet::new();
         let deadline = tokio::time::Instant::now() + MAX_TASK_WAIT;
@@ -163,7 +167,7 @@ impl Session {
                         .cloned()
                         .and_then(|r| serde_json::from_value(r).ok())
                         .unwrap_or_default();
-                    match self.answer_requests(&requests) {
+                    match self.answer_requests(&requests, &mut unspent).await {
                         Round::Answered(responses) => {
                             // Each request is answered once; one the server still lists
                             // waits for it to take the answer.
@@ -187,7 +191,16 @@ impl Session {
                                 .await?;
                             }
                         }
-                        Round::Asked(..) | Round::Unanswerable => {
+                        // Left to a person: the task waits for them (the caller keeps
+                        // it, and polls it again with the answers).
+                        Round::Asked(questions, responses) => {
+                            return Ok(Called::Asked(Asked {
+                                questions,
+                                request_state: None,
+                                responses,
+                            }));
+                        }
+                        Round::Unanswerable => {
                             return Err(McpError::InputRequired {
                                 server: self.name().to_string(),
                             });

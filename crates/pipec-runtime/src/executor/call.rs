@@ -209,20 +209,26 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
         tool: &tool.name,
     });
     let key = journal::key(&node.name, unit.generation, unit.item, unit.step);
+    // A task an earlier try became (before a crash, or while its questions waited):
+    // polled, never called again.
+    let earlier = earlier_task(&cx);
     let resumption = match &questions {
         Some(q) => match q.resumption().await {
             Ok(r) => r,
             Err(waiting @ TryError::Waiting { .. }) => {
                 // A question still unanswered: nothing is sent, and the try's row says
-                // so (not an unfinished effect).
+                // so (not an unfinished effect; a task's row keeps its task).
                 if let Some(started) = cx.started {
-                    shared
-                        .commit(vec![Write::Call(
-                            key,
-                            journal::finished_row(started, CallState::Asked, None),
-                        )])
-                        .await
-                        .map_err(|e| TryError::Fatal(e.stored(Some(&node.name))))?;
+                    match &earlier {
+                        Some(task) => record_task(&cx, &key, started, task).await?,
+                        None => shared
+                            .commit(vec![Write::Call(
+                                key,
+                                journal::finished_row(started, CallState::Asked, None),
+                            )])
+                            .await
+                            .map_err(|e| TryError::Fatal(e.stored(Some(&node.name))))?,
+                    }
                 }
                 return Err(waiting);
             }
@@ -230,17 +236,16 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
         },
         None => Resumption::default(),
     };
-    // A task an earlier try became (before a crash): polled, never called again.
     // Whether the call is a task whose id is journaled: then a failure to follow it
     // leaves its outcome unknown, never calls again.
     let mut tasked = false;
-    let mut result = match earlier_task(&cx) {
+    let mut result = match earlier {
         Some(task) => {
             if let Some(started) = cx.started {
                 record_task(&cx, &key, started, &task).await?;
                 tasked = true;
             }
-            poll(&cx, tool, &task, options).await
+            poll(&cx, tool, &task, options, &resumption).await
         }
         None => {
             shared
@@ -263,7 +268,7 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
             record_task(&cx, &key, started, task).await?;
             tasked = true;
         }
-        result = poll(&cx, tool, task, options).await;
+        result = poll(&cx, tool, task, options, &resumption).await;
     }
     let result = match result {
         Ok(Called::Result(r)) => r,
@@ -279,9 +284,10 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
         }
         Ok(Called::Asked(asked)) => {
             // A journaled call's row says it is made again once answered (not an
-            // unfinished effect), committed with the questions.
+            // unfinished effect), committed with the questions; a task's row stays as
+            // it is, keeping the task, which is polled again with the answers.
             let mut writes = Vec::new();
-            if let Some(started) = cx.started {
+            if let (Some(started), false) = (cx.started, tasked) {
                 writes.push(Write::Call(
                     key.clone(),
                     journal::finished_row(started, CallState::Asked, None),
@@ -449,11 +455,12 @@ async fn poll(
     tool: &Tool,
     task: &TaskRef,
     options: RequestOptions,
+    resumption: &Resumption,
 ) -> Result<Called, McpError> {
     cx.shared
         .resources
         .servers
-        .await_task(&tool.server, task, options)
+        .await_task(&tool.server, task, options, resumption)
         .await
 }
 

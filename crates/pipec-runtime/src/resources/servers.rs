@@ -72,8 +72,9 @@ pub trait Servers: Send + Sync {
         server: &'a str,
         task: &'a TaskRef,
         options: RequestOptions,
+        resumption: &'a Resumption,
     ) -> ServerFuture<'a, Called> {
-        let _ = options;
+        let _ = (options, resumption);
         Box::pin(async move {
             Err(McpError::Protocol {
                 server: server.to_string(),
@@ -267,10 +268,11 @@ impl Servers for McpServers {
         server: &'a str,
         task: &'a TaskRef,
         options: RequestOptions,
+        resumption: &'a Resumption,
     ) -> ServerFuture<'a, Called> {
         Box::pin(async move {
             let session = self.session(server).await?;
-            self.kept(server, session.await_task(task, options).await)
+            self.kept(server, session.await_task(task, options, resumption).await)
                 .await
         })
     }
@@ -498,8 +500,9 @@ impl Servers for WithOverrides {
         server: &'a str,
         task: &'a TaskRef,
         options: RequestOptions,
+        resumption: &'a Resumption,
     ) -> ServerFuture<'a, Called> {
-        self.inner.await_task(server, task, options)
+        self.inner.await_task(server, task, options, resumption)
     }
 
     fn cancel_task<'a>(

@@ -246,7 +246,7 @@ impl<'c, 'a> ToolCall<'c, 'a> {
                 shared
                     .resources
                     .servers
-                    .await_task(&tool.server, &task, options)
+                    .await_task(&tool.server, &task, options, &resumption)
                     .await
             }
             other => other,
