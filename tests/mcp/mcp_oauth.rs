@@ -117,12 +117,17 @@ fn pipec(p: &Project, server: &Guarded, args: &[&str]) -> Output {
 /// `pipec mcp login guarded`, with the test as the browser: it opens the address pipec
 /// prints, and follows the authorization server's redirect back to pipec's listener.
 fn log_in(p: &Project, server: &Guarded) -> String {
-    log_in_to(p, server, None)
+    log_in_to(p, server, None, &[])
 }
 
 /// [`log_in`], the tokens kept in `keyring`'s session when one is given (else in the
 /// project's credentials file).
-fn log_in_to(p: &Project, server: &Guarded, keyring: Option<&Keyring>) -> String {
+fn log_in_to(
+    p: &Project,
+    server: &Guarded,
+    keyring: Option<&Keyring>,
+    env: &[(&str, &str)],
+) -> String {
     let mut command = p.cmd(&[
         "mcp",
         "login",
@@ -138,6 +143,7 @@ fn log_in_to(p: &Project, server: &Guarded, keyring: Option<&Keyring>) -> String
             command.env("PIPEC_CREDENTIALS", p.dir.join("config/credentials.json"));
         }
     }
+    command.envs(env.iter().copied());
     let mut login = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -555,7 +561,7 @@ fn tokens_live_in_the_os_keyring_where_the_session_has_one() {
     };
     let server = Guarded::start(&p.dir, &[]);
     p.write("guarded.pipe", PIPELINE);
-    let said = log_in_to(&p, &server, Some(&keyring));
+    let said = log_in_to(&p, &server, Some(&keyring), &[]);
     assert!(said.contains("stored in the OS keyring"), "{said}");
     assert!(
         !keyring.home.join(".config/pipec/credentials.json").exists(),
@@ -598,4 +604,59 @@ fn tokens_live_in_the_os_keyring_where_the_session_has_one() {
         "{}",
         stderr(&after)
     );
+    // Tokens kept in the credentials file (before the keyring was there) are found from
+    // a session with a keyring, and a logout there takes them out of the file too.
+    let said = log_in_to(
+        &p,
+        &server,
+        Some(&keyring),
+        &[("PIPEC_TOKEN_STORE", "file")],
+    );
+    let file = keyring.home.join(".config/pipec/credentials.json");
+    assert!(
+        said.contains(&format!("stored in {}", file.display())),
+        "{said}"
+    );
+    let run = in_keyring(&["run", "guarded.pipe"]);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    let out = in_keyring(&["mcp", "logout", "guarded", "--file", "guarded.pipe"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let kept = std::fs::read_to_string(&file).expect("the credentials file");
+    assert!(!kept.contains(&server.url), "{kept}");
+}
+
+/// `PIPEC_TOKEN_STORE` takes `keyring` or `file`: another value, or `keyring` where the
+/// session has none, is refused before anyone is asked to approve, and nothing is written.
+#[test]
+fn a_wrong_token_store_is_refused_with_what_to_set() {
+    let p = Project::new("oauth-token-store");
+    p.write("guarded.pipe", PIPELINE);
+    let home = p.dir.join("home");
+    for (value, says) in [
+        ("vault", "neither `keyring` nor `file`"),
+        ("keyring", "has no OS keyring"),
+    ] {
+        let out = p
+            .cmd(&[
+                "mcp",
+                "login",
+                "guarded",
+                "--file",
+                "guarded.pipe",
+                "--no-browser",
+            ])
+            .env("OAUTH_URL", "http://127.0.0.1:9/mcp")
+            .env("PIPEC_TOKEN_STORE", value)
+            .env("HOME", &home)
+            .env_remove("DBUS_SESSION_BUS_ADDRESS")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("PIPEC_CREDENTIALS")
+            .stdin(Stdio::null())
+            .output()
+            .expect("pipec runs");
+        assert_eq!(code(&out), 2, "{value}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{value}: {}", stderr(&out));
+        assert!(stderr(&out).contains("help: "), "{}", stderr(&out));
+        assert!(!home.exists(), "nothing is written");
+    }
 }

@@ -11,6 +11,7 @@ use rmcp::model::{
     ElicitationCapability, ErrorData, ExtensionCapabilities, FormElicitationCapability,
     Implementation, InputRequest, InputRequests, InputResponses, TASKS_EXTENSION_ID,
 };
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::sampling::{self, Sampler};
@@ -130,7 +131,15 @@ pub(crate) struct Asks {
     /// one at a time on a 2025-11-25 session: its requests do not say which call they
     /// belong to).
     pub(crate) in_flight: Arc<Mutex<Option<InFlight>>>,
+    /// Sampling requests answered, and tool calls made (each allows
+    /// [`SAMPLES_PER_CALL`]): a server cannot spend the model beyond its calls.
+    samples: Arc<AtomicU64>,
+    calls: Arc<AtomicU64>,
 }
+
+/// A server may ask for at most this many model replies per tool call made on its
+/// session (none before the first).
+pub(crate) const SAMPLES_PER_CALL: u64 = 16;
 
 impl Asks {
     pub(crate) fn new(elicitation: Elicitation, sampler: Option<Arc<dyn Sampler>>) -> Asks {
@@ -138,19 +147,48 @@ impl Asks {
             elicitation,
             sampler,
             in_flight: Arc::default(),
+            samples: Arc::default(),
+            calls: Arc::default(),
         }
+    }
+
+    /// A tool call is made (or a task's result awaited): the server may ask for
+    /// [`SAMPLES_PER_CALL`] more model replies.
+    pub(crate) fn calling(&self) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The model, when the server may ask it once more.
+    fn may_sample(&self) -> Result<&Arc<dyn Sampler>, String> {
+        let Some(sampler) = &self.sampler else {
+            return Err("pipec answers no sampling requests for this server".into());
+        };
+        let allowed = self
+            .calls
+            .load(Ordering::Relaxed)
+            .saturating_mul(SAMPLES_PER_CALL);
+        // A refused request does not count.
+        let taken = self
+            .samples
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < allowed).then_some(n + 1)
+            });
+        if taken.is_err() {
+            return Err(format!(
+                "pipec answers at most {SAMPLES_PER_CALL} sampling requests per tool call"
+            ));
+        }
+        Ok(sampler)
     }
 
     /// The answers to a round's sampling requests (2026-07-28), by the session's model,
     /// keyed as they were; those it cannot answer are left out (and fail the call).
     pub(crate) async fn sample(&self, requests: &InputRequests) -> Map<String, Value> {
         let mut out = Map::new();
-        let Some(sampler) = &self.sampler else {
-            return out;
-        };
         for (key, request) in requests.iter() {
             if let InputRequest::CreateMessage(request) = request
                 && let Ok(params) = serde_json::to_value(&request.params)
+                && let Ok(sampler) = self.may_sample()
                 && let Ok(answer) = sampling::answer(&**sampler, &params).await
             {
                 out.insert(key.clone(), answer);
@@ -197,12 +235,9 @@ impl ClientHandler for Asks {
         params: rmcp::model::CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
-        let Some(sampler) = &self.sampler else {
-            return Err(ErrorData::invalid_request(
-                "pipec answers no sampling requests for this server",
-                None,
-            ));
-        };
+        let sampler = self
+            .may_sample()
+            .map_err(|e| ErrorData::invalid_request(e, None))?;
         let params = serde_json::to_value(&params)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         let answer = sampling::answer(&**sampler, &params)
@@ -397,6 +432,37 @@ fn defaults(schema: &Value) -> Option<Map<String, Value>> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    struct Echo;
+
+    impl Sampler for Echo {
+        fn sample(&self, _: sampling::SamplingRequest) -> sampling::SampleFuture<'_> {
+            Box::pin(async {
+                Ok(sampling::SamplingReply {
+                    text: "hi".into(),
+                    model: "echo".into(),
+                    stop_reason: None,
+                })
+            })
+        }
+    }
+
+    #[test]
+    fn a_server_samples_only_during_calls_and_at_most_so_often_per_call() {
+        let asks = Asks::new(Elicitation::Decline, Some(Arc::new(Echo)));
+        assert!(asks.may_sample().is_err(), "no call made yet");
+        asks.calling();
+        for _ in 0..SAMPLES_PER_CALL {
+            assert!(asks.may_sample().is_ok());
+        }
+        let refused = asks.may_sample().err().expect("past the cap");
+        assert!(refused.contains("at most 16"), "{refused}");
+        asks.calling();
+        assert!(asks.may_sample().is_ok(), "a second call allows more");
+        let without = Asks::new(Elicitation::Decline, None);
+        without.calling();
+        assert!(without.may_sample().is_err());
+    }
 
     #[test]
     fn a_form_is_answered_with_its_defaults() {

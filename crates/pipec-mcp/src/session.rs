@@ -94,7 +94,7 @@ pub struct Session {
     largest_read_buffer: Arc<AtomicUsize>,
     protocol_version: String,
     offers: Offers,
-    asks: Asks,
+    pub(super) asks: Asks,
     /// Taken by a call that may be asked on a 2025-11-25 session ([`Session::call`]).
     asking: tokio::sync::Mutex<()>,
     /// The tools the server runs only as tasks (2025-11-25), as it last listed them.
@@ -603,6 +603,7 @@ impl Session {
         options: RequestOptions,
         resumption: &Resumption,
     ) -> Result<Called, McpError> {
+        self.asks.calling();
         if self.runs_as_task(name, options.task) {
             return self.call_as_task(name, arguments, meta, options).await;
         }

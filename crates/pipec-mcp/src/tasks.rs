@@ -94,6 +94,8 @@ impl Session {
         resumption: &Resumption,
     ) -> Result<Called, McpError> {
         let what = format!("task {}", task.id);
+        // Awaited in another process than the call's, the task may still ask for replies.
+        self.asks.calling();
         // A person's answers to the task's earlier questions, each given once.
         let mut unspent = resumption.answers.clone();
         let mut rounds = 0;
@@ -162,11 +164,14 @@ impl Session {
                     return Err(self.protocol_error(format!("{what} was cancelled by the server")));
                 }
                 (TaskForm::Extension, "input_required") => {
-                    let requests = status
+                    let mut requests: rmcp::model::InputRequests = status
                         .get("inputRequests")
                         .cloned()
                         .and_then(|r| serde_json::from_value(r).ok())
                         .unwrap_or_default();
+                    // A request answered at an earlier poll (that the server has not
+                    // taken yet) is not answered, nor its model asked, again.
+                    requests.retain(|key, _| !answered.contains(key));
                     match self.answer_requests(&requests, &mut unspent).await {
                         Round::Answered(responses) => {
                             // Each request is answered once; one the server still lists

@@ -42,17 +42,29 @@ pub enum Keeper {
 }
 
 /// Where the user's tokens are kept: the credentials file when `PIPEC_CREDENTIALS`
-/// names one or `PIPEC_TOKEN_STORE=file`; else the OS keyring when this session has one
-/// (looked at once a process); else the credentials file.
-pub fn keeper() -> Keeper {
+/// names one or `PIPEC_TOKEN_STORE=file`; the OS keyring when `PIPEC_TOKEN_STORE=keyring`
+/// (an error when this session has none); else the OS keyring when this session has one
+/// (looked at once a process), else the credentials file. Any other value of
+/// `PIPEC_TOKEN_STORE` is an error.
+pub fn keeper() -> Result<Keeper, String> {
     let chosen = std::env::var(TOKEN_STORE_VAR).unwrap_or_default();
     let named = std::env::var_os(CREDENTIALS_VAR).is_some_and(|v| !v.is_empty());
-    if !named && chosen != "file" && keyring_available() {
-        return Keeper::Keyring;
-    }
-    match path() {
+    let file = || match path() {
         Some(path) => Keeper::File(path),
         None => Keeper::Memory,
+    };
+    match chosen.as_str() {
+        "file" => Ok(file()),
+        "keyring" if keyring_available() => Ok(Keeper::Keyring),
+        "keyring" => Err(format!(
+            "{TOKEN_STORE_VAR}=keyring, and this session has no OS keyring pipec can use (no Secret Service on the session bus, or this build has none)\n  help: unlock or start the keyring, or set {TOKEN_STORE_VAR}=file"
+        )),
+        "" if !named && keyring_available() => Ok(Keeper::Keyring),
+        "" => Ok(file()),
+        other => Err(format!(
+            "{TOKEN_STORE_VAR} is `{}`, which is neither `keyring` nor `file`\n  help: set it to `keyring` or `file`, or unset it to use the keyring where there is one",
+            other.escape_debug()
+        )),
     }
 }
 
@@ -94,9 +106,28 @@ impl Keeper {
     }
 }
 
-/// The user's credentials store ([`keeper`]).
+/// The user's credentials store ([`keeper`]); when `PIPEC_TOKEN_STORE` is wrong, a
+/// store that says so at every use.
 pub fn store() -> Arc<dyn TokenStore> {
-    keeper().store()
+    match keeper() {
+        Ok(keeper) => keeper.store(),
+        Err(message) => Arc::new(Unusable(message)),
+    }
+}
+
+/// A store that cannot be used, and says why.
+struct Unusable(String);
+
+impl TokenStore for Unusable {
+    fn load(&self, _: &str) -> Result<Option<String>, String> {
+        Err(self.0.clone())
+    }
+    fn save(&self, _: &str, _: &str) -> Result<(), String> {
+        Err(self.0.clone())
+    }
+    fn clear(&self, _: &str) -> Result<(), String> {
+        Err(self.0.clone())
+    }
 }
 
 /// Where tokens of the client-credentials grant of `client_id` live: in this process
@@ -117,15 +148,18 @@ pub fn machine_store(client_id: &str) -> Arc<dyn TokenStore> {
 
 /// How a run authorizes with the server `s` at `url`: as its `oauth` says, or, for a
 /// server with no `Authorization` header of its own, with the tokens `pipec mcp login`
-/// stored for it in `user`. Nobody approves during a run: a server that needs a person
+/// stored for it in the `user` store (made only for a server over HTTP). Nobody approves during a run: a server that needs a person
 /// fails with what to run.
 pub(crate) fn authorization(
     s: &Server,
     url: &str,
     value: &dyn Fn(&ConfigValue) -> String,
-    user: Arc<dyn TokenStore>,
+    user: impl FnOnce() -> Arc<dyn TokenStore>,
 ) -> Option<Authorization> {
+    // Only a server reached over HTTP looks at the user's store (which may ask the OS
+    // keyring).
     s.url.as_ref()?;
+    let user = user();
     let (identity, tokens) = match &s.oauth {
         Some(oauth) if oauth.grant == OAuthGrant::ClientCredentials => {
             let id = oauth.client_id.as_ref().map(value).unwrap_or_default();
@@ -226,18 +260,18 @@ mod tests {
     fn a_server_is_authorized_when_it_declares_oauth_or_a_person_logged_in_to_it() {
         let none: Arc<dyn TokenStore> = Arc::new(MemoryTokens::default());
         // Neither declared nor logged in: plain requests.
-        assert!(authorization(&server(None, &[]), URL, &value, none.clone()).is_none());
+        assert!(authorization(&server(None, &[]), URL, &value, || none.clone()).is_none());
         // Logged in: the stored tokens, as a public client.
-        let found = authorization(&server(None, &[]), URL, &value, logged_in())
-            .expect("the login's tokens");
+        let found =
+            authorization(&server(None, &[]), URL, &value, logged_in).expect("the login's tokens");
         assert!(matches!(found.identity, Identity::Public { .. }));
         assert!(found.consent.is_none(), "a run never asks a person");
         // A server with its own Authorization header keeps to it.
-        assert!(
-            authorization(&server(None, &["authorization"]), URL, &value, logged_in()).is_none()
-        );
+        assert!(authorization(&server(None, &["authorization"]), URL, &value, logged_in).is_none());
         // Declared: even before any login.
-        assert!(authorization(&server(Some(OAuth::default()), &[]), URL, &value, none).is_some());
+        assert!(
+            authorization(&server(Some(OAuth::default()), &[]), URL, &value, || none).is_some()
+        );
     }
 
     #[test]
@@ -253,12 +287,9 @@ mod tests {
             ..OAuth::default()
         };
         let user = logged_in();
-        let found = authorization(
-            &server(Some(registered.clone()), &[]),
-            URL,
-            &value,
-            user.clone(),
-        )
+        let found = authorization(&server(Some(registered.clone()), &[]), URL, &value, || {
+            user.clone()
+        })
         .expect("declared");
         assert_eq!(
             found.identity,
@@ -278,7 +309,7 @@ mod tests {
             ..registered
         };
         let found =
-            authorization(&server(Some(machine), &[]), URL, &value, user).expect("declared");
+            authorization(&server(Some(machine), &[]), URL, &value, || user).expect("declared");
         assert!(matches!(found.identity, Identity::Machine { .. }));
         assert!(
             matches!(found.tokens.load(URL), Ok(None)),
@@ -287,6 +318,11 @@ mod tests {
         // A command server never authorizes.
         let mut command = server(Some(OAuth::default()), &[]);
         command.url = None;
-        assert!(authorization(&command, URL, &value, logged_in()).is_none());
+        assert!(
+            authorization(&command, URL, &value, || -> Arc<dyn TokenStore> {
+                panic!("a command server's run never looks at the user's store")
+            })
+            .is_none()
+        );
     }
 }

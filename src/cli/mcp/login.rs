@@ -98,7 +98,13 @@ pub(super) fn login(a: LoginArgs) -> u8 {
         ));
         return EXIT_USAGE;
     }
-    let keeper = credentials::keeper();
+    let keeper = match credentials::keeper() {
+        Ok(keeper) => keeper,
+        Err(message) => {
+            crate::cli::err(&format!("error: {message}"));
+            return EXIT_USAGE;
+        }
+    };
     let store = keeper.store();
     // A credentials file pipec cannot use fails now, not after the person approved.
     if let Err(message) = store.load(&url) {

@@ -155,12 +155,18 @@ pub(crate) fn value_of(
     }
     // A record of a block's parts (`data: bytes`, `mime: string`, ...) takes the
     // binary blocks and embedded resources with their MIME types and URIs.
+    // A list of such records with no block to take is read from the text (a JSON list
+    // of `{text, uri}` hits is such a list too), else empty.
+    let mut no_parts = false;
     if let Some(shape) = media_shape(plan, &tool.output_schema) {
         let parts = parts(result, &shape.fields);
         let v = match (shape.many, parts.as_slice()) {
+            (_, []) => {
+                no_parts = shape.many;
+                None
+            }
             (true, _) => Some(Value::Array(parts.clone())),
             (false, [one]) => Some(one.clone()),
-            (false, []) => None,
             (false, several) => {
                 problems.push(format!(
                     "it holds {} binary blocks or embedded resources, and only a list of records takes several",
@@ -250,9 +256,13 @@ pub(crate) fn value_of(
             held()
         )),
         [] if result.structured.is_none() => {
-            // A tool that answers with links alone, or nothing, for a type that takes null.
+            // A tool that answers with links alone, or nothing, for a type that takes null
+            // (or a list of parts, then none).
             if fits(&Value::Null).is_ok() {
                 return Ok(Value::Null);
+            }
+            if no_parts && fits(&json!([])).is_ok() {
+                return Ok(json!([]));
             }
             problems.push("it has no structured content and no text".into());
         }
@@ -706,6 +716,29 @@ mod tests {
             .is_none()
         );
         assert!(media_shape(&plan, &json!({"type": "object", "properties": {"data": {"type": "string", "contentEncoding": "base64"}, "name": {"type": "string"}}})).is_none());
+    }
+
+    #[test]
+    fn a_list_of_text_and_uri_records_is_read_from_the_text_when_no_block_is_a_part() {
+        let plan = match pipec_check::compile_str(
+            "t.pipe",
+            "type Hit {\n  text: string\n  uri: string\n}\n",
+        ) {
+            Ok(plan) => plan,
+            Err(e) => panic!("{:?}", e.diagnostics),
+        };
+        let v = Validators::new(plan.defs.clone());
+        let hits = tool(json!({ "type": "array", "items": { "$ref": "#/$defs/Hit" } }));
+        let r = result(None, &[r#"[{"text": "Ada", "uri": "mcp://crm/1"}]"#]);
+        assert_eq!(
+            value_of(&plan, &hits, &r, &v),
+            Ok(json!([{ "text": "Ada", "uri": "mcp://crm/1" }]))
+        );
+        // Nothing at all is no parts.
+        assert_eq!(
+            value_of(&plan, &hits, &result(None, &[]), &v),
+            Ok(json!([]))
+        );
     }
 
     #[test]

@@ -160,9 +160,12 @@ impl McpServers {
             // The model its declaration names answers its sampling requests.
             server.sampler = s.sampling.as_ref().and_then(|name| {
                 let model = models.get(name)?.clone();
+                let decl = plan.models.iter().find(|m| &m.name == name);
                 Some(Arc::new(ModelSampler {
                     server: s.name.clone(),
                     model,
+                    temperature: decl.and_then(|m| m.temperature),
+                    max_tokens: decl.and_then(|m| m.max_tokens),
                     turns: Default::default(),
                 }) as Arc<dyn pipec_mcp::Sampler>)
             });
@@ -422,7 +425,7 @@ fn server_config(
             s,
             &transport_url(&s.url, &text),
             &value,
-            credentials::store(),
+            credentials::store,
         ),
     }
 }
