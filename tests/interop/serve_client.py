@@ -7,7 +7,9 @@ PLAN is JSON: {"read": [URI, ...], "subscribe": {"uri": URI, "file": PATH, "chan
 "edit": {"file": PATH, "text": TEXT}, "pipeline": {"tool": NAME, "arguments": {...},
 "gate": GATE, "answer": VALUE}, "complete": {"template": T, "argument": NAME, "value": V},
 "background": {"tool": NAME, "arguments": {...}}, "ping": true, "subscribe_all": [URI, ...],
-"calls": [{"tool": NAME, "arguments": {...}}, ...], "hold": true}.
+"calls": [{"tool": NAME, "arguments": {...}}, ...], "progress_call": {"tool": NAME,
+"arguments": {...}}, "prompts": [{"name": NAME, "arguments":
+{...}}, ...], "complete_prompt": {"prompt": NAME, "argument": ARG, "value": V}, "hold": true}.
 The output has "resources" and "templates" (as listed), "reads" (each URI's contents, or
 its error's code and message) and, for a subscription, "updates" (how many notices each
 change of the file brought) and "after_unsubscribe" (notices after the subscription
@@ -20,7 +22,10 @@ after them); for a completion, "completion" (the values); for a background run,
 "background" (the call's result) and "statuses" (the run's status, read until it
 completed); for a ping (sent first), "ping" ("ok" or the error); for "subscribe_all", what
 subscribing to the URIs answered ("ok" or the error: one per URI in the legacy era, one
-listen for all of them in the 2026-07-28 era); for "calls", each call's result or error.
+listen for all of them in the 2026-07-28 era); for "calls", each call's result or error;
+for "progress_call" ({"tool", "arguments"}), the call's result and "progress" (the
+progress notifications heard before it); for "prompts", "prompt_list" (as listed) and "prompt_gets" (each prompt's messages or
+error); for "complete_prompt", "prompt_completion" (the values).
 With "hold", the client prints its output and then waits, subscriptions held, until it
 is killed.
 """
@@ -142,6 +147,7 @@ def tool_result(r):
         "structured": r.structured_content,
         "links": [b.uri for b in r.content if getattr(b, "type", "") == "resource_link"],
         "text": " ".join(b.text for b in r.content if getattr(b, "type", "") == "text"),
+        "blocks": [dump(b) for b in r.content if getattr(b, "type", "") in ("image", "audio", "resource")],
     }
 
 
@@ -311,6 +317,31 @@ async def main():
                 except Exception as e:  # the error the server answered
                     calls.append({"error": error_of(e)})
             out["calls"] = calls
+        if "progress_call" in plan:
+            c = plan["progress_call"]
+            heard = []
+
+            async def on_progress(progress, total, message):
+                heard.append({"progress": progress, "total": total, "message": message})
+
+            result = await client.call_tool(c["tool"], c["arguments"], progress_callback=on_progress)
+            out["progress_call"] = tool_result(result)
+            out["progress"] = heard
+        if "prompts" in plan:
+            out["prompt_list"] = [dump(p) for p in (await client.list_prompts()).prompts]
+            gets = []
+            for p in plan["prompts"]:
+                try:
+                    got = await client.get_prompt(p["name"], p.get("arguments"))
+                    gets.append({"messages": [dump(m) for m in got.messages], "description": got.description})
+                except Exception as e:  # the error the server answered
+                    gets.append({"error": error_of(e)})
+            out["prompt_gets"] = gets
+        if "complete_prompt" in plan:
+            c = plan["complete_prompt"]
+            ref = types.PromptReference(type="ref/prompt", name=c["prompt"])
+            done = await client.complete(ref=ref, argument={"name": c["argument"], "value": c["value"]})
+            out["prompt_completion"] = list(done.completion.values)
         if "pipeline" in plan:
             await pipeline(client, counts, plan["pipeline"], args.era, out)
         if "edit" in plan:

@@ -1155,3 +1155,240 @@ fn deleting_a_session_answers_204_and_404_once_it_is_gone() {
     let (status, answer) = delete("no-such-session");
     assert_eq!(status, 404, "never was: {answer}");
 }
+
+/// A project that serves prompts: one with text, an enum and an optional argument that
+/// embeds a served document, one that shows a served picture.
+fn prompts_project(tag: &str) -> Project {
+    let p = Project::new(tag);
+    p.write(
+        "prompts/review.jinja",
+        "Review this code, {{ tone }}{% if focus %}, looking at {{ focus }}{% endif %}:\n{{ code }}\n{{ resource(\"docs://style\") }}\n{{ role(\"assistant\") }}\nI will follow the style guide.\n",
+    );
+    p.write(
+        "site.pipe",
+        r##"enum Tone {
+  kind
+  terse
+}
+
+serve {
+  resource "docs://style" {
+    name = "style"
+    mime_type = "text/markdown"
+    text = "# Style"
+  }
+  resource "docs://pixel" {
+    name = "pixel"
+    mime_type = "image/png"
+    blob = "iVBORw0KGgoAAWJpbmFyeQ=="
+  }
+
+  /// Review a piece of code.
+  prompt review(
+    /// The code to review.
+    code: string,
+    tone: Tone = "kind",
+    focus: string?,
+  ) {
+    title = "Code review"
+    text = file("review")
+  }
+
+  prompt picture() {
+    text = #"Describe this picture. {{ resource("docs://pixel") }}"#
+  }
+}
+"##,
+    );
+    p
+}
+
+fn check_prompts(out: &Value) {
+    let listed = &out["prompt_list"];
+    assert_eq!(listed[0]["name"], "review", "{out}");
+    assert_eq!(listed[0]["title"], "Code review");
+    assert_eq!(listed[0]["description"], "Review a piece of code.");
+    assert_eq!(
+        listed[0]["arguments"],
+        json!([
+            {"name": "code", "description": "The code to review.", "required": true},
+            {"name": "tone", "required": false},
+            {"name": "focus", "required": false}
+        ])
+    );
+    assert_eq!(listed[1]["name"], "picture");
+    let gets = &out["prompt_gets"];
+    assert_eq!(
+        gets[0]["messages"],
+        json!([
+            {"role": "user", "content": {"type": "text", "text": "Review this code, kind, looking at names:\nfn x()"}},
+            {"role": "user", "content": {"type": "resource", "resource": {"uri": "docs://style", "mimeType": "text/markdown", "text": "# Style"}}},
+            {"role": "assistant", "content": {"type": "text", "text": "I will follow the style guide."}}
+        ]),
+        "{out}"
+    );
+    assert_eq!(gets[0]["description"], "Review a piece of code.");
+    let picture = &gets[1]["messages"][1]["content"];
+    assert_eq!(picture["type"], "image", "{out}");
+    assert_eq!(picture["mimeType"], "image/png");
+    assert_eq!(
+        decode(picture["data"].as_str().unwrap_or("")),
+        b"\x89PNG\r\n\x1a\n\x00\x01binary"
+    );
+    // Refused, with what was wrong: invalid parameters.
+    for (i, says) in [
+        (2, "needs the argument `code`"),
+        (3, "one of kind, terse"),
+        (4, "no prompt is named `nothing`"),
+    ] {
+        assert_eq!(gets[i]["error"]["code"], -32602, "{out}");
+        let message = gets[i]["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains(says), "{message}");
+    }
+    assert_eq!(out["prompt_completion"], json!(["terse"]));
+}
+
+fn prompts_plan() -> Value {
+    json!({
+        "prompts": [
+            {"name": "review", "arguments": {"code": "fn x()", "focus": "names"}},
+            {"name": "picture"},
+            {"name": "review", "arguments": {}},
+            {"name": "review", "arguments": {"code": "x", "tone": "rude"}},
+            {"name": "nothing"}
+        ],
+        "complete_prompt": {"prompt": "review", "argument": "tone", "value": "te"}
+    })
+}
+
+/// Prompts of a `serve` block are listed with their arguments, got with their messages
+/// (roles, an embedded document, an image), refused with what is wrong, and their enum
+/// arguments completed, by the official SDK's client of both eras, over stdio and HTTP.
+#[test]
+fn served_prompts_are_listed_got_and_completed_in_both_eras() {
+    let p = prompts_project("serve-prompts");
+    check_prompts(&drive(
+        &p.dir,
+        Era::Legacy,
+        Via::Stdio(&["site.pipe"]),
+        &prompts_plan(),
+    ));
+    let (_server, url) = serve_http(&p.dir, &["site.pipe"], "t0ken");
+    check_prompts(&drive(
+        &p.dir,
+        Era::Modern,
+        Via::Http(&url, "t0ken"),
+        &prompts_plan(),
+    ));
+}
+
+/// A project of pipelines whose outputs are records of a block's parts, and one of three
+/// steps.
+fn content_project(tag: &str) -> Project {
+    let p = Project::new(tag);
+    p.write(
+        "shots.pipe",
+        r##"//! A picture, a note about it, and its source.
+
+type Picture {
+  data: bytes
+  mime: string
+}
+
+type Document {
+  text: string
+  uri: string
+  mime: string
+}
+
+node pixel() -> Picture {
+  exec = ["printf", "%s", #"{"data": "iVBORw0KGgoAAWJpbmFyeQ==", "mime": "image/png"}"#]
+}
+
+node source() -> Document {
+  return = { text: "# Source", uri: "docs://source", mime: "text/markdown" }
+}
+
+node note() -> string {
+  return = "one pixel"
+}
+
+output caption = note
+output image = pixel
+output source = source
+"##,
+    );
+    p.write(
+        "steps.pipe",
+        r##"node first() -> string {
+  return = "one"
+}
+
+node second(before: string = first) -> string[] {
+  return = [before, "two"]
+}
+
+node third(before: string[] = second) -> int {
+  return = len(before)
+}
+
+output steps = third
+"##,
+    );
+    p
+}
+
+fn check_content(out: &Value) {
+    let call = &out["calls"][0];
+    assert_eq!(call["isError"], false, "{out}");
+    // The outputs that are not parts are the text; the parts are blocks of their kind.
+    assert_eq!(call["text"], r#"{"caption":"one pixel"}"#, "{out}");
+    let blocks = &call["blocks"];
+    assert_eq!(blocks[0]["type"], "image", "{out}");
+    assert_eq!(blocks[0]["mimeType"], "image/png");
+    assert_eq!(
+        decode(blocks[0]["data"].as_str().unwrap_or("")),
+        b"\x89PNG\r\n\x1a\n\x00\x01binary"
+    );
+    assert_eq!(
+        blocks[1],
+        json!({"type": "resource", "resource": {"uri": "docs://source", "mimeType": "text/markdown", "text": "# Source"}})
+    );
+    // Structured content keeps every output.
+    assert_eq!(call["structured"]["caption"], "one pixel");
+    // Each node that ended was heard of, in order, before the result.
+    let heard = out["progress"].as_array().cloned().unwrap_or_default();
+    let steps: Vec<f64> = heard
+        .iter()
+        .filter_map(|h| h["progress"].as_f64())
+        .collect();
+    assert_eq!(steps, [1.0, 2.0, 3.0], "{out}");
+    assert!(heard.iter().all(|h| h["total"] == 3.0), "{out}");
+    assert_eq!(heard[2]["message"], "the node `third` finished");
+    assert_eq!(out["progress_call"]["structured"], json!({"steps": 2}));
+    // The input schemas say their dialect.
+    let tools = out["tools"].as_array().cloned().unwrap_or_default();
+    assert!(
+        tools
+            .iter()
+            .all(|t| t["inputSchema"]["$schema"] == "https://json-schema.org/draft/2020-12/schema"),
+        "{out}"
+    );
+}
+
+/// A served pipeline answers its outputs as content of their kinds (an image, an
+/// embedded document, the rest as text), and a client that asks to hear progress hears of
+/// each node as it ends, over stdio and HTTP, in both eras.
+#[test]
+fn served_pipelines_answer_images_and_documents_and_report_progress() {
+    let p = content_project("serve-content");
+    let plan = json!({
+        "calls": [{"tool": "shots", "arguments": {}}],
+        "progress_call": {"tool": "steps", "arguments": {}},
+        "pipeline": {"tool": "steps", "arguments": {}}
+    });
+    let files = ["shots.pipe", "steps.pipe", "--store", ".pipec/runs.redb"];
+    check_content(&drive(&p.dir, Era::Legacy, Via::Stdio(&files), &plan));
+    let (_server, url) = serve_http(&p.dir, &files, "t0ken");
+    check_content(&drive(&p.dir, Era::Modern, Via::Http(&url, "t0ken"), &plan));
+}

@@ -487,6 +487,8 @@ pub struct Hir {
     pub outputs: Vec<OutputDef>,
     pub nodes: Vec<NodeDef>,
     pub serve: Vec<ServeEntryDef>,
+    /// The served prompts, as the plan has them, with where each was declared.
+    pub serve_prompts: Vec<(pipec_plan::ServePrompt, FileId, Span)>,
     /// Declarations something refers to.
     pub used: HashSet<DeclRef>,
     /// A topological order of the nodes (empty when there is a cycle).

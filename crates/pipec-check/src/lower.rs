@@ -64,6 +64,7 @@ pub fn lower(hir: &Hir, name: &str) -> Plan {
         nodes,
         config: config.into_values().collect(),
         serve: hir.serve.iter().map(serve_entry).collect(),
+        serve_prompts: hir.serve_prompts.iter().map(|(p, ..)| p.clone()).collect(),
     };
     for i in 0..plan.nodes.len() {
         plan.nodes[i].fingerprint = node_fingerprint(&plan, i);
@@ -523,7 +524,7 @@ fn steps(path: &[hir::PathSeg]) -> Vec<Step> {
         .collect()
 }
 
-fn template(t: &hir::Template) -> Template {
+pub(crate) fn template(t: &hir::Template) -> Template {
     Template {
         entry: t.entry.clone(),
         sources: t.sources.iter().cloned().collect(),

@@ -59,9 +59,20 @@ impl Place {
 /// A local name of the template: typed when its type is known.
 type Locals = Vec<HashMap<String, Option<Ty>>>;
 
+/// What a template is: a node's `prompt`, a gate's `message`, or a prompt `pipec serve`
+/// offers (roles `user` and `assistant` only, `resource(URI)`, no `output_schema`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TemplateUse {
+    Prompt,
+    Message,
+    Served,
+}
+
 struct Walk<'p> {
     params: &'p mut Vec<ParamDef>,
     prompt: bool,
+    /// A served prompt's template.
+    served: bool,
     node: String,
     sources: Vec<(String, String)>,
     stack: Vec<String>,
@@ -84,10 +95,12 @@ impl Checker<'_> {
         node: &str,
         params: &mut Vec<ParamDef>,
         e: &ast::Expr,
-        prompt: bool,
+        used_as: TemplateUse,
         output: &Ty,
     ) -> Option<Template> {
         let _ = output;
+        let prompt = used_as != TemplateUse::Message;
+        let served = used_as == TemplateUse::Served;
         let (entry, place, text, file_name) = match &e.kind {
             ExprKind::Str(lit) => {
                 self.check_file_name_as_prompt(file, e.span, lit, prompt);
@@ -166,7 +179,11 @@ impl Checker<'_> {
                         e.span,
                         format!(
                             "`{}` takes a template: a string, or `file(\"dir/name\")`",
-                            if prompt { "prompt" } else { "message" }
+                            match used_as {
+                                TemplateUse::Prompt => "prompt",
+                                TemplateUse::Message => "message",
+                                TemplateUse::Served => "text",
+                            }
                         ),
                     )
                     .label("not a template"),
@@ -177,6 +194,7 @@ impl Checker<'_> {
         let mut walk = Walk {
             params,
             prompt,
+            served,
             node: node.to_string(),
             sources: Vec::new(),
             stack: vec![entry.clone()],
@@ -358,6 +376,7 @@ impl Checker<'_> {
                     let mut sub = Walk {
                         params: &mut Vec::new(),
                         prompt: w.prompt,
+                        served: w.served,
                         node: w.node.clone(),
                         sources: Vec::new(),
                         stack: w.stack.clone(),
@@ -547,20 +566,44 @@ impl Checker<'_> {
                 if v.id == "role" && w.prompt && lookup_local(locals, "role").is_none() =>
             {
                 if let [CallArg::Pos(Expr::Const(k))] = c.args.as_slice() {
-                    let ok = k
-                        .value
-                        .as_str()
-                        .is_some_and(|r| matches!(r, "system" | "user" | "assistant"));
+                    let roles: &[&str] = if w.served {
+                        &["user", "assistant"]
+                    } else {
+                        &["system", "user", "assistant"]
+                    };
+                    let ok = k.value.as_str().is_some_and(|r| roles.contains(&r));
                     if !ok {
                         let (f, span) = place.span(k.span());
+                        let message = if w.served {
+                            "a served prompt's role is \"user\" or \"assistant\" (MCP prompts have no system messages)"
+                        } else {
+                            "a role is \"system\", \"user\" or \"assistant\""
+                        };
+                        w.diags.push(
+                            Diagnostic::new(&r::UNDEFINED_PROMPT_VARIABLE, f, span, message)
+                                .label("unknown role"),
+                        );
+                    }
+                }
+            }
+            // A served resource placed in a served prompt: one argument, its URI.
+            Expr::Var(v)
+                if v.id == "resource" && w.served && lookup_local(locals, "resource").is_none() =>
+            {
+                match c.args.as_slice() {
+                    [CallArg::Pos(uri)] => {
+                        self.expr(w, place, uri, locals);
+                    }
+                    _ => {
+                        let (f, span) = place.span(v.span());
                         w.diags.push(
                             Diagnostic::new(
                                 &r::UNDEFINED_PROMPT_VARIABLE,
                                 f,
                                 span,
-                                "a role is \"system\", \"user\" or \"assistant\"",
+                                "`resource` takes the URI of a served resource: `resource(\"docs://readme\")`",
                             )
-                            .label("unknown role"),
+                            .label("one argument, the URI"),
                         );
                     }
                 }
@@ -732,19 +775,18 @@ impl Checker<'_> {
             p.used = true;
             return Some(p.ty.clone());
         }
-        if w.prompt && (name == "output_schema" || name == "role") {
-            return if name == "output_schema" {
-                Some(Ty::String)
-            } else {
-                None
-            };
+        if w.prompt && name == "role" || w.served && name == "resource" {
+            return None;
+        }
+        if w.prompt && !w.served && name == "output_schema" {
+            return Some(Ty::String);
         }
         if BUILTINS.contains(&name) {
             return None;
         }
         let (f, span) = place.span(at);
         let mut candidates: Vec<&str> = w.params.iter().map(|p| p.name.as_str()).collect();
-        if w.prompt {
+        if w.prompt && !w.served {
             candidates.push("output_schema");
         }
         let near = names::suggestion(name, candidates);
@@ -753,13 +795,21 @@ impl Checker<'_> {
                 &r::UNDEFINED_PROMPT_VARIABLE,
                 f,
                 span,
-                format!("`{name}` is not a parameter of `{}`", w.node),
+                if w.served {
+                    format!("`{name}` is not an argument of the prompt `{}`", w.node)
+                } else {
+                    format!("`{name}` is not a parameter of `{}`", w.node)
+                },
             )
             .label("undefined in this template")
-            .help(format!(
-                "a template sees the parameters of `{}`; add one: `{name}: T = source`",
-                w.node
-            ))
+            .help(if w.served {
+                format!("a served prompt's template sees its arguments; add one: `{name}: string`")
+            } else {
+                format!(
+                    "a template sees the parameters of `{}`; add one: `{name}: T = source`",
+                    w.node
+                )
+            })
             .did_you_mean(&self.db, f, span, name, near.as_ref()),
         );
         None
@@ -909,6 +959,7 @@ impl Checker<'_> {
         let mut w = Walk {
             params: &mut params,
             prompt: false,
+            served: false,
             node: "the template URI".into(),
             sources: Vec::new(),
             stack: vec!["render".into()],

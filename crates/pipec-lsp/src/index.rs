@@ -275,6 +275,12 @@ impl Walker<'_> {
                 for e in &s.entries {
                     self.block(&e.body, Context::Decl);
                 }
+                for p in &s.prompts {
+                    for param in &p.params.params {
+                        self.type_expr(&param.ty);
+                    }
+                    self.block(&p.body, Context::Decl);
+                }
             }
         }
     }

@@ -57,6 +57,9 @@ pub struct Plan {
     pub config: Vec<ConfigVar>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub serve: Vec<ServeEntry>,
+    /// The prompts `pipec serve` offers (`prompt` entries of the `serve` block).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub serve_prompts: Vec<ServePrompt>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -676,6 +679,41 @@ pub struct ServeEntry {
     pub blob: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub icons: Vec<ServeIcon>,
+}
+
+/// A prompt `pipec serve` offers: its arguments (text, as MCP prompt arguments are) and
+/// the template that renders its messages. `role("user")` and `role("assistant")` split
+/// the text into messages; `resource(URI)` places a served resource there (a message of
+/// its own: an image, audio, or an embedded resource, by its MIME type).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ServePrompt {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arguments: Vec<PromptArgument>,
+    pub template: Template,
+}
+
+/// An argument of a served prompt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PromptArgument {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The client must give it (it is neither optional nor defaulted).
+    pub required: bool,
+    /// The values it takes (an enum's, or a union of literals), offered as completions
+    /// and checked; empty: any text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<String>,
+    /// Its value when the client gives none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
 }
 
 /// An icon a served resource or template is listed with.

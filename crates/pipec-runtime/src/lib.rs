@@ -50,6 +50,7 @@ pub use options::{Decision, RunOptions, StopSignal};
 pub use outcome::{Outcome, PendingGate};
 pub use progress::{Progress, StderrProgress, Step};
 pub use resources::online_check::{Finding, LINKS_PROTOCOL, Subject, check_online};
+pub use resources::results::{MediaShape, media_shape};
 pub use resources::server_listing::{ServerListing, take_listing};
 pub use resources::servers::{
     Fetcher, Replayer, ServerFuture, Servers, server_config_from_environment,

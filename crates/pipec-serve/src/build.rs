@@ -123,6 +123,10 @@ pub fn registry(
             };
             registry.add_template(listed, matcher, read, complete);
         }
+        for p in &catalogue.prompts {
+            let (spec, get, complete) = crate::prompts::served(p.clone());
+            registry.add_prompt(spec, get, Some(complete));
+        }
     }
     Ok(Built {
         registry,
@@ -428,6 +432,7 @@ mod tests {
     fn each_source_answers_its_content_or_a_clear_error() {
         let catalogue = Catalogue {
             service: None,
+            prompts: Vec::new(),
             resources: vec![
                 StaticResource {
                     uri: "file:///readme".into(),

@@ -93,4 +93,6 @@ pub struct Catalogue {
     pub service: Option<Service>,
     pub resources: Vec<StaticResource>,
     pub templates: Vec<TemplateDef>,
+    /// The prompts of the `serve` blocks (specifications declare none).
+    pub prompts: Vec<pipec_plan::ServePrompt>,
 }

@@ -1,4 +1,4 @@
-//! A compiled plan's `serve` entries as a [`Catalogue`]: the same model reShapr Resources
+//! A compiled plan's `serve` entries and prompts as a [`Catalogue`]: the same model reShapr Resources
 //! files load into, so `pipec serve` serves both alike. A template's `root` is already
 //! relative to the project root in the plan (lowering joined it to its file's folder);
 //! here it is made a path beneath the project root the server runs in.
@@ -40,7 +40,10 @@ impl std::error::Error for ServeEntryError {}
 /// Every serve entry of the plan, in the order the `serve` block declares them; `root`
 /// folders are resolved against `project_root`.
 pub fn catalogue_from_plan(plan: &Plan, project_root: &Path) -> Result<Catalogue, ServeEntryError> {
-    let mut catalogue = Catalogue::default();
+    let mut catalogue = Catalogue {
+        prompts: plan.serve_prompts.clone(),
+        ..Catalogue::default()
+    };
     for entry in &plan.serve {
         match entry.kind.as_str() {
             "resource" => catalogue.resources.push(StaticResource {

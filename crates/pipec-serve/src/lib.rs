@@ -1,5 +1,5 @@
 //! `pipec serve`: a project as an MCP server. What it serves is a [`Catalogue`] of static
-//! resources and resource templates, gathered from the `serve` entries of compiled plans
+//! resources, resource templates and prompts (`prompts`), gathered from the `serve` entries of compiled plans
 //! (`from_plan`) and from reShapr Resources specifications (`spec`); templates are
 //! matched against the URIs clients read (`matcher`), and their content comes from files
 //! beneath a root (`files`), an HTTP backend (`uri_build`, `backend_fetch`), or a
@@ -22,6 +22,7 @@ pub mod lookup;
 pub mod matcher;
 pub mod mime_type;
 pub mod pipelines;
+pub mod prompts;
 pub mod registry;
 pub mod spec;
 // Opening beneath a folder needs `openat`/`openat2` and reading folders by descriptor;

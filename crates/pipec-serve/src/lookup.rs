@@ -97,6 +97,7 @@ mod tests {
     fn catalogue(statics: &[&str], templates: &[&str]) -> Catalogue {
         Catalogue {
             service: None,
+            prompts: Vec::new(),
             resources: statics
                 .iter()
                 .map(|uri| StaticResource {

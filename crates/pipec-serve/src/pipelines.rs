@@ -14,7 +14,8 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use pipec_mcp::server::{
-    Body, CallFailure, LinkOut, ListedTemplate, ReadContent, ReadFailure, ToolReply, ToolSpec,
+    Block, Body, CallFailure, LinkOut, ListedTemplate, Progress, ProgressUpdate, ReadContent,
+    ReadFailure, ToolReply, ToolSpec,
 };
 use pipec_plan::{NodeKind, Plan};
 use pipec_runtime::{Outcome, RunOptions, Runner};
@@ -25,6 +26,9 @@ use super::registry::{ReadHandler, Registry, ToolHandler, template_matcher};
 
 /// The URI template of a run.
 pub const RUN_TEMPLATE: &str = "pipec://runs/{thread}";
+
+/// The JSON Schema dialect of the tools' input schemas.
+pub const JSON_SCHEMA_DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
 
 /// The tool that answers a gate of a run.
 pub const RESUME_TOOL: &str = "resume_run";
@@ -58,6 +62,8 @@ pub fn tool_spec(plan: &Plan) -> ToolSpec {
         }
     }
     let mut schema = Map::new();
+    // The dialect pipec's schemas are written in, said as MCP asks.
+    schema.insert("$schema".into(), json!(JSON_SCHEMA_DIALECT));
     schema.insert("type".into(), json!("object"));
     schema.insert("properties".into(), Value::Object(properties));
     schema.insert("required".into(), Value::Array(required));
@@ -108,6 +114,7 @@ pub fn tool_spec(plan: &Plan) -> ToolSpec {
 
 fn resume_spec() -> ToolSpec {
     let schema = json!({
+        "$schema": JSON_SCHEMA_DIALECT,
         "type": "object",
         "properties": {
             "thread": { "type": "string", "description": "The run's thread id (from its pipec://runs/ link)" },
@@ -146,16 +153,16 @@ impl PipelineTools {
         for p in &shared.pipelines {
             let spec = tool_spec(&p.plan);
             let (shared2, pipeline, weak) = (shared.clone(), p.clone(), Arc::downgrade(registry));
-            let call: ToolHandler = Arc::new(move |arguments| {
+            let call: ToolHandler = Arc::new(move |arguments, progress| {
                 let (shared, pipeline, weak) = (shared2.clone(), pipeline.clone(), weak.clone());
-                Box::pin(async move { shared.start(pipeline, arguments, weak).await })
+                Box::pin(async move { shared.start(pipeline, arguments, weak, progress).await })
             });
             registry.add_tool(spec, call);
         }
         let (s, weak) = (shared.clone(), Arc::downgrade(registry));
-        let resume: ToolHandler = Arc::new(move |arguments| {
+        let resume: ToolHandler = Arc::new(move |arguments, progress| {
             let (shared, weak) = (s.clone(), weak.clone());
-            Box::pin(async move { shared.resume(arguments, weak).await })
+            Box::pin(async move { shared.resume(arguments, weak, progress).await })
         });
         registry.add_tool(resume_spec(), resume);
         let template = Arc::new(Template::parse(RUN_TEMPLATE).map_err(|e| e.message.clone())?);
@@ -187,11 +194,34 @@ impl PipelineTools {
         Ok(())
     }
 
-    fn runner(&self, pipeline: &ServedPipeline, registry: Weak<Registry>) -> Runner {
+    /// A runner of `pipeline` whose events update the run's subscribers and, for a call
+    /// that asked to hear, report each node that ended as progress (of `total` nodes, when
+    /// the run starts from the beginning).
+    fn runner(
+        &self,
+        pipeline: &ServedPipeline,
+        registry: Weak<Registry>,
+        progress: Option<Progress>,
+        total: Option<usize>,
+    ) -> Runner {
+        let ended = std::sync::atomic::AtomicU64::new(0);
         let sink = Arc::new(move |event: &pipec_store::RecordedEvent| {
             if let Some(r) = registry.upgrade() {
                 r.notify_updated(&run_uri(&event.thread));
             }
+            let Some(progress) = &progress else { return };
+            let (node, how) = match &event.event {
+                pipec_store::Event::NodeFinished { node, .. } => (node, "finished"),
+                pipec_store::Event::NodeSkipped { node } => (node, "was skipped"),
+                pipec_store::Event::NodeFailed { node, .. } => (node, "failed"),
+                _ => return,
+            };
+            let n = ended.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            progress(ProgressUpdate {
+                progress: n as f64,
+                total: total.map(|t| t as f64),
+                message: Some(format!("the node `{node}` {how}")),
+            });
         });
         Runner::with_store((*pipeline.plan).clone(), self.store.clone())
             .project_root(pipeline.root.clone())
@@ -204,22 +234,25 @@ impl PipelineTools {
         pipeline: ServedPipeline,
         arguments: Map<String, Value>,
         registry: Weak<Registry>,
+        progress: Option<Progress>,
     ) -> Result<ToolReply, CallFailure> {
         let thread = pipec_store::ids::new_thread_id();
-        let runner = self.runner(&pipeline, registry);
+        let total = Some(pipeline.plan.nodes.len());
+        let runner = self.runner(&pipeline, registry, progress, total);
         let options = RunOptions {
             thread_id: Some(thread.clone()),
             ..RunOptions::default()
         };
         let inputs = Value::Object(arguments);
         let run = tokio::spawn(async move { runner.start_with(inputs, options).await });
-        self.answer(thread, run).await
+        self.answer(thread, run, &pipeline.plan).await
     }
 
     async fn resume(
         &self,
         arguments: Map<String, Value>,
         registry: Weak<Registry>,
+        progress: Option<Progress>,
     ) -> Result<ToolReply, CallFailure> {
         let text = |k: &str| arguments.get(k).and_then(Value::as_str).map(str::to_string);
         let (Some(thread), Some(gate)) = (text("thread"), text("gate")) else {
@@ -232,10 +265,10 @@ impl PipelineTools {
             return Err(CallFailure::InvalidArguments(no_run(&thread)));
         };
         let pipeline = pipeline.clone();
-        let runner = self.runner(&pipeline, registry);
+        let runner = self.runner(&pipeline, registry, progress, None);
         let t = thread.clone();
         let run = tokio::spawn(async move { runner.resume(&t, vec![(gate, answer)]).await });
-        self.answer(thread, run).await
+        self.answer(thread, run, &pipeline.plan).await
     }
 
     /// Waits up to `wait` for the run; then answers what it did, or its link.
@@ -243,6 +276,7 @@ impl PipelineTools {
         &self,
         thread: String,
         run: tokio::task::JoinHandle<Result<Outcome, pipec_runtime::RuntimeError>>,
+        plan: &Plan,
     ) -> Result<ToolReply, CallFailure> {
         let link = LinkOut {
             uri: run_uri(&thread),
@@ -254,7 +288,7 @@ impl PipelineTools {
         let waited = tokio::time::sleep(self.wait);
         tokio::pin!(waited);
         tokio::select! {
-            done = &mut run => return finished(&thread, done, link),
+            done = &mut run => return finished(&thread, done, link, plan),
             () = &mut waited => {}
         }
         // Still running: answer its link once the thread is in the store, so the link
@@ -267,12 +301,13 @@ impl PipelineTools {
                         "The run {thread} is still going; read or subscribe to {} for its progress.",
                         link.uri
                     )),
+                    blocks: Vec::new(),
                     links: vec![link],
                     is_error: false,
                 });
             }
             tokio::select! {
-                done = &mut run => return finished(&thread, done, link),
+                done = &mut run => return finished(&thread, done, link, plan),
                 () = tokio::time::sleep(Duration::from_millis(10)) => {}
             }
         }
@@ -284,6 +319,7 @@ fn finished(
     thread: &str,
     done: Result<Result<Outcome, pipec_runtime::RuntimeError>, tokio::task::JoinError>,
     link: LinkOut,
+    plan: &Plan,
 ) -> Result<ToolReply, CallFailure> {
     match done {
         Err(e) => Err(CallFailure::Failed(format!(
@@ -292,21 +328,28 @@ fn finished(
         Ok(Err(e)) => Ok(ToolReply {
             structured: None,
             text: Some(format!("error[{}]: {}", e.code, e.message)),
+            blocks: Vec::new(),
             links: Vec::new(),
             is_error: true,
         }),
-        Ok(Ok(outcome)) => Ok(reply(outcome, link)),
+        Ok(Ok(outcome)) => Ok(reply(outcome, link, plan)),
     }
 }
 
-fn reply(outcome: Outcome, link: LinkOut) -> ToolReply {
+fn reply(outcome: Outcome, link: LinkOut, plan: &Plan) -> ToolReply {
     match outcome {
-        Outcome::Completed { outputs, .. } => ToolReply {
-            text: Some(outputs.to_string()),
-            structured: Some(outputs),
-            links: Vec::new(),
-            is_error: false,
-        },
+        Outcome::Completed {
+            outputs, thread, ..
+        } => {
+            let (text, blocks) = content_of(plan, &outputs, &thread);
+            ToolReply {
+                text,
+                blocks,
+                structured: Some(outputs),
+                links: Vec::new(),
+                is_error: false,
+            }
+        }
         Outcome::Paused { thread, gates } => {
             let messages: Vec<String> = gates
                 .iter()
@@ -322,6 +365,7 @@ fn reply(outcome: Outcome, link: LinkOut) -> ToolReply {
                     "The run {thread} waits at a gate. {} Answer with `{RESUME_TOOL}`.",
                     messages.join(" ")
                 )),
+                blocks: Vec::new(),
                 links: vec![link],
                 is_error: false,
             }
@@ -332,12 +376,14 @@ fn reply(outcome: Outcome, link: LinkOut) -> ToolReply {
                 "The run {thread} failed: error[{}]: {}",
                 error.code, error.message
             )),
+            blocks: Vec::new(),
             links: vec![link],
             is_error: true,
         },
         Outcome::Released { thread } => ToolReply {
             structured: Some(json!({ "thread": thread, "status": "queued" })),
             text: Some(format!("The run {thread} waits for a worker.")),
+            blocks: Vec::new(),
             links: vec![link],
             is_error: false,
         },
@@ -351,9 +397,72 @@ fn reply(outcome: Outcome, link: LinkOut) -> ToolReply {
                     .collect::<Vec<_>>()
                     .join("; ")
             )),
+            blocks: Vec::new(),
             links: vec![link],
             is_error: true,
         },
+    }
+}
+
+/// A completed run's outputs as content: each output whose type is a record of a
+/// block's parts (`{ data: bytes, mime: string }`, `{ text, uri, mime }`, or a list of
+/// them) as image, audio or embedded-resource blocks, and the other outputs as one JSON
+/// text block (none when every output is such a record).
+fn content_of(plan: &Plan, outputs: &Value, thread: &str) -> (Option<String>, Vec<Block>) {
+    let Some(all) = outputs.as_object() else {
+        return (Some(outputs.to_string()), Vec::new());
+    };
+    let mut rest = Map::new();
+    let mut blocks = Vec::new();
+    for output in &plan.outputs {
+        let Some(value) = all.get(&output.name) else {
+            continue;
+        };
+        match pipec_runtime::media_shape(plan, &output.schema) {
+            Some(shape) => {
+                let parts: Vec<&Value> = match (shape.many, value) {
+                    (true, Value::Array(items)) => items.iter().collect(),
+                    (true, _) => Vec::new(),
+                    (false, one) => vec![one],
+                };
+                let at = format!("{}#{}", run_uri(thread), output.name);
+                blocks.extend(parts.into_iter().filter_map(|p| block_of(p, &at)));
+            }
+            None => {
+                rest.insert(output.name.clone(), value.clone());
+            }
+        }
+    }
+    let text = (!rest.is_empty() || blocks.is_empty()).then(|| Value::Object(rest).to_string());
+    (text, blocks)
+}
+
+/// A record of a block's parts as its block: with a `uri`, an embedded resource; else an
+/// image or audio by its MIME type; else a resource embedded at `at` (the run's output).
+fn block_of(part: &Value, at: &str) -> Option<Block> {
+    let text = |k: &str| part.get(k).and_then(Value::as_str).map(str::to_string);
+    let data = text("data").and_then(|d| pipec_base::base64::decode(&d).ok());
+    let mime = text("mime");
+    let uri = text("uri");
+    let media = mime
+        .as_deref()
+        .is_some_and(|m| m.starts_with("image/") || m.starts_with("audio/"));
+    match (uri, data, text("text")) {
+        (None, Some(data), _) if media => Some(Block::Media {
+            mime_type: mime.unwrap_or_default(),
+            data,
+        }),
+        (uri, Some(data), _) => Some(Block::Resource(ReadContent {
+            uri: uri.unwrap_or_else(|| at.to_string()),
+            mime_type: mime,
+            body: Body::Blob(data),
+        })),
+        (uri, None, Some(t)) => Some(Block::Resource(ReadContent {
+            uri: uri.unwrap_or_else(|| at.to_string()),
+            mime_type: mime,
+            body: Body::Text(t),
+        })),
+        _ => None,
     }
 }
 

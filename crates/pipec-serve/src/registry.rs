@@ -14,8 +14,9 @@ use std::sync::{Arc, RwLock};
 
 use pipec_base::uri::normal_form;
 use pipec_mcp::server::{
-    CallFailure, ListedResource, ListedTemplate, Provider, ProviderFuture, ReadContent,
-    ReadFailure, ServerIdentity, ToolReply, ToolSpec, Updates,
+    Block, Body, CallFailure, ListedResource, ListedTemplate, Progress, PromptFailure,
+    PromptMessageOut, PromptSpec, Provider, ProviderFuture, ReadContent, ReadFailure,
+    ServerIdentity, ToolReply, ToolSpec, Updates,
 };
 
 /// What a content handler is asked for: the URI as the client wrote it and, for a
@@ -61,14 +62,40 @@ pub fn template_matcher(template: Arc<super::matcher::Template>) -> Matcher {
     )
 }
 
-/// Runs a tool call.
+/// Runs a tool call, reporting its progress where the client asked to hear it.
 pub type ToolHandler = Arc<
     dyn Fn(
             serde_json::Map<String, serde_json::Value>,
+            Option<Progress>,
         ) -> ProviderFuture<'static, Result<ToolReply, CallFailure>>
         + Send
         + Sync,
 >;
+
+/// One message of a prompt before the resources it places are read: its text, or the
+/// URI of a resource this registry serves.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PromptPiece {
+    Text(String),
+    Resource(String),
+}
+
+/// Makes a prompt's messages from its arguments: `(assistant, piece)`, in order.
+pub type PromptHandler = Arc<
+    dyn Fn(BTreeMap<String, String>) -> Result<Vec<(bool, PromptPiece)>, PromptFailure>
+        + Send
+        + Sync,
+>;
+
+/// At most this many resources are placed in one prompt.
+pub const MAX_PROMPT_RESOURCES: usize = 64;
+
+#[derive(Clone)]
+struct PromptEntry {
+    spec: PromptSpec,
+    get: PromptHandler,
+    complete: Option<CompleteHandler>,
+}
 
 #[derive(Clone)]
 struct StaticEntry {
@@ -98,6 +125,7 @@ struct Entries {
     resources: Vec<StaticEntry>,
     templates: Vec<TemplateEntry>,
     tools: Vec<ToolEntry>,
+    prompts: Vec<PromptEntry>,
 }
 
 /// A set of resource, template and tool definitions with their handlers.
@@ -192,6 +220,23 @@ impl Registry {
         });
     }
 
+    /// Adds a prompt; `complete` gives values for its arguments.
+    pub fn add_prompt(
+        &self,
+        spec: PromptSpec,
+        get: PromptHandler,
+        complete: Option<CompleteHandler>,
+    ) {
+        self.change(|e| {
+            e.prompts.retain(|p| p.spec.name != spec.name);
+            e.prompts.push(PromptEntry {
+                spec,
+                get,
+                complete,
+            });
+        });
+    }
+
     /// Removes the resource at `uri` (and tells list listeners); whether there was one.
     pub fn remove_resource(&self, uri: &str) -> bool {
         let normal = normal_form(uri);
@@ -209,13 +254,14 @@ impl Registry {
         self.change(|e| *e = Entries::default());
     }
 
-    /// Takes the resources and listed templates of `other` in place of its own, as one
+    /// Takes the resources, listed templates and prompts of `other` in place of its own, as one
     /// change (one new generation, one list-changed notice). Tools and hidden templates
     /// (a served pipeline's, which no specification declares) and subscriptions stay.
     pub fn replace_with(&self, other: Registry) {
         let entries = other.entries();
         self.change(|e| {
             e.resources = entries.resources;
+            e.prompts = entries.prompts;
             e.templates.retain(|t| !t.shown);
             let kept = std::mem::take(&mut e.templates);
             e.templates = entries.templates.into_iter().filter(|t| t.shown).collect();
@@ -315,12 +361,13 @@ impl Provider for Registry {
         &'a self,
         name: &'a str,
         arguments: serde_json::Map<String, serde_json::Value>,
+        progress: Option<Progress>,
     ) -> ProviderFuture<'a, Result<ToolReply, CallFailure>> {
         let entries = self.entries();
         match entries.tools.iter().find(|t| t.spec.name == name) {
             Some(t) => {
                 let call = t.call.clone();
-                Box::pin(async move { call(arguments).await })
+                Box::pin(async move { call(arguments, progress).await })
             }
             None => {
                 let name = name.to_string();
@@ -329,8 +376,101 @@ impl Provider for Registry {
         }
     }
 
+    fn prompts(&self) -> Vec<PromptSpec> {
+        self.entries().prompts.into_iter().map(|p| p.spec).collect()
+    }
+
+    fn get_prompt<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: BTreeMap<String, String>,
+    ) -> ProviderFuture<'a, Result<Vec<PromptMessageOut>, PromptFailure>> {
+        let entries = self.entries();
+        let pieces = match entries.prompts.iter().find(|p| p.spec.name == name) {
+            Some(p) => (p.get)(arguments),
+            None => Err(PromptFailure::UnknownPrompt(name.to_string())),
+        };
+        Box::pin(async move {
+            let pieces = pieces?;
+            let placed = pieces
+                .iter()
+                .filter(|(_, p)| matches!(p, PromptPiece::Resource(_)))
+                .count();
+            if placed > MAX_PROMPT_RESOURCES {
+                return Err(PromptFailure::Failed(format!(
+                    "the prompt `{name}` places {placed} resources, more than the {MAX_PROMPT_RESOURCES} one prompt may hold"
+                )));
+            }
+            let mut out = Vec::new();
+            for (assistant, piece) in pieces {
+                let uri = match piece {
+                    PromptPiece::Text(t) => {
+                        out.push(PromptMessageOut {
+                            assistant,
+                            content: Block::Text(t),
+                        });
+                        continue;
+                    }
+                    PromptPiece::Resource(uri) => uri,
+                };
+                let contents = self.read(&uri).await.map_err(|e| match e {
+                    ReadFailure::NotFound(m) | ReadFailure::Refused(m) => {
+                        PromptFailure::InvalidArguments(format!(
+                            "the prompt `{name}` places {uri}, which cannot be read: {m}"
+                        ))
+                    }
+                    ReadFailure::Failed(m) => PromptFailure::Failed(format!(
+                        "the prompt `{name}` places {uri}, which cannot be read: {m}"
+                    )),
+                })?;
+                out.extend(contents.into_iter().map(|c| PromptMessageOut {
+                    assistant,
+                    content: placed_content(c),
+                }));
+            }
+            Ok(out)
+        })
+    }
+
+    fn complete_prompt<'a>(
+        &'a self,
+        name: &'a str,
+        argument: &'a str,
+        value: &'a str,
+        context: &'a BTreeMap<String, String>,
+    ) -> ProviderFuture<'a, Vec<String>> {
+        let values = self
+            .entries()
+            .prompts
+            .iter()
+            .find(|p| p.spec.name == name)
+            .and_then(|p| p.complete.as_ref())
+            .map(|c| c(argument, value, context))
+            .unwrap_or_default();
+        Box::pin(async move { values })
+    }
+
     fn updates(&self) -> &Updates {
         &self.updates
+    }
+}
+
+/// A resource placed in a prompt: an image or audio as itself, anything else embedded.
+fn placed_content(c: ReadContent) -> Block {
+    let media = c
+        .mime_type
+        .as_deref()
+        .is_some_and(|m| m.starts_with("image/") || m.starts_with("audio/"));
+    match (media, c.body) {
+        (true, Body::Blob(data)) => Block::Media {
+            mime_type: c.mime_type.unwrap_or_default(),
+            data,
+        },
+        (_, body) => Block::Resource(ReadContent {
+            uri: c.uri,
+            mime_type: c.mime_type,
+            body,
+        }),
     }
 }
 

@@ -262,7 +262,18 @@ pub enum SettingValue {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ServeDecl {
     pub entries: Vec<ServeEntry>,
+    pub prompts: Vec<ServePrompt>,
     pub stray_docs: Vec<Doc>,
+}
+
+/// `prompt name(params) { settings }` in a `serve` block: a prompt served over MCP.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServePrompt {
+    pub doc: Option<Doc>,
+    pub name: Ident,
+    pub params: Params,
+    pub body: Block,
+    pub span: Span,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -518,7 +518,11 @@ fn describe_rule(rule: Rule) -> Option<&'static str> {
         Rule::EOI => "a declaration",
         Rule::kw_as | Rule::wire_name => "`as`",
         Rule::kw_from => "`from`",
-        Rule::kw_resource | Rule::kw_template | Rule::serve_entry => "`resource` or `template`",
+        Rule::kw_resource
+        | Rule::kw_template
+        | Rule::kw_prompt
+        | Rule::serve_entry
+        | Rule::serve_prompt => "`resource`, `template` or `prompt`",
         Rule::alias_body => "`=`",
         Rule::variant => "an enum variant",
         Rule::params => "a parameter list `(...)`",
@@ -808,6 +812,7 @@ impl Builder<'_> {
             }
             Rule::serve_decl => {
                 let mut entries = Vec::new();
+                let mut prompts = Vec::new();
                 let mut docs = Vec::new();
                 for p in inner {
                     match p.as_rule() {
@@ -832,12 +837,29 @@ impl Builder<'_> {
                                 span,
                             });
                         }
+                        Rule::serve_prompt => {
+                            let doc = self.take_doc(&mut docs);
+                            let span = self.tight_span(&p);
+                            let mut e = p.into_inner();
+                            let _kw = e.next()?;
+                            let name = self.ident(e.next()?);
+                            let params = self.params(e.next()?);
+                            let body = self.block(e.next()?);
+                            prompts.push(ServePrompt {
+                                doc,
+                                name,
+                                params,
+                                body,
+                                span,
+                            });
+                        }
                         _ => {}
                     }
                 }
                 let stray_docs = self.take_doc(&mut docs).into_iter().collect();
                 ItemKind::Serve(ServeDecl {
                     entries,
+                    prompts,
                     stray_docs,
                 })
             }

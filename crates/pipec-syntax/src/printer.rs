@@ -98,6 +98,7 @@ enum Entry<'a> {
     Field(&'a Field),
     Variant(&'a Variant),
     Serve(&'a ServeEntry),
+    Prompt(&'a ServePrompt),
     Param(&'a Param),
     Key(&'a RecordEntry),
     Elem(&'a Expr),
@@ -113,6 +114,7 @@ impl<'a> Entry<'a> {
             Entry::Field(f) => f.span,
             Entry::Variant(v) => v.span,
             Entry::Serve(s) => s.span,
+            Entry::Prompt(p) => p.span,
             Entry::Param(p) => p.span,
             Entry::Key(r) => r.span,
             Entry::Elem(e) => e.span,
@@ -127,6 +129,7 @@ impl<'a> Entry<'a> {
             Entry::Field(f) => f.doc.as_ref(),
             Entry::Variant(v) => v.doc.as_ref(),
             Entry::Serve(s) => s.doc.as_ref(),
+            Entry::Prompt(p) => p.doc.as_ref(),
             Entry::Param(p) => p.doc.as_ref(),
             _ => None,
         }
@@ -556,6 +559,9 @@ impl<'a> Printer<'a> {
                 self.push(" ");
                 self.block(&s.body);
             }
+            Entry::Prompt(p) => {
+                self.header("prompt", &p.name, &p.params, None, None, Some(&p.body))
+            }
             Entry::Param(p) => self.param(p, reserve),
             Entry::Key(r) => {
                 self.record_key(r);
@@ -836,6 +842,7 @@ impl<'a> Printer<'a> {
                 self.inline_before(open);
                 self.push(" ");
                 let mut entries: Vec<Entry<'_>> = s.entries.iter().map(Entry::Serve).collect();
+                entries.extend(s.prompts.iter().map(Entry::Prompt));
                 entries.extend(s.stray_docs.iter().map(Entry::Stray));
                 self.list(List {
                     open: '{',

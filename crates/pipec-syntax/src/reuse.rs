@@ -179,6 +179,13 @@ impl Shift {
                     self.block(&mut e.body);
                     self.span(&mut e.span);
                 }
+                for e in &mut s.prompts {
+                    self.docs(&mut e.doc);
+                    self.ident(&mut e.name);
+                    self.params(&mut e.params);
+                    self.block(&mut e.body);
+                    self.span(&mut e.span);
+                }
                 for d in &mut s.stray_docs {
                     self.doc(d);
                 }

@@ -10,6 +10,7 @@ mod literals;
 mod models;
 mod readers;
 mod serve;
+mod serve_prompts;
 mod servers;
 mod tools;
 

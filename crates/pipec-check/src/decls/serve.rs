@@ -1,5 +1,5 @@
 //! The `serve` block: the resources and templates a project serves, their contents and
-//! metadata, and the served URIs that overlap (P0815).
+//! metadata, and the served URIs that overlap (P0815). Its prompts: `serve_prompts.rs`.
 
 use super::join_rel;
 use crate::Checker;
@@ -44,6 +44,9 @@ impl Checker<'_> {
             seen_block = Some(item.span);
             for entry in &serve.entries {
                 self.check_serve_entry(root, entry);
+            }
+            for prompt in &serve.prompts {
+                self.check_serve_prompt(root, prompt);
             }
             self.check_serve_overlaps(file, &serve.entries);
         }

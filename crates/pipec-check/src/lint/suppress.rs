@@ -249,6 +249,11 @@ fn collect_elements(item: &ast::Item, out: &mut Vec<Span>) {
                 out.push(e.span);
                 block(&e.body, out);
             }
+            for p in &s.prompts {
+                out.push(p.span);
+                out.extend(p.params.params.iter().map(|p| p.span));
+                block(&p.body, out);
+            }
         }
         _ => {}
     }

@@ -155,7 +155,14 @@ impl Checker<'_> {
                     output = Ty::Bool;
                 }
                 let message = s.expr("message").and_then(|e| {
-                    self.template(file, &node_name, scope.params, e, false, &Ty::Error)
+                    self.template(
+                        file,
+                        &node_name,
+                        scope.params,
+                        e,
+                        crate::prompt::TemplateUse::Message,
+                        &Ty::Error,
+                    )
                 });
                 let on_timeout = match s.expr("on_timeout") {
                     Some(e) => match literal_json(e) {

@@ -37,7 +37,14 @@ impl Checker<'_> {
             }
         };
         let prompt = match s.expr("prompt") {
-            Some(e) => self.template(file, &decl.name.name, scope.params, e, true, output),
+            Some(e) => self.template(
+                file,
+                &decl.name.name,
+                scope.params,
+                e,
+                crate::prompt::TemplateUse::Prompt,
+                output,
+            ),
             None => {
                 if !s.has("prompt") {
                     self.missing_setting(file, decl.name.span, &what, "prompt", "give a template: `prompt = file(\"dir/name\")` for prompts/dir/name.jinja, or an inline string");

@@ -12,11 +12,13 @@ use std::sync::{Arc, Mutex};
 use rmcp::model::{
     Annotations, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
     CompleteResult, CompletionInfo, ContentBlock, ErrorCode, GetPromptRequestParams,
-    GetPromptResponse, Icon, Implementation, JsonObject, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Reference, Resource, ResourceContents,
-    ResourceTemplate, ResourceUpdatedNotificationParam, Role, ServerCapabilities, ServerConfig,
-    SubscribeRequestParams, SubscriptionFilter, Tool, ToolAnnotations, UnsubscribeRequestParams,
+    GetPromptResponse, GetPromptResult, Icon, Implementation, JsonObject, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, Prompt, PromptArgument, PromptMessage,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference, Resource,
+    ResourceContents, ResourceTemplate, ResourceUpdatedNotificationParam, Role, ServerCapabilities,
+    ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool, ToolAnnotations,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -24,8 +26,9 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::provider::{
-    Body, CallFailure, Hints, IconInfo, ListedResource, ListedTemplate, Provider, ReadFailure,
-    ToolSpec,
+    Block, Body, CallFailure, Hints, IconInfo, ListedResource, ListedTemplate, Progress,
+    ProgressUpdate, PromptFailure, PromptMessageOut, PromptSpec, Provider, ReadContent,
+    ReadFailure, ToolSpec,
 };
 use super::updates::{Change, LimitReached, Listener, SessionCount};
 
@@ -182,6 +185,119 @@ fn template(t: &ListedTemplate) -> ResourceTemplate {
     out
 }
 
+fn prompt(p: &PromptSpec) -> Prompt {
+    let arguments = p
+        .arguments
+        .iter()
+        .map(|a| {
+            let mut out = PromptArgument::new(&a.name).with_required(a.required);
+            out.description = a.description.clone();
+            out
+        })
+        .collect::<Vec<_>>();
+    let mut out = Prompt::new(
+        &p.name,
+        p.description.clone(),
+        (!arguments.is_empty()).then_some(arguments),
+    );
+    out.title = p.title.clone();
+    out
+}
+
+/// A resource's content as MCP has it.
+fn contents(c: ReadContent) -> ResourceContents {
+    let content = match c.body {
+        Body::Text(t) => ResourceContents::text(t, c.uri),
+        Body::Blob(b) => ResourceContents::blob(pipec_base::base64::encode(&b), c.uri),
+    };
+    match c.mime_type {
+        Some(m) => content.with_mime_type(m),
+        None => content,
+    }
+}
+
+fn content_block(b: Block) -> ContentBlock {
+    match b {
+        Block::Text(t) => ContentBlock::text(t),
+        Block::Media { mime_type, data } if mime_type.starts_with("audio/") => {
+            ContentBlock::audio(pipec_base::base64::encode(&data), mime_type)
+        }
+        Block::Media { mime_type, data } => {
+            ContentBlock::image(pipec_base::base64::encode(&data), mime_type)
+        }
+        Block::Resource(c) => ContentBlock::resource(contents(c)),
+    }
+}
+
+fn prompt_message(m: PromptMessageOut) -> PromptMessage {
+    let role = if m.assistant {
+        Role::Assistant
+    } else {
+        Role::User
+    };
+    PromptMessage::new(role, content_block(m.content))
+}
+
+/// What a tool reports while it runs, sent to the client in order as
+/// `notifications/progress` for its token, by a task of its own (a report never waits).
+struct ProgressReporter {
+    queue: mpsc::UnboundedSender<Report>,
+    sent: tokio::task::JoinHandle<()>,
+}
+
+enum Report {
+    Update(ProgressUpdate),
+    /// Everything before it is sent: say so.
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
+/// How long the result waits for the reports before it to be sent.
+const PROGRESS_FLUSH: std::time::Duration = std::time::Duration::from_secs(2);
+
+impl ProgressReporter {
+    fn start(token: ProgressToken, peer: Peer<RoleServer>) -> ProgressReporter {
+        let (queue, mut reports) = mpsc::unbounded_channel::<Report>();
+        let sent = tokio::spawn(async move {
+            let mut last = f64::NEG_INFINITY;
+            while let Some(report) = reports.recv().await {
+                match report {
+                    // Progress only grows: an update that does not is not sent.
+                    Report::Update(u) if u.progress > last => {
+                        last = u.progress;
+                        let mut param = ProgressNotificationParam::new(token.clone(), u.progress);
+                        param.total = u.total;
+                        param.message = u.message;
+                        if peer.notify_progress(param).await.is_err() {
+                            break;
+                        }
+                    }
+                    Report::Update(_) => {}
+                    Report::Flush(done) => {
+                        let _ = done.send(());
+                    }
+                }
+            }
+        });
+        ProgressReporter { queue, sent }
+    }
+
+    fn progress(&self) -> Progress {
+        let queue = self.queue.clone();
+        Arc::new(move |update| {
+            let _ = queue.send(Report::Update(update));
+        })
+    }
+
+    /// Sends what was reported, and stops: reports after the result are dropped.
+    async fn finish(self) {
+        let (done, flushed) = tokio::sync::oneshot::channel();
+        if self.queue.send(Report::Flush(done)).is_ok() {
+            let _ = tokio::time::timeout(PROGRESS_FLUSH, flushed).await;
+        }
+        self.sent.abort();
+    }
+}
+
 fn tool(t: &ToolSpec) -> Tool {
     let mut tool = Tool::new(
         t.name.clone(),
@@ -244,9 +360,8 @@ fn page<T: Clone>(items: &[T], offset: usize, generation: u64) -> (Vec<T>, Optio
 impl ServerHandler for Served {
     fn get_info(&self) -> ServerConfig {
         let id = self.provider.identity();
-        // Tools are listed even when there are none (the capability says the methods
-        // answer), and prompts are an empty list: pipec serves none, and a client that
-        // lists them gets a list rather than an error.
+        // Tools and prompts are listed even when there are none (the capability says
+        // the methods answer): a client that lists them gets a list, not an error.
         let caps = ServerCapabilities::builder()
             .enable_prompts()
             .enable_tools()
@@ -309,21 +424,7 @@ impl ServerHandler for Served {
         let data = Some(json!({ "uri": uri }));
         match self.provider.read(&uri).await {
             Ok(contents) => {
-                let contents = contents
-                    .into_iter()
-                    .map(|c| {
-                        let content = match c.body {
-                            Body::Text(t) => ResourceContents::text(t, c.uri),
-                            Body::Blob(b) => {
-                                ResourceContents::blob(pipec_base::base64::encode(&b), c.uri)
-                            }
-                        };
-                        match c.mime_type {
-                            Some(m) => content.with_mime_type(m),
-                            None => content,
-                        }
-                    })
-                    .collect();
+                let contents = contents.into_iter().map(self::contents).collect();
                 Ok(ReadResourceResult::new(contents).into())
             }
             Err(ReadFailure::NotFound(m)) => Err(ErrorData::resource_not_found(m, data)),
@@ -337,25 +438,26 @@ impl ServerHandler for Served {
         request: CompleteRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let Reference::Resource(r) = &request.r#ref else {
-            // No prompts are served: nothing to complete.
-            return Ok(CompleteResult::default());
-        };
         let context: BTreeMap<String, String> = request
             .context
             .as_ref()
             .and_then(|c| c.arguments.clone())
             .map(|m| m.into_iter().collect())
             .unwrap_or_default();
-        let mut values = self
-            .provider
-            .complete(
-                &r.uri,
-                &request.argument.name,
-                &request.argument.value,
-                &context,
-            )
-            .await;
+        let (argument, value) = (&request.argument.name, &request.argument.value);
+        let mut values = match &request.r#ref {
+            Reference::Resource(r) => {
+                self.provider
+                    .complete(&r.uri, argument, value, &context)
+                    .await
+            }
+            Reference::Prompt(p) => {
+                self.provider
+                    .complete_prompt(&p.name, argument, value, &context)
+                    .await
+            }
+            _ => Vec::new(),
+        };
         let total = values.len();
         values.truncate(CompletionInfo::MAX_VALUES);
         let mut info = CompletionInfo::default();
@@ -375,27 +477,79 @@ impl ServerHandler for Served {
         ))
     }
 
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let generation = self.provider.generation();
+        let offset = offset_of(request.as_ref(), generation)?;
+        let all: Vec<Prompt> = self.provider.prompts().iter().map(prompt).collect();
+        let (items, next) = page(&all, offset, generation);
+        let mut result = ListPromptsResult::with_all_items(items);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        Err(ErrorData::invalid_params(
-            format!(
-                "no prompt is named `{}`: this server serves none",
-                request.name
-            ),
-            None,
-        ))
+        let arguments: BTreeMap<String, String> = request
+            .arguments
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| {
+                let text = match v {
+                    serde_json::Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                (k, text)
+            })
+            .collect();
+        let data = Some(json!({ "prompt": request.name }));
+        let messages = match self.provider.get_prompt(&request.name, arguments).await {
+            Ok(messages) => messages,
+            Err(PromptFailure::UnknownPrompt(name)) => {
+                return Err(ErrorData::invalid_params(
+                    format!("no prompt is named `{name}`"),
+                    data,
+                ));
+            }
+            Err(PromptFailure::InvalidArguments(m)) => {
+                return Err(ErrorData::invalid_params(m, data));
+            }
+            Err(PromptFailure::Failed(m)) => return Err(ErrorData::internal_error(m, data)),
+        };
+        let spec = self
+            .provider
+            .prompts()
+            .into_iter()
+            .find(|p| p.name == request.name);
+        let messages = messages.into_iter().map(prompt_message).collect();
+        let mut result = GetPromptResult::new(messages);
+        result.description = spec.and_then(|p| p.description);
+        Ok(result.into())
     }
 
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments: JsonObject = request.arguments.unwrap_or_default();
-        match self.provider.call(&request.name, arguments).await {
+        let reporter = context
+            .meta
+            .get_progress_token()
+            .map(|token| ProgressReporter::start(token, context.peer.clone()));
+        let progress = reporter.as_ref().map(ProgressReporter::progress);
+        let outcome = self.provider.call(&request.name, arguments, progress).await;
+        // What was reported goes out before the result, and nothing after it.
+        if let Some(reporter) = reporter {
+            reporter.finish().await;
+        }
+        match outcome {
             Ok(reply) => {
                 let mut blocks = Vec::new();
                 if let Some(t) = reply.text {
@@ -403,6 +557,7 @@ impl ServerHandler for Served {
                 } else if let Some(s) = &reply.structured {
                     blocks.push(ContentBlock::text(s.to_string()));
                 }
+                blocks.extend(reply.blocks.into_iter().map(content_block));
                 for l in reply.links {
                     let mut r = Resource::new(l.uri, l.name);
                     r.description = l.description;

@@ -1,5 +1,5 @@
 //! The server side of MCP: a [`Provider`] (what a server offers, in pipec's terms) served
-//! over stdio or streamable HTTP, with listings, reads, completions, tools and both
+//! over stdio or streamable HTTP, with listings, reads, completions, prompts, tools and both
 //! eras' subscriptions. rmcp's server types stay inside this module.
 
 mod handler;
@@ -11,7 +11,8 @@ mod updates;
 pub use handler::{LIMIT_REACHED, Served};
 pub use http::{HttpAccess, HttpLimits, HttpServer, bind_http};
 pub use provider::{
-    Body, CallFailure, Hints, IconInfo, LinkOut, ListedResource, ListedTemplate, Provider,
+    Block, Body, CallFailure, Hints, IconInfo, LinkOut, ListedResource, ListedTemplate, Progress,
+    ProgressUpdate, PromptArgumentSpec, PromptFailure, PromptMessageOut, PromptSpec, Provider,
     ProviderFuture, ReadContent, ReadFailure, ServerIdentity, ToolReply, ToolSpec,
 };
 pub use stdio::serve_stdio;

@@ -128,15 +128,76 @@ pub struct ToolReply {
     pub structured: Option<Value>,
     /// The text block (for clients that read text only).
     pub text: Option<String>,
+    /// Images, audio and embedded resources, after the text.
+    pub blocks: Vec<Block>,
     pub links: Vec<LinkOut>,
     /// The tool ran and failed: the client shows `text`.
     pub is_error: bool,
 }
 
+/// How far a tool call has come, for a client that asked to hear (`progressToken`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProgressUpdate {
+    /// Grows with each update.
+    pub progress: f64,
+    pub total: Option<f64>,
+    pub message: Option<String>,
+}
+
+/// Where a tool call reports its progress; cheap to call, and it never blocks.
+pub type Progress = std::sync::Arc<dyn Fn(ProgressUpdate) + Send + Sync>;
+
 /// Why a tool call was not made.
 #[derive(Clone, Debug, PartialEq)]
 pub enum CallFailure {
     UnknownTool(String),
+    InvalidArguments(String),
+    Failed(String),
+}
+
+/// A prompt the server offers, as `prompts/list` shows it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PromptSpec {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub arguments: Vec<PromptArgumentSpec>,
+}
+
+/// An argument of a prompt (text, as MCP prompt arguments are).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PromptArgumentSpec {
+    pub name: String,
+    pub description: Option<String>,
+    pub required: bool,
+}
+
+/// A block of content: one message of a prompt, or one block of a tool's result.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Block {
+    Text(String),
+    /// An image or audio (by its MIME type), sent base64-encoded.
+    Media {
+        mime_type: String,
+        data: Vec<u8>,
+    },
+    /// A resource's content, embedded.
+    Resource(ReadContent),
+}
+
+/// One message of a prompt.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PromptMessageOut {
+    /// The assistant's, else the user's.
+    pub assistant: bool,
+    pub content: Block,
+}
+
+/// Why a prompt has no messages. Each becomes invalid parameters except `Failed`, an
+/// internal error.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PromptFailure {
+    UnknownPrompt(String),
     InvalidArguments(String),
     Failed(String),
 }
@@ -178,10 +239,37 @@ pub trait Provider: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// The prompts, in the order they are listed.
+    fn prompts(&self) -> Vec<PromptSpec> {
+        Vec::new()
+    }
+
+    /// The messages of the prompt `name` with these arguments.
+    fn get_prompt<'a>(
+        &'a self,
+        name: &'a str,
+        _arguments: BTreeMap<String, String>,
+    ) -> ProviderFuture<'a, Result<Vec<PromptMessageOut>, PromptFailure>> {
+        Box::pin(async move { Err(PromptFailure::UnknownPrompt(name.to_string())) })
+    }
+
+    /// Values for `argument` of the prompt `name` that start like `value`.
+    fn complete_prompt<'a>(
+        &'a self,
+        _name: &'a str,
+        _argument: &'a str,
+        _value: &'a str,
+        _context: &'a BTreeMap<String, String>,
+    ) -> ProviderFuture<'a, Vec<String>> {
+        Box::pin(async { Vec::new() })
+    }
+
+    /// Runs a tool; `progress` is where to report how far it came, when the client asked.
     fn call<'a>(
         &'a self,
         name: &'a str,
         _arguments: Map<String, Value>,
+        _progress: Option<Progress>,
     ) -> ProviderFuture<'a, Result<ToolReply, CallFailure>> {
         Box::pin(async move { Err(CallFailure::UnknownTool(name.to_string())) })
     }

@@ -16,6 +16,8 @@ pub use context::template_context;
 
 /// The text `role(...)` leaves in the output, to split on afterwards.
 const MARK: char = '\u{1e}';
+/// The text `resource(...)` leaves around a URI in a served prompt.
+const RESOURCE: char = '\u{1f}';
 
 /// Why a template did not render: which template, and minijinja's message.
 #[derive(Clone, Debug, PartialEq)]
@@ -55,7 +57,7 @@ impl std::fmt::Display for RenderError {
 
 impl std::error::Error for RenderError {}
 
-fn environment(template: &Template) -> Result<Environment<'static>, RenderError> {
+fn environment(template: &Template, served: bool) -> Result<Environment<'static>, RenderError> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     for (name, source) in &template.sources {
@@ -76,6 +78,20 @@ fn environment(template: &Template) -> Result<Environment<'static>, RenderError>
             )),
         }
     });
+    if served {
+        env.add_function(
+            "resource",
+            |uri: String| -> Result<String, minijinja::Error> {
+                if uri.contains([MARK, RESOURCE]) {
+                    return Err(minijinja::Error::new(
+                        minijinja::ErrorKind::InvalidOperation,
+                        "a resource URI with control characters",
+                    ));
+                }
+                Ok(format!("{RESOURCE}{uri}{RESOURCE}"))
+            },
+        );
+    }
     Ok(env)
 }
 
@@ -84,7 +100,15 @@ pub fn render_text(
     template: &Template,
     context: &BTreeMap<String, Value>,
 ) -> Result<String, RenderError> {
-    let env = environment(template)?;
+    render(template, context, false)
+}
+
+fn render(
+    template: &Template,
+    context: &BTreeMap<String, Value>,
+    served: bool,
+) -> Result<String, RenderError> {
+    let env = environment(template, served)?;
     let failed = |e: minijinja::Error| {
         let mut message = e.to_string();
         if let Some(detail) = e.detail()
@@ -130,6 +154,35 @@ pub fn render_messages(
 ) -> Result<Vec<Message>, RenderError> {
     let text = render_text(template, context)?;
     Ok(split_roles(&text))
+}
+
+/// One message of a served prompt: its text, or the URI of a served resource placed there.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PromptPart {
+    Text(String),
+    Resource(String),
+}
+
+/// Renders a prompt `pipec serve` offers into its messages, in order: `(assistant, part)`.
+/// Roles split it as a node's prompt is split (a system role is the user's: MCP prompts
+/// have none), and each `resource(URI)` is a message of its own.
+pub fn render_served_prompt(
+    template: &Template,
+    arguments: &BTreeMap<String, Value>,
+) -> Result<Vec<(bool, PromptPart)>, RenderError> {
+    let text = render(template, arguments, true)?;
+    let mut out = Vec::new();
+    for message in split_roles(&text) {
+        let assistant = message.role == Role::Assistant;
+        for (i, piece) in message.content.split(RESOURCE).enumerate() {
+            if i % 2 == 1 {
+                out.push((assistant, PromptPart::Resource(piece.to_string())));
+            } else if !piece.trim().is_empty() {
+                out.push((assistant, PromptPart::Text(piece.trim().to_string())));
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn split_roles(text: &str) -> Vec<Message> {
@@ -185,6 +238,28 @@ mod tests {
         assert_eq!(m[1].content, "Value 1");
         let plain = render_messages(&tpl("Just {{ x.a }}"), &ctx).unwrap_or_default();
         assert_eq!(plain, vec![Message::text(Role::User, "Just 1")]);
+    }
+
+    #[test]
+    fn a_served_prompt_is_messages_of_text_and_resources_in_order() {
+        let ctx: BTreeMap<String, Value> = [("topic".to_string(), json!("tides"))]
+            .into_iter()
+            .collect();
+        let parts = render_served_prompt(
+            &tpl("Explain {{ topic }}.\n{{ resource(\"docs://tides.png\") }}\n{{ role(\"assistant\") }}Gladly."),
+            &ctx,
+        )
+        .expect("renders");
+        assert_eq!(
+            parts,
+            vec![
+                (false, PromptPart::Text("Explain tides.".into())),
+                (false, PromptPart::Resource("docs://tides.png".into())),
+                (true, PromptPart::Text("Gladly.".into())),
+            ]
+        );
+        // A node's prompt has no `resource`.
+        assert!(render_text(&tpl("{{ resource(\"x\") }}"), &ctx).is_err());
     }
 
     #[test]

@@ -303,7 +303,7 @@ pub(crate) fn value_of(
 /// A declared record that takes a result's blocks one by one: its fields among
 /// `data` (bytes), `mime`, `uri` and `text` (strings), with `data`, or with `text` and
 /// `uri` or `mime` (a record of `text` alone is an ordinary one).
-pub(crate) struct MediaShape {
+pub struct MediaShape {
     /// The record's fields of those four.
     pub fields: Vec<&'static str>,
     /// A list of such records (every block), else one.
@@ -311,7 +311,7 @@ pub(crate) struct MediaShape {
 }
 
 /// Whether the declared type is such a record, or a list of them.
-pub(crate) fn media_shape(plan: &Plan, schema: &Value) -> Option<MediaShape> {
+pub fn media_shape(plan: &Plan, schema: &Value) -> Option<MediaShape> {
     fn fields(plan: &Plan, s: &Value) -> Option<Vec<&'static str>> {
         let s = resolved(plan, s);
         let props = s.get("properties")?.as_object()?;

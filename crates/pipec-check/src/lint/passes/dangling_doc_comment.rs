@@ -108,6 +108,15 @@ fn collect<'a>(file: &'a SyntaxFile, out: &mut Vec<(Span, &'a str)>) {
                 for e in &s.entries {
                     block(&e.body, out);
                 }
+                for p in &s.prompts {
+                    out.extend(
+                        p.params
+                            .stray_docs
+                            .iter()
+                            .map(|d| (d.span, "nothing follows it")),
+                    );
+                    block(&p.body, out);
+                }
             }
             _ => {}
         }
