@@ -7,7 +7,8 @@ PLAN is JSON: {"read": [URI, ...], "subscribe": {"uri": URI, "file": PATH, "chan
 "edit": {"file": PATH, "text": TEXT}, "pipeline": {"tool": NAME, "arguments": {...},
 "gate": GATE, "answer": VALUE}, "complete": {"template": T, "argument": NAME, "value": V},
 "background": {"tool": NAME, "arguments": {...}}, "ping": true, "subscribe_all": [URI, ...],
-"calls": [{"tool": NAME, "arguments": {...}}, ...], "progress_call": {"tool": NAME,
+"calls": [{"tool": NAME, "arguments": {...}}, ...], "log_call": {"tool": NAME, "arguments":
+{...}}, "progress_call": {"tool": NAME,
 "arguments": {...}}, "prompts": [{"name": NAME, "arguments":
 {...}}, ...], "complete_prompt": {"prompt": NAME, "argument": ARG, "value": V}, "hold": true}.
 The output has "resources" and "templates" (as listed), "reads" (each URI's contents, or
@@ -23,7 +24,9 @@ after them); for a completion, "completion" (the values); for a background run,
 completed); for a ping (sent first), "ping" ("ok" or the error); for "subscribe_all", what
 subscribing to the URIs answered ("ok" or the error: one per URI in the legacy era, one
 listen for all of them in the 2026-07-28 era); for "calls", each call's result or error;
-for "progress_call" ({"tool", "arguments"}), the call's result and "progress" (the
+for "log_call" ({"tool", "arguments"}, called after asking for logs at info), the
+call's result, "logs" (the log notifications heard) and "logs_before_asking" (how many
+came before); for "progress_call" ({"tool", "arguments"}), the call's result and "progress" (the
 progress notifications heard before it); for "prompts", "prompt_list" (as listed) and "prompt_gets" (each prompt's messages or
 error); for "complete_prompt", "prompt_completion" (the values).
 With "hold", the client prints its output and then waits, subscriptions held, until it
@@ -255,7 +258,17 @@ async def main():
 
     mode = "legacy" if args.era == "legacy" else "2026-07-28"
     out = {}
-    async with Client(server, mode=mode, message_handler=on_message, cache=None) as client:
+    logs = []
+
+    async def on_log(params):
+        logs.append({"level": params.level, "logger": params.logger, "data": params.data})
+
+    # A request of the 2026-07-28 era opts in to logs by its level; a legacy session sets
+    # one (below) before its "log_call".
+    log_level = "info" if "log_call" in plan and args.era == "modern" else None
+    async with Client(
+        server, mode=mode, message_handler=on_message, cache=None, logging_callback=on_log, log_level=log_level
+    ) as client:
         out["protocol"] = client.session.protocol_version
         if "ping" in plan:
             # First, before any other request: over stdio that is before the era is
@@ -327,6 +340,14 @@ async def main():
             result = await client.call_tool(c["tool"], c["arguments"], progress_callback=on_progress)
             out["progress_call"] = tool_result(result)
             out["progress"] = heard
+        if "log_call" in plan:
+            c = plan["log_call"]
+            unasked = len(logs)
+            if args.era == "legacy":
+                await client.set_logging_level("info")
+            out["log_call"] = tool_result(await client.call_tool(c["tool"], c["arguments"]))
+            out["logs_before_asking"] = unasked
+            out["logs"] = logs[unasked:]
         if "prompts" in plan:
             out["prompt_list"] = [dump(p) for p in (await client.list_prompts()).prompts]
             gets = []

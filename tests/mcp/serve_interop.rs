@@ -1338,7 +1338,7 @@ output steps = third
     p
 }
 
-fn check_content(out: &Value) {
+fn check_content(out: &Value, era: Era) {
     let call = &out["calls"][0];
     assert_eq!(call["isError"], false, "{out}");
     // The outputs that are not parts are the text; the parts are blocks of their kind.
@@ -1366,6 +1366,23 @@ fn check_content(out: &Value) {
     assert!(heard.iter().all(|h| h["total"] == 3.0), "{out}");
     assert_eq!(heard[2]["message"], "the node `third` finished");
     assert_eq!(out["progress_call"]["structured"], json!({"steps": 2}));
+    // A client that asked to hear logs hears each node end at info. A legacy session
+    // asked just before the call: the calls before it logged nothing. A 2026-07-28 client
+    // asked on every request: the three nodes of each of the two calls before were logged.
+    let before = if era == Era::Legacy { 0 } else { 6 };
+    assert_eq!(out["logs_before_asking"], before, "{out}");
+    let logged: Vec<&Value> = out["logs"]
+        .as_array()
+        .map(|l| l.iter().collect())
+        .unwrap_or_default();
+    assert_eq!(logged.len(), 3, "{out}");
+    assert!(
+        logged
+            .iter()
+            .all(|l| l["level"] == "info" && l["logger"] == "pipec"),
+        "{out}"
+    );
+    assert_eq!(logged[0]["data"], "the node `first` finished");
     // The input schemas say their dialect.
     let tools = out["tools"].as_array().cloned().unwrap_or_default();
     assert!(
@@ -1377,18 +1394,25 @@ fn check_content(out: &Value) {
 }
 
 /// A served pipeline answers its outputs as content of their kinds (an image, an
-/// embedded document, the rest as text), and a client that asks to hear progress hears of
-/// each node as it ends, over stdio and HTTP, in both eras.
+/// embedded document, the rest as text), and a client that asks to hear progress, or
+/// logs, hears of each node as it ends, over stdio and HTTP, in both eras.
 #[test]
 fn served_pipelines_answer_images_and_documents_and_report_progress() {
     let p = content_project("serve-content");
     let plan = json!({
         "calls": [{"tool": "shots", "arguments": {}}],
         "progress_call": {"tool": "steps", "arguments": {}},
+        "log_call": {"tool": "steps", "arguments": {}},
         "pipeline": {"tool": "steps", "arguments": {}}
     });
     let files = ["shots.pipe", "steps.pipe", "--store", ".pipec/runs.redb"];
-    check_content(&drive(&p.dir, Era::Legacy, Via::Stdio(&files), &plan));
+    check_content(
+        &drive(&p.dir, Era::Legacy, Via::Stdio(&files), &plan),
+        Era::Legacy,
+    );
     let (_server, url) = serve_http(&p.dir, &files, "t0ken");
-    check_content(&drive(&p.dir, Era::Modern, Via::Http(&url, "t0ken"), &plan));
+    check_content(
+        &drive(&p.dir, Era::Modern, Via::Http(&url, "t0ken"), &plan),
+        Era::Modern,
+    );
 }

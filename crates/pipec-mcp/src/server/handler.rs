@@ -50,6 +50,28 @@ pub struct Served {
     /// `subscriptions/listen` requests decided on but whose delivery has not started
     /// yet, oldest first, by the filter each asked for.
     admitted: Mutex<VecDeque<Admission>>,
+    /// The least severity this session's client asked to hear (`logging/setLevel`, the
+    /// 2025-11-25 era), as a rank of [`severity`]; [`SILENT`] until it asks.
+    log_floor: std::sync::atomic::AtomicU8,
+}
+
+/// No log notifications: the client did not ask for them.
+const SILENT: u8 = u8::MAX;
+
+/// The rank of a log level, from debug (0) to emergency (7).
+#[allow(deprecated)] // SEP-2577 deprecates logging; 2025-11-25 clients ask for it
+fn severity(level: rmcp::model::LoggingLevel) -> u8 {
+    use rmcp::model::LoggingLevel as L;
+    match level {
+        L::Debug => 0,
+        L::Info => 1,
+        L::Notice => 2,
+        L::Warning => 3,
+        L::Error => 4,
+        L::Critical => 5,
+        L::Alert => 6,
+        L::Emergency => 7,
+    }
 }
 
 /// A listen's listener and queue, or why it was refused.
@@ -89,6 +111,7 @@ impl Served {
             session: SessionCount::default(),
             legacy: Mutex::new(None),
             admitted: Mutex::new(VecDeque::new()),
+            log_floor: std::sync::atomic::AtomicU8::new(SILENT),
         }
     }
 
@@ -238,8 +261,15 @@ fn prompt_message(m: PromptMessageOut) -> PromptMessage {
     PromptMessage::new(role, content_block(m.content))
 }
 
+/// The rank of `info`, the level pipec logs a run's steps at.
+#[allow(deprecated)] // SEP-2577 deprecates logging; 2025-11-25 clients ask for it
+fn severity_info() -> u8 {
+    severity(rmcp::model::LoggingLevel::Info)
+}
+
 /// What a tool reports while it runs, sent to the client in order as
-/// `notifications/progress` for its token, by a task of its own (a report never waits).
+/// `notifications/progress` for its token and, when it asked to hear logs, as
+/// `notifications/message` at info, by a task of its own (a report never waits).
 struct ProgressReporter {
     queue: mpsc::UnboundedSender<Report>,
     sent: tokio::task::JoinHandle<()>,
@@ -255,7 +285,8 @@ enum Report {
 const PROGRESS_FLUSH: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl ProgressReporter {
-    fn start(token: ProgressToken, peer: Peer<RoleServer>) -> ProgressReporter {
+    #[allow(deprecated)] // SEP-2577 deprecates logging; 2025-11-25 clients ask for it
+    fn start(token: Option<ProgressToken>, logs: bool, peer: Peer<RoleServer>) -> ProgressReporter {
         let (queue, mut reports) = mpsc::unbounded_channel::<Report>();
         let sent = tokio::spawn(async move {
             let mut last = f64::NEG_INFINITY;
@@ -264,6 +295,17 @@ impl ProgressReporter {
                     // Progress only grows: an update that does not is not sent.
                     Report::Update(u) if u.progress > last => {
                         last = u.progress;
+                        if logs && let Some(message) = &u.message {
+                            let log = rmcp::model::LoggingMessageNotificationParam::new(
+                                rmcp::model::LoggingLevel::Info,
+                                serde_json::Value::String(message.clone()),
+                            )
+                            .with_logger("pipec");
+                            if peer.notify_logging_message(log).await.is_err() {
+                                break;
+                            }
+                        }
+                        let Some(token) = &token else { continue };
                         let mut param = ProgressNotificationParam::new(token.clone(), u.progress);
                         param.total = u.total;
                         param.message = u.message;
@@ -358,6 +400,7 @@ fn page<T: Clone>(items: &[T], offset: usize, generation: u64) -> (Vec<T>, Optio
 }
 
 impl ServerHandler for Served {
+    #[allow(deprecated)] // SEP-2577 deprecates logging; 2025-11-25 clients set its level
     fn get_info(&self) -> ServerConfig {
         let id = self.provider.identity();
         // Tools and prompts are listed even when there are none (the capability says
@@ -368,7 +411,8 @@ impl ServerHandler for Served {
             .enable_resources()
             .enable_resources_subscribe()
             .enable_resources_list_changed()
-            .enable_completions();
+            .enable_completions()
+            .enable_logging();
         let caps = caps.build();
         let mut implementation = Implementation::new(id.name, id.version);
         if let Some(title) = id.title {
@@ -539,10 +583,17 @@ impl ServerHandler for Served {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments: JsonObject = request.arguments.unwrap_or_default();
-        let reporter = context
+        // Log notifications at info: for a level the request carries (2026-07-28), else
+        // the one the session set (2025-11-25); none when neither asks.
+        let floor = context
             .meta
-            .get_progress_token()
-            .map(|token| ProgressReporter::start(token, context.peer.clone()));
+            .log_level()
+            .map(severity)
+            .unwrap_or_else(|| self.log_floor.load(std::sync::atomic::Ordering::Relaxed));
+        let logs = floor <= severity_info();
+        let token = context.meta.get_progress_token();
+        let reporter = (token.is_some() || logs)
+            .then(|| ProgressReporter::start(token, logs, context.peer.clone()));
         let progress = reporter.as_ref().map(ProgressReporter::progress);
         let outcome = self.provider.call(&request.name, arguments, progress).await;
         // What was reported goes out before the result, and nothing after it.
@@ -581,6 +632,19 @@ impl ServerHandler for Served {
                 Ok(CallToolResult::error(vec![ContentBlock::text(m)]).into())
             }
         }
+    }
+
+    #[allow(deprecated)] // SEP-2577 deprecates logging; 2025-11-25 clients ask for it
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.log_floor.store(
+            severity(request.level),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        Ok(())
     }
 
     #[allow(deprecated)]
