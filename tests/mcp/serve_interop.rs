@@ -1383,8 +1383,24 @@ fn check_content(out: &Value, era: Era) {
         "{out}"
     );
     assert_eq!(logged[0]["data"], "the node `first` finished");
-    // The input schemas say their dialect.
     let tools = out["tools"].as_array().cloned().unwrap_or_default();
+    // A pipeline's output schema is its outputs, or where an unfinished run stands (the
+    // SDK client checks every structured result against it).
+    let shots = tools
+        .iter()
+        .find(|t| t["name"] == "shots")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        shots["outputSchema"]["anyOf"][0]["required"],
+        json!(["caption", "image", "source"]),
+        "{out}"
+    );
+    assert_eq!(
+        shots["outputSchema"]["anyOf"][1]["required"],
+        json!(["thread", "status"])
+    );
+    // The input schemas say their dialect.
     assert!(
         tools
             .iter()

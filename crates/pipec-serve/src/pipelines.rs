@@ -103,13 +103,67 @@ pub fn tool_spec(plan: &Plan) -> ToolSpec {
         title: None,
         description: Some(description),
         input_schema: schema,
-        output_schema: None,
+        output_schema: Some(output_schema(plan)),
         // A run writes a thread: never read-only; each call is a new run.
         read_only: Some(false),
         destructive: Some(effects),
         idempotent: Some(false),
         open_world: Some(reaches_out),
     }
+}
+
+/// What a call's structured content is: the outputs of a run that completed, or where a
+/// run that did not complete stands (`{thread, status, gates}`).
+fn output_schema(plan: &Plan) -> Map<String, Value> {
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    for output in &plan.outputs {
+        let schema = if output.optional {
+            json!({ "anyOf": [output.schema, { "type": "null" }] })
+        } else {
+            output.schema.clone()
+        };
+        properties.insert(output.name.clone(), schema);
+        required.push(Value::String(output.name.clone()));
+    }
+    let mut schema = Map::new();
+    schema.insert("$schema".into(), json!(JSON_SCHEMA_DIALECT));
+    schema.insert("type".into(), json!("object"));
+    schema.insert(
+        "anyOf".into(),
+        json!([
+            { "type": "object", "properties": properties, "required": required },
+            run_state_schema(),
+        ]),
+    );
+    if !plan.defs.is_empty() {
+        schema.insert("$defs".into(), json!(plan.defs));
+    }
+    schema
+}
+
+/// A run that did not complete within the wait, as a call's structured content says.
+fn run_state_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "thread": { "type": "string" },
+            "status": { "enum": ["paused", "running", "queued"] },
+            "gates": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "gate": { "type": "string" },
+                        "message": { "type": "string" },
+                        "schema": {}
+                    },
+                    "required": ["gate", "message", "schema"]
+                }
+            }
+        },
+        "required": ["thread", "status"]
+    })
 }
 
 fn resume_spec() -> ToolSpec {
