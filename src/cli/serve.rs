@@ -116,7 +116,7 @@ pub(super) fn run(args: Args) -> u8 {
     if pipelines.is_empty()
         && catalogues
             .iter()
-            .all(|c| c.resources.is_empty() && c.templates.is_empty())
+            .all(|c| c.resources.is_empty() && c.templates.is_empty() && c.prompts.is_empty())
     {
         let named: Vec<String> = files
             .iter()
@@ -124,7 +124,7 @@ pub(super) fn run(args: Args) -> u8 {
             .map(|f| format!("`{}`", f.display()))
             .collect();
         super::err(&format!(
-            "error: nothing to serve: {} {} no resource, no resource template and no pipeline\n  help: add a `serve {{ resources {{ ... }} }}` block, or nodes (a pipeline with nodes is served as a tool of its name)",
+            "error: nothing to serve: {} {} no resource, no resource template, no prompt and no pipeline\n  help: add a `serve {{ resources {{ ... }} }}` block, or nodes (a pipeline with nodes is served as a tool of its name)",
             named.join(", "),
             if named.len() == 1 {
                 "declares"

@@ -1273,6 +1273,21 @@ fn served_prompts_are_listed_got_and_completed_in_both_eras() {
         Via::Stdio(&["site.pipe"]),
         &prompts_plan(),
     ));
+    // A file that serves prompts alone is served.
+    p.write(
+        "only.pipe",
+        "serve {\n  prompt greet(name: string) {\n    text = \"Greet {{ name }}.\"\n  }\n}\n",
+    );
+    let only = drive(
+        &p.dir,
+        Era::Legacy,
+        Via::Stdio(&["only.pipe"]),
+        &json!({"prompts": [{"name": "greet", "arguments": {"name": "Ada"}}]}),
+    );
+    assert_eq!(
+        only["prompt_gets"][0]["messages"][0]["content"]["text"], "Greet Ada.",
+        "{only}"
+    );
     let (_server, url) = serve_http(&p.dir, &["site.pipe"], "t0ken");
     check_prompts(&drive(
         &p.dir,
@@ -1319,6 +1334,20 @@ output source = source
 "##,
     );
     p.write(
+        "pixel.pipe",
+        r##"type Picture {
+  data: bytes
+  mime: string
+}
+
+node pixel() -> Picture {
+  exec = ["printf", "%s", #"{"data": "iVBORw0KGgoAAWJpbmFyeQ==", "mime": "image/png"}"#]
+}
+
+output image = pixel
+"##,
+    );
+    p.write(
         "steps.pipe",
         r##"node first() -> string {
   return = "one"
@@ -1354,6 +1383,10 @@ fn check_content(out: &Value, era: Era) {
         blocks[1],
         json!({"type": "resource", "resource": {"uri": "docs://source", "mimeType": "text/markdown", "text": "# Source"}})
     );
+    // A pipeline whose outputs are all parts has no text block: its bytes are sent once.
+    let pixel = &out["calls"][1];
+    assert_eq!(pixel["text"], "", "{out}");
+    assert_eq!(pixel["blocks"].as_array().map(Vec::len), Some(1), "{out}");
     // Structured content keeps every output.
     assert_eq!(call["structured"]["caption"], "one pixel");
     // Each node that ended was heard of, in order, before the result.
@@ -1368,8 +1401,8 @@ fn check_content(out: &Value, era: Era) {
     assert_eq!(out["progress_call"]["structured"], json!({"steps": 2}));
     // A client that asked to hear logs hears each node end at info. A legacy session
     // asked just before the call: the calls before it logged nothing. A 2026-07-28 client
-    // asked on every request: the three nodes of each of the two calls before were logged.
-    let before = if era == Era::Legacy { 0 } else { 6 };
+    // asked on every request: the nodes of the calls before (3, 1 and 3) were logged.
+    let before = if era == Era::Legacy { 0 } else { 7 };
     assert_eq!(out["logs_before_asking"], before, "{out}");
     let logged: Vec<&Value> = out["logs"]
         .as_array()
@@ -1416,12 +1449,18 @@ fn check_content(out: &Value, era: Era) {
 fn served_pipelines_answer_images_and_documents_and_report_progress() {
     let p = content_project("serve-content");
     let plan = json!({
-        "calls": [{"tool": "shots", "arguments": {}}],
+        "calls": [{"tool": "shots", "arguments": {}}, {"tool": "pixel", "arguments": {}}],
         "progress_call": {"tool": "steps", "arguments": {}},
         "log_call": {"tool": "steps", "arguments": {}},
         "pipeline": {"tool": "steps", "arguments": {}}
     });
-    let files = ["shots.pipe", "steps.pipe", "--store", ".pipec/runs.redb"];
+    let files = [
+        "shots.pipe",
+        "pixel.pipe",
+        "steps.pipe",
+        "--store",
+        ".pipec/runs.redb",
+    ];
     check_content(
         &drive(&p.dir, Era::Legacy, Via::Stdio(&files), &plan),
         Era::Legacy,

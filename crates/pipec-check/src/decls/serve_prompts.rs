@@ -40,7 +40,39 @@ impl Checker<'_> {
         let s = self.settings(file, &decl.body, &["title", "description", "text"], what);
         let mut params = Vec::new();
         let mut arguments = Vec::new();
-        for p in &decl.params.params {
+        for (i, p) in decl.params.params.iter().enumerate() {
+            let name = &p.name.name;
+            if let Some(first) = decl.params.params[..i]
+                .iter()
+                .find(|q| &q.name.name == name)
+            {
+                self.diags.push(
+                    Diagnostic::new(
+                        &r::DUPLICATE_DECLARATION,
+                        file,
+                        p.name.span,
+                        format!("the prompt argument `{name}` is declared twice"),
+                    )
+                    .label("second argument of this name")
+                    .secondary(file, first.name.span, "first declared here")
+                    .help("rename or remove one of them"),
+                );
+                continue;
+            }
+            // The template's functions: an argument of that name would hide one.
+            if matches!(name.as_str(), "role" | "resource") {
+                self.diags.push(
+                    Diagnostic::new(
+                        &r::RESERVED_NAME,
+                        file,
+                        p.name.span,
+                        format!("`{name}` cannot name a prompt argument: it is a function of the prompt's template"),
+                    )
+                    .label("reserved")
+                    .help("rename the argument"),
+                );
+                continue;
+            }
             if p.wire_name.is_some() {
                 self.diags.push(
                     Diagnostic::new(

@@ -314,8 +314,10 @@ impl ProgressReporter {
                         }
                     }
                     Report::Update(_) => {}
+                    // Everything before the result is sent; nothing after it is.
                     Report::Flush(done) => {
                         let _ = done.send(());
+                        break;
                     }
                 }
             }
@@ -605,7 +607,9 @@ impl ServerHandler for Served {
                 let mut blocks = Vec::new();
                 if let Some(t) = reply.text {
                     blocks.push(ContentBlock::text(t));
-                } else if let Some(s) = &reply.structured {
+                } else if reply.blocks.is_empty()
+                    && let Some(s) = &reply.structured
+                {
                     blocks.push(ContentBlock::text(s.to_string()));
                 }
                 blocks.extend(reply.blocks.into_iter().map(content_block));
