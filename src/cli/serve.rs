@@ -146,7 +146,18 @@ pub(super) fn run(args: Args) -> u8 {
             return EXIT_FINDINGS;
         }
     };
-    let registry = Arc::new(built.registry);
+    let mut registry = built.registry;
+    if !pipelines.is_empty() {
+        let folder = pipec_runtime::credentials::config_folder();
+        match crate::serve::access::state_key(folder.as_deref()) {
+            Ok(key) => registry = registry.with_state_key(key),
+            Err(e) => {
+                super::err(&format!("error: {e}"));
+                return EXIT_USAGE;
+            }
+        }
+    }
+    let registry = Arc::new(registry);
     registry.updates().set_limits(SubscriptionLimits {
         per_session: usize::try_from(args.max_subscriptions_per_session).unwrap_or(usize::MAX),
         total: usize::try_from(args.max_subscriptions).unwrap_or(usize::MAX),

@@ -282,7 +282,12 @@ impl Project {
 
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(pipec_bin());
-        c.args(args).current_dir(&self.dir).env("NO_COLOR", "1");
+        // pipec's configuration folder (a served pipeline's state key, credentials) is the
+        // project's own, not the user's.
+        c.args(args)
+            .current_dir(&self.dir)
+            .env("NO_COLOR", "1")
+            .env("XDG_CONFIG_HOME", self.dir.join(".config"));
         match &self.pg {
             Some(url) => {
                 c.env("PIPEC_STORE", url)

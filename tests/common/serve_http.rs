@@ -27,6 +27,7 @@ pub fn serve_http(dir: &Path, args: &[&str], token: &str) -> (Running, String) {
         .args(["--http", "127.0.0.1:0"])
         .current_dir(dir)
         .env("PIPEC_SERVE_TOKEN", token)
+        .env("XDG_CONFIG_HOME", dir.join(".config"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

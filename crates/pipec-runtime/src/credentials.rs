@@ -14,16 +14,25 @@ use pipec_plan::{ConfigValue, OAuth, OAuthGrant, Server};
 /// The variable that names the credentials file.
 pub const CREDENTIALS_VAR: &str = "PIPEC_CREDENTIALS";
 
-/// The credentials file, when there is a place for it.
-pub fn path() -> Option<PathBuf> {
-    let set = |var: &str| std::env::var_os(var).filter(|v| !v.is_empty());
-    if let Some(path) = set(CREDENTIALS_VAR) {
-        return Some(PathBuf::from(path));
-    }
+fn set(var: &str) -> Option<std::ffi::OsString> {
+    std::env::var_os(var).filter(|v| !v.is_empty())
+}
+
+/// pipec's folder in the user's configuration folder (`$XDG_CONFIG_HOME/pipec`, else
+/// `~/.config/pipec`), when the user has one.
+pub fn config_folder() -> Option<PathBuf> {
     let config = set("XDG_CONFIG_HOME")
         .map(PathBuf::from)
         .or_else(|| set("HOME").map(|home| PathBuf::from(home).join(".config")))?;
-    Some(config.join("pipec").join("credentials.json"))
+    Some(config.join("pipec"))
+}
+
+/// The credentials file, when there is a place for it.
+pub fn path() -> Option<PathBuf> {
+    if let Some(path) = set(CREDENTIALS_VAR) {
+        return Some(PathBuf::from(path));
+    }
+    Some(config_folder()?.join("credentials.json"))
 }
 
 /// Chooses where tokens are kept: `keyring` or `file` (the default: the keyring where

@@ -2,7 +2,8 @@
 //! lowering of types and the runtime's own answers use) and what they refer to
 //! ([`refs`]); a server's schemas read as pipec types ([`read`]: what `pipec tools pull`
 //! declares), and by the same reading whether a declared parameter fits what a server
-//! takes ([`fit`]); an example value to show a person ([`example()`]); and, behind the
+//! takes ([`fit`]); an example value to show a person ([`example()`]); a value's schema as a
+//! form a person fills in ([`form`]: what a served gate asks a client); and, behind the
 //! `validate` feature that only the runtime turns on, validating values ([`validate`],
 //! with the jsonschema crate).
 //!
@@ -13,6 +14,7 @@
 pub mod build;
 pub mod example;
 pub mod fit;
+pub mod form;
 pub mod read;
 pub mod refs;
 #[cfg(feature = "validate")]

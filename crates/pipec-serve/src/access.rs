@@ -80,6 +80,65 @@ pub fn decide(request: &AccessRequest) -> Result<Access, String> {
     })
 }
 
+/// The variable that gives the key a served pipeline's call seals its `requestState`
+/// with (at least 32 bytes): the same on every replica of a server behind one address.
+pub const STATE_KEY_VAR: &str = "PIPEC_SERVE_STATE_KEY";
+
+/// The file of the state key in pipec's configuration folder, made on first use.
+pub const STATE_KEY_FILE: &str = "serve-state.key";
+
+/// The key that seals the state of calls that ask their client (2026-07-28): the
+/// variable's, else the key file's in `folder` (made, readable by its owner alone, the
+/// first time), so a state outlives a restart of the server; else, with no folder, one
+/// for this process.
+pub fn state_key(folder: Option<&std::path::Path>) -> Result<Vec<u8>, String> {
+    if let Some(key) = std::env::var_os(STATE_KEY_VAR).filter(|k| !k.is_empty()) {
+        let key = key.into_encoded_bytes();
+        if key.len() < 32 {
+            return Err(format!(
+                "{STATE_KEY_VAR} has {} bytes, and a key needs at least 32\n  help: set it to 32 random bytes or more, such as the output of `openssl rand -hex 32`",
+                key.len()
+            ));
+        }
+        return Ok(key);
+    }
+    let Some(folder) = folder else {
+        return Ok(random_token()?.into_bytes());
+    };
+    let path = folder.join(STATE_KEY_FILE);
+    match std::fs::read(&path) {
+        Ok(key) if key.len() >= 32 => return Ok(key),
+        Ok(_) => {
+            return Err(format!(
+                "{} holds fewer than 32 bytes, too few for a key\n  help: delete it (a new one is made) or set {STATE_KEY_VAR}",
+                path.display()
+            ));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    }
+    let key = random_token()?;
+    let made = std::fs::create_dir_all(folder).and_then(|()| {
+        use std::io::Write;
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        options.open(&path)?.write_all(key.as_bytes())
+    });
+    match made {
+        Ok(()) => Ok(key.into_bytes()),
+        // Another server made it first: its key is the one.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+        }
+        Err(e) => Err(format!(
+            "cannot write the state key {}: {e}\n  help: set {STATE_KEY_VAR} to a key of 32 bytes or more",
+            path.display()
+        )),
+    }
+}
+
 /// 32 random bytes from the operating system, as hex.
 fn random_token() -> Result<String, String> {
     use std::io::Read;
@@ -99,6 +158,31 @@ mod tests {
             addr: addr.into(),
             ..AccessRequest::default()
         }
+    }
+
+    #[test]
+    fn the_state_key_is_made_once_in_its_folder_and_kept() {
+        let dir = std::env::temp_dir().join(format!("pipec-state-key-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let first = state_key(Some(&dir)).expect("made");
+        assert_eq!(first.len(), 64);
+        assert_eq!(state_key(Some(&dir)).expect("read"), first);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(dir.join(STATE_KEY_FILE))
+                .expect("file")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o077, 0, "readable by its owner alone");
+        }
+        std::fs::write(dir.join(STATE_KEY_FILE), b"short").expect("write");
+        assert!(
+            state_key(Some(&dir))
+                .expect_err("too short")
+                .contains("fewer than 32 bytes")
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod file_events;
 #[cfg(unix)]
 pub mod files;
 pub mod from_plan;
+mod gate_forms;
 pub mod lookup;
 pub mod matcher;
 pub mod mime_type;

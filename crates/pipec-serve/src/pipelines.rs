@@ -14,13 +14,14 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use pipec_mcp::server::{
-    Block, Body, CallFailure, LinkOut, ListedTemplate, Progress, ProgressUpdate, ReadContent,
-    ReadFailure, ToolReply, ToolSpec,
+    Abilities, Block, Body, CallContext, CallFailure, LinkOut, ListedTemplate, Progress,
+    ProgressUpdate, ReadContent, ReadFailure, ToolAnswer, ToolReply, ToolSpec,
 };
 use pipec_plan::{NodeKind, Plan};
 use pipec_runtime::{Outcome, RunOptions, Runner};
 use pipec_store::{GateState, Store};
 
+use super::gate_forms::{Said, Waiting, gate_form, questions, said};
 use super::matcher::Template;
 use super::registry::{ReadHandler, Registry, ToolHandler, template_matcher};
 
@@ -207,16 +208,16 @@ impl PipelineTools {
         for p in &shared.pipelines {
             let spec = tool_spec(&p.plan);
             let (shared2, pipeline, weak) = (shared.clone(), p.clone(), Arc::downgrade(registry));
-            let call: ToolHandler = Arc::new(move |arguments, progress| {
+            let call: ToolHandler = Arc::new(move |arguments, context| {
                 let (shared, pipeline, weak) = (shared2.clone(), pipeline.clone(), weak.clone());
-                Box::pin(async move { shared.start(pipeline, arguments, weak, progress).await })
+                Box::pin(async move { shared.start(pipeline, arguments, weak, context).await })
             });
             registry.add_tool(spec, call);
         }
         let (s, weak) = (shared.clone(), Arc::downgrade(registry));
-        let resume: ToolHandler = Arc::new(move |arguments, progress| {
+        let resume: ToolHandler = Arc::new(move |arguments, context| {
             let (shared, weak) = (s.clone(), weak.clone());
-            Box::pin(async move { shared.resume(arguments, weak, progress).await })
+            Box::pin(async move { shared.resume(arguments, weak, context).await })
         });
         registry.add_tool(resume_spec(), resume);
         let template = Arc::new(Template::parse(RUN_TEMPLATE).map_err(|e| e.message.clone())?);
@@ -283,31 +284,90 @@ impl PipelineTools {
             .events(sink)
     }
 
+    /// A call of a pipeline's tool: a new run (with the answers the client gave up
+    /// front for gates of its name), or, with the state of a call that asked, the
+    /// client's answers to the gates it was asked.
     async fn start(
         &self,
         pipeline: ServedPipeline,
         arguments: Map<String, Value>,
         registry: Weak<Registry>,
-        progress: Option<Progress>,
-    ) -> Result<ToolReply, CallFailure> {
+        context: CallContext,
+    ) -> Result<ToolAnswer, CallFailure> {
+        if let Some(state) = &context.state {
+            let waiting = Waiting::from_bytes(state)?;
+            return self.answered(pipeline, waiting, registry, context).await;
+        }
+        let pre_answers = up_front(&pipeline.plan, &context.answers)?;
         let thread = pipec_store::ids::new_thread_id();
         let total = Some(pipeline.plan.nodes.len());
-        let runner = self.runner(&pipeline, registry, progress, total);
+        let runner = self.runner(&pipeline, registry, context.progress.clone(), total);
         let options = RunOptions {
             thread_id: Some(thread.clone()),
+            pre_answers,
             ..RunOptions::default()
         };
         let inputs = Value::Object(arguments);
         let run = tokio::spawn(async move { runner.start_with(inputs, options).await });
-        self.answer(thread, run, &pipeline.plan).await
+        self.answer(thread, run, &pipeline.plan, &context).await
+    }
+
+    /// The client's answers to the gates of `waiting`: the accepted ones answer their
+    /// gates and the run goes on; one it declined leaves the run waiting, and the call
+    /// answers where it stands; one it left out is asked again.
+    async fn answered(
+        &self,
+        pipeline: ServedPipeline,
+        waiting: Waiting,
+        registry: Weak<Registry>,
+        mut context: CallContext,
+    ) -> Result<ToolAnswer, CallFailure> {
+        let thread = waiting.thread.clone();
+        let Some((state, served)) = self.served_run(&thread).await else {
+            return Err(CallFailure::InvalidArguments(no_run(&thread)));
+        };
+        if served.plan.name != pipeline.plan.name {
+            return Err(CallFailure::InvalidArguments(no_run(&thread)));
+        }
+        let mut answers = Vec::new();
+        for gate in &waiting.asked {
+            // A gate answered meanwhile (another way, or by this same state sent twice)
+            // is not answered again.
+            let Some(row) = state
+                .gates
+                .get(gate)
+                .filter(|g| g.state == GateState::Pending)
+            else {
+                continue;
+            };
+            let Some(result) = context.answers.get(gate) else {
+                continue;
+            };
+            match said(gate, result)? {
+                Said::Accepted(content) => {
+                    let form = gate_form(gate, &row.schema).ok_or_else(|| {
+                        CallFailure::InvalidArguments(format!(
+                            "the gate `{gate}` is not answered with a form"
+                        ))
+                    })?;
+                    answers.push((gate.clone(), form.answer(content)));
+                }
+                Said::Refused => context.abilities = Abilities::default(),
+            }
+        }
+        let runner = self.runner(&served.clone(), registry, context.progress.clone(), None);
+        let t = thread.clone();
+        let run = tokio::spawn(async move { runner.resume(&t, answers).await });
+        let plan = served.plan.clone();
+        self.answer(thread, run, &plan, &context).await
     }
 
     async fn resume(
         &self,
         arguments: Map<String, Value>,
         registry: Weak<Registry>,
-        progress: Option<Progress>,
-    ) -> Result<ToolReply, CallFailure> {
+        context: CallContext,
+    ) -> Result<ToolAnswer, CallFailure> {
         let text = |k: &str| arguments.get(k).and_then(Value::as_str).map(str::to_string);
         let (Some(thread), Some(gate)) = (text("thread"), text("gate")) else {
             return Err(CallFailure::InvalidArguments(
@@ -319,37 +379,54 @@ impl PipelineTools {
             return Err(CallFailure::InvalidArguments(no_run(&thread)));
         };
         let pipeline = pipeline.clone();
-        let runner = self.runner(&pipeline, registry, progress, None);
+        let runner = self.runner(&pipeline, registry, context.progress.clone(), None);
         let t = thread.clone();
         let run = tokio::spawn(async move { runner.resume(&t, vec![(gate, answer)]).await });
-        self.answer(thread, run, &pipeline.plan).await
+        // Gates further on are answered with resume_run too: a state of this tool's
+        // would not be this pipeline's.
+        let context = CallContext {
+            abilities: Abilities::default(),
+            ..context
+        };
+        self.answer(thread, run, &pipeline.plan, &context).await
     }
 
-    /// Waits up to `wait` for the run; then answers what it did, or its link.
+    /// Waits up to `wait` for the run; then answers what it did (or asks the client
+    /// the gates it waits at, where the client can be asked), or its link.
     async fn answer(
         &self,
         thread: String,
         run: tokio::task::JoinHandle<Result<Outcome, pipec_runtime::RuntimeError>>,
         plan: &Plan,
-    ) -> Result<ToolReply, CallFailure> {
+        context: &CallContext,
+    ) -> Result<ToolAnswer, CallFailure> {
         let link = LinkOut {
             uri: run_uri(&thread),
             name: format!("run {thread}"),
             description: Some("the run: status, outputs, pending gates".into()),
             mime_type: Some("application/json".into()),
         };
+        let ended = |done| -> Result<ToolAnswer, CallFailure> {
+            if let Ok(Ok(Outcome::Paused { thread, gates })) = &done
+                && context.abilities.forms
+                && let Some(needed) = questions(thread, gates)
+            {
+                return Ok(ToolAnswer::Ask(needed));
+            }
+            finished(&thread, done, link.clone(), plan).map(ToolAnswer::Reply)
+        };
         let mut run = run;
         let waited = tokio::time::sleep(self.wait);
         tokio::pin!(waited);
         tokio::select! {
-            done = &mut run => return finished(&thread, done, link, plan),
+            done = &mut run => return ended(done),
             () = &mut waited => {}
         }
         // Still running: answer its link once the thread is in the store, so the link
         // reads at once.
         loop {
             if self.store.load(&thread).await.is_ok() {
-                return Ok(ToolReply {
+                return Ok(ToolAnswer::Reply(ToolReply {
                     structured: Some(json!({ "thread": thread, "status": "running" })),
                     text: Some(format!(
                         "The run {thread} is still going; read or subscribe to {} for its progress.",
@@ -358,14 +435,45 @@ impl PipelineTools {
                     blocks: Vec::new(),
                     links: vec![link],
                     is_error: false,
-                });
+                }));
             }
             tokio::select! {
-                done = &mut run => return finished(&thread, done, link, plan),
+                done = &mut run => return ended(done),
                 () = tokio::time::sleep(Duration::from_millis(10)) => {}
             }
         }
     }
+}
+
+/// The answers a client gave up front, with no state: those keyed by a gate of the
+/// pipeline and accepted, as the gates' answers (keys that name no gate are ignored).
+fn up_front(
+    plan: &Plan,
+    given: &std::collections::BTreeMap<String, Value>,
+) -> Result<Vec<(String, Value)>, CallFailure> {
+    let mut answers = Vec::new();
+    for node in plan.nodes.iter().filter(|n| n.kind == NodeKind::Gate) {
+        let Some(result) = given.get(&node.name) else {
+            continue;
+        };
+        if let Said::Accepted(content) = said(&node.name, result)? {
+            let schema = json!(node.output)
+                .as_object()
+                .cloned()
+                .map(|mut s| {
+                    if !plan.defs.is_empty() {
+                        s.insert("$defs".into(), json!(plan.defs));
+                    }
+                    Value::Object(s)
+                })
+                .unwrap_or_default();
+            let Some(form) = gate_form(&node.name, &schema) else {
+                continue;
+            };
+            answers.push((node.name.clone(), form.answer(content)));
+        }
+    }
+    Ok(answers)
 }
 
 /// The answer of a run that ended (or could not start).

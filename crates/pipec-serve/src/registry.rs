@@ -14,9 +14,9 @@ use std::sync::{Arc, RwLock};
 
 use pipec_base::uri::normal_form;
 use pipec_mcp::server::{
-    Block, Body, CallFailure, ListedResource, ListedTemplate, Progress, PromptFailure,
+    Block, Body, CallContext, CallFailure, ListedResource, ListedTemplate, PromptFailure,
     PromptMessageOut, PromptSpec, Provider, ProviderFuture, ReadContent, ReadFailure,
-    ServerIdentity, ToolReply, ToolSpec, Updates,
+    ServerIdentity, ToolAnswer, ToolSpec, Updates,
 };
 
 /// What a content handler is asked for: the URI as the client wrote it and, for a
@@ -62,12 +62,13 @@ pub fn template_matcher(template: Arc<super::matcher::Template>) -> Matcher {
     )
 }
 
-/// Runs a tool call, reporting its progress where the client asked to hear it.
+/// Runs a tool call, reporting its progress where the client asked to hear it, and
+/// asking the client where it can.
 pub type ToolHandler = Arc<
     dyn Fn(
             serde_json::Map<String, serde_json::Value>,
-            Option<Progress>,
-        ) -> ProviderFuture<'static, Result<ToolReply, CallFailure>>
+            CallContext,
+        ) -> ProviderFuture<'static, Result<ToolAnswer, CallFailure>>
         + Send
         + Sync,
 >;
@@ -134,6 +135,8 @@ pub struct Registry {
     entries: RwLock<Entries>,
     generation: AtomicU64,
     updates: Updates,
+    /// What the state of a call that asks its client is sealed with.
+    state_key: Option<Vec<u8>>,
 }
 
 impl Registry {
@@ -143,7 +146,15 @@ impl Registry {
             entries: RwLock::new(Entries::default()),
             generation: AtomicU64::new(0),
             updates: Updates::new(),
+            state_key: None,
         }
+    }
+
+    /// The key that seals the state of calls that ask their client in the 2026-07-28
+    /// era (at least 32 bytes); without one, such clients are not asked.
+    pub fn with_state_key(mut self, key: Vec<u8>) -> Registry {
+        self.state_key = Some(key);
+        self
     }
 
     fn change(&self, f: impl FnOnce(&mut Entries)) {
@@ -361,13 +372,13 @@ impl Provider for Registry {
         &'a self,
         name: &'a str,
         arguments: serde_json::Map<String, serde_json::Value>,
-        progress: Option<Progress>,
-    ) -> ProviderFuture<'a, Result<ToolReply, CallFailure>> {
+        context: CallContext,
+    ) -> ProviderFuture<'a, Result<ToolAnswer, CallFailure>> {
         let entries = self.entries();
         match entries.tools.iter().find(|t| t.spec.name == name) {
             Some(t) => {
                 let call = t.call.clone();
-                Box::pin(async move { call(arguments, progress).await })
+                Box::pin(async move { call(arguments, context).await })
             }
             None => {
                 let name = name.to_string();
@@ -448,6 +459,10 @@ impl Provider for Registry {
             .map(|c| c(argument, value, context))
             .unwrap_or_default();
         Box::pin(async move { values })
+    }
+
+    fn state_key(&self) -> Option<Vec<u8>> {
+        self.state_key.clone()
     }
 
     fn updates(&self) -> &Updates {

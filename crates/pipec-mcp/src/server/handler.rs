@@ -25,10 +25,11 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::json;
 use tokio::sync::mpsc;
 
+use super::ask::Asked;
 use super::provider::{
     Block, Body, CallFailure, Hints, IconInfo, ListedResource, ListedTemplate, Progress,
     ProgressUpdate, PromptFailure, PromptMessageOut, PromptSpec, Provider, ReadContent,
-    ReadFailure, ToolSpec,
+    ReadFailure, ToolReply, ToolSpec,
 };
 use super::updates::{Change, LimitReached, Listener, SessionCount};
 
@@ -42,7 +43,7 @@ pub const LIMIT_REACHED: i32 = -32000;
 
 /// One connection's view of a provider.
 pub struct Served {
-    provider: Arc<dyn Provider>,
+    pub(super) provider: Arc<dyn Provider>,
     /// The subscriptions this session holds, counted against its limit.
     session: SessionCount,
     /// The legacy era's one listener of this connection (made at `initialized`).
@@ -342,6 +343,33 @@ impl ProgressReporter {
     }
 }
 
+/// A tool's reply as MCP's result: its text (else its structured content as text, when
+/// it has no other block), its blocks, then its links.
+fn tool_result(reply: ToolReply) -> CallToolResult {
+    let mut blocks = Vec::new();
+    if let Some(t) = reply.text {
+        blocks.push(ContentBlock::text(t));
+    } else if reply.blocks.is_empty()
+        && let Some(s) = &reply.structured
+    {
+        blocks.push(ContentBlock::text(s.to_string()));
+    }
+    blocks.extend(reply.blocks.into_iter().map(content_block));
+    for l in reply.links {
+        let mut r = Resource::new(l.uri, l.name);
+        r.description = l.description;
+        r.mime_type = l.mime_type;
+        blocks.push(ContentBlock::resource_link(r));
+    }
+    let mut result = if reply.is_error {
+        CallToolResult::error(blocks)
+    } else {
+        CallToolResult::success(blocks)
+    };
+    result.structured_content = reply.structured;
+    result
+}
+
 fn tool(t: &ToolSpec) -> Tool {
     let mut tool = Tool::new(
         t.name.clone(),
@@ -597,44 +625,33 @@ impl ServerHandler for Served {
         let reporter = (token.is_some() || logs)
             .then(|| ProgressReporter::start(token, logs, context.peer.clone()));
         let progress = reporter.as_ref().map(ProgressReporter::progress);
-        let outcome = self.provider.call(&request.name, arguments, progress).await;
+        let outcome = self
+            .asked_call(
+                &request.name,
+                arguments,
+                progress,
+                &context,
+                request.input_responses,
+                request.request_state,
+            )
+            .await;
         // What was reported goes out before the result, and nothing after it.
         if let Some(reporter) = reporter {
             reporter.finish().await;
         }
-        match outcome {
-            Ok(reply) => {
-                let mut blocks = Vec::new();
-                if let Some(t) = reply.text {
-                    blocks.push(ContentBlock::text(t));
-                } else if reply.blocks.is_empty()
-                    && let Some(s) = &reply.structured
-                {
-                    blocks.push(ContentBlock::text(s.to_string()));
-                }
-                blocks.extend(reply.blocks.into_iter().map(content_block));
-                for l in reply.links {
-                    let mut r = Resource::new(l.uri, l.name);
-                    r.description = l.description;
-                    r.mime_type = l.mime_type;
-                    blocks.push(ContentBlock::resource_link(r));
-                }
-                let mut result = if reply.is_error {
-                    CallToolResult::error(blocks)
-                } else {
-                    CallToolResult::success(blocks)
-                };
-                result.structured_content = reply.structured;
-                Ok(result.into())
-            }
-            Err(CallFailure::UnknownTool(name)) => Err(ErrorData::invalid_params(
+        match outcome? {
+            Asked::Done(Ok(reply)) => Ok(tool_result(reply).into()),
+            Asked::Done(Err(CallFailure::UnknownTool(name))) => Err(ErrorData::invalid_params(
                 format!("unknown tool `{name}`"),
                 Some(json!({ "tool": name })),
             )),
-            Err(CallFailure::InvalidArguments(m)) => Err(ErrorData::invalid_params(m, None)),
-            Err(CallFailure::Failed(m)) => {
+            Asked::Done(Err(CallFailure::InvalidArguments(m))) => {
+                Err(ErrorData::invalid_params(m, None))
+            }
+            Asked::Done(Err(CallFailure::Failed(m))) => {
                 Ok(CallToolResult::error(vec![ContentBlock::text(m)]).into())
             }
+            Asked::Rounds(needed) => Ok(CallToolResponse::InputRequired(needed)),
         }
     }
 

@@ -2,6 +2,7 @@
 //! over stdio or streamable HTTP, with listings, reads, completions, prompts, tools and both
 //! eras' subscriptions. rmcp's server types stay inside this module.
 
+mod ask;
 mod handler;
 mod http;
 mod provider;
@@ -11,9 +12,10 @@ mod updates;
 pub use handler::{LIMIT_REACHED, Served};
 pub use http::{HttpAccess, HttpLimits, HttpServer, bind_http};
 pub use provider::{
-    Block, Body, CallFailure, Hints, IconInfo, LinkOut, ListedResource, ListedTemplate, Progress,
-    ProgressUpdate, PromptArgumentSpec, PromptFailure, PromptMessageOut, PromptSpec, Provider,
-    ProviderFuture, ReadContent, ReadFailure, ServerIdentity, ToolReply, ToolSpec,
+    Abilities, Block, Body, CallContext, CallFailure, Hints, IconInfo, InputNeeded, LinkOut,
+    ListedResource, ListedTemplate, Progress, ProgressUpdate, PromptArgumentSpec, PromptFailure,
+    PromptMessageOut, PromptSpec, Provider, ProviderFuture, Question, ReadContent, ReadFailure,
+    ServerIdentity, ToolAnswer, ToolReply, ToolSpec,
 };
 pub use stdio::serve_stdio;
 pub use updates::{LimitReached, SubscriptionLimits, Updates, WatchHook};

@@ -147,6 +147,59 @@ pub struct ProgressUpdate {
 /// Where a tool call reports its progress; cheap to call, and it never blocks.
 pub type Progress = std::sync::Arc<dyn Fn(ProgressUpdate) + Send + Sync>;
 
+/// What a client can be asked during a call, by the capabilities it declared.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Abilities {
+    /// Forms a person fills in (elicitation).
+    pub forms: bool,
+}
+
+/// A question a call puts to its client.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Question {
+    /// A form a person fills in: `schema` is a flat object of simple fields.
+    Form {
+        message: String,
+        schema: Map<String, Value>,
+    },
+}
+
+/// What a call needs before it can answer: its questions by key, and what the provider
+/// keeps meanwhile. The state comes back with the answers, unchanged (the client holds
+/// it sealed, or it never leaves the server).
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputNeeded {
+    pub questions: BTreeMap<String, Question>,
+    pub state: Vec<u8>,
+}
+
+/// What a call brings beside its arguments.
+#[derive(Clone, Default)]
+pub struct CallContext {
+    /// Where to report how far the call came, when the client asked to hear.
+    pub progress: Option<Progress>,
+    /// What the client can be asked.
+    pub abilities: Abilities,
+    /// The client's answers, by the key of each question, on a call made again (or
+    /// given up front), as it sent them: a provider checks each.
+    pub answers: BTreeMap<String, Value>,
+    /// The state of the [`InputNeeded`] these answers answer, when they answer one.
+    pub state: Option<Vec<u8>>,
+}
+
+/// What a tool call answers: its result, or questions for the client first.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToolAnswer {
+    Reply(ToolReply),
+    Ask(InputNeeded),
+}
+
+impl From<ToolReply> for ToolAnswer {
+    fn from(reply: ToolReply) -> ToolAnswer {
+        ToolAnswer::Reply(reply)
+    }
+}
+
 /// Why a tool call was not made.
 #[derive(Clone, Debug, PartialEq)]
 pub enum CallFailure {
@@ -264,14 +317,22 @@ pub trait Provider: Send + Sync + 'static {
         Box::pin(async { Vec::new() })
     }
 
-    /// Runs a tool; `progress` is where to report how far it came, when the client asked.
+    /// Runs a tool. It may answer questions for the client instead of a result; the
+    /// client's answers then come in `context` on a call made again.
     fn call<'a>(
         &'a self,
         name: &'a str,
         _arguments: Map<String, Value>,
-        _progress: Option<Progress>,
-    ) -> ProviderFuture<'a, Result<ToolReply, CallFailure>> {
+        _context: CallContext,
+    ) -> ProviderFuture<'a, Result<ToolAnswer, CallFailure>> {
         Box::pin(async move { Err(CallFailure::UnknownTool(name.to_string())) })
+    }
+
+    /// The key `requestState` is sealed with when a call asks its client in the
+    /// 2026-07-28 era (at least 32 bytes; a state sealed with another key is refused).
+    /// None: calls do not ask such clients.
+    fn state_key(&self) -> Option<Vec<u8>> {
+        None
     }
 
     /// Where the provider announces changes: subscribers of a URI hear of its updates,

@@ -1,0 +1,175 @@
+//! A served pipeline's gates asked in-band: a gate the run waits at becomes a form the
+//! calling client shows its user (MCP elicitation), when its answer type can be one
+//! (`pipec_schema::form`), keyed by the gate's name. The state a call keeps meanwhile
+//! names the thread and the gates asked; the client's answers come back keyed the same
+//! way, as elicitation results: `accept` with the form's content is the gate's answer,
+//! `decline` and `cancel` leave the gate waiting (the run's link answers the call).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use pipec_mcp::server::{CallFailure, InputNeeded, Question};
+use pipec_runtime::PendingGate;
+use pipec_schema::form::{Form, form_of};
+
+/// What a call that asked keeps until the client answers.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Waiting {
+    pub(crate) thread: String,
+    pub(crate) asked: Vec<String>,
+}
+
+impl Waiting {
+    fn to_bytes(&self) -> Vec<u8> {
+        json!({ "thread": self.thread, "asked": self.asked })
+            .to_string()
+            .into_bytes()
+    }
+
+    /// The state back from the client (sealed, so it is what this server made; still
+    /// read with care).
+    pub(crate) fn from_bytes(bytes: &[u8]) -> Result<Waiting, CallFailure> {
+        let bad = || CallFailure::InvalidArguments("the requestState is not a run's".into());
+        let value: Value = serde_json::from_slice(bytes).map_err(|_| bad())?;
+        let thread = value
+            .get("thread")
+            .and_then(Value::as_str)
+            .ok_or_else(bad)?;
+        let asked = value
+            .get("asked")
+            .and_then(Value::as_array)
+            .ok_or_else(bad)?
+            .iter()
+            .map(|g| g.as_str().map(str::to_string).ok_or_else(bad))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Waiting {
+            thread: thread.to_string(),
+            asked,
+        })
+    }
+}
+
+/// The form a gate is asked with, when its answer type can be one.
+pub(crate) fn gate_form(gate: &str, schema: &Value) -> Option<Form> {
+    form_of(schema, gate)
+}
+
+/// The questions for the gates `thread` waits at that a form can ask; `None` when none
+/// can be.
+pub(crate) fn questions(thread: &str, gates: &[PendingGate]) -> Option<InputNeeded> {
+    let mut questions = BTreeMap::new();
+    for g in gates {
+        let Some(form) = gate_form(&g.name, &g.schema) else {
+            continue;
+        };
+        let message = if g.message.trim().is_empty() {
+            format!("The run {thread} waits for an answer at `{}`.", g.name)
+        } else {
+            g.message.clone()
+        };
+        questions.insert(
+            g.name.clone(),
+            Question::Form {
+                message,
+                schema: form.schema,
+            },
+        );
+    }
+    if questions.is_empty() {
+        return None;
+    }
+    let waiting = Waiting {
+        thread: thread.to_string(),
+        asked: questions.keys().cloned().collect(),
+    };
+    Some(InputNeeded {
+        questions,
+        state: waiting.to_bytes(),
+    })
+}
+
+/// What a client said to one form.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Said {
+    /// The form's content.
+    Accepted(Value),
+    /// Declined or cancelled: the gate waits on.
+    Refused,
+}
+
+/// An elicitation result as what it says; a value that is none is invalid arguments.
+pub(crate) fn said(gate: &str, result: &Value) -> Result<Said, CallFailure> {
+    let wrong = || {
+        CallFailure::InvalidArguments(format!(
+            "the answer for `{gate}` is not an elicitation result (`{{\"action\": \"accept\", \"content\": {{...}}}}`, or the action `decline` or `cancel`)"
+        ))
+    };
+    match result.get("action").and_then(Value::as_str) {
+        Some("accept") => match result.get("content") {
+            Some(content @ Value::Object(_)) => Ok(Said::Accepted(content.clone())),
+            _ => Err(wrong()),
+        },
+        Some("decline" | "cancel") => Ok(Said::Refused),
+        _ => Err(wrong()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gate(name: &str, schema: Value) -> PendingGate {
+        PendingGate {
+            name: name.into(),
+            message: String::new(),
+            schema,
+            deadline_ms: None,
+        }
+    }
+
+    #[test]
+    fn only_gates_a_form_can_ask_are_asked_and_the_state_names_them() {
+        let gates = [
+            gate("ok", json!({ "type": "boolean" })),
+            gate(
+                "blob",
+                json!({ "type": "string", "contentEncoding": "base64" }),
+            ),
+        ];
+        let needed = questions("t1", &gates).expect("one question");
+        assert_eq!(needed.questions.keys().collect::<Vec<_>>(), ["ok"]);
+        let back = Waiting::from_bytes(&needed.state).expect("its own state");
+        assert_eq!(
+            back,
+            Waiting {
+                thread: "t1".into(),
+                asked: vec!["ok".into()]
+            }
+        );
+        assert_eq!(questions("t1", &gates[1..]), None);
+    }
+
+    #[test]
+    fn an_answer_is_an_elicitation_result_or_invalid() {
+        assert_eq!(
+            said("g", &json!({ "action": "accept", "content": { "a": 1 } })),
+            Ok(Said::Accepted(json!({ "a": 1 })))
+        );
+        assert_eq!(
+            said("g", &json!({ "action": "decline" })),
+            Ok(Said::Refused)
+        );
+        for wrong in [
+            json!(12345),
+            json!(null),
+            json!({ "action": "accept" }),
+            json!({ "action": "maybe" }),
+        ] {
+            assert!(
+                matches!(said("g", &wrong), Err(CallFailure::InvalidArguments(_))),
+                "{wrong}"
+            );
+        }
+    }
+}
