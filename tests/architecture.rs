@@ -150,6 +150,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "base",
             "diagnostic",
             "plan",
+            "schema",
             "check",
             "store",
             "mcp",

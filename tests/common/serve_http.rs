@@ -19,21 +19,32 @@ impl Drop for Running {
     }
 }
 
-/// `pipec serve ARGS --http 127.0.0.1:0` with `token`, and the URL it printed.
+/// `pipec serve ARGS --http 127.0.0.1:0` with `token`, and the URL it printed; its
+/// configuration folder is `dir/.config`.
 pub fn serve_http(dir: &Path, args: &[&str], token: &str) -> (Running, String) {
+    serve_http_in(dir, args, token, &dir.join(".config"))
+}
+
+/// `pipec serve ARGS --http 127.0.0.1:0` with `token` and the configuration folder
+/// `config` (where its state key is), the state key and store from nowhere else; and the
+/// URL it printed.
+pub fn serve_http_in(dir: &Path, args: &[&str], token: &str, config: &Path) -> (Running, String) {
     let mut child = Command::new(pipec_bin())
         .arg("serve")
         .args(args)
         .args(["--http", "127.0.0.1:0"])
         .current_dir(dir)
         .env("PIPEC_SERVE_TOKEN", token)
-        .env("XDG_CONFIG_HOME", dir.join(".config"))
+        .env("XDG_CONFIG_HOME", config)
+        .env_remove("PIPEC_SERVE_STATE_KEY")
+        .env_remove("PIPEC_STORE")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .expect("pipec serve starts");
     let stderr = child.stderr.take().expect("stderr");
+    let running = Running(child);
     let mut lines = BufReader::new(stderr).lines();
     let url = loop {
         match lines.next() {
@@ -47,7 +58,7 @@ pub fn serve_http(dir: &Path, args: &[&str], token: &str) -> (Running, String) {
     };
     // Keep draining stderr so the server never blocks on it.
     std::thread::spawn(move || for _ in lines {});
-    (Running(child), url)
+    (running, url)
 }
 
 /// The `host:port` of a URL such as `http://127.0.0.1:8080/mcp`.

@@ -18,6 +18,7 @@ mod mcp_oauth;
 mod mcp_scenario;
 mod mcp_tasks;
 mod reference_servers;
+mod serve_asks;
 mod serve_interop;
 mod serve_security;
 mod serve_spec;

@@ -10,6 +10,7 @@ mod common;
 
 mod agent;
 mod claim_race;
+mod client_model;
 mod embed;
 mod exec;
 mod hardening;

@@ -45,6 +45,7 @@ mod worker;
 
 pub use context::EventSink;
 pub use error::RuntimeError;
+pub use executor::sample_of;
 pub use hosts::HostFn;
 pub use options::{Decision, RunOptions, StopSignal};
 pub use outcome::{Outcome, PendingGate};

@@ -75,6 +75,11 @@ pub(crate) fn build(
             }
         };
         let model: Arc<dyn Model> = match decl.provider.as_str() {
+            "client" => Arc::new(crate::llm::ClientModel {
+                hint: decl.model.clone(),
+                temperature: decl.temperature,
+                max_tokens: decl.max_tokens,
+            }),
             "scripted" => {
                 let file = decl.replies.clone().unwrap_or_default();
                 Arc::new(ScriptedModel::from_file(&name, &project_root.join(file)).map_err(bad)?)

@@ -128,7 +128,14 @@ pub(crate) fn check_identity(
                     })
                 })
             });
-        if !is_gate && !is_approval && !is_question {
+        // A reply of the client's model belongs to the node that asks a model of the
+        // client's.
+        let is_model_reply = crate::executor::sample_of(gate).is_some()
+            && plan.node(owner).is_some_and(|n| {
+                matches!(&n.body, pipec_plan::Body::Model { model, .. }
+                    if plan.models.iter().any(|m| &m.name == model && m.provider == "client"))
+            });
+        if !is_gate && !is_approval && !is_question && !is_model_reply {
             return Err(foreign(
                 format!(
                     "the thread waits at the gate `{name}`, which this version of `{}` does not have",

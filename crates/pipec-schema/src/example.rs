@@ -3,8 +3,8 @@
 
 use serde_json::{Map, Value};
 
-/// An example value of a schema whose `$ref`s point into `defs`: the first of an
-/// `enum`, `oneOf` or `anyOf`, an object with its required properties, a placeholder of
+/// An example value of a schema whose `$ref`s point into `defs`: its `const`, the first
+/// of an `enum`, `oneOf` or `anyOf`, an object with its required properties, a placeholder of
 /// each type; `null` past a few levels.
 pub fn example(schema: &Value, defs: &Value) -> Value {
     example_at(schema, defs, 0)
@@ -20,6 +20,9 @@ fn example_at(schema: &Value, defs: &Value, depth: usize) -> Value {
         .and_then(|r| r.strip_prefix("#/$defs/"))
     {
         return example_at(defs.get(r).unwrap_or(&Value::Null), defs, depth + 1);
+    }
+    if let Some(one) = schema.get("const") {
+        return one.clone();
     }
     if let Some(first) = schema
         .get("enum")
@@ -87,6 +90,21 @@ mod tests {
         assert_eq!(
             example(&schema, &defs),
             json!({"approved": true, "level": "low"})
+        );
+    }
+
+    #[test]
+    fn a_constant_is_its_own_example() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "content": {"type": "object", "properties": {"type": {"const": "text"}, "text": {"type": "string"}}, "required": ["type", "text"]}
+            },
+            "required": ["content"]
+        });
+        assert_eq!(
+            example(&schema, &json!({})),
+            json!({"content": {"type": "text", "text": "..."}})
         );
     }
 }

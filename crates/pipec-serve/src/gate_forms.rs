@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use pipec_mcp::server::{CallFailure, InputNeeded, Question};
+use pipec_mcp::server::{Abilities, CallFailure, InputNeeded, Question};
 use pipec_runtime::PendingGate;
 use pipec_schema::form::{Form, form_of};
 
@@ -55,12 +55,27 @@ pub(crate) fn gate_form(gate: &str, schema: &Value) -> Option<Form> {
     form_of(schema, gate)
 }
 
-/// The questions for the gates `thread` waits at that a form can ask; `None` when none
-/// can be.
-pub(crate) fn questions(thread: &str, gates: &[PendingGate]) -> Option<InputNeeded> {
+/// The questions for the gates `thread` waits at that the client `can` answer: its
+/// model's replies, and the gates a form can ask; `None` when there are none.
+pub(crate) fn questions(
+    thread: &str,
+    gates: &[PendingGate],
+    can: Abilities,
+) -> Option<InputNeeded> {
     let mut questions = BTreeMap::new();
     for g in gates {
-        let Some(form) = gate_form(&g.name, &g.schema) else {
+        if let Some(params) = &g.sample {
+            if let (true, Some(params)) = (can.model, params.as_object()) {
+                questions.insert(
+                    g.name.clone(),
+                    Question::Model {
+                        params: params.clone(),
+                    },
+                );
+            }
+            continue;
+        }
+        let Some(form) = gate_form(&g.name, &g.schema).filter(|_| can.forms) else {
             continue;
         };
         let message = if g.message.trim().is_empty() {
@@ -98,6 +113,21 @@ pub(crate) enum Said {
     Refused,
 }
 
+/// A sampling result as the answer of a gate that waits for the client's model: an
+/// object with content (the runtime reads its text); anything else is invalid arguments.
+pub(crate) fn sampled(gate: &str, result: &Value) -> Result<Value, CallFailure> {
+    match result {
+        Value::Object(fields) if fields.contains_key("content") => {
+            let mut fields = fields.clone();
+            fields.remove("_meta");
+            Ok(Value::Object(fields))
+        }
+        _ => Err(CallFailure::InvalidArguments(format!(
+            "the answer for `{gate}` is not a sampling result (`{{\"role\": \"assistant\", \"content\": {{\"type\": \"text\", \"text\": \"...\"}}}}`)"
+        ))),
+    }
+}
+
 /// An elicitation result as what it says; a value that is none is invalid arguments.
 pub(crate) fn said(gate: &str, result: &Value) -> Result<Said, CallFailure> {
     let wrong = || {
@@ -125,8 +155,14 @@ mod tests {
             message: String::new(),
             schema,
             deadline_ms: None,
+            sample: None,
         }
     }
+
+    const ALL: Abilities = Abilities {
+        forms: true,
+        model: true,
+    };
 
     #[test]
     fn only_gates_a_form_can_ask_are_asked_and_the_state_names_them() {
@@ -137,7 +173,7 @@ mod tests {
                 json!({ "type": "string", "contentEncoding": "base64" }),
             ),
         ];
-        let needed = questions("t1", &gates).expect("one question");
+        let needed = questions("t1", &gates, ALL).expect("one question");
         assert_eq!(needed.questions.keys().collect::<Vec<_>>(), ["ok"]);
         let back = Waiting::from_bytes(&needed.state).expect("its own state");
         assert_eq!(
@@ -147,7 +183,52 @@ mod tests {
                 asked: vec!["ok".into()]
             }
         );
-        assert_eq!(questions("t1", &gates[1..]), None);
+        assert_eq!(questions("t1", &gates[1..], ALL), None);
+        assert_eq!(
+            questions(
+                "t1",
+                &gates,
+                Abilities {
+                    forms: false,
+                    model: true
+                }
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn a_gate_of_the_clients_model_is_asked_of_a_client_that_samples() {
+        let mut g = gate("think:g0:i0:model1", json!({}));
+        g.sample = Some(json!({ "messages": [], "maxTokens": 10 }));
+        let model_only = Abilities {
+            forms: false,
+            model: true,
+        };
+        let needed = questions("t", std::slice::from_ref(&g), model_only).expect("asked");
+        assert!(matches!(
+            needed.questions.get("think:g0:i0:model1"),
+            Some(Question::Model { .. })
+        ));
+        assert_eq!(
+            questions(
+                "t",
+                &[g],
+                Abilities {
+                    forms: true,
+                    model: false
+                }
+            ),
+            None
+        );
+        assert_eq!(
+            sampled(
+                "m",
+                &json!({ "content": { "type": "text", "text": "Paris" }, "_meta": {} })
+            ),
+            Ok(json!({ "content": { "type": "text", "text": "Paris" } }))
+        );
+        assert!(sampled("m", &json!("Paris")).is_err());
     }
 
     #[test]

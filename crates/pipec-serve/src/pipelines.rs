@@ -21,7 +21,7 @@ use pipec_plan::{NodeKind, Plan};
 use pipec_runtime::{Outcome, RunOptions, Runner};
 use pipec_store::{GateState, Store};
 
-use super::gate_forms::{Said, Waiting, gate_form, questions, said};
+use super::gate_forms::{Said, Waiting, gate_form, questions, said, sampled};
 use super::matcher::Template;
 use super::registry::{ReadHandler, Registry, ToolHandler, template_matcher};
 
@@ -99,6 +99,14 @@ pub fn tool_spec(plan: &Plan) -> ToolSpec {
             gates.join(", ")
         ));
     }
+    // A think node of the client's model cannot run without the client's sampling.
+    let client_model = plan.nodes.iter().any(|n| {
+        matches!(&n.body, pipec_plan::Body::Model { model, .. }
+            if plan.models.iter().any(|m| &m.name == model && m.provider == "client"))
+    });
+    if client_model {
+        description.push_str(" It asks the calling client's model (sampling).");
+    }
     ToolSpec {
         name: plan.name.clone(),
         title: None,
@@ -110,6 +118,10 @@ pub fn tool_spec(plan: &Plan) -> ToolSpec {
         destructive: Some(effects),
         idempotent: Some(false),
         open_world: Some(reaches_out),
+        needs: Abilities {
+            forms: false,
+            model: client_model,
+        },
     }
 }
 
@@ -191,6 +203,7 @@ fn resume_spec() -> ToolSpec {
         destructive: Some(true),
         idempotent: Some(false),
         open_world: Some(true),
+        needs: Abilities::default(),
     }
 }
 
@@ -281,6 +294,7 @@ impl PipelineTools {
         Runner::with_store((*pipeline.plan).clone(), self.store.clone())
             .project_root(pipeline.root.clone())
             .source(&pipeline.source)
+            .answered_by("mcp")
             .events(sink)
     }
 
@@ -343,6 +357,10 @@ impl PipelineTools {
             let Some(result) = context.answers.get(gate) else {
                 continue;
             };
+            if pipec_runtime::sample_of(row).is_some() {
+                answers.push((gate.clone(), sampled(gate, result)?));
+                continue;
+            }
             match said(gate, result)? {
                 Said::Accepted(content) => {
                     let form = gate_form(gate, &row.schema).ok_or_else(|| {
@@ -406,20 +424,11 @@ impl PipelineTools {
             description: Some("the run: status, outputs, pending gates".into()),
             mime_type: Some("application/json".into()),
         };
-        let ended = |done| -> Result<ToolAnswer, CallFailure> {
-            if let Ok(Ok(Outcome::Paused { thread, gates })) = &done
-                && context.abilities.forms
-                && let Some(needed) = questions(thread, gates)
-            {
-                return Ok(ToolAnswer::Ask(needed));
-            }
-            finished(&thread, done, link.clone(), plan).map(ToolAnswer::Reply)
-        };
         let mut run = run;
         let waited = tokio::time::sleep(self.wait);
         tokio::pin!(waited);
         tokio::select! {
-            done = &mut run => return ended(done),
+            done = &mut run => return self.ended(&thread, done, &link, plan, context).await,
             () = &mut waited => {}
         }
         // Still running: answer its link once the thread is in the store, so the link
@@ -438,10 +447,43 @@ impl PipelineTools {
                 }));
             }
             tokio::select! {
-                done = &mut run => return ended(done),
+                done = &mut run => return self.ended(&thread, done, &link, plan, context).await,
                 () = tokio::time::sleep(Duration::from_millis(10)) => {}
             }
         }
+    }
+
+    /// The answer of a run that ended: the gates it waits at asked of the client (where
+    /// it can be asked), what it did, or, for an answer the run refused (which changed
+    /// nothing), the error with the run's link, so the run that still waits is reached.
+    async fn ended(
+        &self,
+        thread: &str,
+        done: Result<Result<Outcome, pipec_runtime::RuntimeError>, tokio::task::JoinError>,
+        link: &LinkOut,
+        plan: &Plan,
+        context: &CallContext,
+    ) -> Result<ToolAnswer, CallFailure> {
+        if let Ok(Ok(Outcome::Paused { thread, gates })) = &done
+            && let Some(needed) = questions(thread, gates, context.abilities)
+        {
+            return Ok(ToolAnswer::Ask(needed));
+        }
+        if let Ok(Err(e)) = &done
+            && self.store.load(thread).await.is_ok()
+        {
+            return Ok(ToolAnswer::Reply(ToolReply {
+                structured: None,
+                text: Some(format!(
+                    "error[{}]: {}\nThe run {thread} is kept: read {} for where it stands, and answer a gate it waits at with `{RESUME_TOOL}`.",
+                    e.code, e.message, link.uri
+                )),
+                blocks: Vec::new(),
+                links: vec![link.clone()],
+                is_error: true,
+            }));
+        }
+        finished(thread, done, link.clone(), plan).map(ToolAnswer::Reply)
     }
 }
 

@@ -41,7 +41,11 @@ const MODEL_SETTINGS: &[&str] = &[
     "extra",
 ];
 
-const PROVIDERS: &[&str] = &["openai", "scripted"];
+const PROVIDERS: &[&str] = &["openai", "scripted", "client"];
+
+/// What a model of the calling client (`provider = "client"`) takes: its name is a hint to
+/// the client, the rest bound each request.
+const CLIENT_SETTINGS: &[&str] = &["provider", "name", "temperature", "max_tokens"];
 
 impl Checker<'_> {
     pub(super) fn check_model(&mut self, f: usize, id: ModelId, decl: &ast::BlockDecl) {
@@ -59,7 +63,7 @@ impl Checker<'_> {
                             format!("unknown model provider \"{p}\""),
                         )
                         .label("not a provider")
-                        .help("providers are \"openai\" (any OpenAI-compatible API) and \"scripted\" (canned replies)")
+                        .help("providers are \"openai\" (any OpenAI-compatible API), \"scripted\" (canned replies) and \"client\" (the calling client's model)")
                         .did_you_mean(&self.db, file, span, &p, near.as_ref()),
                     );
                 }
@@ -72,6 +76,24 @@ impl Checker<'_> {
                 String::new()
             }
         };
+        if provider == "client" {
+            // The client's model has no endpoint, key or replies of pipec's.
+            for setting in &decl.body.settings {
+                let name = setting.name.name.as_str();
+                if MODEL_SETTINGS.contains(&name) && !CLIENT_SETTINGS.contains(&name) {
+                    self.diags.push(
+                        Diagnostic::new(
+                            &r::UNKNOWN_SETTING,
+                            file,
+                            setting.name.span,
+                            format!("`{name}` is not a setting of the calling client's model"),
+                        )
+                        .label("the client's model is asked through the client")
+                        .help("a model with `provider = \"client\"` takes `name` (a hint to the client), `temperature` and `max_tokens`"),
+                    );
+                }
+            }
+        }
         let model_name = self.string_setting(&s, "name").map(|x| x.0);
         if provider == "openai" && model_name.is_none() && !s.has("name") {
             self.missing_setting(

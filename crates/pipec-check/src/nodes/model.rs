@@ -22,7 +22,28 @@ impl Checker<'_> {
         let file = scope.file;
         let what = format!("the `{}` node `{}`", decl.kind.keyword(), decl.name.name);
         let model = match self.name_setting(s, "model") {
-            Some((path, span)) => self.lookup_model(f, &path, span),
+            Some((path, span)) => {
+                let id = self.lookup_model(f, &path, span);
+                if let Some(id) = id
+                    && decl.kind != NodeKind::Think
+                    && self.hir.models[id as usize].provider == "client"
+                {
+                    self.diags.push(
+                        Diagnostic::new(
+                            &r::CLIENT_MODEL_IN_LOOP,
+                            file,
+                            span,
+                            format!(
+                                "`{}` is the calling client's model, which answers text one reply at a time; {what} calls tools turn after turn",
+                                path.join(".")
+                            ),
+                        )
+                        .label("the client's model")
+                        .help(format!("make it a `think` node, or give {what} a model of its own")),
+                    );
+                }
+                id
+            }
             None => {
                 if !s.has("model") {
                     self.missing_setting(

@@ -71,6 +71,7 @@ catalogue! {
     effect_in_node::EFFECT_IN_NODE,
     credential_not_secret::CREDENTIAL_NOT_SECRET,
     credential_name_not_secret::CREDENTIAL_NAME_NOT_SECRET,
+    client_model_in_loop::CLIENT_MODEL_IN_LOOP,
     tool_annotation_contradiction::TOOL_ANNOTATION_CONTRADICTION,
     unlisted_tool_parameter::UNLISTED_TOOL_PARAMETER,
     unserved_resource_template::UNSERVED_RESOURCE_TEMPLATE,

@@ -46,6 +46,7 @@ fn abilities(capabilities: &ClientCapabilities) -> Abilities {
             .elicitation
             .as_ref()
             .is_some_and(|e| e.form.is_some() || e.url.is_none()),
+        model: capabilities.sampling.is_some(),
     }
 }
 
@@ -61,6 +62,10 @@ fn request_of(question: &Question) -> Value {
         Question::Form { message, schema } => json!({
             "method": "elicitation/create",
             "params": { "mode": "form", "message": message, "requestedSchema": schema },
+        }),
+        Question::Model { params } => json!({
+            "method": "sampling/createMessage",
+            "params": params,
         }),
     }
 }
@@ -88,7 +93,26 @@ impl Served {
             .provider
             .state_key()
             .and_then(|key| RequestStateCodec::try_new(key).ok());
-        let mut can = abilities(&context.client_capabilities().unwrap_or_default());
+        let declared = context.client_capabilities().unwrap_or_default();
+        let mut can = abilities(&declared);
+        let needs = self
+            .provider
+            .tools()
+            .into_iter()
+            .find(|t| t.name == name)
+            .map(|t| t.needs)
+            .unwrap_or_default();
+        if needs.model && !can.model {
+            #[allow(deprecated)] // SEP-2577 deprecates sampling; both eras pipec serves have it
+            return Err(ErrorData::missing_required_client_capability(
+                ClientCapabilities::builder().enable_sampling().build(),
+            ));
+        }
+        if needs.forms && !can.forms {
+            return Err(ErrorData::missing_required_client_capability(
+                ClientCapabilities::builder().enable_elicitation().build(),
+            ));
+        }
         if rounds && codec.is_none() {
             // Without a key there is no state to trust: ask nothing.
             can = Abilities::default();

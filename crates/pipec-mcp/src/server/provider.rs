@@ -110,6 +110,9 @@ pub struct ToolSpec {
     pub destructive: Option<bool>,
     pub idempotent: Option<bool>,
     pub open_world: Option<bool>,
+    /// What the tool cannot run without asking the client: a client that did not declare
+    /// it is refused before the tool runs.
+    pub needs: Abilities,
 }
 
 /// A link a tool result carries.
@@ -152,6 +155,8 @@ pub type Progress = std::sync::Arc<dyn Fn(ProgressUpdate) + Send + Sync>;
 pub struct Abilities {
     /// Forms a person fills in (elicitation).
     pub forms: bool,
+    /// Its model's replies (sampling).
+    pub model: bool,
 }
 
 /// A question a call puts to its client.
@@ -162,6 +167,8 @@ pub enum Question {
         message: String,
         schema: Map<String, Value>,
     },
+    /// A reply of the client's model: `params` are `sampling/createMessage`'s.
+    Model { params: Map<String, Value> },
 }
 
 /// What a call needs before it can answer: its questions by key, and what the provider

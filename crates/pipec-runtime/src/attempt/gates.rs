@@ -196,6 +196,7 @@ impl Attempt {
                     message: self.shared.scrubber.scrub(&g.message),
                     schema,
                     deadline_ms: g.deadline_ms,
+                    sample: crate::executor::sample_of(g),
                 }
             })
             .collect()

@@ -40,7 +40,7 @@ impl Executor for Think {
     }
 }
 
-async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
+async fn run(mut cx: TryContext<'_>) -> Result<Value, TryError> {
     let shared = cx.shared;
     let unit = cx.unit;
     let node = &unit.node;
@@ -84,13 +84,16 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
             max_tokens: *max_tokens,
             inputs: Value::Object(unit.params.clone().into_iter().collect()),
         };
-        let reply = match m.complete(&request).await {
-            Ok(r) => r,
-            Err(e) => {
-                let failure = ModelFailure::new(shared, model, &e);
-                cx.writes.push(failure.event(&cx, turn, model));
-                return Err(failure.into_try_error(&cx));
-            }
+        let reply = match m.client() {
+            Some(client) => super::client_model::reply(&mut cx, model, client, &request).await?,
+            None => match m.complete(&request).await {
+                Ok(r) => r,
+                Err(e) => {
+                    let failure = ModelFailure::new(shared, model, &e);
+                    cx.writes.push(failure.event(&cx, turn, model));
+                    return Err(failure.into_try_error(&cx));
+                }
+            },
         };
         cx.writes.push(Write::Event(Event::ModelTurn {
             node: node.name.clone(),

@@ -125,6 +125,37 @@ pub type ModelFuture<'a> =
 /// A model endpoint.
 pub trait Model: Send + Sync {
     fn complete<'a>(&'a self, request: &'a ModelRequest) -> ModelFuture<'a>;
+
+    /// The model is answered from outside the run (`provider = "client"`): its requests
+    /// wait at a gate for the reply.
+    fn client(&self) -> Option<&ClientModel> {
+        None
+    }
+}
+
+/// The calling client's model (`provider = "client"`): each request waits at a gate of
+/// the thread for its reply, which the client that called a served pipeline gives
+/// through MCP sampling, and anyone else with `pipec answer`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ClientModel {
+    /// The declared `name`: a hint to the client of the model wanted.
+    pub hint: Option<String>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<i64>,
+}
+
+impl Model for ClientModel {
+    fn complete<'a>(&'a self, _request: &'a ModelRequest) -> ModelFuture<'a> {
+        Box::pin(async {
+            Err(ModelError::Fatal(
+                "the client's model is answered at a gate, not called".into(),
+            ))
+        })
+    }
+
+    fn client(&self) -> Option<&ClientModel> {
+        Some(self)
+    }
 }
 
 /// Takes the JSON out of a model reply: the whole text, or the first fenced block.

@@ -77,6 +77,8 @@ pub struct Runner {
     /// thread recorded (a worker serving a folder: whoever submitted the thread does not
     /// choose where its requests, and the secrets they carry, go).
     pub(crate) own_configuration: bool,
+    /// Who answers gates through this runner, as the store records it (`cli` by default).
+    pub(crate) answerer: &'static str,
 }
 
 impl Runner {
@@ -105,6 +107,7 @@ impl Runner {
             fetchers: HashMap::new(),
             replayers: HashMap::new(),
             own_configuration: false,
+            answerer: "cli",
         }
     }
 
@@ -202,6 +205,13 @@ impl Runner {
 
     pub fn progress(mut self, p: Arc<dyn Progress>) -> Runner {
         self.progress = Some(p);
+        self
+    }
+
+    /// Who the answers this runner's resumes carry come from, as `pipec show` reports
+    /// it (`cli` by default; `pipec serve` answers as `mcp`).
+    pub fn answered_by(mut self, who: &'static str) -> Runner {
+        self.answerer = who;
         self
     }
 
@@ -523,7 +533,10 @@ impl Runner {
         // What the store writes for this resume (answers, the claim), for the live stream.
         let mut committed = Vec::new();
         if !now_answers.is_empty() {
-            committed = self.store.answer(&rec.id, now_answers, "cli").await?;
+            committed = self
+                .store
+                .answer(&rec.id, now_answers, self.answerer)
+                .await?;
         }
         let servers = self.servers_for(&ready.config, &ready.secrets, &ready.models);
         self.check_servers(&servers, Some(&ready.to_run)).await?;
@@ -676,7 +689,7 @@ impl Runner {
         }
         plan_change::check_identity(&self.plan, &state, &[], &self.validators)?;
         self.check_answers(&answers, Some(&state.gates))?;
-        let committed = self.store.answer(&rec.id, answers, "cli").await?;
+        let committed = self.store.answer(&rec.id, answers, self.answerer).await?;
         if let Some(sink) = &self.events {
             committed.iter().for_each(|e| sink(e));
         }
