@@ -211,6 +211,9 @@ pub(super) fn run(args: Args) -> u8 {
         s.push_str("\npending gates\n");
         for (name, g) in &pending {
             s.push_str(&format!("  {name}: {}\n", g.message));
+            if let Some(request) = crate::runtime::sample_of(g) {
+                s.push_str(&request_text(&request));
+            }
             let defs = g.schema.get("$defs").cloned().unwrap_or(Value::Null);
             let ex = crate::schema::example(&g.schema, &defs);
             s.push_str(&format!(
@@ -375,4 +378,24 @@ pub(super) fn run(args: Args) -> u8 {
     }
     super::out(&s);
     super::EXIT_OK
+}
+
+/// A client model's request as a person reads it: the system prompt and each message,
+/// by role, indented under its gate.
+fn request_text(request: &Value) -> String {
+    let mut s = String::new();
+    let mut said = |role: &str, text: &str| {
+        s.push_str(&format!("    {role}:\n"));
+        for line in text.lines() {
+            s.push_str(&format!("      {line}\n"));
+        }
+    };
+    if let Some(system) = request.get("systemPrompt").and_then(Value::as_str) {
+        said("system", system);
+    }
+    for m in request["messages"].as_array().into_iter().flatten() {
+        let role = m["role"].as_str().unwrap_or("user");
+        said(role, m["content"]["text"].as_str().unwrap_or_default());
+    }
+    s
 }

@@ -108,6 +108,9 @@ pub struct GateShape {
     pub deadline_ms: Option<u64>,
     pub answer: Option<Value>,
     pub answered_by: Option<String>,
+    /// A client model's turn: `sampling/createMessage` params (left out otherwise).
+    #[serde(default)]
+    pub request: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -63,6 +63,26 @@ fn a_think_node_of_the_clients_model_waits_for_its_reply_and_takes_it_from_anoth
     let gates = shown["gates"].as_array().expect("gates");
     assert_eq!(gates.len(), 1, "{shown}");
     assert_eq!(gates[0]["state"], "pending", "{shown}");
+    let request = &gates[0]["request"];
+    assert_eq!(
+        request["messages"],
+        serde_json::json!([{ "role": "user", "content": { "type": "text", "text": "Which country is Paris the capital of?" } }]),
+        "{shown}"
+    );
+    assert_eq!(request["maxTokens"], 300, "{shown}");
+    assert_eq!(request["temperature"], 0.1, "{shown}");
+    assert_eq!(
+        request["modelPreferences"],
+        serde_json::json!({ "hints": [{ "name": "claude-sonnet" }] }),
+        "{shown}"
+    );
+    // `pipec show` prints the prompt under the gate a person answers.
+    let out = p.run(&["show", &thread]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("    user:\n      Which country is Paris the capital of?\n"),
+        "{text}"
+    );
 
     // A reply that does not fit the output type asks a repair turn: a second gate.
     let out = p.run(&[
@@ -111,7 +131,6 @@ fn a_think_node_of_the_clients_model_waits_for_its_reply_and_takes_it_from_anoth
         json(&stdout(&out))["answer"],
         serde_json::json!({ "country": "France" })
     );
-    // The turns name the model the client used.
     let shown = p.show_json(&thread);
     assert_eq!(shown["status"], "completed", "{shown}");
 }

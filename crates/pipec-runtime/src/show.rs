@@ -95,8 +95,12 @@ pub struct GateView {
     pub schema: Value,
     pub deadline_ms: Option<u64>,
     pub answer: Option<Value>,
-    /// `cli`, `pre-answer`, `timeout` or `api`.
+    /// `cli`, `mcp`, `pre-answer`, `timeout` or `api`.
     pub answered_by: Option<String>,
+    /// For a turn of a client's model (`provider = "client"`), the request to answer:
+    /// `sampling/createMessage` params.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<Value>,
 }
 
 /// The reads of one resource over the thread's life, from its `resource_read` events.
@@ -217,6 +221,7 @@ impl ThreadView {
                     deadline_ms: g.deadline_ms,
                     answer: g.answer.clone(),
                     answered_by: g.answered_by.clone(),
+                    request: crate::executor::sample_of(g),
                 })
                 .collect(),
             resources: resource_reads(all_events),

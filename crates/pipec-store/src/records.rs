@@ -432,7 +432,7 @@ pub struct GateRec {
     pub answer: Option<Value>,
     #[serde(default)]
     pub answered_ms: u64,
-    /// `cli`, `pre-answer`, `timeout`, `api`.
+    /// `cli`, `mcp`, `pre-answer`, `timeout`, `api`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answered_by: Option<String>,
     /// For a gate a server's question opened during a tool call: what the call needs
