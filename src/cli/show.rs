@@ -211,7 +211,9 @@ pub(super) fn run(args: Args) -> u8 {
         s.push_str("\npending gates\n");
         for (name, g) in &pending {
             s.push_str(&format!("  {name}: {}\n", g.message));
-            if let Some(request) = crate::runtime::sample_of(g) {
+            if let Some(request) =
+                crate::runtime::ClientAsk::of(g).and_then(|a| a.request().cloned())
+            {
                 s.push_str(&request_text(&request));
             }
             let defs = g.schema.get("$defs").cloned().unwrap_or(Value::Null);

@@ -84,6 +84,16 @@ node card(n: { name: string } = name, c: { colour: "red" | "green" } = colour) -
 output card = card
 "#;
 
+/// A gate of the client's roots (`ask = "roots"`), whose answer is the output.
+const ROOTS: &str = r#"//! Lists the folders the calling client works in.
+
+gate workspace() {
+  ask = "roots"
+}
+
+output workspace = workspace
+"#;
+
 /// Two gates at once, one a form can hold and one (`json`) it cannot.
 const MIXED: &str = r#"//! A yes or no, which a form can ask, and settings, which it cannot.
 
@@ -109,6 +119,7 @@ fn project(tag: &str) -> Project {
     p.write("ship.pipe", SHIP);
     p.write("card.pipe", CARD);
     p.write("mixed.pipe", MIXED);
+    p.write("roots.pipe", ROOTS);
     p
 }
 
@@ -156,6 +167,8 @@ struct Client<'a> {
     env: Vec<(&'a str, &'a str)>,
     era: Era,
     elicit: bool,
+    /// The roots the client declares and answers `roots/list` with, if any.
+    roots: Option<Value>,
 }
 
 impl<'a> Client<'a> {
@@ -167,7 +180,14 @@ impl<'a> Client<'a> {
             env: Vec::new(),
             era,
             elicit,
+            roots: None,
         }
+    }
+
+    /// The client, declaring roots and answering `roots/list` with `roots`.
+    fn with_roots(mut self, roots: Value) -> Client<'a> {
+        self.roots = Some(roots);
+        self
     }
 
     /// Runs `steps` (see the client's docstring) and answers each step's out.
@@ -182,6 +202,9 @@ impl<'a> Client<'a> {
             .envs(self.env.iter().copied());
         if self.elicit {
             cmd.arg("--elicit");
+        }
+        if let Some(roots) = &self.roots {
+            cmd.arg("--roots").arg(roots.to_string());
         }
         match via {
             Via::Http(url) => {
@@ -814,6 +837,7 @@ fn servers_sharing_the_state_key_variable_take_each_others_states() {
         env: vec![("PIPEC_SERVE_STATE_KEY", key)],
         era: Era::Modern,
         elicit: true,
+        roots: None,
     };
     let asked = client(&a).drive(
         Via::Stdio(&["ship.pipe"]),
@@ -917,4 +941,71 @@ fn only_gates_a_form_can_hold_are_asked() {
     let thread = paused_at(call, &["settings"]);
     assert_eq!(gate_row(&p, &thread, "approve")["answer"], true);
     assert_eq!(gate_row(&p, &thread, "settings")["state"], "pending");
+}
+
+/// A gate of the client's roots, asked of a client that declared roots: `roots/list` on
+/// the call's stream (2025-11-25) or an input request (2026-07-28, the SDK's own rounds);
+/// the roots it answers, with only the fields a root has in pipec (`uri`, `name`), are
+/// the gate's answer and the call answers the outputs. A client without roots is asked
+/// nothing, and the run waits for `resume_run`.
+#[test]
+fn a_gate_of_the_clients_roots_is_answered_by_roots_list_in_both_eras() {
+    let p = project("asks-roots");
+    let roots = json!([
+        { "uri": "file:///work/src", "name": "src" },
+        { "uri": "file:///work/docs", "_meta": { "x": 1 } }
+    ]);
+    let expected = json!({ "workspace": { "roots": [
+        { "uri": "file:///work/src", "name": "src" },
+        { "uri": "file:///work/docs" }
+    ] } });
+    let step = json!([{ "op": "call", "tool": "roots", "arguments": {} }]);
+    let legacy = Client::of(&p, Era::Legacy, false)
+        .with_roots(roots.clone())
+        .drive(Via::Stdio(&["roots.pipe"]), &step);
+    assert_eq!(
+        legacy[0]["requests"],
+        json!(["roots/list"]),
+        "{}",
+        legacy[0]
+    );
+    assert_eq!(legacy[0]["structured"], expected, "{}", legacy[0]);
+
+    let (_server, url) = serve(&p.dir, &["roots.pipe"], &config_of(&p));
+    let modern = Client::of(&p, Era::Modern, false)
+        .with_roots(roots)
+        .drive(Via::Http(&url), &step);
+    assert_eq!(
+        modern[0]["requests"],
+        json!(["roots/list"]),
+        "{}",
+        modern[0]
+    );
+    assert_eq!(modern[0]["structured"], expected, "{}", modern[0]);
+    let runs = runs_of(&p, "roots");
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    for run in &runs {
+        let thread = run["id"].as_str().expect("an id");
+        let row = gate_row(&p, thread, "workspace");
+        assert_eq!(row["answered_by"], "mcp", "{row}");
+    }
+
+    // Without roots: nothing asked, the run waits, and resume_run answers it.
+    let steps = Client::of(&p, Era::Legacy, true).drive(
+        Via::Stdio(&["roots.pipe"]),
+        &json!([
+            { "op": "call", "tool": "roots", "arguments": {} },
+            { "op": "call", "tool": "resume_run", "arguments": {
+                "thread": { "$of": 0, "take": "thread" }, "gate": "workspace",
+                "answer": { "roots": [{ "uri": "file:///elsewhere" }] } } },
+        ]),
+    );
+    assert_eq!(steps[0]["requests"], json!([]), "{}", steps[0]);
+    paused_at(&steps[0], &["workspace"]);
+    assert_eq!(
+        steps[1]["structured"],
+        json!({ "workspace": { "roots": [{ "uri": "file:///elsewhere" }] } }),
+        "{}",
+        steps[1]
+    );
 }

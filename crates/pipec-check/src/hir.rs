@@ -378,6 +378,8 @@ pub enum Body {
     Gate {
         message: Option<Template>,
         on_timeout: Option<serde_json::Value>,
+        /// Who answers it when not a person: `"roots"`, the client's roots.
+        ask: Option<String>,
     },
     /// Reported missing or contradictory.
     Invalid,

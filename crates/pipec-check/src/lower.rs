@@ -332,10 +332,12 @@ impl Lower<'_> {
             hir::Body::Gate {
                 message,
                 on_timeout,
+                ask,
             } => Body::Gate {
                 message: message.as_ref().map(template),
                 timeout_ms: n.gate_timeout_ms,
                 on_timeout: on_timeout.clone(),
+                ask: ask.clone(),
             },
             hir::Body::Invalid => Body::Return {
                 value: Expr::Const { value: Value::Null },

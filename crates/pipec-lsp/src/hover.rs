@@ -207,6 +207,7 @@ fn describe_decl(snap: &Snapshot, d: DeclRef) -> String {
                 Body::Exec { .. } => "runs a command",
                 Body::Host { .. } => "calls a host function",
                 Body::Model { .. } => "asks a model",
+                Body::Gate { ask: Some(_), .. } => "waits for the client's roots",
                 Body::Gate { .. } => "waits for a person's answer",
                 Body::Invalid => "has a body with an error",
             };

@@ -642,6 +642,10 @@ pub enum Body {
             skip_serializing_if = "Option::is_none"
         )]
         on_timeout: Option<Value>,
+        /// Who answers the gate when not a person: `"roots"`, the roots of the client
+        /// that runs the pipeline (MCP `roots/list`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ask: Option<String>,
     },
 }
 

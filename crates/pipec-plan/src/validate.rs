@@ -656,10 +656,18 @@ impl<'p> Validator<'p> {
                 }
                 template_entry(&place, prompt)
             }
-            Body::Gate { message, .. } => match message {
-                Some(m) => template_entry(&place, m),
-                None => Ok(()),
-            },
+            Body::Gate { message, ask, .. } => {
+                if let Some(ask) = ask.as_deref().filter(|a| *a != "roots") {
+                    return Err(Violation::Malformed {
+                        place,
+                        why: format!("a gate asks \"roots\" of the client, not \"{ask}\""),
+                    });
+                }
+                match message {
+                    Some(m) => template_entry(&place, m),
+                    None => Ok(()),
+                }
+            }
         }
     }
 
@@ -1188,6 +1196,19 @@ output approved = approve
         );
         let v = refused(|p| p.config.clear());
         assert!(matches!(v, Violation::ConfigNotListed { .. }), "{v}");
+    }
+
+    #[test]
+    fn a_gate_that_asks_the_client_for_anything_but_roots_is_refused() {
+        let v = refused(|p| {
+            if let Body::Gate { ask, .. } = &mut node(p, "approve").body {
+                *ask = Some("secrets".into());
+            }
+        });
+        assert!(
+            matches!(&v, Violation::Malformed { why, .. } if why.contains("\"secrets\"")),
+            "{v}"
+        );
     }
 
     #[test]

@@ -17,6 +17,7 @@
 
 mod attempt;
 mod bind;
+mod client_ask;
 mod config;
 mod context;
 pub mod credentials;
@@ -43,9 +44,9 @@ mod stored_plan;
 pub use pipec_schema::validate;
 mod worker;
 
+pub use client_ask::ClientAsk;
 pub use context::EventSink;
 pub use error::RuntimeError;
-pub use executor::sample_of;
 pub use hosts::HostFn;
 pub use options::{Decision, RunOptions, StopSignal};
 pub use outcome::{Outcome, PendingGate};

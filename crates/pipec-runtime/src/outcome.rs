@@ -53,7 +53,7 @@ pub struct PendingGate {
     /// The JSON Schema an answer must fit (with the definitions it uses).
     pub schema: Value,
     pub deadline_ms: Option<u64>,
-    /// For a gate that waits for the client's model (`provider = "client"`): the request,
-    /// as MCP sampling's `sampling/createMessage` params; the answer is its result.
-    pub sample: Option<Value>,
+    /// What the gate asks the client that runs the pipeline, when a person does not
+    /// answer it: a turn of its model, or its roots.
+    pub client: Option<crate::ClientAsk>,
 }

@@ -130,7 +130,7 @@ pub(crate) fn check_identity(
             });
         // A reply of the client's model belongs to the node that asks a model of the
         // client's.
-        let is_model_reply = crate::executor::sample_of(gate).is_some()
+        let is_model_reply = matches!(crate::ClientAsk::of(gate), Some(crate::ClientAsk::Model(_)))
             && plan.node(owner).is_some_and(|n| {
                 matches!(&n.body, pipec_plan::Body::Model { model, .. }
                     if plan.models.iter().any(|m| &m.name == model && m.provider == "client"))

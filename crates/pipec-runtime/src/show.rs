@@ -221,7 +221,7 @@ impl ThreadView {
                     deadline_ms: g.deadline_ms,
                     answer: g.answer.clone(),
                     answered_by: g.answered_by.clone(),
-                    request: crate::executor::sample_of(g),
+                    request: crate::ClientAsk::of(g).and_then(|a| a.request().cloned()),
                 })
                 .collect(),
             resources: resource_reads(all_events),

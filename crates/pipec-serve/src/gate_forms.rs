@@ -3,14 +3,16 @@
 //! (`pipec_schema::form`), keyed by the gate's name. The state a call keeps meanwhile
 //! names the thread and the gates asked; the client's answers come back keyed the same
 //! way, as elicitation results: `accept` with the form's content is the gate's answer,
-//! `decline` and `cancel` leave the gate waiting (the run's link answers the call).
+//! `decline` and `cancel` leave the gate waiting (the run's link answers the call). A
+//! gate that waits for the client itself is asked of a client that declared it: a turn of
+//! its model as sampling, a gate of its roots (`ask = "roots"`) as `roots/list`.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
 use pipec_mcp::server::{Abilities, CallFailure, InputNeeded, Question};
-use pipec_runtime::PendingGate;
+use pipec_runtime::{ClientAsk, PendingGate};
 use pipec_schema::form::{Form, form_of};
 
 /// What a call that asked keeps until the client answers.
@@ -64,16 +66,25 @@ pub(crate) fn questions(
 ) -> Option<InputNeeded> {
     let mut questions = BTreeMap::new();
     for g in gates {
-        if let Some(params) = &g.sample {
-            if let (true, Some(params)) = (can.model, params.as_object()) {
-                questions.insert(
-                    g.name.clone(),
-                    Question::Model {
-                        params: params.clone(),
-                    },
-                );
+        match &g.client {
+            Some(ClientAsk::Model(params)) => {
+                if let (true, Some(params)) = (can.model, params.as_object()) {
+                    questions.insert(
+                        g.name.clone(),
+                        Question::Model {
+                            params: params.clone(),
+                        },
+                    );
+                }
+                continue;
             }
-            continue;
+            Some(ClientAsk::Roots) => {
+                if can.roots {
+                    questions.insert(g.name.clone(), Question::Roots);
+                }
+                continue;
+            }
+            None => {}
         }
         let Some(form) = gate_form(&g.name, &g.schema).filter(|_| can.forms) else {
             continue;
@@ -128,6 +139,71 @@ pub(crate) fn sampled(gate: &str, result: &Value) -> Result<Value, CallFailure> 
     }
 }
 
+/// A client's `ListRootsResult` as the answer of a gate of its roots, `{roots: [{uri,
+/// name}]}`, each root with the fields the gate's type (`schema`, with its `$defs`)
+/// declares; `None` for a request the client did not answer, as its `{"action":
+/// "cancel"}` (the gate waits on).
+pub(crate) fn rooted(
+    gate: &str,
+    result: &Value,
+    schema: &Value,
+) -> Result<Option<Value>, CallFailure> {
+    if result.get("action").is_some() {
+        return Ok(None);
+    }
+    let Some(roots) = result.get("roots").and_then(Value::as_array) else {
+        return Err(CallFailure::InvalidArguments(format!(
+            "the answer for `{gate}` is not a roots/list result (`{{\"roots\": [{{\"uri\": \"file:///...\"}}]}}`)"
+        )));
+    };
+    let kept = root_fields(schema);
+    let roots: Vec<Value> = roots
+        .iter()
+        .map(|root| {
+            let mut fields = serde_json::Map::new();
+            for key in ["uri", "name"] {
+                if let Some(v) = root.get(key).filter(|_| kept.iter().any(|k| k == key)) {
+                    fields.insert(key.into(), v.clone());
+                }
+            }
+            Value::Object(fields)
+        })
+        .collect();
+    Ok(Some(json!({ "roots": roots })))
+}
+
+/// The fields a root has in a roots gate's type: those its item schema lists (`uri` and
+/// `name` when the schema cannot be read so far).
+fn root_fields(schema: &Value) -> Vec<String> {
+    use pipec_schema::refs::resolved;
+    let defs: std::collections::BTreeMap<String, Value> = schema
+        .get("$defs")
+        .and_then(Value::as_object)
+        .map(|d| d.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default();
+    // A nullable schema is `anyOf` the value and null: the value's.
+    let present = |s: &Value| -> Value {
+        let s = resolved(s, &defs);
+        s.get("anyOf")
+            .and_then(Value::as_array)
+            .and_then(|a| a.iter().find(|v| v.get("type") != Some(&json!("null"))))
+            .map_or_else(|| s.clone(), |v| resolved(v, &defs).clone())
+    };
+    let item = present(schema)
+        .get("properties")
+        .and_then(|p| p.get("roots"))
+        .map(&present)
+        .and_then(|roots| roots.get("items").map(&present));
+    match item
+        .as_ref()
+        .and_then(|i| i.get("properties"))
+        .and_then(Value::as_object)
+    {
+        Some(props) => props.keys().cloned().collect(),
+        None => vec!["uri".into(), "name".into()],
+    }
+}
+
 /// An elicitation result as what it says; a value that is none is invalid arguments.
 pub(crate) fn said(gate: &str, result: &Value) -> Result<Said, CallFailure> {
     let wrong = || {
@@ -155,13 +231,14 @@ mod tests {
             message: String::new(),
             schema,
             deadline_ms: None,
-            sample: None,
+            client: None,
         }
     }
 
     const ALL: Abilities = Abilities {
         forms: true,
         model: true,
+        roots: true,
     };
 
     #[test]
@@ -190,7 +267,7 @@ mod tests {
                 &gates,
                 Abilities {
                     forms: false,
-                    model: true
+                    ..ALL
                 }
             ),
             None
@@ -200,10 +277,10 @@ mod tests {
     #[test]
     fn a_gate_of_the_clients_model_is_asked_of_a_client_that_samples() {
         let mut g = gate("think:g0:i0:model1", json!({}));
-        g.sample = Some(json!({ "messages": [], "maxTokens": 10 }));
+        g.client = Some(ClientAsk::Model(json!({ "messages": [], "maxTokens": 10 })));
         let model_only = Abilities {
-            forms: false,
             model: true,
+            ..Abilities::default()
         };
         let needed = questions("t", std::slice::from_ref(&g), model_only).expect("asked");
         assert!(matches!(
@@ -215,8 +292,8 @@ mod tests {
                 "t",
                 &[g],
                 Abilities {
-                    forms: true,
-                    model: false
+                    model: false,
+                    ..ALL
                 }
             ),
             None
@@ -229,6 +306,53 @@ mod tests {
             Ok(json!({ "content": { "type": "text", "text": "Paris" } }))
         );
         assert!(sampled("m", &json!("Paris")).is_err());
+    }
+
+    #[test]
+    fn a_gate_of_the_clients_roots_is_asked_of_a_client_with_roots() {
+        let mut g = gate("workspace", json!({}));
+        g.client = Some(ClientAsk::Roots);
+        let needed = questions("t", std::slice::from_ref(&g), ALL).expect("asked");
+        assert_eq!(needed.questions.get("workspace"), Some(&Question::Roots));
+        let no_roots = Abilities {
+            roots: false,
+            ..ALL
+        };
+        assert_eq!(questions("t", &[g], no_roots), None);
+    }
+
+    #[test]
+    fn roots_keep_the_fields_the_gates_type_declares() {
+        let result = json!({ "roots": [
+            { "uri": "file:///src", "name": "src", "_meta": { "x": 1 } },
+            { "uri": "file:///docs" }
+        ] });
+        // The type written out, and through `$defs` with the list optional.
+        let both = json!({ "type": "object", "properties": { "roots": { "type": "array",
+            "items": { "type": "object", "properties": { "uri": { "type": "string" },
+            "name": { "type": "string" } } } } } });
+        assert_eq!(
+            rooted("r", &result, &both),
+            Ok(Some(json!({ "roots": [
+                { "uri": "file:///src", "name": "src" },
+                { "uri": "file:///docs" }
+            ] })))
+        );
+        let uri_only = json!({ "$ref": "#/$defs/Ws", "$defs": {
+            "Ws": { "type": "object", "properties": { "roots": { "anyOf": [
+                { "type": "array", "items": { "$ref": "#/$defs/Root" } }, { "type": "null" } ] } } },
+            "Root": { "type": "object", "properties": { "uri": { "type": "string" } } } } });
+        assert_eq!(
+            rooted("r", &result, &uri_only),
+            Ok(Some(
+                json!({ "roots": [{ "uri": "file:///src" }, { "uri": "file:///docs" }] })
+            ))
+        );
+        assert_eq!(rooted("r", &json!({ "action": "cancel" }), &both), Ok(None));
+        assert!(matches!(
+            rooted("r", &json!(["file:///src"]), &both),
+            Err(CallFailure::InvalidArguments(_))
+        ));
     }
 
     #[test]

@@ -21,7 +21,7 @@ use pipec_plan::{NodeKind, Plan};
 use pipec_runtime::{Outcome, RunOptions, Runner};
 use pipec_store::{GateState, Store};
 
-use super::gate_forms::{Said, Waiting, gate_form, questions, said, sampled};
+use super::gate_forms::{Said, Waiting, gate_form, questions, rooted, said, sampled};
 use super::matcher::Template;
 use super::registry::{ReadHandler, Registry, ToolHandler, template_matcher};
 
@@ -118,9 +118,10 @@ pub fn tool_spec(plan: &Plan) -> ToolSpec {
         destructive: Some(effects),
         idempotent: Some(false),
         open_world: Some(reaches_out),
+        // Gates (of a person or of the client's roots) are answered another way too.
         needs: Abilities {
-            forms: false,
             model: client_model,
+            ..Abilities::default()
         },
     }
 }
@@ -357,9 +358,24 @@ impl PipelineTools {
             let Some(result) = context.answers.get(gate) else {
                 continue;
             };
-            if pipec_runtime::sample_of(row).is_some() {
-                answers.push((gate.clone(), sampled(gate, result)?));
-                continue;
+            match pipec_runtime::ClientAsk::of(row) {
+                // A request the client did not answer on the call's stream (2025-11-25)
+                // leaves its gate waiting, as a declined form does.
+                Some(_) if result.get("action").is_some() => {
+                    context.abilities = Abilities::default();
+                    continue;
+                }
+                Some(pipec_runtime::ClientAsk::Model(_)) => {
+                    answers.push((gate.clone(), sampled(gate, result)?));
+                    continue;
+                }
+                Some(pipec_runtime::ClientAsk::Roots) => {
+                    if let Some(roots) = rooted(gate, result, &row.schema)? {
+                        answers.push((gate.clone(), roots));
+                    }
+                    continue;
+                }
+                None => {}
             }
             match said(gate, result)? {
                 Said::Accepted(content) => {

@@ -44,7 +44,7 @@ const ACT_SETTINGS: &[&str] = &[
     "approve",
     "call",
 ];
-const GATE_SETTINGS: &[&str] = &["message", "timeout", "on_timeout", "when", "after"];
+const GATE_SETTINGS: &[&str] = &["message", "timeout", "on_timeout", "when", "after", "ask"];
 
 pub(crate) fn allowed_settings(kind: NodeKind) -> Vec<&'static str> {
     let own: &[&str] = match kind {
@@ -151,7 +151,8 @@ impl Checker<'_> {
                 }
             }
             NodeKind::Gate => {
-                if !declared_output {
+                let ask = self.gate_ask(file, &s, declared_output, &mut output);
+                if !declared_output && ask.is_none() {
                     output = Ty::Bool;
                 }
                 let message = s.expr("message").and_then(|e| {
@@ -204,6 +205,7 @@ impl Checker<'_> {
                 Body::Gate {
                     message,
                     on_timeout,
+                    ask,
                 }
             }
         };
@@ -399,5 +401,74 @@ impl Checker<'_> {
                 }
             }
         }
+    }
+}
+
+/// What a client's roots are, as a gate with `ask = "roots"` takes them: MCP's
+/// `ListRootsResult`, its roots' URIs and names.
+fn roots_ty() -> Ty {
+    use crate::ty::{FieldTy, RecordTy};
+    use std::sync::Arc;
+    let field = |name: &str, ty: Ty| FieldTy {
+        name: name.into(),
+        ty,
+        doc: None,
+    };
+    let root = Ty::Record(Arc::new(RecordTy {
+        fields: vec![
+            field("uri", Ty::String),
+            field("name", Ty::String.optional()),
+        ],
+    }));
+    Ty::Record(Arc::new(RecordTy {
+        fields: vec![field("roots", root.list())],
+    }))
+}
+
+impl Checker<'_> {
+    /// A gate's `ask`: who answers it, when not a person. `"roots"` is the client's roots
+    /// (MCP `roots/list`): the gate's type, `{ roots: { uri: string, name: string? }[] }`
+    /// when it declares none, must hold every answer a client gives.
+    fn gate_ask(
+        &mut self,
+        file: pipec_base::source::FileId,
+        s: &Settings<'_>,
+        declared_output: bool,
+        output: &mut Ty,
+    ) -> Option<String> {
+        let (ask, span) = self.string_setting(s, "ask")?;
+        if ask != "roots" {
+            self.diags.push(
+                Diagnostic::new(
+                    &r::INVALID_LITERAL_TYPE,
+                    file,
+                    span,
+                    format!("a gate asks \"roots\" of the client, not \"{ask}\""),
+                )
+                .label("expected \"roots\"")
+                .help("leave `ask` out for a gate a person answers"),
+            );
+            return None;
+        }
+        let roots = roots_ty();
+        if !declared_output {
+            *output = roots;
+        } else if let Err(m) = crate::ty::fits(&self.hir, &roots, output) {
+            self.diags.push(
+                Diagnostic::new(
+                    &r::TYPE_MISMATCH,
+                    file,
+                    span,
+                    format!(
+                        "a client's roots are `{}`, which does not fit the gate's type `{}`",
+                        crate::ty::display(&self.hir, &roots),
+                        crate::ty::display(&self.hir, output)
+                    ),
+                )
+                .label(m.describe())
+                .help("declare the gate `-> { roots: { uri: string, name: string? }[] }`, or leave its type out"),
+            );
+        }
+        Some(ask)
     }
 }

@@ -5,9 +5,9 @@
 //! tool) as `requestState`; the client calls again with `inputResponses` and the state,
 //! which is opened, and refused when it was changed or made for another tool. In earlier
 //! eras the questions are requests to the client on the call's own stream
-//! (`elicitation/create`), answered before the call goes on; a client that fails to
-//! answer one has cancelled it. The provider sees one model: questions out, answers and
-//! its state back.
+//! (`elicitation/create`, `sampling/createMessage`, `roots/list`), answered before the
+//! call goes on; a client that fails to answer one has cancelled it. The provider sees
+//! one model: questions out, answers and its state back.
 
 use std::collections::BTreeMap;
 
@@ -47,6 +47,7 @@ fn abilities(capabilities: &ClientCapabilities) -> Abilities {
             .as_ref()
             .is_some_and(|e| e.form.is_some() || e.url.is_none()),
         model: capabilities.sampling.is_some(),
+        roots: capabilities.roots.is_some(),
     }
 }
 
@@ -67,6 +68,7 @@ fn request_of(question: &Question) -> Value {
             "method": "sampling/createMessage",
             "params": params,
         }),
+        Question::Roots => json!({ "method": "roots/list", "params": {} }),
     }
 }
 
@@ -199,5 +201,45 @@ impl Served {
             "the tool kept asking its client",
             None,
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every question is a request both eras can send: an input request of an
+    /// `input_required` result, and a request on the call's stream.
+    #[test]
+    fn each_question_reads_as_an_input_request_and_a_server_request() {
+        let schema = json!({
+            "type": "object",
+            "properties": { "go": { "type": "boolean" } },
+            "required": ["go"]
+        })
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+        let questions = [
+            Question::Form {
+                message: "Go?".into(),
+                schema,
+            },
+            Question::Model {
+                params: json!({ "messages": [], "maxTokens": 5 })
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            },
+            Question::Roots,
+        ];
+        for q in &questions {
+            let request = request_of(q);
+            let input: Result<InputRequest, _> = serde_json::from_value(request.clone());
+            assert!(input.is_ok(), "{request}: {input:?}");
+            let server: Result<ServerRequest, _> = serde_json::from_value(request.clone());
+            assert!(server.is_ok(), "{request}: {server:?}");
+        }
+        assert_eq!(request_of(&Question::Roots)["method"], "roots/list");
     }
 }

@@ -157,6 +157,8 @@ pub struct Abilities {
     pub forms: bool,
     /// Its model's replies (sampling).
     pub model: bool,
+    /// Its roots (`roots/list`).
+    pub roots: bool,
 }
 
 /// A question a call puts to its client.
@@ -169,6 +171,8 @@ pub enum Question {
     },
     /// A reply of the client's model: `params` are `sampling/createMessage`'s.
     Model { params: Map<String, Value> },
+    /// The client's roots (`roots/list`); the answer is a `ListRootsResult`.
+    Roots,
 }
 
 /// What a call needs before it can answer: its questions by key, and what the provider

@@ -37,6 +37,7 @@ impl Attempt {
         let Body::Gate {
             message,
             timeout_ms,
+            ask,
             ..
         } = &node.body
         else {
@@ -62,6 +63,10 @@ impl Attempt {
                     return;
                 }
             },
+            None if ask.as_deref() == Some("roots") => format!(
+                "`{}` asks for the client's roots: the folders it works in, as {{\"roots\": [{{\"uri\": \"file:///...\", \"name\": \"...\"}}]}}.",
+                node.name
+            ),
             None => format!("Answer the gate `{}`.", node.name),
         };
         let schema = self.shared.validators.shown_schema(&node.output);
@@ -102,7 +107,8 @@ impl Attempt {
             answer: None,
             answered_ms: 0,
             answered_by: None,
-            ask: None,
+            // A gate of the client's roots says so in its row, for whoever answers it.
+            ask: (ask.as_deref() == Some("roots")).then(|| crate::ClientAsk::Roots.row()),
         };
         self.buffer
             .push(Write::Gate(node.name.clone(), rec.clone()));
@@ -196,7 +202,7 @@ impl Attempt {
                     message: self.shared.scrubber.scrub(&g.message),
                     schema,
                     deadline_ms: g.deadline_ms,
-                    sample: crate::executor::sample_of(g),
+                    client: crate::ClientAsk::of(g),
                 }
             })
             .collect()

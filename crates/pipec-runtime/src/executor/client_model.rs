@@ -9,6 +9,7 @@
 use serde_json::{Value, json};
 
 use super::{TryContext, TryError, fatal};
+use crate::client_ask::ClientAsk;
 use crate::llm::{ClientModel, ModelReply, ModelRequest, Role, Usage};
 use pipec_diagnostic as codes;
 use pipec_store::{Event, GateRec, GateState, Write, ids};
@@ -16,14 +17,6 @@ use pipec_store::{Event, GateRec, GateState, Write, ids};
 /// The reply's size when neither the node nor the model bounds it (MCP sampling requires
 /// a bound).
 const DEFAULT_MAX_TOKENS: i64 = 4096;
-
-/// The key of a gate row's `ask` that holds a sampling request.
-const SAMPLE: &str = "sample";
-
-/// The sampling request a gate row waits on, if it is one.
-pub fn sample_of(rec: &GateRec) -> Option<Value> {
-    rec.ask.as_ref()?.get(SAMPLE).cloned()
-}
 
 /// What an answer must be: a sampling result whose content is text (one block, or a
 /// list of blocks).
@@ -169,7 +162,7 @@ pub(crate) async fn reply(
         answer: None,
         answered_ms: 0,
         answered_by: None,
-        ask: Some(json!({ SAMPLE: asked })),
+        ask: Some(ClientAsk::Model(asked).row()),
     };
     let mut writes = std::mem::take(cx.writes);
     writes.push(Write::Gate(gate.clone(), rec.clone()));

@@ -22,7 +22,6 @@ use serde_json::Value;
 
 use crate::context::AttemptContext;
 pub(crate) use crate::error::TryError;
-pub use client_model::sample_of;
 use pipec_diagnostic::Rule;
 use pipec_plan::{Body, Node, NodeKind, Plan};
 use pipec_store::{CallKind, CallRec, ResourceRef, Watcher, Write};

@@ -129,7 +129,7 @@ impl Runner {
                 .check(&row.schema, answer, Mode::Closed)
                 .map_err(|e| {
                     let help = match row.ask {
-                        Some(_) if crate::executor::sample_of(row).is_some() => r#"answer with the model's reply: {"content": {"type": "text", "text": "..."}}"#.to_string(),
+                        Some(_) if crate::ClientAsk::of(row).is_some() => r#"answer with the model's reply: {"content": {"type": "text", "text": "..."}}"#.to_string(),
                         Some(_) => format!(
                             "answer with the fields of the form the server sent, as JSON, or null to decline; `pipec show` has the form: {}",
                             serde_json::to_string(&row.schema).unwrap_or_default()
