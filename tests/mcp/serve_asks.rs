@@ -94,6 +94,26 @@ gate workspace() {
 output workspace = workspace
 "#;
 
+/// A served prompt with a required argument, and an enum one.
+const BRIEF: &str = r#"//! A brief's prompt.
+
+enum Tone {
+  kind
+  terse
+}
+
+serve {
+  /// Brief a reviewer.
+  prompt brief(
+    /// The topic of the brief
+    topic: string,
+    tone: Tone,
+  ) {
+    text = "Write a {{ tone }} brief on {{ topic }}."
+  }
+}
+"#;
+
 /// Two gates at once, one a form can hold and one (`json`) it cannot.
 const MIXED: &str = r#"//! A yes or no, which a form can ask, and settings, which it cannot.
 
@@ -120,6 +140,7 @@ fn project(tag: &str) -> Project {
     p.write("card.pipe", CARD);
     p.write("mixed.pipe", MIXED);
     p.write("roots.pipe", ROOTS);
+    p.write("brief.pipe", BRIEF);
     p
 }
 
@@ -1007,5 +1028,63 @@ fn a_gate_of_the_clients_roots_is_answered_by_roots_list_in_both_eras() {
         json!({ "workspace": { "roots": [{ "uri": "file:///elsewhere" }] } }),
         "{}",
         steps[1]
+    );
+}
+
+/// A prompt got without a required argument asks a client that answers forms for the
+/// missing ones, one form of text fields (a choice for an enum): on the request's stream
+/// (2025-11-25) or as an `input_required` result the SDK answers and sends again
+/// (2026-07-28); the accepted values render the prompt. A declined form, or a client
+/// without forms, gets the error that names the missing argument.
+#[test]
+fn a_prompt_asks_a_client_that_answers_forms_for_its_missing_arguments() {
+    let p = project("asks-prompt");
+    let steps = json!([
+        { "op": "prompt", "name": "brief", "arguments": { "topic": "caching" },
+          "answers": [accept(json!({ "tone": "terse" }))] },
+        { "op": "prompt", "name": "brief", "arguments": {},
+          "answers": [{ "action": "decline" }] },
+    ]);
+    let check = |steps: &[Value]| {
+        let asked = &steps[0];
+        assert_eq!(asked["requests"], json!(["elicitation/create"]), "{asked}");
+        assert_eq!(
+            asked["asked"][0]["message"], "The prompt `brief` needs: tone.",
+            "{asked}"
+        );
+        assert_eq!(
+            asked["asked"][0]["requestedSchema"]["properties"]["tone"],
+            json!({ "type": "string", "title": "tone", "enum": ["kind", "terse"] }),
+            "{asked}"
+        );
+        assert_eq!(
+            asked["messages"],
+            json!(["Write a terse brief on caching."]),
+            "{asked}"
+        );
+        let declined = &steps[1];
+        assert_eq!(
+            declined["asked"][0]["requestedSchema"]["required"],
+            json!(["topic", "tone"]),
+            "{declined}"
+        );
+        assert_eq!(declined["error"]["code"], -32602, "{declined}");
+    };
+    check(&Client::of(&p, Era::Legacy, true).drive(Via::Stdio(&["brief.pipe"]), &steps));
+    let (_server, url) = serve(&p.dir, &["brief.pipe"], &config_of(&p));
+    check(&Client::of(&p, Era::Modern, true).drive(Via::Http(&url), &steps));
+
+    let unable = Client::of(&p, Era::Legacy, false).drive(
+        Via::Stdio(&["brief.pipe"]),
+        &json!([{ "op": "prompt", "name": "brief", "arguments": { "topic": "x" } }]),
+    );
+    assert_eq!(unable[0]["requests"], json!([]), "{}", unable[0]);
+    assert_eq!(unable[0]["error"]["code"], -32602, "{}", unable[0]);
+    assert!(
+        unable[0]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("`tone`")),
+        "{}",
+        unable[0]
     );
 }

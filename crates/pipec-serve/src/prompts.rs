@@ -29,6 +29,7 @@ pub fn served(prompt: ServePrompt) -> (PromptSpec, PromptHandler, CompleteHandle
                 name: a.name.clone(),
                 description: a.description.clone(),
                 required: a.required,
+                values: a.values.clone(),
             })
             .collect(),
     };

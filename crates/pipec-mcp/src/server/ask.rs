@@ -21,7 +21,8 @@ use serde_json::{Map, Value, json};
 
 use super::handler::Served;
 use super::provider::{
-    Abilities, CallContext, CallFailure, Progress, Question, ToolAnswer, ToolReply,
+    Abilities, CallContext, CallFailure, Progress, PromptArgumentSpec, PromptSpec, Question,
+    ToolAnswer, ToolReply,
 };
 
 /// At most this many rounds of questions in one call of an era that asks on the call's
@@ -72,11 +73,123 @@ fn request_of(question: &Question) -> Value {
     }
 }
 
+/// The client's answer to `question`, asked on the request's own stream; one it did not
+/// give (an error, a request it does not know) is `{"action": "cancel"}`.
+async fn on_stream(
+    context: &RequestContext<RoleServer>,
+    question: &Question,
+) -> Result<Value, ErrorData> {
+    let Ok(request) = serde_json::from_value::<ServerRequest>(request_of(question)) else {
+        return Ok(json!({ "action": "cancel" }));
+    };
+    tokio::select! {
+        sent = context.peer.send_request(request) => Ok(sent
+            .ok()
+            .and_then(|r| serde_json::to_value(r).ok())
+            .unwrap_or_else(|| json!({ "action": "cancel" }))),
+        () = context.ct.cancelled() => Err(ErrorData::internal_error("the request was cancelled", None)),
+    }
+}
+
+/// The key of the form that asks a prompt's missing arguments.
+const ARGUMENTS: &str = "arguments";
+
+/// The form asking for the arguments `missing` of the prompt `name`: a text field each
+/// (a choice for one of a set), all required.
+fn arguments_form(name: &str, missing: &[&PromptArgumentSpec]) -> Question {
+    let mut properties = Map::new();
+    for a in missing {
+        let mut field = json!({ "type": "string", "title": a.name });
+        if let Some(d) = &a.description {
+            field["description"] = json!(d);
+        }
+        if !a.values.is_empty() {
+            field["enum"] = json!(a.values);
+        }
+        properties.insert(a.name.clone(), field);
+    }
+    let names: Vec<&str> = missing.iter().map(|a| a.name.as_str()).collect();
+    let schema = json!({ "type": "object", "properties": properties, "required": names });
+    Question::Form {
+        message: format!("The prompt `{name}` needs: {}.", names.join(", ")),
+        schema: schema.as_object().cloned().unwrap_or_default(),
+    }
+}
+
+/// The fields of an accepted form as arguments (text, as prompt arguments are).
+fn accepted_arguments(result: &Value) -> Option<BTreeMap<String, String>> {
+    if result.get("action").and_then(Value::as_str) != Some("accept") {
+        return None;
+    }
+    let content = result.get("content")?.as_object()?;
+    Some(
+        content
+            .iter()
+            .map(|(k, v)| {
+                let text = match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                (k.clone(), text)
+            })
+            .collect(),
+    )
+}
+
 fn refused(message: &str) -> ErrorData {
     ErrorData::invalid_params(message.to_string(), None)
 }
 
 impl Served {
+    /// The arguments of the prompt `spec` with those a client that answers forms gave
+    /// for the required ones it left out: asked on the request's stream (before
+    /// 2026-07-28), or taken from `responses` and else asked with an `input_required`
+    /// result, which needs no state (the client sends its arguments again). A client
+    /// that cannot answer, or declines, is asked nothing more: the prompt refuses the
+    /// arguments it lacks.
+    pub(super) async fn prompt_arguments(
+        &self,
+        spec: &PromptSpec,
+        arguments: &mut BTreeMap<String, String>,
+        context: &RequestContext<RoleServer>,
+        responses: Option<&BTreeMap<String, Value>>,
+    ) -> Result<Option<InputRequiredResult>, ErrorData> {
+        if let Some(given) = responses
+            .and_then(|r| r.get(ARGUMENTS))
+            .and_then(accepted_arguments)
+        {
+            for (k, v) in given {
+                arguments.entry(k).or_insert(v);
+            }
+        }
+        let missing: Vec<&PromptArgumentSpec> = spec
+            .arguments
+            .iter()
+            .filter(|a| a.required && !arguments.contains_key(&a.name))
+            .collect();
+        let can = abilities(&context.client_capabilities().unwrap_or_default());
+        if missing.is_empty() || !can.forms || responses.is_some() {
+            return Ok(None);
+        }
+        let question = arguments_form(&spec.name, &missing);
+        if context
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ROUNDS_ERA)
+        {
+            let request: InputRequest = serde_json::from_value(request_of(&question))
+                .map_err(|e| ErrorData::internal_error(format!("the arguments form: {e}"), None))?;
+            let mut requests = InputRequests::new();
+            requests.insert(ARGUMENTS.to_string(), request);
+            return Ok(Some(InputRequiredResult::new(Some(requests), None)));
+        }
+        if let Some(given) = accepted_arguments(&on_stream(context, &question).await?) {
+            for (k, v) in given {
+                arguments.entry(k).or_insert(v);
+            }
+        }
+        Ok(None)
+    }
+
     /// Calls the tool `name`, asking the client what the provider asks, in the client's
     /// era; `answers` and `sealed` are what a client of the 2026-07-28 era sent back.
     pub(super) async fn asked_call(
@@ -178,17 +291,7 @@ impl Served {
             // Ask on the call's stream, one question after another.
             let mut answers = BTreeMap::new();
             for (key, question) in &needed.questions {
-                let answer = match serde_json::from_value::<ServerRequest>(request_of(question)) {
-                    Ok(request) => tokio::select! {
-                        sent = context.peer.send_request(request) => sent
-                            .ok()
-                            .and_then(|r| serde_json::to_value(r).ok())
-                            .unwrap_or_else(|| json!({ "action": "cancel" })),
-                        () = context.ct.cancelled() => return Err(ErrorData::internal_error("the call was cancelled", None)),
-                    },
-                    Err(_) => json!({ "action": "cancel" }),
-                };
-                answers.insert(key.clone(), answer);
+                answers.insert(key.clone(), on_stream(context, question).await?);
             }
             call = CallContext {
                 progress: call.progress,

@@ -568,9 +568,9 @@ impl ServerHandler for Served {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let arguments: BTreeMap<String, String> = request
+        let mut arguments: BTreeMap<String, String> = request
             .arguments
             .unwrap_or_default()
             .into_iter()
@@ -583,6 +583,23 @@ impl ServerHandler for Served {
             })
             .collect();
         let data = Some(json!({ "prompt": request.name }));
+        let spec = self
+            .provider
+            .prompts()
+            .into_iter()
+            .find(|p| p.name == request.name);
+        if let Some(spec) = &spec
+            && let Some(asked) = self
+                .prompt_arguments(
+                    spec,
+                    &mut arguments,
+                    &context,
+                    request.input_responses.as_ref(),
+                )
+                .await?
+        {
+            return Ok(GetPromptResponse::InputRequired(asked));
+        }
         let messages = match self.provider.get_prompt(&request.name, arguments).await {
             Ok(messages) => messages,
             Err(PromptFailure::UnknownPrompt(name)) => {
@@ -596,11 +613,6 @@ impl ServerHandler for Served {
             }
             Err(PromptFailure::Failed(m)) => return Err(ErrorData::internal_error(m, data)),
         };
-        let spec = self
-            .provider
-            .prompts()
-            .into_iter()
-            .find(|p| p.name == request.name);
         let messages = messages.into_iter().map(prompt_message).collect();
         let mut result = GetPromptResult::new(messages);
         result.description = spec.and_then(|p| p.description);

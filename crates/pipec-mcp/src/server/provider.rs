@@ -234,6 +234,8 @@ pub struct PromptArgumentSpec {
     pub name: String,
     pub description: Option<String>,
     pub required: bool,
+    /// The values it may take, when it is one of a set (an enum).
+    pub values: Vec<String>,
 }
 
 /// A block of content: one message of a prompt, or one block of a tool's result.
