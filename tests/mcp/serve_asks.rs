@@ -41,6 +41,7 @@ input doc: string
 
 gate review(doc: string = input.doc) -> Review {
   message = "Review {{ doc }}"
+  suggest = { score: 5 }
 }
 
 node summary(doc: string = input.doc, r: Review = review) -> { doc: string, verdict: Verdict, note: string, score: int, approved: bool } {
@@ -394,7 +395,11 @@ fn record_gate_in_band(p: &Project, via: Via) {
         json!({ "type": "string", "description": "Why, in a few words" }),
         "{schema}"
     );
-    assert_eq!(schema["properties"]["score"]["type"], "integer", "{schema}");
+    assert_eq!(
+        schema["properties"]["score"],
+        json!({ "type": "integer", "default": 5 }),
+        "the suggested score fills the field in: {schema}"
+    );
     assert_eq!(first["isError"], false, "{first}");
     assert_eq!(first["links"], json!([]), "completed: no run link: {first}");
     assert_eq!(

@@ -380,6 +380,8 @@ pub enum Body {
         on_timeout: Option<serde_json::Value>,
         /// Who answers it when not a person: `"roots"`, the client's roots.
         ask: Option<String>,
+        /// The answer a person is offered, filled in (all or some of a record's fields).
+        suggest: Option<serde_json::Value>,
     },
     /// Reported missing or contradictory.
     Invalid,

@@ -333,11 +333,13 @@ impl Lower<'_> {
                 message,
                 on_timeout,
                 ask,
+                suggest,
             } => Body::Gate {
                 message: message.as_ref().map(template),
                 timeout_ms: n.gate_timeout_ms,
                 on_timeout: on_timeout.clone(),
                 ask: ask.clone(),
+                suggest: suggest.clone(),
             },
             hir::Body::Invalid => Body::Return {
                 value: Expr::Const { value: Value::Null },

@@ -646,6 +646,10 @@ pub enum Body {
         /// that runs the pipeline (MCP `roots/list`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         ask: Option<String>,
+        /// The answer a person is offered, filled in: all or some of a record's fields,
+        /// or the one value (a form's defaults).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        suggest: Option<Value>,
     },
 }
 

@@ -21,6 +21,30 @@ pub struct Form {
 }
 
 impl Form {
+    /// The form with `answer` (the gate's suggested answer, or part of it) as the
+    /// fields' defaults, which a client shows filled in (MCP's SEP-1034): a record's
+    /// values by field, a single value as its one field's.
+    pub fn suggest(mut self, answer: &Value) -> Form {
+        let Some(Value::Object(properties)) = self.schema.get_mut("properties") else {
+            return self;
+        };
+        let defaults: Vec<(String, Value)> = match (&self.wrapped, answer) {
+            (Some(field), value) => vec![(field.clone(), value.clone())],
+            (None, Value::Object(fields)) => {
+                fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+            }
+            (None, _) => Vec::new(),
+        };
+        for (key, value) in defaults {
+            if let Some(Value::Object(field)) = properties.get_mut(&key)
+                && !value.is_null()
+            {
+                field.insert("default".into(), value);
+            }
+        }
+        self
+    }
+
     /// The answer a form's content gives: the content itself, or its one field.
     pub fn answer(&self, content: Value) -> Value {
         match (&self.wrapped, content) {
@@ -262,6 +286,37 @@ mod tests {
         );
         assert_eq!(form.answer(json!({ "approve": true })), json!(true));
         assert_eq!(form.answer(json!({})), Value::Null);
+    }
+
+    #[test]
+    fn a_suggested_answer_fills_in_the_fields_defaults() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "name": { "type": "string" },
+                "age": { "type": "integer" },
+                "note": { "anyOf": [{ "type": "string" }, { "type": "null" }] }
+            },
+            "required": ["name", "age", "note"]
+        });
+        let form = form_of(&schema, "ask")
+            .expect("a form")
+            .suggest(&json!({ "name": "John Doe", "note": null, "other": 1 }));
+        assert_eq!(
+            form.schema.get("properties"),
+            Some(&json!({
+                "name": { "type": "string", "default": "John Doe" },
+                "age": { "type": "integer" },
+                "note": { "type": "string" }
+            }))
+        );
+        let one = form_of(&json!({ "type": "boolean" }), "approve")
+            .expect("a form")
+            .suggest(&json!(true));
+        assert_eq!(
+            one.schema.get("properties"),
+            Some(&json!({ "approve": { "type": "boolean", "default": true } }))
+        );
     }
 
     #[test]

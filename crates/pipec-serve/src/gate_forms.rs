@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use pipec_mcp::server::{Abilities, CallFailure, InputNeeded, Question};
+use pipec_plan::{Body, Plan};
 use pipec_runtime::{ClientAsk, PendingGate};
 use pipec_schema::form::{Form, form_of};
 
@@ -57,10 +58,12 @@ pub(crate) fn gate_form(gate: &str, schema: &Value) -> Option<Form> {
     form_of(schema, gate)
 }
 
-/// The questions for the gates `thread` waits at that the client `can` answer: its
-/// model's replies, and the gates a form can ask; `None` when there are none.
+/// The questions for the gates `thread` (of `plan`) waits at that the client `can`
+/// answer: its model's replies, its roots, and the gates a form can ask (filled in with
+/// what the gate suggests); `None` when there are none.
 pub(crate) fn questions(
     thread: &str,
+    plan: &Plan,
     gates: &[PendingGate],
     can: Abilities,
 ) -> Option<InputNeeded> {
@@ -86,9 +89,16 @@ pub(crate) fn questions(
             }
             None => {}
         }
-        let Some(form) = gate_form(&g.name, &g.schema).filter(|_| can.forms) else {
+        let Some(mut form) = gate_form(&g.name, &g.schema).filter(|_| can.forms) else {
             continue;
         };
+        if let Some(Body::Gate {
+            suggest: Some(answer),
+            ..
+        }) = plan.node(&g.name).map(|n| &n.body)
+        {
+            form = form.suggest(answer);
+        }
         let message = if g.message.trim().is_empty() {
             format!("The run {thread} waits for an answer at `{}`.", g.name)
         } else {
@@ -235,6 +245,16 @@ mod tests {
         }
     }
 
+    /// A plan whose gate `ok` suggests `true`.
+    fn plan() -> Plan {
+        let source = "gate ok() -> bool {\n  suggest = true\n}\n\noutput ok = ok\n";
+        let loader = pipec_base::source::MemoryLoader::new().with("p/ok.pipe", source);
+        match pipec_check::compile_with(&loader, std::path::Path::new("p/ok.pipe")) {
+            Ok(plan) => plan,
+            Err(e) => panic!("{}", e.render(Default::default())),
+        }
+    }
+
     const ALL: Abilities = Abilities {
         forms: true,
         model: true,
@@ -250,8 +270,14 @@ mod tests {
                 json!({ "type": "string", "contentEncoding": "base64" }),
             ),
         ];
-        let needed = questions("t1", &gates, ALL).expect("one question");
+        let needed = questions("t1", &plan(), &gates, ALL).expect("one question");
         assert_eq!(needed.questions.keys().collect::<Vec<_>>(), ["ok"]);
+        // The gate's suggestion is the form's default.
+        assert!(matches!(
+            needed.questions.get("ok"),
+            Some(Question::Form { schema, .. })
+                if schema["properties"]["ok"] == json!({ "type": "boolean", "default": true })
+        ));
         let back = Waiting::from_bytes(&needed.state).expect("its own state");
         assert_eq!(
             back,
@@ -260,10 +286,11 @@ mod tests {
                 asked: vec!["ok".into()]
             }
         );
-        assert_eq!(questions("t1", &gates[1..], ALL), None);
+        assert_eq!(questions("t1", &plan(), &gates[1..], ALL), None);
         assert_eq!(
             questions(
                 "t1",
+                &plan(),
                 &gates,
                 Abilities {
                     forms: false,
@@ -282,7 +309,7 @@ mod tests {
             model: true,
             ..Abilities::default()
         };
-        let needed = questions("t", std::slice::from_ref(&g), model_only).expect("asked");
+        let needed = questions("t", &plan(), std::slice::from_ref(&g), model_only).expect("asked");
         assert!(matches!(
             needed.questions.get("think:g0:i0:model1"),
             Some(Question::Model { .. })
@@ -290,6 +317,7 @@ mod tests {
         assert_eq!(
             questions(
                 "t",
+                &plan(),
                 &[g],
                 Abilities {
                     model: false,
@@ -312,13 +340,13 @@ mod tests {
     fn a_gate_of_the_clients_roots_is_asked_of_a_client_with_roots() {
         let mut g = gate("workspace", json!({}));
         g.client = Some(ClientAsk::Roots);
-        let needed = questions("t", std::slice::from_ref(&g), ALL).expect("asked");
+        let needed = questions("t", &plan(), std::slice::from_ref(&g), ALL).expect("asked");
         assert_eq!(needed.questions.get("workspace"), Some(&Question::Roots));
         let no_roots = Abilities {
             roots: false,
             ..ALL
         };
-        assert_eq!(questions("t", &[g], no_roots), None);
+        assert_eq!(questions("t", &plan(), &[g], no_roots), None);
     }
 
     #[test]

@@ -481,7 +481,7 @@ impl PipelineTools {
         context: &CallContext,
     ) -> Result<ToolAnswer, CallFailure> {
         if let Ok(Ok(Outcome::Paused { thread, gates })) = &done
-            && let Some(needed) = questions(thread, gates, context.abilities)
+            && let Some(needed) = questions(thread, plan, gates, context.abilities)
         {
             return Ok(ToolAnswer::Ask(needed));
         }

@@ -44,7 +44,15 @@ const ACT_SETTINGS: &[&str] = &[
     "approve",
     "call",
 ];
-const GATE_SETTINGS: &[&str] = &["message", "timeout", "on_timeout", "when", "after", "ask"];
+const GATE_SETTINGS: &[&str] = &[
+    "message",
+    "timeout",
+    "on_timeout",
+    "when",
+    "after",
+    "ask",
+    "suggest",
+];
 
 pub(crate) fn allowed_settings(kind: NodeKind) -> Vec<&'static str> {
     let own: &[&str] = match kind {
@@ -186,6 +194,7 @@ impl Checker<'_> {
                     },
                     None => None,
                 };
+                let suggest = self.gate_suggestion(file, &s, &output);
                 if s.has("on_timeout")
                     && !s.has("timeout")
                     && let Some(setting) = s.get("on_timeout")
@@ -206,6 +215,7 @@ impl Checker<'_> {
                     message,
                     on_timeout,
                     ask,
+                    suggest,
                 }
             }
         };
@@ -426,6 +436,49 @@ fn roots_ty() -> Ty {
 }
 
 impl Checker<'_> {
+    /// A gate's `suggest`: the answer a person is offered, filled in (a record's fields,
+    /// some or all, or the one value), as a literal that fits the gate's type.
+    fn gate_suggestion(
+        &mut self,
+        file: pipec_base::source::FileId,
+        s: &Settings<'_>,
+        output: &Ty,
+    ) -> Option<serde_json::Value> {
+        let e = s.expr("suggest")?;
+        let Some(value) = literal_json(e) else {
+            self.diags.push(
+                Diagnostic::new(
+                    &r::INVALID_LITERAL_TYPE,
+                    file,
+                    e.span,
+                    "`suggest` takes the answer to offer, as a literal",
+                )
+                .label("not a literal"),
+            );
+            return None;
+        };
+        // A record may be suggested in part: each field it gives must fit.
+        let partial = crate::ty::as_record(&self.hir, output).map(|record| {
+            let fields = record
+                .fields
+                .iter()
+                .map(|f| crate::ty::FieldTy {
+                    ty: f.ty.clone().optional(),
+                    ..f.clone()
+                })
+                .collect();
+            Ty::Record(std::sync::Arc::new(crate::ty::RecordTy { fields }))
+        });
+        self.check_literal_fits(
+            file,
+            e,
+            &value,
+            partial.as_ref().unwrap_or(output),
+            Target::Part,
+        );
+        Some(value).filter(|v| !v.is_null())
+    }
+
     /// A gate's `ask`: who answers it, when not a person. `"roots"` is the client's roots
     /// (MCP `roots/list`): the gate's type, `{ roots: { uri: string, name: string? }[] }`
     /// when it declares none, must hold every answer a client gives.
