@@ -493,6 +493,8 @@ pub struct Hir {
     pub serve: Vec<ServeEntryDef>,
     /// The served prompts, as the plan has them, with where each was declared.
     pub serve_prompts: Vec<(pipec_plan::ServePrompt, FileId, Span)>,
+    /// How the pipeline is served as a tool (the `tool` entry of its `serve` block).
+    pub serve_tool: Option<pipec_plan::ServeTool>,
     /// Declarations something refers to.
     pub used: HashSet<DeclRef>,
     /// A topological order of the nodes (empty when there is a cycle).

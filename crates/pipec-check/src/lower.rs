@@ -65,6 +65,7 @@ pub fn lower(hir: &Hir, name: &str) -> Plan {
         config: config.into_values().collect(),
         serve: hir.serve.iter().map(serve_entry).collect(),
         serve_prompts: hir.serve_prompts.iter().map(|(p, ..)| p.clone()).collect(),
+        serve_tool: hir.serve_tool.clone(),
     };
     for i in 0..plan.nodes.len() {
         plan.nodes[i].fingerprint = node_fingerprint(&plan, i);

@@ -281,6 +281,9 @@ impl Walker<'_> {
                     }
                     self.block(&p.body, Context::Decl);
                 }
+                for t in &s.tools {
+                    self.block(&t.body, Context::Decl);
+                }
             }
         }
     }

@@ -60,6 +60,10 @@ pub struct Plan {
     /// The prompts `pipec serve` offers (`prompt` entries of the `serve` block).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub serve_prompts: Vec<ServePrompt>,
+    /// How `pipec serve` offers the pipeline as a tool (the `tool` entry of the `serve`
+    /// block), when the file says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serve_tool: Option<ServeTool>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -704,6 +708,21 @@ pub struct ServePrompt {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub arguments: Vec<PromptArgument>,
     pub template: Template,
+}
+
+/// How `pipec serve` offers the pipeline as an MCP tool.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ServeTool {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The tool's description, in place of the file's `//!` comment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Inputs a client mirrors into an HTTP header, `Mcp-Param-{header}` (MCP's
+    /// `x-mcp-header`, SEP-2243), by input name; each a string, integer or boolean input.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
 }
 
 /// An argument of a served prompt.

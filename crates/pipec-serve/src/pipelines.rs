@@ -57,7 +57,17 @@ pub fn tool_spec(plan: &Plan) -> ToolSpec {
     let mut properties = Map::new();
     let mut required = Vec::new();
     for input in &plan.inputs {
-        properties.insert(input.name.clone(), input.schema.clone());
+        let mut property = input.schema.clone();
+        // An input a client mirrors into an `Mcp-Param-*` header (SEP-2243).
+        if let (Some(header), Value::Object(p)) = (
+            plan.serve_tool
+                .as_ref()
+                .and_then(|t| t.headers.get(&input.name)),
+            &mut property,
+        ) {
+            p.insert("x-mcp-header".into(), json!(header));
+        }
+        properties.insert(input.name.clone(), property);
         if !input.optional {
             required.push(Value::String(input.name.clone()));
         }
@@ -89,9 +99,10 @@ pub fn tool_spec(plan: &Plan) -> ToolSpec {
         .filter(|n| matches!(n.kind, NodeKind::Gate))
         .map(|n| n.name.as_str())
         .collect();
-    let mut description = plan
-        .doc
-        .clone()
+    let served = plan.serve_tool.clone().unwrap_or_default();
+    let mut description = served
+        .description
+        .or_else(|| plan.doc.clone())
         .unwrap_or_else(|| format!("Run the pipeline `{}`.", plan.name));
     if !gates.is_empty() {
         description.push_str(&format!(
@@ -109,7 +120,7 @@ pub fn tool_spec(plan: &Plan) -> ToolSpec {
     }
     ToolSpec {
         name: plan.name.clone(),
-        title: None,
+        title: served.title,
         description: Some(description),
         input_schema: schema,
         output_schema: Some(output_schema(plan)),

@@ -263,7 +263,20 @@ pub enum SettingValue {
 pub struct ServeDecl {
     pub entries: Vec<ServeEntry>,
     pub prompts: Vec<ServePrompt>,
+    /// `tool { settings }`: how the file's pipeline is served as a tool (one a file).
+    pub tools: Vec<ServeTool>,
     pub stray_docs: Vec<Doc>,
+}
+
+/// `tool { settings }` in a `serve` block: how the file's pipeline is served as an MCP
+/// tool.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServeTool {
+    pub doc: Option<Doc>,
+    /// The keyword `tool`.
+    pub keyword: Span,
+    pub body: Block,
+    pub span: Span,
 }
 
 /// `prompt name(params) { settings }` in a `serve` block: a prompt served over MCP.

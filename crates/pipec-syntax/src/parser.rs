@@ -813,6 +813,7 @@ impl Builder<'_> {
             Rule::serve_decl => {
                 let mut entries = Vec::new();
                 let mut prompts = Vec::new();
+                let mut tools = Vec::new();
                 let mut docs = Vec::new();
                 for p in inner {
                     match p.as_rule() {
@@ -833,6 +834,19 @@ impl Builder<'_> {
                                 doc,
                                 kind,
                                 uri,
+                                body,
+                                span,
+                            });
+                        }
+                        Rule::serve_tool => {
+                            let doc = self.take_doc(&mut docs);
+                            let span = self.tight_span(&p);
+                            let mut e = p.into_inner();
+                            let keyword = self.span(&e.next()?);
+                            let body = self.block(e.next()?);
+                            tools.push(ServeTool {
+                                doc,
+                                keyword,
                                 body,
                                 span,
                             });
@@ -860,6 +874,7 @@ impl Builder<'_> {
                 ItemKind::Serve(ServeDecl {
                     entries,
                     prompts,
+                    tools,
                     stray_docs,
                 })
             }

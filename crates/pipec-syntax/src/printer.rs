@@ -99,6 +99,7 @@ enum Entry<'a> {
     Variant(&'a Variant),
     Serve(&'a ServeEntry),
     Prompt(&'a ServePrompt),
+    Tool(&'a ServeTool),
     Param(&'a Param),
     Key(&'a RecordEntry),
     Elem(&'a Expr),
@@ -115,6 +116,7 @@ impl<'a> Entry<'a> {
             Entry::Variant(v) => v.span,
             Entry::Serve(s) => s.span,
             Entry::Prompt(p) => p.span,
+            Entry::Tool(t) => t.span,
             Entry::Param(p) => p.span,
             Entry::Key(r) => r.span,
             Entry::Elem(e) => e.span,
@@ -130,6 +132,7 @@ impl<'a> Entry<'a> {
             Entry::Variant(v) => v.doc.as_ref(),
             Entry::Serve(s) => s.doc.as_ref(),
             Entry::Prompt(p) => p.doc.as_ref(),
+            Entry::Tool(t) => t.doc.as_ref(),
             Entry::Param(p) => p.doc.as_ref(),
             _ => None,
         }
@@ -562,6 +565,12 @@ impl<'a> Printer<'a> {
             Entry::Prompt(p) => {
                 self.header("prompt", &p.name, &p.params, None, None, Some(&p.body))
             }
+            Entry::Tool(t) => {
+                self.push("tool");
+                self.inline_before(t.body.span.start);
+                self.push(" ");
+                self.block(&t.body);
+            }
             Entry::Param(p) => self.param(p, reserve),
             Entry::Key(r) => {
                 self.record_key(r);
@@ -843,6 +852,7 @@ impl<'a> Printer<'a> {
                 self.push(" ");
                 let mut entries: Vec<Entry<'_>> = s.entries.iter().map(Entry::Serve).collect();
                 entries.extend(s.prompts.iter().map(Entry::Prompt));
+                entries.extend(s.tools.iter().map(Entry::Tool));
                 entries.extend(s.stray_docs.iter().map(Entry::Stray));
                 self.list(List {
                     open: '{',

@@ -186,6 +186,12 @@ impl Shift {
                     self.block(&mut e.body);
                     self.span(&mut e.span);
                 }
+                for e in &mut s.tools {
+                    self.docs(&mut e.doc);
+                    self.span(&mut e.keyword);
+                    self.block(&mut e.body);
+                    self.span(&mut e.span);
+                }
                 for d in &mut s.stray_docs {
                     self.doc(d);
                 }

@@ -11,6 +11,7 @@ mod models;
 mod readers;
 mod serve;
 mod serve_prompts;
+mod serve_tool;
 mod servers;
 mod tools;
 

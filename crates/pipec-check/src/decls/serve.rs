@@ -1,5 +1,6 @@
 //! The `serve` block: the resources and templates a project serves, their contents and
-//! metadata, and the served URIs that overlap (P0815). Its prompts: `serve_prompts.rs`.
+//! metadata, and the served URIs that overlap (P0815). Its prompts: `serve_prompts.rs`;
+//! the pipeline as a tool: `serve_tool.rs`.
 
 use super::join_rel;
 use crate::Checker;
@@ -48,6 +49,7 @@ impl Checker<'_> {
             for prompt in &serve.prompts {
                 self.check_serve_prompt(root, prompt);
             }
+            self.check_serve_tools(root, &serve.tools);
             self.check_serve_overlaps(file, &serve.entries);
         }
     }

@@ -254,6 +254,10 @@ fn collect_elements(item: &ast::Item, out: &mut Vec<Span>) {
                 out.extend(p.params.params.iter().map(|p| p.span));
                 block(&p.body, out);
             }
+            for t in &s.tools {
+                out.push(t.span);
+                block(&t.body, out);
+            }
         }
         _ => {}
     }

@@ -551,6 +551,17 @@ impl ServerHandler for Served {
         ))
     }
 
+    /// A tool by name: rmcp's HTTP transport holds a `tools/call` against its input
+    /// schema's `x-mcp-header` properties, refusing (-32020) a call whose
+    /// `Mcp-Param-*` headers are missing, malformed or differ from the arguments.
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.provider
+            .tools()
+            .iter()
+            .find(|t| t.name == name)
+            .map(tool)
+    }
+
     async fn list_prompts(
         &self,
         request: Option<PaginatedRequestParams>,

@@ -108,6 +108,9 @@ fn collect<'a>(file: &'a SyntaxFile, out: &mut Vec<(Span, &'a str)>) {
                 for e in &s.entries {
                     block(&e.body, out);
                 }
+                for t in &s.tools {
+                    block(&t.body, out);
+                }
                 for p in &s.prompts {
                     out.extend(
                         p.params
