@@ -185,11 +185,7 @@ pub(super) fn run(args: Args) -> u8 {
                 return EXIT_USAGE;
             }
         };
-        let tools = PipelineTools {
-            store,
-            pipelines,
-            wait: std::time::Duration::from_secs(args.wait),
-        };
+        let tools = PipelineTools::new(store, pipelines, std::time::Duration::from_secs(args.wait));
         if let Err(e) = runtime.block_on(async { tools.install(&registry) }) {
             super::err(&format!("error: {e}"));
             return EXIT_USAGE;

@@ -304,6 +304,13 @@ impl Project {
         output(self.cmd(args))
     }
 
+    /// [`Project::run`] with these variables set besides.
+    pub fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut c = self.cmd(args);
+        c.envs(env.iter().copied());
+        output(c)
+    }
+
     /// [`Project::run`] with pipec's clock `later` ahead (the test clock,
     /// `PIPEC_CLOCK_OFFSET_MS`): a gate's deadline passes without the test sleeping.
     pub fn run_later(&self, later: std::time::Duration, args: &[&str]) -> Output {

@@ -135,3 +135,42 @@ pub fn initialize(url: &str, token: &str) -> String {
         .unwrap_or_else(|| panic!("no session id: {head}"))
         .to_string()
 }
+
+/// One request of the 2026-07-28 era, as raw JSON-RPC over HTTP with `token`: `params`
+/// with `_meta` (the era, a client name, `capabilities`), the `Mcp-Method` header and
+/// `Mcp-Name` when given, and `extra` headers. The status and the JSON-RPC answer.
+pub fn call_2026(
+    url: &str,
+    token: &str,
+    method: &str,
+    name: Option<&str>,
+    params: serde_json::Value,
+    capabilities: serde_json::Value,
+    extra: &[(&str, &str)],
+) -> (u16, serde_json::Value) {
+    let mut params = params;
+    params["_meta"] = serde_json::json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" },
+        "io.modelcontextprotocol/clientCapabilities": capabilities
+    });
+    let body = serde_json::json!({ "jsonrpc": "2.0", "id": 7, "method": method, "params": params })
+        .to_string();
+    let auth = format!("Bearer {token}");
+    let mut headers = vec![
+        ("authorization", auth.as_str()),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", method),
+    ];
+    if let Some(name) = name {
+        headers.push(("mcp-name", name));
+    }
+    headers.extend_from_slice(extra);
+    let (status, text) = request(url, "POST", &headers, &body);
+    let answer = text
+        .lines()
+        .map(|l| l.strip_prefix("data:").unwrap_or(l).trim())
+        .find(|l| l.starts_with('{') && l.contains("\"id\":7"))
+        .unwrap_or_else(|| panic!("no answer: {text}"));
+    (status, serde_json::from_str(answer).expect("JSON"))
+}

@@ -7,7 +7,7 @@
 
 use crate::common;
 
-use common::serve_http::{request, serve_http};
+use common::serve_http::{call_2026, serve_http};
 use common::{Project, code, stderr, stdout};
 use serde_json::{Value, json};
 
@@ -32,7 +32,7 @@ serve {
 }
 "#;
 
-/// One 2026-07-28 request, its status and JSON-RPC answer.
+/// One 2026-07-28 request with the test's token and no capabilities.
 fn call(
     url: &str,
     method: &str,
@@ -40,30 +40,7 @@ fn call(
     params: Value,
     extra: &[(&str, &str)],
 ) -> (u16, Value) {
-    let mut params = params;
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" },
-        "io.modelcontextprotocol/clientCapabilities": {}
-    });
-    let body = json!({ "jsonrpc": "2.0", "id": 7, "method": method, "params": params }).to_string();
-    let auth = format!("Bearer {TOKEN}");
-    let mut headers = vec![
-        ("authorization", auth.as_str()),
-        ("mcp-protocol-version", "2026-07-28"),
-        ("mcp-method", method),
-    ];
-    if let Some(name) = name {
-        headers.push(("mcp-name", name));
-    }
-    headers.extend_from_slice(extra);
-    let (status, text) = request(url, "POST", &headers, &body);
-    let json_part = text
-        .lines()
-        .map(|l| l.strip_prefix("data:").unwrap_or(l).trim())
-        .find(|l| l.starts_with('{') && l.contains("\"id\":7"))
-        .unwrap_or_else(|| panic!("no answer: {text}"));
-    (status, serde_json::from_str(json_part).expect("JSON"))
+    call_2026(url, TOKEN, method, name, params, json!({}), extra)
 }
 
 #[test]
@@ -163,12 +140,10 @@ fn pipecs_own_client_sends_the_headers_a_served_tool_asks_for() {
     p.write("caller.pipe", CALLER);
     let (_server, url) = serve_http(&p.dir, &["echo.pipe"], TOKEN);
     let auth = format!("Bearer {TOKEN}");
-    let mut cmd = p.cmd(&["run", "caller.pipe", "--input", "tenant=acme"]);
-    cmd.env("ECHO_URL", &url).env("ECHO_AUTH", &auth);
-    let out = cmd
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("pipec runs");
+    let out = p.run_env(
+        &["run", "caller.pipe", "--input", "tenant=acme"],
+        &[("ECHO_URL", &url), ("ECHO_AUTH", &auth)],
+    );
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
     assert_eq!(
         common::json(&stdout(&out))["answer"],

@@ -723,6 +723,11 @@ pub struct ServeTool {
     /// `x-mcp-header`, SEP-2243), by input name; each a string, integer or boolean input.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
+    /// Whether a call runs as an MCP task for a client that declared the tasks
+    /// extension: `"optional"` (when the run outlives a moment; the default),
+    /// `"required"` (always; other clients are refused) or `"forbidden"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
 }
 
 /// An argument of a served prompt.

@@ -25,6 +25,7 @@ pub mod mime_type;
 pub mod pipelines;
 pub mod prompts;
 pub mod registry;
+mod run_tasks;
 pub mod spec;
 // Opening beneath a folder needs `openat`/`openat2` and reading folders by descriptor;
 // each block says why it is sound.

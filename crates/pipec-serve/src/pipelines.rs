@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 
 use pipec_mcp::server::{
     Abilities, Block, Body, CallContext, CallFailure, LinkOut, ListedTemplate, Progress,
-    ProgressUpdate, ReadContent, ReadFailure, ToolAnswer, ToolReply, ToolSpec,
+    ProgressUpdate, ReadContent, ReadFailure, TaskSupport, ToolAnswer, ToolReply, ToolSpec,
 };
 use pipec_plan::{NodeKind, Plan};
 use pipec_runtime::{Outcome, RunOptions, Runner};
@@ -24,6 +24,7 @@ use pipec_store::{GateState, Store};
 use super::gate_forms::{Said, Waiting, gate_form, questions, rooted, said, sampled};
 use super::matcher::Template;
 use super::registry::{ReadHandler, Registry, ToolHandler, template_matcher};
+use super::run_tasks::task_support;
 
 /// The URI template of a run.
 pub const RUN_TEMPLATE: &str = "pipec://runs/{thread}";
@@ -37,6 +38,10 @@ pub const RESUME_TOOL: &str = "resume_run";
 /// How long a call waits for its run before answering with the run's link.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 
+/// How long the call of a client that follows tasks waits for its run before it answers
+/// the run's task: a run that ends (or asks its client) within it answers in the call.
+pub const TASK_GRACE: Duration = Duration::from_millis(250);
+
 /// A pipeline to serve, with where it runs from.
 #[derive(Clone)]
 pub struct ServedPipeline {
@@ -45,6 +50,16 @@ pub struct ServedPipeline {
     pub root: PathBuf,
     /// The `.pipe` source it came from, recorded with each thread.
     pub source: String,
+}
+
+/// The link a call answers for its run.
+pub(crate) fn run_link(thread: &str) -> LinkOut {
+    LinkOut {
+        uri: run_uri(thread),
+        name: format!("run {thread}"),
+        description: Some("the run: status, outputs, pending gates".into()),
+        mime_type: Some("application/json".into()),
+    }
 }
 
 fn run_uri(thread: &str) -> String {
@@ -134,6 +149,7 @@ pub fn tool_spec(plan: &Plan) -> ToolSpec {
             model: client_model,
             ..Abilities::default()
         },
+        task: task_support(plan),
     }
 }
 
@@ -216,20 +232,71 @@ fn resume_spec() -> ToolSpec {
         idempotent: Some(false),
         open_world: Some(true),
         needs: Abilities::default(),
+        // It answers as the first call did; the run's own task is followed with tasks/get.
+        task: TaskSupport::Forbidden,
     }
 }
 
 /// What `pipec serve` needs to run pipelines.
 pub struct PipelineTools {
-    pub store: Arc<dyn Store>,
-    pub pipelines: Vec<ServedPipeline>,
-    pub wait: Duration,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) pipelines: Vec<ServedPipeline>,
+    pub(crate) wait: Duration,
+    /// Why a run of this server could not go on, by thread, for the errors a thread does
+    /// not record (its task has failed).
+    pub(crate) failures: Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
+    /// The registry the tools are in (for the runs' updates), once installed.
+    registry: std::sync::OnceLock<Weak<Registry>>,
 }
 
+/// A run in the background, its end kept.
+type RunHandle = tokio::task::JoinHandle<Result<Outcome, pipec_runtime::RuntimeError>>;
+
 impl PipelineTools {
+    /// `pipelines` served from `store`; a call waits up to `wait` for its run.
+    pub fn new(store: Arc<dyn Store>, pipelines: Vec<ServedPipeline>, wait: Duration) -> Self {
+        PipelineTools {
+            store,
+            pipelines,
+            wait,
+            failures: Arc::default(),
+            registry: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The registry the tools were installed in.
+    pub(crate) fn registry(&self) -> Weak<Registry> {
+        self.registry.get().cloned().unwrap_or_default()
+    }
+
+    /// Runs `run` for `thread` in the background; an error it ends with is kept as the
+    /// thread's failure.
+    pub(crate) fn spawn_run(
+        &self,
+        thread: &str,
+        run: impl Future<Output = Result<Outcome, pipec_runtime::RuntimeError>> + Send + 'static,
+    ) -> RunHandle {
+        let (failures, thread) = (self.failures.clone(), thread.to_string());
+        tokio::spawn(async move {
+            let ended = run.await;
+            let mut failures = failures.lock().unwrap_or_else(|p| p.into_inner());
+            match &ended {
+                Err(e) => {
+                    failures.insert(thread, format!("error[{}]: {}", e.code, e.message));
+                }
+                Ok(_) => {
+                    failures.remove(&thread);
+                }
+            }
+            ended
+        })
+    }
+
     /// Adds the pipelines' tools, `resume_run` and the run resource to `registry`.
     pub fn install(self, registry: &Arc<Registry>) -> Result<(), String> {
+        let _ = self.registry.set(Arc::downgrade(registry));
         let shared = Arc::new(self);
+        registry.set_tasks(shared.clone());
         for p in &shared.pipelines {
             let spec = tool_spec(&p.plan);
             let (shared2, pipeline, weak) = (shared.clone(), p.clone(), Arc::downgrade(registry));
@@ -277,7 +344,7 @@ impl PipelineTools {
     /// A runner of `pipeline` whose events update the run's subscribers and, for a call
     /// that asked to hear, report each node that ended as progress (of `total` nodes, when
     /// the run starts from the beginning).
-    fn runner(
+    pub(crate) fn runner(
         &self,
         pipeline: &ServedPipeline,
         registry: Weak<Registry>,
@@ -334,7 +401,10 @@ impl PipelineTools {
             ..RunOptions::default()
         };
         let inputs = Value::Object(arguments);
-        let run = tokio::spawn(async move { runner.start_with(inputs, options).await });
+        let run = self.spawn_run(
+            &thread,
+            async move { runner.start_with(inputs, options).await },
+        );
         self.answer(thread, run, &pipeline.plan, &context).await
     }
 
@@ -369,40 +439,15 @@ impl PipelineTools {
             let Some(result) = context.answers.get(gate) else {
                 continue;
             };
-            match pipec_runtime::ClientAsk::of(row) {
-                // A request the client did not answer on the call's stream (2025-11-25)
-                // leaves its gate waiting, as a declined form does.
-                Some(_) if result.get("action").is_some() => {
-                    context.abilities = Abilities::default();
-                    continue;
-                }
-                Some(pipec_runtime::ClientAsk::Model(_)) => {
-                    answers.push((gate.clone(), sampled(gate, result)?));
-                    continue;
-                }
-                Some(pipec_runtime::ClientAsk::Roots) => {
-                    if let Some(roots) = rooted(gate, result, &row.schema)? {
-                        answers.push((gate.clone(), roots));
-                    }
-                    continue;
-                }
-                None => {}
-            }
-            match said(gate, result)? {
-                Said::Accepted(content) => {
-                    let form = gate_form(gate, &row.schema).ok_or_else(|| {
-                        CallFailure::InvalidArguments(format!(
-                            "the gate `{gate}` is not answered with a form"
-                        ))
-                    })?;
-                    answers.push((gate.clone(), form.answer(content)));
-                }
-                Said::Refused => context.abilities = Abilities::default(),
+            match answer_of(gate, row, result)? {
+                Some(answer) => answers.push((gate.clone(), answer)),
+                // Declined: the client is asked nothing more in this call.
+                None => context.abilities = Abilities::default(),
             }
         }
         let runner = self.runner(&served.clone(), registry, context.progress.clone(), None);
         let t = thread.clone();
-        let run = tokio::spawn(async move { runner.resume(&t, answers).await });
+        let run = self.spawn_run(&thread, async move { runner.resume(&t, answers).await });
         let plan = served.plan.clone();
         self.answer(thread, run, &plan, &context).await
     }
@@ -426,7 +471,9 @@ impl PipelineTools {
         let pipeline = pipeline.clone();
         let runner = self.runner(&pipeline, registry, context.progress.clone(), None);
         let t = thread.clone();
-        let run = tokio::spawn(async move { runner.resume(&t, vec![(gate, answer)]).await });
+        let run = self.spawn_run(&thread, async move {
+            runner.resume(&t, vec![(gate, answer)]).await
+        });
         // Gates further on are answered with resume_run too: a state of this tool's
         // would not be this pipeline's.
         let context = CallContext {
@@ -441,27 +488,47 @@ impl PipelineTools {
     async fn answer(
         &self,
         thread: String,
-        run: tokio::task::JoinHandle<Result<Outcome, pipec_runtime::RuntimeError>>,
+        run: RunHandle,
         plan: &Plan,
         context: &CallContext,
     ) -> Result<ToolAnswer, CallFailure> {
-        let link = LinkOut {
-            uri: run_uri(&thread),
-            name: format!("run {thread}"),
-            description: Some("the run: status, outputs, pending gates".into()),
-            mime_type: Some("application/json".into()),
+        // A client that follows tasks gets one for a run that outlives a moment (or for
+        // every run of a pipeline that requires it), instead of the run's link.
+        let task = if context.tasks {
+            task_support(plan)
+        } else {
+            TaskSupport::Forbidden
         };
+        let link = run_link(&thread);
         let mut run = run;
-        let waited = tokio::time::sleep(self.wait);
+        let wait = match task {
+            TaskSupport::Forbidden => self.wait,
+            TaskSupport::Optional | TaskSupport::Required => TASK_GRACE,
+        };
+        let waited = tokio::time::sleep(wait);
         tokio::pin!(waited);
         tokio::select! {
-            done = &mut run => return self.ended(&thread, done, &link, plan, context).await,
+            done = &mut run => {
+                let answer = self.ended(&thread, done, &link, plan, context).await?;
+                // A run that requires a task is one even when it ended at once (a call
+                // that asks its client still asks, in the call).
+                if task == TaskSupport::Required
+                    && matches!(answer, ToolAnswer::Reply(_))
+                    && self.store.load(&thread).await.is_ok()
+                {
+                    return self.as_task(&thread, context.abilities).await;
+                }
+                return Ok(answer);
+            }
             () = &mut waited => {}
         }
-        // Still running: answer its link once the thread is in the store, so the link
-        // reads at once.
+        // Still running: answer its link (or its task) once the thread is in the store,
+        // so the link reads at once.
         loop {
             if self.store.load(&thread).await.is_ok() {
+                if task != TaskSupport::Forbidden {
+                    return self.as_task(&thread, context.abilities).await;
+                }
                 return Ok(ToolAnswer::Reply(ToolReply {
                     structured: Some(json!({ "thread": thread, "status": "running" })),
                     text: Some(format!(
@@ -478,6 +545,14 @@ impl PipelineTools {
                 () = tokio::time::sleep(Duration::from_millis(10)) => {}
             }
         }
+    }
+
+    /// The run `thread` as the task a call answers.
+    async fn as_task(&self, thread: &str, can: Abilities) -> Result<ToolAnswer, CallFailure> {
+        self.task_view(thread, can)
+            .await
+            .map(ToolAnswer::Task)
+            .map_err(|e| CallFailure::Failed(format!("the run {thread} is no task: {e:?}")))
     }
 
     /// The answer of a run that ended: the gates it waits at asked of the client (where
@@ -511,6 +586,33 @@ impl PipelineTools {
             }));
         }
         finished(thread, done, link.clone(), plan).map(ToolAnswer::Reply)
+    }
+}
+
+/// A client's answer to the question of the gate `gate` (its row `row`) as the gate's
+/// answer: a form's content, a sampling result, roots; `None` when it gave none (a
+/// declined or cancelled form, a request it did not answer).
+pub(crate) fn answer_of(
+    gate: &str,
+    row: &pipec_store::GateRec,
+    result: &Value,
+) -> Result<Option<Value>, CallFailure> {
+    match pipec_runtime::ClientAsk::of(row) {
+        // A request the client did not answer on the call's stream (2025-11-25).
+        Some(_) if result.get("action").is_some() => Ok(None),
+        Some(pipec_runtime::ClientAsk::Model(_)) => sampled(gate, result).map(Some),
+        Some(pipec_runtime::ClientAsk::Roots) => rooted(gate, result, &row.schema),
+        None => match said(gate, result)? {
+            Said::Accepted(content) => {
+                let form = gate_form(gate, &row.schema).ok_or_else(|| {
+                    CallFailure::InvalidArguments(format!(
+                        "the gate `{gate}` is not answered with a form"
+                    ))
+                })?;
+                Ok(Some(form.answer(content)))
+            }
+            Said::Refused => Ok(None),
+        },
     }
 }
 
@@ -567,7 +669,7 @@ fn finished(
     }
 }
 
-fn reply(outcome: Outcome, link: LinkOut, plan: &Plan) -> ToolReply {
+pub(crate) fn reply(outcome: Outcome, link: LinkOut, plan: &Plan) -> ToolReply {
     match outcome {
         Outcome::Completed {
             outputs, thread, ..
@@ -709,7 +811,7 @@ impl PipelineTools {
     /// has no such thread, or has it of a pipeline not served here (the store may be
     /// shared with `pipec run` and other servers, whose runs are not this server's to
     /// show or continue).
-    async fn served_run(
+    pub(crate) async fn served_run(
         &self,
         thread: &str,
     ) -> Option<(pipec_store::ThreadState, &ServedPipeline)> {

@@ -14,9 +14,9 @@ use std::sync::{Arc, RwLock};
 
 use pipec_base::uri::normal_form;
 use pipec_mcp::server::{
-    Block, Body, CallContext, CallFailure, ListedResource, ListedTemplate, PromptFailure,
-    PromptMessageOut, PromptSpec, Provider, ProviderFuture, ReadContent, ReadFailure,
-    ServerIdentity, ToolAnswer, ToolSpec, Updates,
+    Abilities, Block, Body, CallContext, CallFailure, ListedResource, ListedTemplate,
+    PromptFailure, PromptMessageOut, PromptSpec, Provider, ProviderFuture, ReadContent,
+    ReadFailure, ServerIdentity, TaskFailure, TaskView, ToolAnswer, ToolSpec, Updates,
 };
 
 /// What a content handler is asked for: the URI as the client wrote it and, for a
@@ -137,6 +137,26 @@ pub struct Registry {
     updates: Updates,
     /// What the state of a call that asks its client is sealed with.
     state_key: Option<Vec<u8>>,
+    /// The tasks the tools' calls became, when tools run as tasks.
+    tasks: RwLock<Option<Arc<dyn Tasks>>>,
+}
+
+/// Where the tasks that tool calls became are kept (the runs of served pipelines).
+pub trait Tasks: Send + Sync {
+    /// The task `id` as it stands; its questions those a client that `can` is asked.
+    fn task<'a>(
+        &'a self,
+        id: &'a str,
+        can: Abilities,
+    ) -> ProviderFuture<'a, Result<TaskView, TaskFailure>>;
+    /// The client's answers to the task's questions, keyed as asked.
+    fn update<'a>(
+        &'a self,
+        id: &'a str,
+        answers: BTreeMap<String, serde_json::Value>,
+    ) -> ProviderFuture<'a, Result<(), TaskFailure>>;
+    /// Cancels the task; one that ended is left as it is.
+    fn cancel<'a>(&'a self, id: &'a str) -> ProviderFuture<'a, Result<(), TaskFailure>>;
 }
 
 impl Registry {
@@ -147,7 +167,17 @@ impl Registry {
             generation: AtomicU64::new(0),
             updates: Updates::new(),
             state_key: None,
+            tasks: RwLock::new(None),
         }
+    }
+
+    /// Where the tasks of the tools' calls are kept.
+    pub fn set_tasks(&self, tasks: Arc<dyn Tasks>) {
+        *self.tasks.write().unwrap_or_else(|p| p.into_inner()) = Some(tasks);
+    }
+
+    fn tasks(&self) -> Option<Arc<dyn Tasks>> {
+        self.tasks.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// The key that seals the state of calls that ask their client in the 2026-07-28
@@ -463,6 +493,41 @@ impl Provider for Registry {
 
     fn state_key(&self) -> Option<Vec<u8>> {
         self.state_key.clone()
+    }
+
+    fn task<'a>(
+        &'a self,
+        id: &'a str,
+        can: Abilities,
+    ) -> ProviderFuture<'a, Result<TaskView, TaskFailure>> {
+        Box::pin(async move {
+            match self.tasks() {
+                Some(tasks) => tasks.task(id, can).await,
+                None => Err(TaskFailure::Unknown(id.to_string())),
+            }
+        })
+    }
+
+    fn update_task<'a>(
+        &'a self,
+        id: &'a str,
+        answers: BTreeMap<String, serde_json::Value>,
+    ) -> ProviderFuture<'a, Result<(), TaskFailure>> {
+        Box::pin(async move {
+            match self.tasks() {
+                Some(tasks) => tasks.update(id, answers).await,
+                None => Err(TaskFailure::Unknown(id.to_string())),
+            }
+        })
+    }
+
+    fn cancel_task<'a>(&'a self, id: &'a str) -> ProviderFuture<'a, Result<(), TaskFailure>> {
+        Box::pin(async move {
+            match self.tasks() {
+                Some(tasks) => tasks.cancel(id).await,
+                None => Err(TaskFailure::Unknown(id.to_string())),
+            }
+        })
     }
 
     fn updates(&self) -> &Updates {

@@ -1,6 +1,6 @@
 //! The `tool` entry of a `serve` block: how `pipec serve` offers the file's pipeline as
-//! an MCP tool (its title, its description, and the inputs a client mirrors into
-//! `Mcp-Param-*` HTTP headers, MCP's `x-mcp-header`).
+//! an MCP tool (its title, its description, the inputs a client mirrors into
+//! `Mcp-Param-*` HTTP headers, MCP's `x-mcp-header`, and whether calls run as tasks).
 
 use std::collections::BTreeMap;
 
@@ -45,7 +45,7 @@ impl Checker<'_> {
         let s = self.settings(
             file,
             &first.body,
-            &["title", "description", "headers"],
+            &["title", "description", "headers", "task"],
             "the `tool` entry",
         );
         let title = self.string_setting(&s, "title").map(|x| x.0);
@@ -66,10 +66,28 @@ impl Checker<'_> {
             }
             None => BTreeMap::new(),
         };
+        let task = match self.string_setting(&s, "task") {
+            Some((t, _)) if ["optional", "required", "forbidden"].contains(&t.as_str()) => Some(t),
+            Some((t, span)) => {
+                self.diags.push(
+                    Diagnostic::new(
+                        &r::INVALID_LITERAL_TYPE,
+                        file,
+                        span,
+                        format!("`task` is \"optional\", \"required\" or \"forbidden\", not \"{t}\""),
+                    )
+                    .label("not a task support")
+                    .help("\"optional\": a call becomes a task when the run outlives a moment; \"required\": always; \"forbidden\": never"),
+                );
+                None
+            }
+            None => None,
+        };
         self.hir.serve_tool = Some(ServeTool {
             title,
             description,
             headers,
+            task,
         });
     }
 

@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json};
 use super::handler::Served;
 use super::provider::{
     Abilities, CallContext, CallFailure, Progress, PromptArgumentSpec, PromptSpec, Question,
-    ToolAnswer, ToolReply,
+    TaskSupport, TaskView, ToolAnswer, ToolReply,
 };
 
 /// At most this many rounds of questions in one call of an era that asks on the call's
@@ -37,10 +37,12 @@ const ROUNDS_ERA: &str = "2026-07-28";
 pub(super) enum Asked {
     Done(Result<ToolReply, CallFailure>),
     Rounds(InputRequiredResult),
+    /// The call goes on as a task.
+    Task(TaskView),
 }
 
 /// What a client that declared `capabilities` can be asked.
-fn abilities(capabilities: &ClientCapabilities) -> Abilities {
+pub(super) fn abilities(capabilities: &ClientCapabilities) -> Abilities {
     Abilities {
         // `elicitation: {}` is forms (the revisions before URL elicitation had no modes).
         forms: capabilities
@@ -59,7 +61,7 @@ fn bound_to(tool: &str) -> Vec<u8> {
 }
 
 /// The request a question is, as MCP spells it.
-fn request_of(question: &Question) -> Value {
+pub(super) fn request_of(question: &Question) -> Value {
     match question {
         Question::Form { message, schema } => json!({
             "method": "elicitation/create",
@@ -210,13 +212,14 @@ impl Served {
             .and_then(|key| RequestStateCodec::try_new(key).ok());
         let declared = context.client_capabilities().unwrap_or_default();
         let mut can = abilities(&declared);
-        let needs = self
-            .provider
-            .tools()
-            .into_iter()
-            .find(|t| t.name == name)
-            .map(|t| t.needs)
-            .unwrap_or_default();
+        let spec = self.provider.tools().into_iter().find(|t| t.name == name);
+        let needs = spec.as_ref().map(|t| t.needs).unwrap_or_default();
+        let tasks = declared.supports_tasks();
+        if spec.is_some_and(|t| t.task == TaskSupport::Required) && !tasks {
+            return Err(ErrorData::missing_required_client_capability(
+                ClientCapabilities::builder().enable_tasks().build(),
+            ));
+        }
         if needs.model && !can.model {
             #[allow(deprecated)] // SEP-2577 deprecates sampling; both eras pipec serves have it
             return Err(ErrorData::missing_required_client_capability(
@@ -250,6 +253,7 @@ impl Served {
             abilities: can,
             answers: answers.unwrap_or_default(),
             state,
+            tasks,
         };
         for round in 0..MAX_ROUNDS {
             if round + 1 == MAX_ROUNDS {
@@ -261,6 +265,7 @@ impl Served {
                 .await
             {
                 Ok(ToolAnswer::Reply(reply)) => return Ok(Asked::Done(Ok(reply))),
+                Ok(ToolAnswer::Task(view)) => return Ok(Asked::Task(view)),
                 Err(e) => return Ok(Asked::Done(Err(e))),
                 Ok(ToolAnswer::Ask(needed)) => needed,
             };
@@ -298,6 +303,7 @@ impl Served {
                 abilities: can,
                 answers,
                 state: Some(needed.state),
+                tasks,
             };
         }
         Err(ErrorData::internal_error(

@@ -345,7 +345,7 @@ impl ProgressReporter {
 
 /// A tool's reply as MCP's result: its text (else its structured content as text, when
 /// it has no other block), its blocks, then its links.
-fn tool_result(reply: ToolReply) -> CallToolResult {
+pub(super) fn tool_result(reply: ToolReply) -> CallToolResult {
     let mut blocks = Vec::new();
     if let Some(t) = reply.text {
         blocks.push(ContentBlock::text(t));
@@ -443,7 +443,13 @@ impl ServerHandler for Served {
             .enable_resources_list_changed()
             .enable_completions()
             .enable_logging();
-        let caps = caps.build();
+        let mut caps = caps.build();
+        if self.provider.offers_tasks() {
+            caps.extensions.get_or_insert_with(Default::default).insert(
+                rmcp::model::TASKS_EXTENSION_ID.to_string(),
+                JsonObject::new(),
+            );
+        }
         let mut implementation = Implementation::new(id.name, id.version);
         if let Some(title) = id.title {
             implementation = implementation.with_title(title);
@@ -675,7 +681,32 @@ impl ServerHandler for Served {
                 Ok(CallToolResult::error(vec![ContentBlock::text(m)]).into())
             }
             Asked::Rounds(needed) => Ok(CallToolResponse::InputRequired(needed)),
+            Asked::Task(view) => Ok(CallToolResponse::Task(super::tasks::created(&view))),
         }
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        self.task_of(request, &context).await
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.task_answered(request).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.task_cancelled(request).await
     }
 
     #[allow(deprecated)] // SEP-2577 deprecates logging; 2025-11-25 clients ask for it

@@ -7,6 +7,7 @@ mod handler;
 mod http;
 mod provider;
 mod stdio;
+mod tasks;
 mod updates;
 
 pub use handler::{LIMIT_REACHED, Served};
@@ -15,7 +16,7 @@ pub use provider::{
     Abilities, Block, Body, CallContext, CallFailure, Hints, IconInfo, InputNeeded, LinkOut,
     ListedResource, ListedTemplate, Progress, ProgressUpdate, PromptArgumentSpec, PromptFailure,
     PromptMessageOut, PromptSpec, Provider, ProviderFuture, Question, ReadContent, ReadFailure,
-    ServerIdentity, ToolAnswer, ToolReply, ToolSpec,
+    ServerIdentity, TaskFailure, TaskState, TaskSupport, TaskView, ToolAnswer, ToolReply, ToolSpec,
 };
 pub use stdio::serve_stdio;
 pub use updates::{LimitReached, SubscriptionLimits, Updates, WatchHook};

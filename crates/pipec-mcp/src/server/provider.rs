@@ -113,6 +113,57 @@ pub struct ToolSpec {
     /// What the tool cannot run without asking the client: a client that did not declare
     /// it is refused before the tool runs.
     pub needs: Abilities,
+    /// Whether a call may become a task, for a client that declared the tasks extension.
+    pub task: TaskSupport,
+}
+
+/// Whether a tool's calls run as MCP tasks (the `io.modelcontextprotocol/tasks`
+/// extension) for a client that declared it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum TaskSupport {
+    /// Never: every call answers in the call.
+    #[default]
+    Forbidden,
+    /// When the call outlives a moment: the server decides.
+    Optional,
+    /// Always: a client without the extension is refused (-32021).
+    Required,
+}
+
+/// Where a task stands, as `tasks/get` shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TaskState {
+    Working,
+    /// Waiting for the client's answers to these questions (`tasks/update`).
+    InputRequired(BTreeMap<String, Question>),
+    /// Done: the call's result (a tool that reported an error too).
+    Completed(ToolReply),
+    /// The server could not carry the call out: why.
+    Failed(String),
+    Cancelled,
+}
+
+/// A task: the call that became one, as it stands.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskView {
+    pub id: String,
+    pub state: TaskState,
+    /// A word for a person on where it stands.
+    pub message: Option<String>,
+    /// Milliseconds since the Unix epoch.
+    pub created_ms: u64,
+    pub updated_ms: u64,
+}
+
+/// Why a task request was refused.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TaskFailure {
+    /// No task of this id (invalid params).
+    Unknown(String),
+    /// Answers that do not fit (invalid params).
+    Invalid(String),
+    /// The server failed (internal error).
+    Failed(String),
 }
 
 /// A link a tool result carries.
@@ -196,6 +247,9 @@ pub struct CallContext {
     pub answers: BTreeMap<String, Value>,
     /// The state of the [`InputNeeded`] these answers answer, when they answer one.
     pub state: Option<Vec<u8>>,
+    /// The client declared the tasks extension: a call of a task-supporting tool may
+    /// answer [`ToolAnswer::Task`].
+    pub tasks: bool,
 }
 
 /// What a tool call answers: its result, or questions for the client first.
@@ -203,6 +257,8 @@ pub struct CallContext {
 pub enum ToolAnswer {
     Reply(ToolReply),
     Ask(InputNeeded),
+    /// The call goes on as a task, which the client follows with `tasks/get`.
+    Task(TaskView),
 }
 
 impl From<ToolReply> for ToolAnswer {
@@ -339,6 +395,38 @@ pub trait Provider: Send + Sync + 'static {
         _context: CallContext,
     ) -> ProviderFuture<'a, Result<ToolAnswer, CallFailure>> {
         Box::pin(async move { Err(CallFailure::UnknownTool(name.to_string())) })
+    }
+
+    /// The task `id` (a call that answered [`ToolAnswer::Task`]) as it stands, its
+    /// questions those a client that `can` answer them is asked.
+    fn task<'a>(
+        &'a self,
+        id: &'a str,
+        _can: Abilities,
+    ) -> ProviderFuture<'a, Result<TaskView, TaskFailure>> {
+        Box::pin(async move { Err(TaskFailure::Unknown(id.to_string())) })
+    }
+
+    /// The client's answers to the questions of the task `id`, keyed as asked; the task
+    /// goes on with them.
+    fn update_task<'a>(
+        &'a self,
+        id: &'a str,
+        _answers: BTreeMap<String, Value>,
+    ) -> ProviderFuture<'a, Result<(), TaskFailure>> {
+        Box::pin(async move { Err(TaskFailure::Unknown(id.to_string())) })
+    }
+
+    /// Cancels the task `id`; one that has ended is left as it is.
+    fn cancel_task<'a>(&'a self, id: &'a str) -> ProviderFuture<'a, Result<(), TaskFailure>> {
+        Box::pin(async move { Err(TaskFailure::Unknown(id.to_string())) })
+    }
+
+    /// Whether any tool may run as a task (the server then declares the extension).
+    fn offers_tasks(&self) -> bool {
+        self.tools()
+            .iter()
+            .any(|t| t.task != TaskSupport::Forbidden)
     }
 
     /// The key `requestState` is sealed with when a call asks its client in the
