@@ -1,8 +1,9 @@
-"""Times `resources/read` against one MCP server over stdio with the official Python SDK's
-client, and prints one JSON line: reads per second and the median and p95 in ms, for the
-small resource and for the 1 MB file.
+"""Times `resources/read` against one MCP server with the official Python SDK's client,
+over stdio or streamable HTTP, and prints one JSON line: reads per second and the median
+and p95 in ms, for the small resource and for the 1 MB file.
 
-    python3 bench/serve_read.py LABEL PROGRAM ARG...
+    python3 bench/serve_read.py LABEL PROGRAM ARG...          # stdio: the client starts it
+    python3 bench/serve_read.py LABEL --http URL TOKEN        # a server already listening
 """
 
 import asyncio
@@ -16,6 +17,8 @@ import warnings
 warnings.simplefilter("ignore")
 
 from mcp import Client, StdioServerParameters  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp.shared._httpx_utils import create_mcp_http_client  # noqa: E402
 
 SMALL, LARGE = 500, 40
 
@@ -40,8 +43,13 @@ async def timed(client, uri, n):
 
 async def main():
     label, program, *args = sys.argv[1:]
-    params = StdioServerParameters(command=program, args=args, env=dict(os.environ))
-    async with Client(params, mode="legacy", cache=None) as client:
+    if program == "--http":
+        url, token = args
+        headers = {"Authorization": f"Bearer {token}"}
+        server = streamable_http_client(url, http_client=create_mcp_http_client(headers=headers))
+    else:
+        server = StdioServerParameters(command=program, args=args, env=dict(os.environ))
+    async with Client(server, mode="legacy", cache=None) as client:
         small = await timed(client, "file:///bench/readme", SMALL)
         large = await timed(client, "file:///bench/files/large.txt", LARGE)
     print(json.dumps({"server": label, "small": small, "large_1mb": large}))

@@ -41,6 +41,22 @@ output first = first
 output second = second
 "##;
 
+/// Asks at once while another branch works on for a second and a half.
+const BUSY: &str = r##"//! Asks while it works.
+
+node work() -> string {
+  exec = ["sh", "-c", #"sleep 1.5; printf '"worked"'"#]
+  idempotent = true
+}
+
+gate ok() -> { confirm: bool } {
+  message = "Go on?"
+}
+
+output work = work
+output ok = ok
+"##;
+
 /// Sleeps as long as it is told.
 const SLOW: &str = r##"//! Sleeps.
 
@@ -97,6 +113,7 @@ fn project() -> Project {
     p.write("slow.pipe", SLOW);
     p.write("quick.pipe", QUICK);
     p.write("sync.pipe", SYNC);
+    p.write("busy.pipe", BUSY);
     p
 }
 
@@ -348,4 +365,41 @@ fn pipecs_own_client_follows_a_served_task_to_its_end() {
     let runs = p.run(&["runs", "--json", "--pipeline", "slow"]);
     let runs = common::json(&stdout(&runs));
     assert_eq!(runs[0]["status"], "completed", "{runs}");
+}
+
+/// A gate asked while another branch still runs: the task is `input_required` although
+/// its run is running, and the answer given meanwhile is taken up by the run (or, once it
+/// paused without seeing it, by a resume), which completes.
+#[test]
+fn a_gate_asked_while_the_run_works_on_is_answered_and_the_run_completes() {
+    let p = project();
+    let (_server, url) = serve_http(&p.dir, &["busy.pipe"], TOKEN);
+    let s = Server { url };
+    // The run works on past the moment: its call is a task.
+    let (_, created) = s.call(
+        "tools/call",
+        Some("busy"),
+        json!({ "name": "busy", "arguments": {} }),
+        json!({ "extensions": { "io.modelcontextprotocol/tasks": {} } }),
+    );
+    let id = created["result"]["taskId"]
+        .as_str()
+        .expect("a task")
+        .to_string();
+    let asking = s.until(&id, |t| keys(t) == ["ok"]);
+    assert_eq!(asking["status"], "input_required", "{asking}");
+    assert_eq!(p.show_json(&id)["status"], "running", "the run works on");
+    s.call(
+        "tasks/update",
+        Some(&id),
+        json!({ "taskId": id, "inputResponses": {
+            "ok": { "action": "accept", "content": { "confirm": true } } } }),
+        tasks_caps(),
+    );
+    let done = s.until(&id, |t| t["status"] == "completed");
+    assert_eq!(
+        done["result"]["structuredContent"],
+        json!({ "work": "worked", "ok": { "confirm": true } }),
+        "{done}"
+    );
 }

@@ -281,6 +281,10 @@ impl PipelineTools {
             let ended = run.await;
             let mut failures = failures.lock().unwrap_or_else(|p| p.into_inner());
             match &ended {
+                // Another attempt holds it, or it ended: not this run's failure.
+                Err(e)
+                    if e.code == pipec_diagnostic::THREAD_LOCKED.code
+                        || e.code == pipec_diagnostic::THREAD_ENDED.code => {}
                 Err(e) => {
                     failures.insert(thread, format!("error[{}]: {}", e.code, e.message));
                 }

@@ -144,18 +144,14 @@ impl PipelineTools {
     }
 
     /// The client's answers to the gates a task waits at: stored (all or none, checked
-    /// as `pipec answer` checks them), then the run goes on in the background unless a
-    /// run of it is going (which takes them up itself).
+    /// as `pipec answer` checks them), then the run goes on in the background once
+    /// nothing runs it.
     async fn task_update(
         &self,
         id: &str,
         answers: BTreeMap<String, Value>,
     ) -> Result<(), TaskFailure> {
         let (state, served) = self.served_task(id).await?;
-        let rec = state
-            .thread
-            .as_ref()
-            .ok_or_else(|| TaskFailure::Unknown(id.to_string()))?;
         let mut given = Vec::new();
         for (gate, result) in &answers {
             // An answer to nothing the task asks (any more) is ignored.
@@ -180,10 +176,26 @@ impl PipelineTools {
             .answer(id, given)
             .await
             .map_err(|e| TaskFailure::Invalid(format!("error[{}]: {}", e.code, e.message)))?;
-        if rec.status == Status::Paused {
-            let t = id.to_string();
-            drop(self.spawn_run(id, async move { runner.resume(&t, Vec::new()).await }));
-        }
+        // The run goes on once nothing runs it: an attempt still going may pause without
+        // having seen the answers, so the thread is resumed when it is paused next.
+        let (store, t) = (self.store.clone(), id.to_string());
+        drop(self.spawn_run(id, async move {
+            loop {
+                let status = store
+                    .load(&t)
+                    .await
+                    .ok()
+                    .and_then(|s| s.thread)
+                    .map(|r| r.status);
+                match status {
+                    Some(Status::Running | Status::Queued) => {
+                        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    }
+                    _ => break,
+                }
+            }
+            runner.resume(&t, Vec::new()).await
+        }));
         Ok(())
     }
 
