@@ -83,8 +83,11 @@ print(f"goal: small reads/s >= 2x the Python server's: {'met' if p >= 2 * q else
 if any(r["server"] == "baseline" for r in rows):
     print()
     print(f"{'measurement':34} {'pipec':>10} {'baseline':>11} {'ratio':>7}")
-    for transport, now, before in [("stdio", "pipec", "baseline"), ("HTTP", "pipec-http", "baseline-http")]:
-        for case, label in [("small", "small resource"), ("large_1mb", "1 MB file")]:
+    for transport, now, before, cases in [
+        ("stdio", "pipec", "baseline", [("small", "small resource"), ("large_1mb", "1 MB file")]),
+        ("HTTP", "pipec-http", "baseline-http", [("small", "small resource")]),
+    ]:
+        for case, label in cases:
             p, q = med(now, case, "reads_per_s"), med(before, case, "reads_per_s")
             print(f"{label + ', reads/s, ' + transport:34} {p:10.1f} {q:11.1f} {p / q:6.2f}x")
     p, q = med("pipec-http", "small", "reads_per_s"), med("baseline-http", "small", "reads_per_s")

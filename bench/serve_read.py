@@ -4,6 +4,9 @@ and p95 in ms, for the small resource and for the 1 MB file.
 
     python3 bench/serve_read.py LABEL PROGRAM ARG...          # stdio: the client starts it
     python3 bench/serve_read.py LABEL --http URL TOKEN        # a server already listening
+
+Over HTTP only the small resource is read: the SDK's HTTP client refuses an event of more
+than 1 MiB, which the 1 MB file is once JSON-encoded.
 """
 
 import asyncio
@@ -51,7 +54,8 @@ async def main():
         server = StdioServerParameters(command=program, args=args, env=dict(os.environ))
     async with Client(server, mode="legacy", cache=None) as client:
         small = await timed(client, "file:///bench/readme", SMALL)
-        large = await timed(client, "file:///bench/files/large.txt", LARGE)
+        # The SDK's HTTP client takes no event past 1 MiB, the 1 MB file's size as JSON.
+        large = None if program == "--http" else await timed(client, "file:///bench/files/large.txt", LARGE)
     print(json.dumps({"server": label, "small": small, "large_1mb": large}))
 
 
