@@ -978,12 +978,12 @@ fn only_gates_a_form_can_hold_are_asked() {
 fn a_gate_of_the_clients_roots_is_answered_by_roots_list_in_both_eras() {
     let p = project("asks-roots");
     let roots = json!([
-        { "uri": "file:///work/src", "name": "src" },
-        { "uri": "file:///work/docs", "_meta": { "x": 1 } }
+        { "uri": "file:///srv/project/src", "name": "src" },
+        { "uri": "file:///srv/project/docs", "_meta": { "x": 1 } }
     ]);
     let expected = json!({ "workspace": { "roots": [
-        { "uri": "file:///work/src", "name": "src" },
-        { "uri": "file:///work/docs" }
+        { "uri": "file:///srv/project/src", "name": "src" },
+        { "uri": "file:///srv/project/docs" }
     ] } });
     let step = json!([{ "op": "call", "tool": "roots", "arguments": {} }]);
     let legacy = Client::of(&p, Era::Legacy, false)

@@ -480,8 +480,8 @@ fn ts_sdk_roots_handler_answers_a_gate_of_the_clients_roots() {
     let p = project("ts-roots");
     let (_server, url) = serve(&p, &["roots.pipe"]);
     let roots = json!([
-        { "uri": "file:///work/src", "name": "src" },
-        { "uri": "file:///work/docs" },
+        { "uri": "file:///srv/project/src", "name": "src" },
+        { "uri": "file:///srv/project/docs" },
     ]);
     for via in [Via::Stdio(&["roots.pipe"]), Via::Http(&url)] {
         let call = &TsClient::of(&modules, &p)
@@ -490,7 +490,7 @@ fn ts_sdk_roots_handler_answers_a_gate_of_the_clients_roots() {
         asked_once(call, via, "roots/list", "tools/call");
         assert_eq!(
             call["structured"],
-            json!({ "uris": ["file:///work/src", "file:///work/docs"] }),
+            json!({ "uris": ["file:///srv/project/src", "file:///srv/project/docs"] }),
             "{call}"
         );
     }

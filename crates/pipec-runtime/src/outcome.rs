@@ -57,3 +57,16 @@ pub struct PendingGate {
     /// answer it: a turn of its model, or its roots.
     pub client: Option<crate::ClientAsk>,
 }
+
+impl PendingGate {
+    /// The gate `name` whose row is `rec`, as stored.
+    pub fn of(name: &str, rec: &pipec_store::GateRec) -> PendingGate {
+        PendingGate {
+            name: name.to_string(),
+            message: rec.message.clone(),
+            schema: rec.schema.clone(),
+            deadline_ms: rec.deadline_ms,
+            client: crate::ClientAsk::of(rec),
+        }
+    }
+}

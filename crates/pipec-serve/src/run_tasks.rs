@@ -62,17 +62,21 @@ impl PipelineTools {
             .unwrap_or_else(|p| p.into_inner())
             .get(id)
             .cloned();
+        let any_pending = state.gates.values().any(|g| g.state == GateState::Pending);
+        // The rows read here are not scrubbed as a run's own answer is: only the
+        // pipeline's gates (whose messages take no secret, P0603) and the client's own
+        // questions are shown, never a server's question or a tool call's approval.
         let gates: Vec<PendingGate> = state
             .gates
             .iter()
-            .filter(|(_, g)| g.state == GateState::Pending)
-            .map(|(name, g)| PendingGate {
-                name: name.clone(),
-                message: g.message.clone(),
-                schema: g.schema.clone(),
-                deadline_ms: g.deadline_ms,
-                client: ClientAsk::of(g),
+            .filter(|(name, g)| {
+                g.state == GateState::Pending
+                    && (ClientAsk::of(g).is_some()
+                        || plan
+                            .node(name)
+                            .is_some_and(|n| n.kind == pipec_plan::NodeKind::Gate))
             })
+            .map(|(name, g)| PendingGate::of(name, g))
             .collect();
         let waits = format!(
             "waits at {}",
@@ -116,7 +120,7 @@ impl PipelineTools {
             }
             Status::Cancelled => (TaskState::Cancelled, None),
             // Its gates all answered: it goes on at once.
-            Status::Paused if gates.is_empty() => match failure {
+            Status::Paused if !any_pending => match failure {
                 Some(why) => (TaskState::Failed(why), None),
                 None => (TaskState::Working, Some("resuming".into())),
             },

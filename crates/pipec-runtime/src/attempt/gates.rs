@@ -195,15 +195,10 @@ impl Attempt {
             .filter(|(_, g)| g.state == GateState::Pending)
             .map(|(name, g)| {
                 // A server's question brings its own form, which may echo a secret.
-                let mut schema = g.schema.clone();
-                self.shared.scrubber.scrub_value(&mut schema);
-                PendingGate {
-                    name: name.clone(),
-                    message: self.shared.scrubber.scrub(&g.message),
-                    schema,
-                    deadline_ms: g.deadline_ms,
-                    client: crate::ClientAsk::of(g),
-                }
+                let mut gate = PendingGate::of(name, g);
+                self.shared.scrubber.scrub_value(&mut gate.schema);
+                gate.message = self.shared.scrubber.scrub(&gate.message);
+                gate
             })
             .collect()
     }
