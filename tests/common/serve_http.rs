@@ -70,10 +70,21 @@ pub fn authority(url: &str) -> &str {
 /// One request on a connection of its own (`connection: close`): the status and the
 /// whole answer as text. `Host` is the URL's unless `headers` names one.
 pub fn request(url: &str, method: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    request_at(url, "/mcp", method, headers, body)
+}
+
+/// [`request`] to `path` of the URL's server.
+pub fn request_at(
+    url: &str,
+    path: &str,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
     let authority = authority(url);
     let mut stream = TcpStream::connect(authority).expect("connect");
     let mut text = format!(
-        "{method} /mcp HTTP/1.1\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n",
+        "{method} {path} HTTP/1.1\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n",
         body.len()
     );
     if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {

@@ -19,6 +19,7 @@ mod mcp_scenario;
 mod mcp_tasks;
 mod reference_servers;
 mod serve_asks;
+mod serve_card;
 mod serve_headers;
 mod serve_interop;
 mod serve_security;

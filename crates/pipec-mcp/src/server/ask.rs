@@ -75,13 +75,61 @@ pub(super) fn request_of(question: &Question) -> Value {
     }
 }
 
+/// The first protocol revision whose forms have titled choices (`oneOf` of `const` and
+/// `title`) and multi-select fields (SEP-1330) and a `mode`.
+const TITLED_FORMS: &str = "2025-11-25";
+
+/// A form's schema as revisions before [`TITLED_FORMS`] spell it (2025-06-18's
+/// `PrimitiveSchemaDefinition`): a titled choice is `enum` with the titles as
+/// `enumNames`; `None` when a field has no such spelling (a multi-select list), and the
+/// form cannot be asked of such a client.
+fn legacy_form(schema: &Map<String, Value>) -> Option<Map<String, Value>> {
+    let mut schema = schema.clone();
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        for field in properties.values_mut() {
+            let field = field.as_object_mut()?;
+            if field.get("type").and_then(Value::as_str) == Some("array") {
+                return None;
+            }
+            if let Some(Value::Array(choices)) = field.remove("oneOf") {
+                let values = choices.iter().map(|c| c.get("const").cloned());
+                let titles = choices.iter().map(|c| c.get("title").cloned());
+                field.insert("enum".into(), Value::Array(values.collect::<Option<_>>()?));
+                field.insert(
+                    "enumNames".into(),
+                    Value::Array(titles.collect::<Option<_>>()?),
+                );
+            }
+        }
+    }
+    Some(schema)
+}
+
+/// The request `question` is for a client speaking `version` on the call's own stream:
+/// a form as that revision spells it; `None` for a form it cannot be asked.
+fn streamed_request(question: &Question, version: Option<&str>) -> Option<Value> {
+    match question {
+        Question::Form { message, schema } if version.is_some_and(|v| v < TITLED_FORMS) => {
+            Some(json!({
+                "method": "elicitation/create",
+                "params": { "message": message, "requestedSchema": legacy_form(schema)? },
+            }))
+        }
+        _ => Some(request_of(question)),
+    }
+}
+
 /// The client's answer to `question`, asked on the request's own stream; one it did not
-/// give (an error, a request it does not know) is `{"action": "cancel"}`.
+/// give (an error, a request it does not know, a form its revision cannot spell) is
+/// `{"action": "cancel"}`.
 async fn on_stream(
     context: &RequestContext<RoleServer>,
     question: &Question,
 ) -> Result<Value, ErrorData> {
-    let Ok(request) = serde_json::from_value::<ServerRequest>(request_of(question)) else {
+    let version = context.protocol_version();
+    let Some(request) = streamed_request(question, version.as_ref().map(|v| v.as_str()))
+        .and_then(|r| serde_json::from_value::<ServerRequest>(r).ok())
+    else {
         return Ok(json!({ "action": "cancel" }));
     };
     tokio::select! {
@@ -350,5 +398,50 @@ mod tests {
             assert!(server.is_ok(), "{request}: {server:?}");
         }
         assert_eq!(request_of(&Question::Roots)["method"], "roots/list");
+    }
+
+    /// A client of 2025-06-18 reads titled choices as `enum` and `enumNames` (it has no
+    /// `oneOf` form), and is not asked a form with a multi-select field; a client of
+    /// 2025-11-25 or later gets the form as it is.
+    #[test]
+    fn a_form_is_spelled_in_the_clients_revision() {
+        let form = |properties: Value| Question::Form {
+            message: "Pick".into(),
+            schema: json!({ "type": "object", "properties": properties, "required": [] })
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        };
+        let titled = form(json!({
+            "tone": { "type": "string", "oneOf": [
+                { "const": "warm", "title": "Warm" }, { "const": "dry", "title": "Dry" }
+            ] },
+            "plain": { "type": "string", "enum": ["a", "b"] }
+        }));
+        let old = streamed_request(&titled, Some("2025-06-18")).expect("askable");
+        assert_eq!(
+            old["params"]["requestedSchema"]["properties"],
+            json!({
+                "tone": { "type": "string", "enum": ["warm", "dry"], "enumNames": ["Warm", "Dry"] },
+                "plain": { "type": "string", "enum": ["a", "b"] }
+            })
+        );
+        assert_eq!(old["params"].get("mode"), None);
+        // rmcp keeps the legacy names on the way out.
+        let sent: ServerRequest = serde_json::from_value(old).expect("a request");
+        let sent = serde_json::to_value(sent).expect("json");
+        assert_eq!(
+            sent["params"]["requestedSchema"]["properties"]["tone"]["enumNames"],
+            json!(["Warm", "Dry"])
+        );
+        assert_eq!(
+            streamed_request(&titled, Some("2025-11-25")),
+            Some(request_of(&titled))
+        );
+        let multi = form(json!({
+            "tags": { "type": "array", "items": { "type": "string", "enum": ["x", "y"] } }
+        }));
+        assert_eq!(streamed_request(&multi, Some("2025-06-18")), None);
+        assert!(streamed_request(&multi, Some("2025-11-25")).is_some());
     }
 }

@@ -31,6 +31,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, Semaphore};
 
+use super::card;
 use super::handler::Served;
 use super::provider::Provider;
 
@@ -93,6 +94,10 @@ pub struct HttpServer {
 
 struct Front {
     mcp: StreamableHttpService<Served, LocalSessionManager>,
+    provider: Arc<dyn Provider>,
+    /// The `Host`s requests may name (rmcp checks them for `/mcp`; the front for the
+    /// server card).
+    hosts: Vec<String>,
     sessions: Arc<LocalSessionManager>,
     token: Option<String>,
     origins: Vec<String>,
@@ -148,15 +153,16 @@ pub async fn bind_http(
         bound.ip().to_string(),
     ];
     hosts.extend(access.allowed_hosts.iter().cloned());
-    let config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts);
+    let config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts.clone());
     let max_body = config.max_request_body_bytes;
     let mut manager = LocalSessionManager::default();
     // A session ends when its client lets go of it (`Front::release`), not after a
     // quiet while: a client waiting on a subscription for hours is quiet and present.
     manager.session_config.keep_alive = None;
     let sessions = Arc::new(manager);
+    let served = provider.clone();
     let mcp = StreamableHttpService::new(
-        move || Ok(Served::new(provider.clone())),
+        move || Ok(Served::new(served.clone())),
         sessions.clone(),
         config,
     );
@@ -164,6 +170,8 @@ pub async fn bind_http(
         listener,
         front: Arc::new(Front {
             mcp,
+            provider,
+            hosts,
             sessions,
             token: access.token,
             origins: access
@@ -245,6 +253,92 @@ async fn refuse_busy(mut stream: TcpStream, within: Duration) {
 }
 
 impl Front {
+    /// The server card, to anyone who reaches an allowed host: it is public (CORS open,
+    /// no token), read-only and holds no secret.
+    fn card(&self, request: &Request<Incoming>) -> Response<Body> {
+        let host = request
+            .headers()
+            .get(hyper::header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        if !host_allowed(host, &self.hosts) {
+            return closing(text(
+                StatusCode::FORBIDDEN,
+                format!(
+                    "the host `{host}` is not served here: start pipec serve with --allowed-host {host} to allow it"
+                ),
+            ));
+        }
+        let mut response = match *request.method() {
+            Method::GET | Method::HEAD => {
+                // Behind a proxy that ends TLS, the proxy says so.
+                let scheme = match request
+                    .headers()
+                    .get("x-forwarded-proto")
+                    .and_then(|v| v.to_str().ok())
+                {
+                    Some("https") => "https",
+                    _ => "http",
+                };
+                let card = card::card(self.provider.as_ref(), scheme, host, self.token.is_some());
+                let wants_card = request
+                    .headers()
+                    .get_all(hyper::header::ACCEPT)
+                    .iter()
+                    .filter_map(|v| v.to_str().ok())
+                    .any(|v| v.contains(card::MEDIA_TYPE));
+                let body = if request.method() == Method::HEAD {
+                    Bytes::new()
+                } else {
+                    Bytes::from(card.to_string())
+                };
+                let mut r = Response::new(Full::new(body).boxed());
+                let kind = if wants_card {
+                    card::MEDIA_TYPE
+                } else {
+                    "application/json"
+                };
+                r.headers_mut()
+                    .insert(CONTENT_TYPE, HeaderValue::from_static(kind));
+                r.headers_mut().insert(
+                    hyper::header::CACHE_CONTROL,
+                    HeaderValue::from_static("public, max-age=300"),
+                );
+                r
+            }
+            Method::OPTIONS => {
+                let mut r = Response::new(Empty::new().boxed());
+                *r.status_mut() = StatusCode::NO_CONTENT;
+                r
+            }
+            _ => {
+                let mut r = text(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "the server card is read with GET".into(),
+                );
+                r.headers_mut().insert(
+                    hyper::header::ALLOW,
+                    HeaderValue::from_static("GET, HEAD, OPTIONS"),
+                );
+                r
+            }
+        };
+        let headers = response.headers_mut();
+        headers.insert(
+            hyper::header::ACCESS_CONTROL_ALLOW_ORIGIN,
+            HeaderValue::from_static("*"),
+        );
+        headers.insert(
+            hyper::header::ACCESS_CONTROL_ALLOW_METHODS,
+            HeaderValue::from_static("GET"),
+        );
+        headers.insert(
+            hyper::header::ACCESS_CONTROL_ALLOW_HEADERS,
+            HeaderValue::from_static("Content-Type"),
+        );
+        response
+    }
+
     fn lock_unproven(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<Connection>>> {
         self.unproven.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -331,6 +425,9 @@ impl Front {
     }
 
     async fn handle(&self, request: Request<Incoming>, connection: &Connection) -> Response<Body> {
+        if card::PATHS.contains(&request.uri().path()) {
+            return self.card(&request);
+        }
         if request.uri().path() != "/mcp" {
             return closing(text(
                 StatusCode::NOT_FOUND,
@@ -522,6 +619,27 @@ fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
 /// Compares in time that does not depend on where the two differ.
 fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Whether a request's `Host` is one of `allowed` (`host` or `host:port`, compared as
+/// rmcp compares them for `/mcp`: the host without case or brackets, the port when the
+/// entry names one).
+fn host_allowed(host: &str, allowed: &[String]) -> bool {
+    let split = |authority: &str| -> Option<(String, Option<u16>)> {
+        let parsed = hyper::http::uri::Authority::try_from(authority.trim()).ok()?;
+        let name = parsed
+            .host()
+            .trim_matches(|c| c == '[' || c == ']')
+            .to_ascii_lowercase();
+        Some((name, parsed.port_u16()))
+    };
+    let Some((name, port)) = split(host) else {
+        return false;
+    };
+    allowed
+        .iter()
+        .filter_map(|a| split(a))
+        .any(|(a_name, a_port)| a_name == name && a_port.is_none_or(|p| port == Some(p)))
 }
 
 fn text(status: StatusCode, body: String) -> Response<Body> {

@@ -3,6 +3,7 @@
 //! eras' subscriptions. rmcp's server types stay inside this module.
 
 mod ask;
+mod card;
 mod handler;
 mod http;
 mod provider;
