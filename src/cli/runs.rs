@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use super::common;
+use crate::runtime::show::UsageView;
 use crate::store::{ListQuery, Status};
 
 #[derive(clap::Args)]
@@ -95,18 +96,52 @@ pub(super) fn run(args: Args) -> u8 {
             return super::EXIT_FINDINGS;
         }
     };
+    // Each thread's model calls, from its events.
+    let usages = match rt.block_on(async {
+        let mut usages = Vec::with_capacity(page.len());
+        for t in &page {
+            usages.push(UsageView::of(&store.events(&t.id, 0).await?));
+        }
+        Ok::<_, crate::store::StoreError>(usages)
+    }) {
+        Ok(u) => u,
+        Err(e) => {
+            common::print_error(&e.into());
+            return super::EXIT_FINDINGS;
+        }
+    };
     if args.json {
+        let rows: Vec<serde_json::Value> = page
+            .iter()
+            .zip(&usages)
+            .map(|(t, u)| {
+                let mut row = serde_json::to_value(t).unwrap_or_default();
+                row["usage"] = serde_json::to_value(u).unwrap_or_default();
+                row
+            })
+            .collect();
         super::out(&format!(
             "{}\n",
-            serde_json::to_string_pretty(&page).unwrap_or_default()
+            serde_json::to_string_pretty(&rows).unwrap_or_default()
         ));
         return super::EXIT_OK;
     }
     let mut text = format!(
-        "{:<26}  {:<9}  {:<20}  {:<19}  {:<19}  {}\n",
-        "THREAD", "STATUS", "PIPELINE", "CREATED (UTC)", "UPDATED (UTC)", "HOLDER"
+        "{:<26}  {:<9}  {:<20}  {:<19}  {:<19}  {:<10}  {}\n",
+        "THREAD", "STATUS", "PIPELINE", "CREATED (UTC)", "UPDATED (UTC)", "COST", "HOLDER"
     );
-    for t in &page {
+    for (t, u) in page.iter().zip(&usages) {
+        let cost = if u.model_calls == 0 {
+            "-".to_string()
+        } else if u.unpriced_calls == u.model_calls {
+            "?".to_string()
+        } else {
+            format!(
+                "${:.4}{}",
+                u.cost_usd,
+                if u.unpriced_calls > 0 { "+" } else { "" }
+            )
+        };
         let status = if t.stale { "stale" } else { t.status.as_str() };
         // Who runs it: process@host and the attempt's run id (a stale holder is gone).
         let holder = match &t.holder {
@@ -115,7 +150,7 @@ pub(super) fn run(args: Args) -> u8 {
         };
         text.push_str(
             format!(
-                "{:<26}  {:<9}  {:<20}  {:<19}  {:<19}  {holder}",
+                "{:<26}  {:<9}  {:<20}  {:<19}  {:<19}  {cost:<10}  {holder}",
                 t.id,
                 status,
                 t.pipeline,

@@ -158,6 +158,8 @@ pub(super) fn run(args: Args) -> u8 {
                 .join(", ")
         ));
     }
+    let (node_usage, _) = show::usages(&all);
+    let total = show::UsageView::of(&all);
     s.push_str("\nnodes\n");
     let mut rows: Vec<(&String, &crate::store::NodeRec)> = state.nodes.iter().collect();
     rows.sort_by_key(|(name, _)| order.iter().position(|o| o == *name).unwrap_or(usize::MAX));
@@ -178,6 +180,7 @@ pub(super) fn run(args: Args) -> u8 {
             (n.tries > 0).then(|| format!("{} retries", n.tries)),
             (n.crash_count > 0).then(|| format!("{} crashes", n.crash_count)),
             (n.generation > 0).then(|| format!("generation {}", n.generation)),
+            node_usage.get(name.as_str()).map(usage_text),
         ]
         .into_iter()
         .flatten()
@@ -201,6 +204,9 @@ pub(super) fn run(args: Args) -> u8 {
                 None => s.push_str(&format!("      item {item} dropped\n")),
             }
         }
+    }
+    if total.model_calls > 0 {
+        s.push_str(&format!("\nusage     {}\n", usage_text(&total)));
     }
     let pending: Vec<_> = state
         .gates
@@ -384,6 +390,59 @@ pub(super) fn run(args: Args) -> u8 {
 
 /// A client model's request as a person reads it: the system prompt and each message,
 /// by role, indented under its gate.
+/// Model calls in a line: "2 model calls, 1,200 in (300 cached) / 80 out tokens, 1.4s,
+/// $0.0042" (the models' time, call after call).
+pub(super) fn usage_text(u: &show::UsageView) -> String {
+    let cached = if u.tokens_cached > 0 {
+        format!(" ({} cached)", thousands(u.tokens_cached))
+    } else {
+        String::new()
+    };
+    format!(
+        "{} model call{}, {} in{cached} / {} out tokens, {}, {}",
+        u.model_calls,
+        if u.model_calls == 1 { "" } else { "s" },
+        thousands(u.tokens_in),
+        thousands(u.tokens_out),
+        if u.model_ms < 1000 {
+            format!("{}ms", u.model_ms)
+        } else {
+            format!("{:.1}s", u.model_ms as f64 / 1000.0)
+        },
+        cost_text(u)
+    )
+}
+
+/// A cost in US dollars ("$0.0042"), and the calls left out of it.
+pub(super) fn cost_text(u: &show::UsageView) -> String {
+    let priced = u.model_calls - u.unpriced_calls.min(u.model_calls);
+    let dollars = if u.cost_usd >= 1.0 {
+        format!("${:.2}", u.cost_usd)
+    } else {
+        format!("${:.4}", u.cost_usd)
+    };
+    match (priced, u.unpriced_calls) {
+        (_, 0) => dollars,
+        (0, _) => "cost unknown (no prices)".into(),
+        (_, n) => format!(
+            "{dollars} + {n} unpriced call{}",
+            if n == 1 { "" } else { "s" }
+        ),
+    }
+}
+
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn request_text(request: &Value) -> String {
     let mut s = String::new();
     let mut said = |role: &str, text: &str| {

@@ -49,6 +49,8 @@ pub struct ShowShape {
     pub gates: Vec<GateShape>,
     pub resources: Vec<ReadsShape>,
     pub heals: Vec<HealShape>,
+    pub usage: UsageShape,
+    pub usage_by_attempt: Vec<AttemptUsageShape>,
     #[serde(default)]
     pub manifests: Option<Vec<ManifestShape>>,
     #[serde(default)]
@@ -95,6 +97,30 @@ pub struct NodeShape {
     pub items: Option<u32>,
     pub value: Option<Value>,
     pub error: Option<ErrorShape>,
+    /// A node that called a model (left out otherwise).
+    #[serde(default)]
+    pub usage: Option<UsageShape>,
+}
+
+/// Model calls summed.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UsageShape {
+    pub model_calls: u64,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub tokens_cached: u64,
+    pub model_ms: u64,
+    pub cost_usd: f64,
+    pub unpriced_calls: u64,
+}
+
+/// One attempt's model calls: its number and the sums.
+#[derive(Debug, Deserialize)]
+pub struct AttemptUsageShape {
+    pub attempt: u32,
+    #[serde(flatten)]
+    pub usage: UsageShape,
 }
 
 #[derive(Debug, Deserialize)]
@@ -253,4 +279,6 @@ pub struct RunShape {
     pub holder: Option<HolderShape>,
     pub created_ms: u64,
     pub updated_ms: u64,
+    /// The thread's model calls.
+    pub usage: UsageShape,
 }

@@ -20,4 +20,5 @@ mod run;
 mod scheduler;
 mod store;
 mod store_copy;
+mod usage;
 mod worker;

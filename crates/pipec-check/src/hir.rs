@@ -131,6 +131,7 @@ pub struct ModelDef {
     pub max_reply_bytes: Option<u64>,
     pub replies: Option<String>,
     pub extra: serde_json::Value,
+    pub prices: Option<pipec_plan::prices::Prices>,
 }
 
 #[derive(Debug)]

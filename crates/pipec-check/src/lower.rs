@@ -180,6 +180,7 @@ impl Lower<'_> {
             max_reply_bytes: m.max_reply_bytes,
             replies: m.replies.clone(),
             extra: m.extra.clone(),
+            prices: m.prices,
         }
     }
 

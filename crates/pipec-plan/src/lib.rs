@@ -10,6 +10,7 @@
 pub mod graph;
 mod hash;
 mod load;
+pub mod prices;
 pub mod served;
 mod validate;
 
@@ -329,6 +330,10 @@ pub struct Model {
     pub replies: Option<String>,
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub extra: Value,
+    /// The prices declared on the model (`prices { ... }`); without them, the built-in
+    /// table's for its name ([`prices::table_prices`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<prices::Prices>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

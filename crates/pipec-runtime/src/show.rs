@@ -49,6 +49,10 @@ pub struct ThreadView {
     pub gates: Vec<GateView>,
     pub resources: Vec<ResourceReads>,
     pub heals: Vec<HealView>,
+    /// The thread's model calls, all attempts together: tokens, time and cost.
+    pub usage: UsageView,
+    /// The same, per attempt (those that called a model), in order.
+    pub usage_by_attempt: Vec<AttemptUsage>,
     /// `--internal`: every stored link, by the node (and item) whose tool calls returned it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifests: Option<Vec<ManifestEntry>>,
@@ -83,6 +87,99 @@ pub struct NodeView {
     pub items: Option<u32>,
     pub value: Option<Value>,
     pub error: Option<StoredError>,
+    /// A node that called a model: its calls' tokens, time and cost, over every
+    /// generation, item and attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<UsageView>,
+}
+
+/// Model calls summed: from their `model_turn` events.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UsageView {
+    pub model_calls: u64,
+    /// Input tokens, the cached ones among them.
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    /// Of `tokens_in`, those read from the provider's prompt cache.
+    pub tokens_cached: u64,
+    /// The models' answering time, call after call.
+    pub model_ms: u64,
+    /// US dollars, of the calls whose model's prices are known.
+    pub cost_usd: f64,
+    /// Calls left out of `cost_usd`: their model declares no prices and is not in the
+    /// built-in table.
+    pub unpriced_calls: u64,
+}
+
+/// One attempt's model calls.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AttemptUsage {
+    pub attempt: u32,
+    #[serde(flatten)]
+    pub usage: UsageView,
+}
+
+impl UsageView {
+    fn add(&mut self, event: &Event) {
+        let Event::ModelTurn {
+            tokens_in,
+            tokens_out,
+            tokens_cached,
+            ms,
+            cost_usd,
+            ..
+        } = event
+        else {
+            return;
+        };
+        self.model_calls += 1;
+        self.tokens_in += tokens_in;
+        self.tokens_out += tokens_out;
+        self.tokens_cached += tokens_cached;
+        self.model_ms += ms;
+        match cost_usd {
+            // Summed in nano-dollars' steps: float noise stays out of the sum.
+            Some(c) => self.cost_usd = ((self.cost_usd + c) * 1e9).round() / 1e9,
+            None => self.unpriced_calls += 1,
+        }
+    }
+
+    /// The model calls of `events`, all of them.
+    pub fn of(events: &[RecordedEvent]) -> UsageView {
+        let mut u = UsageView::default();
+        for e in events {
+            u.add(&e.event);
+        }
+        u
+    }
+}
+
+/// The model calls of `events` per node, and per attempt (an attempt's events follow its
+/// `attempt_started`, or the thread's creation).
+pub fn usages(events: &[RecordedEvent]) -> (BTreeMap<String, UsageView>, Vec<AttemptUsage>) {
+    let mut nodes: BTreeMap<String, UsageView> = BTreeMap::new();
+    let mut attempts: Vec<AttemptUsage> = Vec::new();
+    let mut attempt = 0;
+    for e in events {
+        match &e.event {
+            Event::ThreadCreated { attempt: a } | Event::AttemptStarted { attempt: a } => {
+                attempt = *a;
+            }
+            Event::ModelTurn { node, .. } => {
+                nodes.entry(node.clone()).or_default().add(&e.event);
+                match attempts.last_mut() {
+                    Some(last) if last.attempt == attempt => last.usage.add(&e.event),
+                    _ => {
+                        let mut usage = UsageView::default();
+                        usage.add(&e.event);
+                        attempts.push(AttemptUsage { attempt, usage });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    (nodes, attempts)
 }
 
 /// A gate's row.
@@ -175,6 +272,7 @@ impl ThreadView {
         options: ViewOptions,
     ) -> ThreadView {
         let internal = options.internal;
+        let (mut node_usage, usage_by_attempt) = usages(all_events);
         ThreadView {
             format_version: SHOW_FORMAT_VERSION,
             thread: thread.id.to_string(),
@@ -208,6 +306,7 @@ impl ThreadView {
                     items: n.items,
                     value: state.value_of(name),
                     error: n.error.clone(),
+                    usage: node_usage.remove(name),
                 })
                 .collect(),
             gates: state
@@ -225,6 +324,8 @@ impl ThreadView {
                 })
                 .collect(),
             resources: resource_reads(all_events),
+            usage: UsageView::of(all_events),
+            usage_by_attempt,
             heals: state
                 .heals
                 .iter()

@@ -85,8 +85,19 @@ pub enum Event {
         item: u32,
         turn: u32,
         model: String,
+        /// Input tokens, the cached ones among them.
         tokens_in: u64,
         tokens_out: u64,
+        /// Of `tokens_in`, those read from the provider's prompt cache.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        tokens_cached: u64,
+        /// How long the model took to answer.
+        #[serde(default)]
+        ms: u64,
+        /// What the turn cost in US dollars, at the model's prices; absent when they are
+        /// not known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
     },
     /// A model request that failed (the endpoint refused it or did not answer).
     ModelFailed {
@@ -260,6 +271,10 @@ impl EventRow {
             event: self.event,
         }
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

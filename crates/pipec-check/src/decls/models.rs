@@ -24,6 +24,7 @@ pub(crate) fn empty_model(info: DeclInfo) -> ModelDef {
         max_reply_bytes: None,
         replies: None,
         extra: serde_json::Value::Null,
+        prices: None,
     }
 }
 
@@ -39,7 +40,11 @@ const MODEL_SETTINGS: &[&str] = &[
     "max_reply_bytes",
     "replies",
     "extra",
+    "prices",
 ];
+
+/// The settings of a model's `prices` block, in US dollars per million tokens.
+const PRICE_SETTINGS: &[&str] = &["input", "output", "cached_input"];
 
 const PROVIDERS: &[&str] = &["openai", "scripted", "client"];
 
@@ -193,6 +198,21 @@ impl Checker<'_> {
             },
             None => serde_json::Value::Null,
         };
+        let prices = match s.get("prices").map(|p| &p.value) {
+            Some(SettingValue::Block(b)) => self.model_prices(file, model, b),
+            Some(SettingValue::Expr(e)) => {
+                if !matches!(e.kind, ast::ExprKind::Error) {
+                    self.wrong_value(
+                        file,
+                        e.span,
+                        "prices",
+                        "a block: `prices { input = 2.50, output = 10.00 }`",
+                    );
+                }
+                None
+            }
+            None => None,
+        };
         let m = &mut self.hir.models[id as usize];
         m.provider = provider;
         m.model_name = model_name;
@@ -205,5 +225,53 @@ impl Checker<'_> {
         m.max_reply_bytes = max_reply_bytes;
         m.replies = replies;
         m.extra = extra;
+        m.prices = prices;
+    }
+
+    /// A model's `prices` block: `input` and `output` (and `cached_input`), US dollars per
+    /// million tokens, none negative.
+    fn model_prices(
+        &mut self,
+        file: pipec_base::source::FileId,
+        model: &str,
+        block: &ast::Block,
+    ) -> Option<pipec_plan::prices::Prices> {
+        let s = self.settings(file, block, PRICE_SETTINGS, "a `prices` block");
+        let mut price = |name: &str| -> Option<f64> {
+            let v = self.float_setting(&s, name)?;
+            if v < 0.0 || !v.is_finite() {
+                let span = s.expr(name).map_or(block.span, |e| e.span);
+                self.diags.push(
+                    Diagnostic::new(
+                        &r::INVALID_LITERAL_TYPE,
+                        file,
+                        span,
+                        format!("the price `{name}` of the model `{model}` is negative"),
+                    )
+                    .label("expected US dollars per million tokens, 0 or more"),
+                );
+                return None;
+            }
+            Some(v)
+        };
+        let input = price("input");
+        let output = price("output");
+        let cached_input = price("cached_input");
+        for (name, given) in [("input", input), ("output", output)] {
+            if given.is_none() && !s.has(name) {
+                self.missing_setting(
+                    file,
+                    block.span,
+                    &format!("the `prices` block of the model `{model}`"),
+                    name,
+                    "give both in US dollars per million tokens: `prices { input = 2.50, output = 10.00 }`",
+                );
+            }
+        }
+        Some(pipec_plan::prices::Prices {
+            input: input?,
+            output: output?,
+            cached_input,
+        })
     }
 }

@@ -84,6 +84,7 @@ async fn run(mut cx: TryContext<'_>) -> Result<Value, TryError> {
             max_tokens: *max_tokens,
             inputs: Value::Object(unit.params.clone().into_iter().collect()),
         };
+        let started = std::time::Instant::now();
         let reply = match m.client() {
             Some(client) => super::client_model::reply(&mut cx, model, client, &request).await?,
             None => match m.complete(&request).await {
@@ -95,14 +96,8 @@ async fn run(mut cx: TryContext<'_>) -> Result<Value, TryError> {
                 }
             },
         };
-        cx.writes.push(Write::Event(Event::ModelTurn {
-            node: node.name.clone(),
-            item: unit.item,
-            turn,
-            model: reply.model.clone(),
-            tokens_in: reply.usage.input_tokens,
-            tokens_out: reply.usage.output_tokens,
-        }));
+        cx.writes
+            .push(Write::Event(turn_event(&cx, model, turn, &reply, started)));
         if !structured {
             return Ok(Value::String(reply.content));
         }
@@ -241,6 +236,38 @@ pub(super) fn schema_name(name: &str) -> String {
         })
         .collect();
     if s.is_empty() { "output".into() } else { s }
+}
+
+/// The `model_turn` event of turn `turn` of the node's model `model`, answered by
+/// `reply` since `started`: its tokens, latency, and cost at the model's prices (those
+/// declared on it, else the built-in table's for the model that answered; a scripted
+/// reply's tokens are estimates, priced only by a declaration).
+pub(super) fn turn_event(
+    cx: &TryContext<'_>,
+    model: &str,
+    turn: u32,
+    reply: &crate::llm::ModelReply,
+    started: std::time::Instant,
+) -> Event {
+    let prices = cx
+        .shared
+        .plan
+        .models
+        .iter()
+        .find(|m| m.name == model)
+        .and_then(|m| m.prices)
+        .or_else(|| pipec_plan::prices::table_prices(&reply.model));
+    Event::ModelTurn {
+        node: cx.unit.node.name.clone(),
+        item: cx.unit.item,
+        turn,
+        model: reply.model.clone(),
+        tokens_in: reply.usage.input_tokens,
+        tokens_out: reply.usage.output_tokens,
+        tokens_cached: reply.usage.cached_input_tokens,
+        ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        cost_usd: prices.map(|p| p.cost(reply.usage.tokens())),
+    }
 }
 
 #[cfg(test)]

@@ -81,8 +81,22 @@ pub struct ModelRequest {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
+    /// Input tokens, the cached ones among them.
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Of `input_tokens`, those read from the provider's prompt cache.
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+}
+
+impl Usage {
+    pub fn tokens(&self) -> pipec_plan::prices::Tokens {
+        pipec_plan::prices::Tokens {
+            input: self.input_tokens,
+            output: self.output_tokens,
+            cached_input: self.cached_input_tokens,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

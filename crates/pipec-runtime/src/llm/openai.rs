@@ -374,6 +374,10 @@ fn parse_reply(v: &Value, model: &str) -> Result<ModelReply, ModelError> {
             .pointer("/usage/completion_tokens")
             .and_then(Value::as_u64)
             .unwrap_or(0),
+        cached_input_tokens: v
+            .pointer("/usage/prompt_tokens_details/cached_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
     };
     Ok(ModelReply {
         content,

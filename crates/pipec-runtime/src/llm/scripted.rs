@@ -195,6 +195,7 @@ impl ScriptedModel {
             usage: Usage {
                 input_tokens: (input / 4) as u64,
                 output_tokens: (content.len() / 4) as u64,
+                cached_input_tokens: 0,
             },
             content,
             tool_calls,

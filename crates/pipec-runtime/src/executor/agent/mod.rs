@@ -162,11 +162,12 @@ async fn run(mut cx: TryContext<'_>) -> Result<Value, TryError> {
                     max_tokens: *max_tokens,
                     inputs: Value::Object(unit.params.clone().into_iter().collect()),
                 };
+                let started = std::time::Instant::now();
                 let reply = match m.complete(&request).await {
                     Ok(r) => r,
                     Err(e) => return Err(model_failure(&mut cx, model, turn, e)),
                 };
-                transcript::store_reply(&cx, model, turn, &reply, &mut rows).await?;
+                transcript::store_reply(&cx, model, turn, &reply, started, &mut rows).await?;
                 reply
             }
         };

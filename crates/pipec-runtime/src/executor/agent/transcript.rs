@@ -12,9 +12,7 @@ use super::super::{TryContext, TryError, fatal};
 use crate::journal;
 use crate::llm::ModelReply;
 use pipec_diagnostic as codes;
-use pipec_store::{
-    CallDecision, CallKey, CallKind, CallRec, CallState, Event, ResourceRef, Write, ids,
-};
+use pipec_store::{CallDecision, CallKey, CallKind, CallRec, CallState, ResourceRef, Write, ids};
 
 /// The most of a tool result's text kept in its row (what the model saw, to rebuild the
 /// conversation).
@@ -105,6 +103,7 @@ pub(super) async fn store_reply(
     model: &str,
     turn: u32,
     reply: &ModelReply,
+    started: std::time::Instant,
     rows: &mut Rows<'_>,
 ) -> Result<(), TryError> {
     let value = reply_value(reply);
@@ -132,14 +131,9 @@ pub(super) async fn store_reply(
     .rec(cx);
     let writes = vec![
         Write::Call(key(cx, turn, 0), rec.clone()),
-        Write::Event(Event::ModelTurn {
-            node: unit.node.name.clone(),
-            item: unit.item,
-            turn,
-            model: reply.model.clone(),
-            tokens_in: reply.usage.input_tokens,
-            tokens_out: reply.usage.output_tokens,
-        }),
+        Write::Event(super::super::think::turn_event(
+            cx, model, turn, reply, started,
+        )),
     ];
     cx.shared
         .commit(writes)
