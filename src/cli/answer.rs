@@ -50,6 +50,9 @@ pub(super) fn run(args: Args) -> u8 {
         if args.events.is_some() {
             runner = runner.events(common::event_printer());
         }
+        if let Some(sink) = super::telemetry::spans() {
+            runner = runner.spans(sink);
+        }
         runner.answer(&rec.id, answers).await
     });
     match result {

@@ -170,8 +170,13 @@ pub(crate) fn nearby_store(path: &Path) -> Option<PathBuf> {
     is_store(&default).then_some(default)
 }
 
-/// Events on stdout (`--events jsonl`), else progress on stderr unless `-q`.
+/// Events on stdout (`--events jsonl`), else progress on stderr unless `-q`; and spans to
+/// the tracing backend when traces are on.
 pub(crate) fn with_output(runner: Runner, events: bool, quiet: bool) -> Runner {
+    let runner = match super::telemetry::spans() {
+        Some(sink) => runner.spans(sink),
+        None => runner,
+    };
     if events {
         runner.events(event_printer())
     } else if quiet {

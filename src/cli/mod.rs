@@ -24,6 +24,7 @@ mod server_arg;
 mod show;
 mod store;
 mod store_copy;
+mod telemetry;
 mod tools;
 mod worker;
 
@@ -122,6 +123,19 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    // Traces, for the commands that run threads.
+    if matches!(
+        cli.command,
+        Command::Run(_)
+            | Command::Resume(_)
+            | Command::Answer(_)
+            | Command::Worker(_)
+            | Command::Serve(_)
+    ) && let Err(e) = telemetry::init()
+    {
+        err(&format!("error: {e}"));
+        return ExitCode::from(EXIT_USAGE);
+    }
     let code = match cli.command {
         Command::Check(a) => check::run(a),
         Command::Compile(a) => compile::run(a),
@@ -144,6 +158,7 @@ pub fn main() -> ExitCode {
         Command::Init(a) => init::run(a),
         Command::Completions(a) => completions::run(a),
     };
+    telemetry::shutdown();
     ExitCode::from(code)
 }
 

@@ -185,7 +185,11 @@ pub(super) fn run(args: Args) -> u8 {
                 return EXIT_USAGE;
             }
         };
-        let tools = PipelineTools::new(store, pipelines, std::time::Duration::from_secs(args.wait));
+        let mut tools =
+            PipelineTools::new(store, pipelines, std::time::Duration::from_secs(args.wait));
+        if let Some(sink) = super::telemetry::spans() {
+            tools = tools.traced(sink);
+        }
         if let Err(e) = runtime.block_on(async { tools.install(&registry) }) {
             super::err(&format!("error: {e}"));
             return EXIT_USAGE;

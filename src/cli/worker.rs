@@ -70,6 +70,7 @@ pub(super) fn run(args: Args) -> u8 {
         poll,
         log: args.verbose.then(|| log.clone()),
         errors: Some(log),
+        spans: super::telemetry::spans(),
         ..Default::default()
     };
     let worker = Worker::new(store, opts);

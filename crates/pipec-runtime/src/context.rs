@@ -34,6 +34,8 @@ pub(crate) struct AttemptContext {
     pub validators: Arc<Validators>,
     pub scrubber: Scrubber,
     pub events: Option<EventSink>,
+    /// The attempt's trace, when spans are made.
+    pub trace: Option<Arc<crate::trace::AttemptTrace>>,
     pub progress: Option<Arc<dyn Progress>>,
     /// The run's permits: how many tries may run at once (`--concurrency`).
     pub permits: Arc<Semaphore>,

@@ -40,6 +40,7 @@ mod runner;
 pub mod secrets;
 pub mod show;
 mod stored_plan;
+pub mod trace;
 /// Validating values against the plan's schemas (`pipec-schema`'s).
 pub use pipec_schema::validate;
 mod worker;

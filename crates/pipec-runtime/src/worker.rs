@@ -65,6 +65,8 @@ pub struct WorkerOptions {
     pub log: Option<WorkerLog>,
     /// Errors (a thread that could not be run, the store failing).
     pub errors: Option<WorkerLog>,
+    /// Where the attempts' spans go ([`crate::trace`]); none are made without it.
+    pub spans: Option<crate::trace::SpanSink>,
 }
 
 impl Default for WorkerOptions {
@@ -79,6 +81,7 @@ impl Default for WorkerOptions {
             retry_after: Duration::from_secs(30),
             log: None,
             errors: None,
+            spans: None,
         }
     }
 }
@@ -514,6 +517,9 @@ impl Runners {
         if served.is_some() {
             // The worker's folder decides what runs, and its environment where it goes.
             runner = runner.own_configuration();
+        }
+        if let Some(sink) = &opts.spans {
+            runner = runner.spans(sink.clone());
         }
         let runner = Arc::new(runner);
         let mut kept = self.lock();

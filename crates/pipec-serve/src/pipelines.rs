@@ -247,6 +247,8 @@ pub struct PipelineTools {
     pub(crate) failures: Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
     /// The registry the tools are in (for the runs' updates), once installed.
     registry: std::sync::OnceLock<Weak<Registry>>,
+    /// Where the runs' spans go, when traces are on.
+    spans: Option<pipec_runtime::trace::SpanSink>,
 }
 
 /// A run in the background, its end kept.
@@ -261,7 +263,14 @@ impl PipelineTools {
             wait,
             failures: Arc::default(),
             registry: std::sync::OnceLock::new(),
+            spans: None,
         }
+    }
+
+    /// Traces every run ([`pipec_runtime::trace`]), its spans handed to `sink`.
+    pub fn traced(mut self, sink: pipec_runtime::trace::SpanSink) -> Self {
+        self.spans = Some(sink);
+        self
     }
 
     /// The registry the tools were installed in.
@@ -374,11 +383,15 @@ impl PipelineTools {
                 message: Some(format!("the node `{node}` {how}")),
             });
         });
-        Runner::with_store((*pipeline.plan).clone(), self.store.clone())
+        let runner = Runner::with_store((*pipeline.plan).clone(), self.store.clone())
             .project_root(pipeline.root.clone())
             .source(&pipeline.source)
             .answered_by("mcp")
-            .events(sink)
+            .events(sink);
+        match &self.spans {
+            Some(spans) => runner.spans(spans.clone()),
+            None => runner,
+        }
     }
 
     /// A call of a pipeline's tool: a new run (with the answers the client gave up

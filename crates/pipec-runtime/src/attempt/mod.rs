@@ -190,6 +190,9 @@ impl Attempt {
             Err(Stop::Error(e)) => Err(e),
         };
         drop(heartbeat);
+        if let Some(trace) = &self.shared.trace {
+            trace.finish();
+        }
         outcome
     }
 

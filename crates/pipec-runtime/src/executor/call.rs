@@ -248,7 +248,15 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
             poll(&cx, tool, &task, options, &resumption).await
         }
         None => {
-            shared
+            let mut meta = meta;
+            let span = shared
+                .trace
+                .as_ref()
+                .map(|t| t.tool_call(&node.name, &key.display()));
+            if let Some(s) = &span {
+                meta.insert("traceparent".into(), Value::String(s.traceparent.clone()));
+            }
+            let result = shared
                 .resources
                 .servers
                 .call(
@@ -259,7 +267,12 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
                     options,
                     &resumption,
                 )
-                .await
+                .await;
+            if let (Some(t), Some(s)) = (&shared.trace, span) {
+                let failed = crate::trace::call_failure(&result, scrub);
+                t.tool_ended(s, &key.display(), &tool.server, &tool.name, failed);
+            }
+            result
         }
     };
     if let Ok(Called::Task(task)) = &result {

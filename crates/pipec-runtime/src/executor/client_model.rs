@@ -206,6 +206,7 @@ mod tests {
             temperature: None,
             max_tokens: Some(100),
             inputs: Value::Null,
+            traceparent: None,
         };
         assert_eq!(
             params(&client, &request),

@@ -83,6 +83,10 @@ async fn run(mut cx: TryContext<'_>) -> Result<Value, TryError> {
             temperature: *temperature,
             max_tokens: *max_tokens,
             inputs: Value::Object(unit.params.clone().into_iter().collect()),
+            traceparent: shared
+                .trace
+                .as_ref()
+                .map(|t| t.turn_parent(&node.name, unit.item, turn)),
         };
         let started = std::time::Instant::now();
         let reply = match m.client() {

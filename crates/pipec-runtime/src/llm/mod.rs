@@ -77,6 +77,9 @@ pub struct ModelRequest {
     /// The node's parameters the prompt was rendered from (fetched resources included).
     /// Never sent to an endpoint; the scripted model may quote them in its replies.
     pub inputs: Value,
+    /// The W3C `traceparent` of the turn's span, sent to the endpoint when the run is
+    /// traced.
+    pub traceparent: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -142,11 +142,15 @@ impl OpenAiModel {
         Value::Object(body)
     }
 
-    async fn send(&self, body: &Value) -> Result<Value, Failure> {
+    async fn send(&self, body: &Value, traceparent: Option<&str>) -> Result<Value, Failure> {
         let url = format!("{}/chat/completions", self.base_url);
         let mut request = self.client.post(&url).json(body);
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
+        }
+        // W3C trace context: the endpoint's own tracing joins the run's trace.
+        if let Some(tp) = traceparent {
+            request = request.header("traceparent", tp);
         }
         let failed = |e: reqwest::Error| {
             let kind = if e.is_timeout() {
@@ -233,7 +237,7 @@ impl OpenAiModel {
         loop {
             let use_schema = req.schema.is_some() && !self.no_json_schema.load(Ordering::Relaxed);
             let body = self.body(req, use_schema);
-            match self.send(&body).await {
+            match self.send(&body, req.traceparent.as_deref()).await {
                 Ok(v) => return parse_reply(&v, &self.model),
                 Err(Failure::TooLarge) => {
                     return Err(ModelError::TooLarge {

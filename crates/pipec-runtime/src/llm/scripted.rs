@@ -369,6 +369,7 @@ mod tests {
             temperature: None,
             max_tokens: None,
             inputs: serde_json::json!({ "deal": { "id": "D7", "emails": [1, 2, 3] } }),
+            traceparent: None,
         }
     }
 

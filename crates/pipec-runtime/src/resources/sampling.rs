@@ -55,6 +55,7 @@ impl Sampler for ModelSampler {
                 temperature: self.temperature.or(request.temperature),
                 max_tokens: Some(capped(request.max_tokens, self.max_tokens)),
                 inputs: Value::Null,
+                traceparent: None,
             };
             // The model's own error may name its endpoint: the server hears only that
             // the request failed.

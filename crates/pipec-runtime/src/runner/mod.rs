@@ -62,6 +62,8 @@ pub struct Runner {
     pub(crate) source: String,
     pub(crate) model_overrides: BTreeMap<String, String>,
     pub(crate) events: Option<EventSink>,
+    /// Where the attempts' spans go (`crate::trace`); none are made without it.
+    pub(crate) spans: Option<crate::trace::SpanSink>,
     pub(crate) progress: Option<Arc<dyn Progress>>,
     pub(crate) concurrency: usize,
     pub(crate) validators: Arc<Validators>,
@@ -98,6 +100,7 @@ impl Runner {
             source: String::new(),
             model_overrides: BTreeMap::new(),
             events: None,
+            spans: None,
             progress: None,
             concurrency: 8,
             validators,
@@ -200,6 +203,13 @@ impl Runner {
 
     pub fn events(mut self, sink: EventSink) -> Runner {
         self.events = Some(sink);
+        self
+    }
+
+    /// Makes a trace of every attempt, its spans handed to `sink` as they end
+    /// ([`crate::trace`]).
+    pub fn spans(mut self, sink: crate::trace::SpanSink) -> Runner {
+        self.spans = Some(sink);
         self
     }
 
@@ -537,6 +547,9 @@ impl Runner {
                 .store
                 .answer(&rec.id, now_answers, self.answerer)
                 .await?;
+            if let Some(sink) = &self.spans {
+                crate::trace::answered_gates(sink, &rec.id, &state, &committed);
+            }
         }
         let servers = self.servers_for(&ready.config, &ready.secrets, &ready.models);
         self.check_servers(&servers, Some(&ready.to_run)).await?;
@@ -690,6 +703,9 @@ impl Runner {
         plan_change::check_identity(&self.plan, &state, &[], &self.validators)?;
         self.check_answers(&answers, Some(&state.gates))?;
         let committed = self.store.answer(&rec.id, answers, self.answerer).await?;
+        if let Some(sink) = &self.spans {
+            crate::trace::answered_gates(sink, &rec.id, &state, &committed);
+        }
         if let Some(sink) = &self.events {
             committed.iter().for_each(|e| sink(e));
         }
@@ -800,6 +816,40 @@ impl Runner {
             }
         }
         let resources = Resources::new(servers, state.heals.clone(), secrets.clone());
+        let trace = self.spans.clone().map(|sink| {
+            // The gates already asked: since when, and which attempt asked.
+            let waiting = state
+                .gates
+                .iter()
+                .map(|(name, g)| {
+                    let asked = crate::trace::asking_attempt(&state.attempts, g.pending_ms)
+                        .unwrap_or(lease.attempt);
+                    (name.clone(), g.pending_ms, asked)
+                })
+                .collect();
+            Arc::new(crate::trace::AttemptTrace::new(
+                sink,
+                self.plan.clone(),
+                &lease.thread,
+                lease.attempt,
+                waiting,
+            ))
+        });
+        // The trace reads the committed events as they stream, beside `--events`.
+        let events = match (&trace, &self.events) {
+            (None, events) => events.clone(),
+            (Some(t), events) => {
+                let t = t.clone();
+                let events = events.clone();
+                let both: EventSink = Arc::new(move |e| {
+                    t.event(e);
+                    if let Some(sink) = &events {
+                        sink(e);
+                    }
+                });
+                Some(both)
+            }
+        };
         let context = AttemptContext {
             plan: self.plan.clone(),
             store: self.store.clone(),
@@ -811,7 +861,8 @@ impl Runner {
             models,
             validators: self.validators.clone(),
             scrubber: scrubber.clone(),
-            events: self.events.clone(),
+            events,
+            trace,
             progress: self
                 .progress
                 .clone()

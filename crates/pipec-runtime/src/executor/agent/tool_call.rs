@@ -227,6 +227,13 @@ impl<'c, 'a> ToolCall<'c, 'a> {
             limit: Some((limit as usize).saturating_mul(2).saturating_add(64 * 1024)),
             task: tool.task != pipec_plan::ToolTask::Forbidden,
         };
+        let span = shared
+            .trace
+            .as_ref()
+            .map(|t| t.tool_call(&self.cx.unit.node.name, &self.key.display()));
+        if let Some(s) = &span {
+            meta.insert("traceparent".into(), Value::String(s.traceparent.clone()));
+        }
         let result = shared
             .resources
             .servers
@@ -239,6 +246,10 @@ impl<'c, 'a> ToolCall<'c, 'a> {
                 &resumption,
             )
             .await;
+        if let (Some(t), Some(s)) = (&shared.trace, span) {
+            let failed = crate::trace::call_failure(&result, |m| shared.scrubber.scrub(m));
+            t.tool_ended(s, &self.key.display(), &tool.server, &tool.name, failed);
+        }
         // A call the server runs as a task is polled here (a crash meanwhile leaves an
         // effect's row unfinished, for a person).
         let result = match result {
