@@ -11,15 +11,22 @@
 //! variables; the service is `OTEL_SERVICE_NAME` (default `pipec`), with the attributes of
 //! `OTEL_RESOURCE_ATTRIBUTES`. When it is off nothing here runs and the runtime makes no
 //! spans.
+//!
+//! Metrics come from the same spans, as OpenTelemetry's GenAI and MCP conventions name
+//! them ([`Metrics`]): on by `OTEL_METRICS_EXPORTER=otlp`, or with traces when
+//! `OTEL_METRICS_EXPORTER` is unset, and exported every `OTEL_METRIC_EXPORT_INTERVAL`
+//! (60 s by default) and at exit.
 
 use std::time::Duration;
 
+use opentelemetry::metrics::{Histogram, MeterProvider};
 use opentelemetry::trace::{
     Link, SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
 };
 use opentelemetry::{InstrumentationScope, KeyValue, Value};
 use opentelemetry_otlp::{Protocol, WithExportConfig};
 use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::trace::{
     BatchSpanProcessor, SpanData, SpanEvents, SpanLinks, SpanProcessor,
 };
@@ -32,6 +39,173 @@ pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 pub struct Telemetry {
     processor: std::sync::Arc<BatchSpanProcessor>,
     scope: InstrumentationScope,
+    metrics: Option<std::sync::Arc<Metrics>>,
+}
+
+/// The histograms recorded from spans, and their provider.
+pub struct Metrics {
+    provider: SdkMeterProvider,
+    inference: Histogram<f64>,
+    input_tokens: Histogram<u64>,
+    output_tokens: Histogram<u64>,
+    cached_tokens: Histogram<u64>,
+    tool: Histogram<f64>,
+    mcp: Histogram<f64>,
+    agent: Histogram<f64>,
+    workflow: Histogram<f64>,
+}
+
+/// Whether the environment asks for metrics beside traces that are on.
+pub fn metrics_wanted(env: Env<'_>) -> Result<bool, String> {
+    let exporter = env("OTEL_METRICS_EXPORTER")
+        .filter(|v| !v.trim().is_empty())
+        .map(|v| v.trim().to_ascii_lowercase());
+    match exporter.as_deref() {
+        None | Some("otlp") => Ok(true),
+        Some("none") => Ok(false),
+        Some(other) => Err(format!(
+            "OTEL_METRICS_EXPORTER is `{other}`: pipec exports metrics with `otlp` (or `none` for none)"
+        )),
+    }
+}
+
+impl Metrics {
+    fn new(protocol: Protocol, resource: Resource) -> Result<Metrics, String> {
+        let exporter = opentelemetry_otlp::MetricExporter::builder()
+            .with_http()
+            .with_protocol(protocol)
+            .build()
+            .map_err(|e| format!("cannot export metrics: {e}"))?;
+        let provider = SdkMeterProvider::builder()
+            .with_periodic_exporter(exporter)
+            .with_resource(resource)
+            .build();
+        let meter = provider.meter("pipec");
+        let seconds = |name: &'static str, what: &'static str| {
+            meter
+                .f64_histogram(name)
+                .with_unit("s")
+                .with_description(what)
+                .build()
+        };
+        let tokens = |name: &'static str, what: &'static str| {
+            meter
+                .u64_histogram(name)
+                .with_unit("{token}")
+                .with_description(what)
+                .build()
+        };
+        Ok(Metrics {
+            inference: seconds(
+                "gen_ai.client.inference.duration",
+                "How long a model took to answer a request",
+            ),
+            input_tokens: tokens(
+                "gen_ai.client.inference.usage.input_tokens",
+                "Input tokens of a model request",
+            ),
+            output_tokens: tokens(
+                "gen_ai.client.inference.usage.output_tokens",
+                "Output tokens of a model request",
+            ),
+            cached_tokens: tokens(
+                "gen_ai.client.inference.usage.cache_read.input_tokens",
+                "Input tokens a model request read from the provider's prompt cache",
+            ),
+            tool: seconds("gen_ai.execute_tool.duration", "How long a tool call took"),
+            mcp: seconds(
+                "mcp.client.operation.duration",
+                "How long an MCP request took",
+            ),
+            agent: seconds(
+                "gen_ai.invoke_agent.duration",
+                "How long an agent node worked in an attempt",
+            ),
+            workflow: seconds(
+                "gen_ai.workflow.duration",
+                "How long an attempt of a pipeline ran",
+            ),
+            provider,
+        })
+    }
+
+    /// Records what a finished span measured.
+    pub fn record(&self, rec: &SpanRec) {
+        let seconds = rec
+            .end
+            .duration_since(rec.start)
+            .unwrap_or_default()
+            .as_secs_f64();
+        let attr = |key: &str| {
+            rec.attributes
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v.clone())
+        };
+        let keep = |keys: &[&'static str]| -> Vec<KeyValue> {
+            let mut out: Vec<KeyValue> = keys
+                .iter()
+                .filter_map(|k| attr(k).map(|v| KeyValue::new(*k, value(v))))
+                .collect();
+            if rec.error.is_some() && attr("error.type").is_none() {
+                out.push(KeyValue::new("error.type", "_OTHER"));
+            }
+            out
+        };
+        let count = |key: &str| match attr(key) {
+            Some(Attr::Int(n)) => u64::try_from(n).ok(),
+            _ => None,
+        };
+        let operation = match attr("gen_ai.operation.name") {
+            Some(Attr::Str(op)) => op,
+            _ => return,
+        };
+        match operation.as_str() {
+            "chat" => {
+                let attrs = keep(&[
+                    "gen_ai.operation.name",
+                    "gen_ai.provider.name",
+                    "gen_ai.request.model",
+                    "gen_ai.response.model",
+                    "error.type",
+                ]);
+                self.inference.record(seconds, &attrs);
+                for (key, h) in [
+                    ("gen_ai.usage.input_tokens", &self.input_tokens),
+                    ("gen_ai.usage.output_tokens", &self.output_tokens),
+                    ("gen_ai.usage.cache_read.input_tokens", &self.cached_tokens),
+                ] {
+                    if let Some(n) = count(key) {
+                        h.record(n, &attrs);
+                    }
+                }
+            }
+            "execute_tool" => {
+                let attrs = keep(&[
+                    "gen_ai.operation.name",
+                    "gen_ai.tool.name",
+                    "mcp.method.name",
+                    "error.type",
+                ]);
+                self.tool.record(seconds, &attrs);
+                self.mcp.record(seconds, &attrs);
+            }
+            "invoke_agent" => {
+                let attrs = keep(&["gen_ai.operation.name", "gen_ai.agent.name", "error.type"]);
+                self.agent.record(seconds, &attrs);
+            }
+            "invoke_workflow" => {
+                let attrs = keep(&[
+                    "gen_ai.operation.name",
+                    "gen_ai.agent.name",
+                    "pipec.outcome",
+                    "error.type",
+                ]);
+                self.workflow.record(seconds, &attrs);
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Whether the environment asks for traces, and over which protocol; an error names the
@@ -95,9 +269,15 @@ impl Telemetry {
         let scope = InstrumentationScope::builder("pipec")
             .with_version(env!("CARGO_PKG_VERSION"))
             .build();
+        let metrics = if metrics_wanted(env)? {
+            Some(std::sync::Arc::new(Metrics::new(protocol, resource)?))
+        } else {
+            None
+        };
         Ok(Some(Telemetry {
             processor: std::sync::Arc::new(processor),
             scope,
+            metrics,
         }))
     }
 
@@ -105,13 +285,22 @@ impl Telemetry {
     pub fn sink(&self) -> SpanSink {
         let processor = self.processor.clone();
         let scope = self.scope.clone();
-        std::sync::Arc::new(move |rec: SpanRec| processor.on_end(span_data(rec, &scope)))
+        let metrics = self.metrics.clone();
+        std::sync::Arc::new(move |rec: SpanRec| {
+            if let Some(m) = &metrics {
+                m.record(&rec);
+            }
+            processor.on_end(span_data(rec, &scope));
+        })
     }
 
     /// Sends what is left, waiting at most `within`, and stops.
     pub fn shutdown(self, within: Duration) {
         let _ = self.processor.force_flush();
         let _ = self.processor.shutdown_with_timeout(within);
+        if let Some(m) = &self.metrics {
+            let _ = m.provider.shutdown_with_timeout(within);
+        }
     }
 }
 
@@ -230,6 +419,16 @@ mod tests {
         );
         let zipkin = wanted(&env(&[("OTEL_TRACES_EXPORTER", "zipkin")]));
         assert!(zipkin.is_err_and(|e| e.contains("OTEL_TRACES_EXPORTER")));
+    }
+
+    #[test]
+    fn metrics_go_with_traces_unless_asked_not_to() {
+        assert_eq!(metrics_wanted(&env(&[])), Ok(true));
+        assert_eq!(
+            metrics_wanted(&env(&[("OTEL_METRICS_EXPORTER", "none")])),
+            Ok(false)
+        );
+        assert!(metrics_wanted(&env(&[("OTEL_METRICS_EXPORTER", "prometheus")])).is_err());
     }
 
     #[test]
