@@ -7,6 +7,7 @@ pub mod hooked;
 pub mod lsp_client;
 pub mod npm;
 pub mod pg_schema;
+pub mod phoenix;
 pub mod python;
 pub mod rng;
 pub mod serve_http;

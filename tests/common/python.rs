@@ -17,21 +17,9 @@ pub fn python_with_mcp() -> String {
     static CHECKED: OnceLock<Result<String, String>> = OnceLock::new();
     let checked = CHECKED.get_or_init(|| {
         let python = python();
-        let probe = Command::new(&python)
-            .args(["-c", "import mcp.server.mcpserver, uvicorn"])
-            .output();
-        match probe {
-            Ok(out) if out.status.success() => Ok(python),
-            Ok(out) => Err(format!(
-                "`{python}` cannot import the MCP SDK ({}).",
-                String::from_utf8_lossy(&out.stderr)
-                    .trim()
-                    .lines()
-                    .last()
-                    .unwrap_or("")
-            )),
-            Err(e) => Err(format!("`{python}` cannot be run ({e}).")),
-        }
+        let mut probe = Command::new(&python);
+        probe.args(["-c", "import mcp.server.mcpserver, uvicorn"]);
+        probed(&python, probe, "cannot import the MCP SDK")
     });
     match checked {
         Ok(python) => python.clone(),
@@ -41,6 +29,23 @@ pub fn python_with_mcp() -> String {
              Python that has it (.ci/run makes a venv under target/ and does that).",
             python()
         ),
+    }
+}
+
+/// `python` when `probe` (a command of it) succeeds; else why not: `{python} {fails}`
+/// and the last line of what it wrote to stderr, or why it could not be run.
+pub fn probed(python: &str, mut probe: Command, fails: &str) -> Result<String, String> {
+    match probe.output() {
+        Ok(out) if out.status.success() => Ok(python.to_string()),
+        Ok(out) => Err(format!(
+            "`{python}` {fails} ({}).",
+            String::from_utf8_lossy(&out.stderr)
+                .trim()
+                .lines()
+                .last()
+                .unwrap_or("")
+        )),
+        Err(e) => Err(format!("`{python}` cannot be run ({e}).")),
     }
 }
 

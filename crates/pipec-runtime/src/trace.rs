@@ -309,10 +309,14 @@ impl AttemptTrace {
                 );
                 s.start = at.checked_sub(Duration::from_millis(*ms)).unwrap_or(at);
                 s.end = at;
-                let provider = match declared.as_ref().map(|m| m.provider.as_str()) {
+                // Who answered: the reply says (`openai:...`, or `scripted:...` for a model
+                // a test or `--model` replaced).
+                let provider = match model.split_once(':').map(|(p, _)| p) {
                     Some("openai") => "openai".to_string(),
                     Some(other) => format!("pipec.{other}"),
-                    None => model.split(':').next().unwrap_or("unknown").to_string(),
+                    None => declared
+                        .as_ref()
+                        .map_or_else(|| "unknown".to_string(), |m| m.provider.clone()),
                 };
                 s.attributes.extend([
                     ("gen_ai.operation.name", "chat".into()),
