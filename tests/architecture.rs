@@ -158,6 +158,13 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("lsp", &["base", "diagnostic", "syntax", "check"]),
+    // Traces over OTLP: the runtime's span records as OpenTelemetry's.
+    ("telemetry", &["runtime"]),
+    // The web inspector: threads read from the store, acted on through the runtime.
+    (
+        "ui",
+        &["base", "diagnostic", "plan", "runtime", "schema", "store"],
+    ),
     ("demo-crm", &["base"]),
     // The client the MCP conformance suite drives: the MCP session and example arguments.
     ("conformance", &["mcp", "schema"]),
@@ -176,6 +183,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "runtime",
             "serve",
             "lsp",
+            "telemetry",
+            "ui",
         ],
     ),
 ];
@@ -223,6 +232,9 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("jsonschema", &["schema"]),
     ("clap", &["pipec", "demo-crm"]),
     ("clap_complete", &["pipec"]),
+    ("opentelemetry", &["telemetry"]),
+    ("opentelemetry_sdk", &["telemetry"]),
+    ("opentelemetry-otlp", &["telemetry"]),
 ];
 
 #[test]
@@ -332,6 +344,10 @@ fn the_embeddable_core_leaves_out_the_command_line_and_its_servers() {
         "deadpool-postgres",
         "saphyr-parser",
         "pipec-demo-crm",
+        "pipec-telemetry",
+        "opentelemetry",
+        "opentelemetry_sdk",
+        "pipec-ui",
     ] {
         assert!(
             !deps.contains(left_out),
@@ -343,7 +359,14 @@ fn the_embeddable_core_leaves_out_the_command_line_and_its_servers() {
     }
     // The default build is the whole command line.
     let full = closure(&metadata(&[]), "pipec");
-    for kept in ["clap", "pipec-serve", "pipec-lsp", "tokio-postgres"] {
+    for kept in [
+        "clap",
+        "pipec-serve",
+        "pipec-lsp",
+        "tokio-postgres",
+        "pipec-telemetry",
+        "pipec-ui",
+    ] {
         assert!(full.contains(kept), "pipec's default features lack {kept}");
     }
 }

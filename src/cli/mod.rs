@@ -26,6 +26,7 @@ mod store;
 mod store_copy;
 mod telemetry;
 mod tools;
+mod ui;
 mod worker;
 
 use std::io::IsTerminal;
@@ -81,6 +82,8 @@ enum Command {
     Mcp(mcp::Args),
     /// Serve resources (`serve` blocks, reShapr specifications) as an MCP server
     Serve(serve::Args),
+    /// Inspect a store's threads in a web page: graph, timeline, cost, gate forms, actions
+    Ui(ui::Args),
     /// Make a new project that checks clean and runs offline
     Init(init::Args),
     /// Run the language server for editors (JSON-RPC over stdin and stdout)
@@ -131,6 +134,7 @@ pub fn main() -> ExitCode {
             | Command::Answer(_)
             | Command::Worker(_)
             | Command::Serve(_)
+            | Command::Ui(_)
     ) && let Err(e) = telemetry::init()
     {
         err(&format!("error: {e}"));
@@ -155,6 +159,7 @@ pub fn main() -> ExitCode {
         Command::Tools(a) => tools::run(a),
         Command::Mcp(a) => mcp::run(a),
         Command::Serve(a) => serve::run(a),
+        Command::Ui(a) => ui::run(a),
         Command::Init(a) => init::run(a),
         Command::Completions(a) => completions::run(a),
     };

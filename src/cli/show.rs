@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::common;
 use super::runs::fmt_time;
-use crate::runtime::show::{self, ThreadView, ViewOptions};
+use crate::runtime::show;
 use crate::store::{Event, GateState, ItemState, NodeState};
 
 #[derive(clap::Args)]
@@ -37,63 +37,42 @@ pub(super) fn run(args: Args) -> u8 {
         Ok(pair) => pair,
         Err(code) => return code,
     };
-    let loaded = rt.block_on(async {
-        let state = store.load(&args.thread).await?;
-        // Reads are counted from the whole log.
-        let all = store.events(&args.thread, 0).await?;
-        let events: Vec<_> = if args.events {
-            all.iter()
-                .filter(|e| e.seq >= args.since)
-                .cloned()
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let reads = show::resource_reads(&all);
-        let plan = match &state.thread {
-            Some(t) => match crate::runtime::stored_plan(&*store, t).await {
-                Ok(plan) => Some(plan),
-                Err(e) => {
-                    super::err(&format!("warning[{}]: {}", e.code, e.message));
-                    None
-                }
-            },
-            None => None,
-        };
-        Ok::<_, crate::store::StoreError>((state, all, events, plan, reads))
-    });
-    let (state, all, mut events, plan, reads) = match loaded {
-        Ok(x) => x,
+    let stored = match rt.block_on(show::Stored::load(&*store, &args.thread)) {
+        Ok(stored) => stored,
         Err(e) => {
-            common::print_error(&e.into());
+            common::print_error(&e);
             return super::EXIT_FINDINGS;
         }
     };
-    let Some(t) = &state.thread else {
-        common::print_error(&crate::runtime::RuntimeError::new(
-            &crate::diagnostic::STORE_UNREADABLE,
-            format!("thread {} has rows but no record", args.thread),
-        ));
+    if let Some(e) = &stored.plan_error {
+        super::err(&format!("warning[{}]: {}", e.code, e.message));
+    }
+    let Some(t) = &stored.state.thread else {
         return super::EXIT_FINDINGS;
+    };
+    let (state, all, plan) = (&stored.state, &stored.events, &stored.plan);
+    let reads = show::resource_reads(all);
+    let mut events: Vec<_> = if args.events {
+        all.iter()
+            .filter(|e| e.seq >= args.since)
+            .cloned()
+            .collect()
+    } else {
+        Vec::new()
     };
     let order: Vec<String> = plan
         .as_ref()
         .map(|p| p.nodes.iter().map(|n| n.name.clone()).collect())
         .unwrap_or_default();
     // Outputs are not stored; they are computed from the node rows.
-    let outputs = match &plan {
-        Some(p) if t.status == crate::store::Status::Completed => {
-            crate::runtime::eval::outputs_of(p, &state).ok()
-        }
-        _ => None,
-    };
+    let outputs = stored.outputs();
     // The events as the live stream sent them: `thread_completed` with the outputs.
     for e in &mut events {
         if let (Some(o), Event::ThreadCompleted { outputs: slot }) = (&outputs, &mut e.event) {
             *slot = Some(o.clone());
         }
     }
-    let stale = t.status == crate::store::Status::Running && !store.is_held(&t.id);
+    let stale = stored.stale;
     if args.events && !args.json {
         for e in &events {
             super::out(&format!(
@@ -104,17 +83,7 @@ pub(super) fn run(args: Args) -> u8 {
         return super::EXIT_OK;
     }
     if args.json {
-        let view = ThreadView::new(
-            t,
-            &state,
-            &all,
-            ViewOptions {
-                stale,
-                outputs,
-                internal: args.internal,
-                events: args.events.then_some(events),
-            },
-        );
+        let view = stored.view(args.internal, args.events.then_some(events));
         super::out(&format!(
             "{}\n",
             serde_json::to_string_pretty(&view).unwrap_or_default()
@@ -158,8 +127,8 @@ pub(super) fn run(args: Args) -> u8 {
                 .join(", ")
         ));
     }
-    let (node_usage, _) = show::usages(&all);
-    let total = show::UsageView::of(&all);
+    let (node_usage, _) = show::usages(all);
+    let total = show::UsageView::of(all);
     s.push_str("\nnodes\n");
     let mut rows: Vec<(&String, &crate::store::NodeRec)> = state.nodes.iter().collect();
     rows.sort_by_key(|(name, _)| order.iter().position(|o| o == *name).unwrap_or(usize::MAX));
@@ -307,7 +276,7 @@ pub(super) fn run(args: Args) -> u8 {
                     .unwrap_or_default()
             ));
         }
-        let links = show::manifests(&state);
+        let links = show::manifests(state);
         if !links.is_empty() {
             s.push_str("\nmanifests (links, and content the tool calls returned in place)\n");
             for show::ManifestEntry {

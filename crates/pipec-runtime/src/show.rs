@@ -367,6 +367,73 @@ impl ThreadView {
     }
 }
 
+/// A thread as stored: its rows, its whole event log and the plan it runs (when it can be
+/// read; `plan_error` says why not), what [`ThreadView`] and `pipec show` are made of.
+pub struct Stored {
+    pub state: ThreadState,
+    pub events: Vec<RecordedEvent>,
+    pub plan: Option<pipec_plan::Plan>,
+    pub plan_error: Option<crate::RuntimeError>,
+    /// Running, but held by no process.
+    pub stale: bool,
+}
+
+impl Stored {
+    /// Reads `thread` from `store`.
+    pub async fn load(
+        store: &dyn pipec_store::Store,
+        thread: &str,
+    ) -> Result<Stored, crate::RuntimeError> {
+        let state = store.load(thread).await?;
+        let Some(rec) = &state.thread else {
+            return Err(crate::RuntimeError::new(
+                &pipec_diagnostic::STORE_UNREADABLE,
+                format!("thread {thread} has rows but no record"),
+            ));
+        };
+        let events = store.events(&rec.id, 0).await?;
+        let (plan, plan_error) = match crate::stored_plan(store, rec).await {
+            Ok(plan) => (Some(plan), None),
+            Err(e) => (None, Some(e)),
+        };
+        let stale = rec.status == pipec_store::Status::Running && !store.is_held(&rec.id);
+        Ok(Stored {
+            state,
+            events,
+            plan,
+            plan_error,
+            stale,
+        })
+    }
+
+    /// A completed thread's outputs, computed from its node rows.
+    pub fn outputs(&self) -> Option<Value> {
+        match (&self.plan, &self.state.thread) {
+            (Some(p), Some(t)) if t.status == pipec_store::Status::Completed => {
+                crate::eval::outputs_of(p, &self.state).ok()
+            }
+            _ => None,
+        }
+    }
+
+    /// The thread's view, with the journal and the other rows as stored when `internal`,
+    /// and `events` when given.
+    pub fn view(&self, internal: bool, events: Option<Vec<RecordedEvent>>) -> Option<ThreadView> {
+        let t = self.state.thread.as_ref()?;
+        Some(ThreadView::new(
+            t,
+            &self.state,
+            &self.events,
+            ViewOptions {
+                stale: self.stale,
+                outputs: self.outputs(),
+                internal,
+                events,
+            },
+        ))
+    }
+}
+
 /// Fetches and cache hits per URI, from a thread's `resource_read` events, in the order
 /// the URIs were first read.
 pub fn resource_reads(events: &[RecordedEvent]) -> Vec<ResourceReads> {

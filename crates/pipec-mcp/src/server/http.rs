@@ -145,14 +145,7 @@ pub async fn bind_http(
     let bound = listener
         .local_addr()
         .map_err(|e| format!("cannot tell the address listened on: {e}"))?;
-    let mut hosts = vec![
-        "localhost".to_string(),
-        "127.0.0.1".into(),
-        "::1".into(),
-        "[::1]".into(),
-        bound.ip().to_string(),
-    ];
-    hosts.extend(access.allowed_hosts.iter().cloned());
+    let hosts = pipec_base::authority::served_hosts(&bound.ip().to_string(), &access.allowed_hosts);
     let config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts.clone());
     let max_body = config.max_request_body_bytes;
     let mut manager = LocalSessionManager::default();
@@ -261,7 +254,7 @@ impl Front {
             .get(hyper::header::HOST)
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default();
-        if !host_allowed(host, &self.hosts) {
+        if !pipec_base::authority::host_allowed(host, &self.hosts) {
             return closing(text(
                 StatusCode::FORBIDDEN,
                 format!(
@@ -453,7 +446,9 @@ impl Front {
                 .get(hyper::header::AUTHORIZATION)
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.strip_prefix("Bearer "));
-            if !given.is_some_and(|g| same(g.as_bytes(), token.as_bytes())) {
+            if !given
+                .is_some_and(|g| pipec_base::authority::same_secret(g.as_bytes(), token.as_bytes()))
+            {
                 let mut r = text(
                     StatusCode::UNAUTHORIZED,
                     "this server needs `Authorization: Bearer TOKEN` (the token `pipec serve` printed)".into(),
@@ -616,32 +611,6 @@ fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
     matches!(host.as_deref(), Some("localhost" | "127.0.0.1" | "[::1]"))
 }
 
-/// Compares in time that does not depend on where the two differ.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// Whether a request's `Host` is one of `allowed` (`host` or `host:port`, compared as
-/// rmcp compares them for `/mcp`: the host without case or brackets, the port when the
-/// entry names one).
-fn host_allowed(host: &str, allowed: &[String]) -> bool {
-    let split = |authority: &str| -> Option<(String, Option<u16>)> {
-        let parsed = hyper::http::uri::Authority::try_from(authority.trim()).ok()?;
-        let name = parsed
-            .host()
-            .trim_matches(|c| c == '[' || c == ']')
-            .to_ascii_lowercase();
-        Some((name, parsed.port_u16()))
-    };
-    let Some((name, port)) = split(host) else {
-        return false;
-    };
-    allowed
-        .iter()
-        .filter_map(|a| split(a))
-        .any(|(a_name, a_port)| a_name == name && a_port.is_none_or(|p| port == Some(p)))
-}
-
 fn text(status: StatusCode, body: String) -> Response<Body> {
     let mut response = Response::new(Full::new(Bytes::from(body)).boxed());
     *response.status_mut() = status;
@@ -666,12 +635,5 @@ mod tests {
         assert!(!origin_allowed("https://evil.example.com", &allowed));
         assert!(!origin_allowed("http://localhost.evil.com", &allowed));
         assert!(!origin_allowed("null", &allowed));
-    }
-
-    #[test]
-    fn tokens_compare_whole() {
-        assert!(same(b"abc", b"abc"));
-        assert!(!same(b"abc", b"abd"));
-        assert!(!same(b"abc", b"ab"));
     }
 }
