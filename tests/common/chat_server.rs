@@ -67,6 +67,8 @@ pub type Answer = Arc<dyn Fn(&Value, &[Value]) -> Response + Send + Sync>;
 pub struct ChatServer {
     pub url: String,
     requests: Arc<Mutex<Vec<Value>>>,
+    /// Each request's `traceparent` header, when it had one.
+    traceparents: Arc<Mutex<Vec<Option<String>>>>,
     written: Arc<AtomicU64>,
 }
 
@@ -82,6 +84,8 @@ impl ChatServer {
         let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
         let requests = Arc::new(Mutex::new(Vec::new()));
         let seen = requests.clone();
+        let traceparents = Arc::new(Mutex::new(Vec::new()));
+        let parents = traceparents.clone();
         let written = Arc::new(AtomicU64::new(0));
         let count = written.clone();
         std::thread::spawn(move || {
@@ -89,6 +93,7 @@ impl ChatServer {
                 let Ok(mut stream) = stream else { continue };
                 let mut reader = BufReader::new(stream.try_clone().expect("clone"));
                 let mut len = 0usize;
+                let mut traceparent = None;
                 let mut line = String::new();
                 loop {
                     line.clear();
@@ -102,6 +107,11 @@ impl ChatServer {
                     if let Some(v) = l.to_ascii_lowercase().strip_prefix("content-length:") {
                         len = v.trim().parse().unwrap_or(0);
                     }
+                    if let Some((k, v)) = l.split_once(':')
+                        && k.eq_ignore_ascii_case("traceparent")
+                    {
+                        traceparent = Some(v.trim().to_string());
+                    }
                 }
                 let mut body = vec![0u8; len];
                 let _ = reader.read_exact(&mut body);
@@ -109,6 +119,7 @@ impl ChatServer {
                 let before = seen.lock().expect("lock").clone();
                 let r = answer(&request, &before);
                 seen.lock().expect("lock").push(request);
+                parents.lock().expect("lock").push(traceparent);
                 let length = match r.padding {
                     Some(p) if !p.declared => None,
                     Some(p) => Some(r.body.len() as u64 + p.bytes),
@@ -138,6 +149,7 @@ impl ChatServer {
         ChatServer {
             url,
             requests,
+            traceparents,
             written,
         }
     }
@@ -150,6 +162,12 @@ impl ChatServer {
     /// Every request so far, in order.
     pub fn requests(&self) -> Vec<Value> {
         self.requests.lock().expect("lock").clone()
+    }
+
+    /// The `traceparent` header of every request so far, in order (`None` for one
+    /// without).
+    pub fn traceparents(&self) -> Vec<Option<String>> {
+        self.traceparents.lock().expect("lock").clone()
     }
 }
 

@@ -226,3 +226,51 @@ output second = second
         2200.0 / 1e6
     ));
 }
+
+/// Traced, a model request carries its turn's W3C `traceparent`: the thread's trace, a
+/// span of its own; untraced (no `OTEL_*` variables), it carries none.
+#[test]
+fn a_traced_model_request_carries_its_turns_traceparent_and_an_untraced_one_none() {
+    let chat = server();
+    let p = Project::new("usage-traceparent");
+    let mut source = model("llm", "gpt-4o-mini", &chat.url, "");
+    source.push_str(
+        "input topic: string\n\nthink one(topic: string = input.topic) -> string {\n  model = llm\n  prompt = \"One on {{ topic }}.\"\n}\n\noutput one = one\n",
+    );
+    p.write("one.pipe", &source);
+    let run = |traced: bool| {
+        let mut c = p.cmd(&["run", "one.pipe", "--input", "topic=x"]);
+        c.env("TEST_KEY", "sk-test-123456");
+        if traced {
+            // A backend that is not there: the spans are lost, the context is still sent.
+            c.env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+                .env("OTEL_METRICS_EXPORTER", "none");
+        } else {
+            c.env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+                .env_remove("OTEL_TRACES_EXPORTER");
+        }
+        let out = c.output().expect("run");
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    };
+    run(false);
+    run(true);
+    let parents = chat.traceparents();
+    assert_eq!(parents.len(), 2, "{parents:?}");
+    assert_eq!(parents[0], None, "an untraced run sends no trace context");
+    let traced = parents[1].clone().expect("a traceparent");
+    let rows = parse_runs(&stdout(&p.run(&["runs", "--json"])));
+    let thread = &rows[0].id;
+    let trace = format!(
+        "{:032x}",
+        pipec::store::ids::decode(thread).expect("a ULID")
+    );
+    let parts: Vec<&str> = traced.split('-').collect();
+    assert_eq!(parts.len(), 4, "{traced}");
+    assert_eq!(
+        (parts[0], parts[1], parts[3]),
+        ("00", trace.as_str(), "01"),
+        "{traced}"
+    );
+    assert_eq!(parts[2].len(), 16);
+    assert_ne!(parts[2], "0000000000000000");
+}
