@@ -115,7 +115,11 @@ fn main() {
     let mut on = Vec::new();
     for r in 0..reps + 2 {
         // Alternate which goes first, so neither always follows the other.
-        let order = if r % 2 == 0 { [false, true] } else { [true, false] };
+        let order = if r % 2 == 0 {
+            [false, true]
+        } else {
+            [true, false]
+        };
         for traced in order {
             let path = dir.join(format!("chain-{r}-{traced}.redb"));
             let _ = std::fs::remove_file(&path);
@@ -136,7 +140,10 @@ fn main() {
     telemetry.shutdown(std::time::Duration::from_secs(5));
     let (off_median, off_p95) = stats(off.clone());
     let (on_median, on_p95) = stats(on.clone());
-    println!("{:<34} {:>5} {:>4} {:>12} {:>12}", "measurement", "unit", "n", "median", "p95");
+    println!(
+        "{:<34} {:>5} {:>4} {:>12} {:>12}",
+        "measurement", "unit", "n", "median", "p95"
+    );
     for (id, m, p) in [
         ("chain100.return.step_ms", off_median, off_p95),
         ("chain100.return.traced.step_ms", on_median, on_p95),
