@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::common;
-use crate::runtime::show::UsageView;
+use crate::runtime::show::{listed, listed_json};
 use crate::store::{ListQuery, Status};
 
 #[derive(clap::Args)]
@@ -84,42 +84,23 @@ pub(super) fn run(args: Args) -> u8 {
         Ok(pair) => pair,
         Err(code) => return code,
     };
-    let page = match rt.block_on(store.list(ListQuery {
-        status,
-        before: args.before.clone(),
-        limit: args.limit,
-        pipeline: args.pipeline.clone(),
-    })) {
-        Ok(p) => p,
-        Err(e) => {
-            common::print_error(&e.into());
-            return super::EXIT_FINDINGS;
-        }
-    };
-    // Each thread's model calls, from its events.
-    let usages = match rt.block_on(async {
-        let mut usages = Vec::with_capacity(page.len());
-        for t in &page {
-            usages.push(UsageView::of(&store.events(&t.id, 0).await?));
-        }
-        Ok::<_, crate::store::StoreError>(usages)
-    }) {
-        Ok(u) => u,
+    let listed = match rt.block_on(listed(
+        &*store,
+        ListQuery {
+            status,
+            before: args.before.clone(),
+            limit: args.limit,
+            pipeline: args.pipeline.clone(),
+        },
+    )) {
+        Ok(l) => l,
         Err(e) => {
             common::print_error(&e.into());
             return super::EXIT_FINDINGS;
         }
     };
     if args.json {
-        let rows: Vec<serde_json::Value> = page
-            .iter()
-            .zip(&usages)
-            .map(|(t, u)| {
-                let mut row = serde_json::to_value(t).unwrap_or_default();
-                row["usage"] = serde_json::to_value(u).unwrap_or_default();
-                row
-            })
-            .collect();
+        let rows: Vec<serde_json::Value> = listed.iter().map(|(t, u)| listed_json(t, u)).collect();
         super::out(&format!(
             "{}\n",
             serde_json::to_string_pretty(&rows).unwrap_or_default()
@@ -130,7 +111,7 @@ pub(super) fn run(args: Args) -> u8 {
         "{:<26}  {:<9}  {:<20}  {:<19}  {:<19}  {:<10}  {}\n",
         "THREAD", "STATUS", "PIPELINE", "CREATED (UTC)", "UPDATED (UTC)", "COST", "HOLDER"
     );
-    for (t, u) in page.iter().zip(&usages) {
+    for (t, u) in &listed {
         let cost = if u.model_calls == 0 {
             "-".to_string()
         } else if u.unpriced_calls == u.model_calls {
@@ -161,8 +142,8 @@ pub(super) fn run(args: Args) -> u8 {
         );
         text.push('\n');
     }
-    if page.len() == args.limit
-        && let Some(last) = page.last()
+    if listed.len() == args.limit
+        && let Some((last, _)) = listed.last()
     {
         text.push_str(&format!("(more: pipec runs --before {})\n", last.id));
     }

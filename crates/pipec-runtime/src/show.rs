@@ -154,6 +154,28 @@ impl UsageView {
     }
 }
 
+/// A page of threads (`pipec runs`, the inspector's list), each with its model calls'
+/// usage read from its events.
+pub async fn listed(
+    store: &dyn pipec_store::Store,
+    query: pipec_store::ListQuery,
+) -> Result<Vec<(pipec_store::ThreadSummary, UsageView)>, pipec_store::StoreError> {
+    let page = store.list(query).await?;
+    let mut rows = Vec::with_capacity(page.len());
+    for t in page {
+        let usage = UsageView::of(&store.events(&t.id, 0).await?);
+        rows.push((t, usage));
+    }
+    Ok(rows)
+}
+
+/// A listed thread as `pipec runs --json` writes it: its summary and its `usage`.
+pub fn listed_json(thread: &pipec_store::ThreadSummary, usage: &UsageView) -> Value {
+    let mut row = serde_json::to_value(thread).unwrap_or_default();
+    row["usage"] = serde_json::to_value(usage).unwrap_or_default();
+    row
+}
+
 /// The model calls of `events` per node, and per attempt (an attempt's events follow its
 /// `attempt_started`, or the thread's creation).
 pub fn usages(events: &[RecordedEvent]) -> (BTreeMap<String, UsageView>, Vec<AttemptUsage>) {

@@ -387,8 +387,6 @@ async function refresh(id, soon) {
   let thread;
   try {
     thread = await api("threads/" + encodeURIComponent(id));
-    const ev = await api(`threads/${encodeURIComponent(id)}/events?since=0`);
-    thread.events = ev.events;
   } catch (e) {
     banner(e);
     return;

@@ -8,7 +8,7 @@ use hyper::StatusCode;
 use serde_json::{Map, Value, json};
 
 use pipec_plan::{Body, Plan};
-use pipec_runtime::show::{Stored, UsageView};
+use pipec_runtime::show::Stored;
 use pipec_runtime::{RunOptions, Runner, RuntimeError};
 use pipec_store::{CancelOutcome, GateState, ListQuery, Status, ThreadRec};
 
@@ -105,30 +105,28 @@ pub(crate) async fn threads(app: &App, query: &str) -> Answer {
             })?,
         None => 50,
     };
-    let page = app
-        .store
-        .list(ListQuery {
+    let listed = pipec_runtime::show::listed(
+        &*app.store,
+        ListQuery {
             status,
             before: text("before").map(str::to_string),
             limit,
             pipeline: text("pipeline").map(str::to_string),
-        })
-        .await?;
-    let mut rows = Vec::with_capacity(page.len());
-    for t in &page {
-        let usage = UsageView::of(&app.store.events(&t.id, 0).await?);
-        let mut row = serde_json::to_value(t).unwrap_or_default();
-        row["usage"] = serde_json::to_value(usage).unwrap_or_default();
-        rows.push(row);
-    }
-    let next = (page.len() == limit)
-        .then(|| page.last().map(|t| t.id.clone()))
+        },
+    )
+    .await?;
+    let rows: Vec<Value> = listed
+        .iter()
+        .map(|(t, u)| pipec_runtime::show::listed_json(t, u))
+        .collect();
+    let next = (listed.len() == limit)
+        .then(|| listed.last().map(|(t, _)| t.id.clone()))
         .flatten();
     Ok((StatusCode::OK, json!({ "threads": rows, "next": next })))
 }
 
 /// `GET /api/threads/{id}`: the thread's view (as `pipec show --json`), its pipeline's
-/// graph, and the form of each pending gate a form can ask.
+/// graph, the form of each pending gate a form can ask, and its newest events.
 pub(crate) async fn thread(app: &App, id: &str) -> Answer {
     let stored = Stored::load(&*app.store, id).await?;
     let view = stored.view(false, None);
@@ -156,12 +154,15 @@ pub(crate) async fn thread(app: &App, id: &str) -> Answer {
             .collect(),
         None => Map::new(),
     };
+    // The newest events, from the log the view was made of (read once a poll).
+    let skip = stored.events.len().saturating_sub(MAX_EVENTS);
     Ok((
         StatusCode::OK,
         json!({
             "view": view,
             "graph": graph,
             "forms": forms,
+            "events": &stored.events[skip..],
             "plan_error": stored.plan_error.map(|e| json!({ "code": e.code, "message": e.message })),
         }),
     ))
