@@ -19,8 +19,9 @@ Environment
                       names the same file, so a test can arm it between two processes)
   CRM_CALL_LOG        a file that gets one line per call and read:
                       `tool get_deal D1`, `read mcp://crm/deals/D1/activity`
-  CRM_META_LOG        a file that gets the `_meta` of every tool call, one JSON line each:
-                      {"tool": "get_deal", "meta": {...}}
+  CRM_META_LOG        a file that gets the `_meta` (and the JSON-RPC request id) of every
+                      tool call, one JSON line each:
+                      {"tool": "get_deal", "meta": {...}, "request_id": "1"}
   CRM_TRANSPORT       `stdio` (the default) or `streamable-http`
   CRM_HTTP_PORT       the HTTP port on 127.0.0.1 (default 8765); 0 picks a free one and
                       says which: `listening on PORT` on stderr, and the bare number in
@@ -216,7 +217,7 @@ def get_deal(deal_id: str, ctx: Context) -> CallToolResult:
     """The deal, with links to its activity and to its emails."""
     append_line("CRM_CALL_LOG", f"tool get_deal {deal_id}")
     meta = ctx.request_context.meta or {}
-    append_line("CRM_META_LOG", json.dumps({"tool": "get_deal", "meta": dict(meta)}, default=str))
+    append_line("CRM_META_LOG", json.dumps({"tool": "get_deal", "meta": dict(meta), "request_id": str(ctx.request_id)}, default=str))
     d = deal(deal_id)
     start, end = YEAR_START.isoformat(), YEAR_END.isoformat()
     return CallToolResult(

@@ -184,6 +184,15 @@ fn a_paused_and_resumed_run_is_one_trace_in_phoenix() {
         format!("00-{trace}-{}-01", tool["span_id"].as_str().expect("an id")),
         "{meta}"
     );
+    // The span names the request the server got, in the version and on the transport
+    // the session spoke.
+    assert_eq!(
+        attr(tool, "jsonrpc.request.id"),
+        &line["request_id"],
+        "{meta}"
+    );
+    assert_eq!(attr(tool, "mcp.protocol.version"), "2026-07-28");
+    assert_eq!(attr(tool, "network.transport"), "pipe");
     // The resources the agent read.
     let reads = child_of(agent, "resources/read");
     assert!(
@@ -196,6 +205,12 @@ fn a_paused_and_resumed_run_is_one_trace_in_phoenix() {
     let gate = child_of(first, "gate review");
     assert_eq!(gate.len(), 1, "{spans:#?}");
     assert_eq!(attr(&gate[0], "pipec.gate.answered_by"), "cli");
+    // Content stays out unless asked for.
+    for s in &spans {
+        for key in ["gen_ai.input.messages", "gen_ai.tool.call.arguments"] {
+            assert!(attr(s, key).is_null(), "{key} on {s}");
+        }
+    }
     // The rest ran in the second attempt.
     let consume = child_of(second, "think consume");
     assert_eq!(consume.len(), 1, "{spans:#?}");
@@ -208,4 +223,123 @@ fn a_paused_and_resumed_run_is_one_trace_in_phoenix() {
         .sum();
     let thread_cost = shown["usage"]["cost_usd"].as_f64().expect("a cost");
     assert!((cost - thread_cost).abs() < 1e-9, "{cost} {thread_cost}");
+}
+
+/// Prompts, replies, tool arguments and results on spans when
+/// `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` asks for them: a secret passed
+/// to a tool, and echoed back by the server, reaches Phoenix as its placeholder only.
+#[test]
+fn content_asked_for_reaches_phoenix_with_secrets_as_placeholders() {
+    const TOKEN: &str = "tok-7f3a91c2e5";
+    let phoenix = Phoenix::start();
+    let p = Project::new("trace-content");
+    p.write(
+        "content.pipe",
+        &format!(
+            r#"server faults {{
+  command = "{}"
+  args = ["{}"]
+}}
+
+tool echo(word: string, token: string) -> json from faults {{
+  read_only = true
+}}
+
+model fast {{
+  provider = "openai"
+  name = "gpt-4o-mini"
+  api_key = secret("OPENAI_API_KEY")
+}}
+
+input word: string
+
+node echoed(word: string = input.word, token: string = secret("ECHO_TOKEN")) -> json {{
+  call = echo(word: word, token: token)
+}}
+
+think said(word: string = input.word, echoed: json = echoed) -> string {{
+  model = fast
+  prompt = "Say {{{{ word }}}} back."
+}}
+
+output said = said
+"#,
+            python_with_mcp(),
+            common::python::fault_server().display()
+        ),
+    );
+    p.write(
+        "replies.json",
+        r#"{ "said": [{ "text": "You said heron." }] }"#,
+    );
+    let project = "pipec-trace-content";
+    let mut c = p.cmd(&[
+        "run",
+        "content.pipe",
+        "--input",
+        "word=heron",
+        "--model",
+        "fast=scripted:replies.json",
+    ]);
+    for (k, v) in phoenix.exporter_env() {
+        c.env(k, v);
+    }
+    let run = c
+        .env(
+            "OTEL_RESOURCE_ATTRIBUTES",
+            format!("{PROJECT_ATTRIBUTE}={project}"),
+        )
+        .env("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+        .env("ECHO_TOKEN", TOKEN)
+        .stdin(Stdio::null())
+        .output()
+        .expect("pipec runs");
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    let spans = phoenix.wait_for_spans(
+        project,
+        |s| !named(s, "invoke_workflow content").is_empty(),
+        Duration::from_secs(60),
+    );
+    let everything = serde_json::to_string(&spans).expect("JSON");
+    assert!(!everything.contains(TOKEN), "the token reached Phoenix");
+
+    let tool = named(&spans, "execute_tool echo");
+    assert_eq!(tool.len(), 1, "{spans:#?}");
+    let text = |v: &Value| -> Value {
+        serde_json::from_str(v.as_str().unwrap_or_else(|| panic!("a string: {v}")))
+            .expect("JSON text")
+    };
+    let arguments = text(attr(tool[0], "gen_ai.tool.call.arguments"));
+    assert_eq!(arguments["word"], "heron", "{arguments}");
+    // As the journal keeps them: the secret by its name.
+    assert_eq!(
+        arguments["token"],
+        serde_json::json!({ "$secret": "ECHO_TOKEN" }),
+        "{arguments}"
+    );
+    // The server echoed what it got (the real token, scrubbed on its way to the span).
+    let result = text(attr(tool[0], "gen_ai.tool.call.result"));
+    assert_eq!(result["arguments"]["word"], "heron", "{result}");
+    assert_eq!(
+        result["arguments"]["token"], "secret(ECHO_TOKEN)",
+        "{result}"
+    );
+
+    let chat = named(&spans, "chat gpt-4o-mini");
+    assert_eq!(chat.len(), 1, "{spans:#?}");
+    let input = text(attr(chat[0], "gen_ai.input.messages"));
+    let said = input
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["parts"][0]["content"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert!(said.contains("Say heron back."), "{input}");
+    let output = text(attr(chat[0], "gen_ai.output.messages"));
+    assert_eq!(output[0]["role"], "assistant", "{output}");
+    assert_eq!(
+        output[0]["parts"][0]["content"], "You said heron.",
+        "{output}"
+    );
+    assert_eq!(output[0]["finish_reason"], "stop", "{output}");
 }

@@ -46,6 +46,7 @@ mod stdio;
 mod tasks;
 mod tokens;
 mod types;
+mod wire;
 
 pub use asks::{Answer, Asked, Called, Elicitation, Question, Resumption};
 pub use auth::{Authorization, Consent, Identity, MAX_AUTHORIZATIONS, Unattended};
@@ -57,3 +58,4 @@ pub use session::{RequestOptions, Session};
 pub use tasks::{TaskForm, TaskRef};
 pub use tokens::{FileTokens, MemoryTokens, TokenStore};
 pub use types::*;
+pub use wire::{Wire, observed};

@@ -822,6 +822,14 @@ impl Session {
             let handle = peer
                 .send_request_with_option(request, PeerRequestOptions::no_options())
                 .await?;
+            crate::wire::note(
+                handle.id.to_string(),
+                &self.protocol_version,
+                match self.config.transport {
+                    TransportConfig::Http { .. } => "tcp",
+                    TransportConfig::Stdio { .. } => "pipe",
+                },
+            );
             let mut abandon = AbandonGuard {
                 peer: peer.clone(),
                 id: Some(handle.id.clone()),

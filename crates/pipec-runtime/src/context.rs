@@ -70,6 +70,23 @@ impl AttemptContext {
         result.map(|_| ())
     }
 
+    /// Keeps a model turn's messages and reply for its trace span, scrubbed of secrets,
+    /// when the trace asks for content (a no-op otherwise).
+    pub(crate) fn trace_turn(
+        &self,
+        node: &str,
+        item: u32,
+        turn: u32,
+        messages: &[crate::llm::Message],
+        reply: &crate::llm::ModelReply,
+    ) {
+        if let Some(t) = &self.trace {
+            t.turn_content(node, item, turn, messages, reply, &|s| {
+                self.scrubber.scrub(s)
+            });
+        }
+    }
+
     /// Streams events the store committed on the attempt's behalf before it began (the
     /// thread's creation, the claim's `attempt_started`, answers given with
     /// `resume --answer`).

@@ -116,6 +116,9 @@ pub enum Event {
         uri: String,
         bytes: u64,
         cached: bool,
+        /// How long the read took (0 for one the attempt's cache served).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        ms: u64,
     },
     /// A dead link re-derived by calling its producer again.
     LinkHealed {

@@ -40,6 +40,8 @@ pub struct Telemetry {
     processor: std::sync::Arc<BatchSpanProcessor>,
     scope: InstrumentationScope,
     metrics: Option<std::sync::Arc<Metrics>>,
+    /// Whether spans carry content ([`content_wanted`]).
+    content: bool,
 }
 
 /// The histograms recorded from spans, and their provider.
@@ -244,12 +246,30 @@ pub fn wanted(env: Env<'_>) -> Result<Option<Protocol>, String> {
     }
 }
 
+/// Whether spans carry prompts, replies, tool arguments and results: asked for by
+/// `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` (`true`, or `span_only` /
+/// `span_and_event` as newer instrumentations spell it), off by default. pipec writes no
+/// log events, so `event_only` keeps content out of spans as `false` and `no_content` do.
+pub fn content_wanted(env: Env<'_>) -> Result<bool, String> {
+    let value = env("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+        .map(|v| v.trim().to_ascii_lowercase())
+        .filter(|v| !v.is_empty());
+    match value.as_deref() {
+        None | Some("false" | "no_content" | "event_only") => Ok(false),
+        Some("true" | "span_only" | "span_and_event") => Ok(true),
+        Some(other) => Err(format!(
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT is `{other}`: set it to `true` for prompts, replies and tool results on spans (secrets scrubbed), or `false`"
+        )),
+    }
+}
+
 impl Telemetry {
     /// Traces as the environment asks: `None` when it does not.
     pub fn from_env(env: Env<'_>) -> Result<Option<Telemetry>, String> {
         let Some(protocol) = wanted(env)? else {
             return Ok(None);
         };
+        let content = content_wanted(env)?;
         // The exporter's HTTP client uses rustls, with the provider pipec uses everywhere.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let exporter = opentelemetry_otlp::SpanExporter::builder()
@@ -278,6 +298,7 @@ impl Telemetry {
             processor: std::sync::Arc::new(processor),
             scope,
             metrics,
+            content,
         }))
     }
 
@@ -286,12 +307,13 @@ impl Telemetry {
         let processor = self.processor.clone();
         let scope = self.scope.clone();
         let metrics = self.metrics.clone();
-        std::sync::Arc::new(move |rec: SpanRec| {
+        SpanSink::new(move |rec: SpanRec| {
             if let Some(m) = &metrics {
                 m.record(&rec);
             }
             processor.on_end(span_data(rec, &scope));
         })
+        .with_content(self.content)
     }
 
     /// Sends what is left, waiting at most `within`, and stops.
@@ -372,6 +394,22 @@ mod tests {
                 .find(|(n, _)| *n == k)
                 .map(|(_, v)| (*v).to_string())
         }
+    }
+
+    #[test]
+    fn content_is_on_only_when_asked_for_by_its_variable() {
+        const KEY: &str = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT";
+        assert_eq!(content_wanted(&env(&[])), Ok(false));
+        for on in ["true", "TRUE", " span_only ", "span_and_event"] {
+            let pairs: &'static [(&'static str, &'static str)] = Box::leak(Box::new([(KEY, on)]));
+            assert_eq!(content_wanted(&env(pairs)), Ok(true), "{on}");
+        }
+        for off in ["false", "no_content", "event_only", ""] {
+            let pairs: &'static [(&'static str, &'static str)] = Box::leak(Box::new([(KEY, off)]));
+            assert_eq!(content_wanted(&env(pairs)), Ok(false), "{off}");
+        }
+        let wrong = content_wanted(&env(&[(KEY, "yes")]));
+        assert!(wrong.is_err_and(|e| e.contains("`yes`")));
     }
 
     #[test]

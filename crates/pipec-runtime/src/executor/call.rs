@@ -248,18 +248,8 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
             poll(&cx, tool, &task, options, &resumption).await
         }
         None => {
-            let mut meta = meta;
-            let span = shared
-                .trace
-                .as_ref()
-                .map(|t| t.tool_call(&node.name, &key.display()));
-            if let Some(s) = &span {
-                meta.insert("traceparent".into(), Value::String(s.traceparent.clone()));
-            }
-            let result = shared
-                .resources
-                .servers
-                .call(
+            let send = |meta| {
+                shared.resources.servers.call(
                     &tool.server,
                     &tool.wire_name,
                     sent,
@@ -267,12 +257,21 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
                     options,
                     &resumption,
                 )
-                .await;
-            if let (Some(t), Some(s)) = (&shared.trace, span) {
-                let failed = crate::trace::call_failure(&result, scrub);
-                t.tool_ended(s, &key.display(), &tool.server, &tool.name, failed);
+            };
+            match &shared.trace {
+                Some(t) => {
+                    let call = key.display();
+                    let of = crate::trace::CallOf {
+                        node: &node.name,
+                        call: &call,
+                        server: &tool.server,
+                        tool: &tool.name,
+                        arguments: Some(&stored),
+                    };
+                    t.tool_call(of, meta, scrub, send).await
+                }
+                None => send(meta).await,
             }
-            result
         }
     };
     if let Ok(Called::Task(task)) = &result {

@@ -100,6 +100,7 @@ async fn run(mut cx: TryContext<'_>) -> Result<Value, TryError> {
                 }
             },
         };
+        shared.trace_turn(&node.name, unit.item, turn, &request.messages, &reply);
         cx.writes
             .push(Write::Event(turn_event(&cx, model, turn, &reply, started)));
         if !structured {

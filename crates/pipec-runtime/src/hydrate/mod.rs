@@ -364,6 +364,7 @@ impl Reader<'_> {
             task: false,
         };
         let resources = &self.shared.resources;
+        let started = std::time::Instant::now();
         let got = resources
             .cache
             .get(&r.server, &r.uri, || {
@@ -378,7 +379,11 @@ impl Reader<'_> {
         match got {
             Ok((contents, served)) => {
                 let size: u64 = contents.iter().map(|c| c.len() as u64).sum();
-                self.note_read(r, size, served);
+                let ms = match served {
+                    Served::Cached => 0,
+                    _ => u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                };
+                self.note_read(r, size, served, ms);
                 if contents.is_empty() {
                     return Err(Failure::Dead("no contents".into()));
                 }
@@ -464,7 +469,7 @@ impl Reader<'_> {
         }
     }
 
-    fn note_read(&mut self, r: &ResourceRef, bytes: u64, served: Served) {
+    fn note_read(&mut self, r: &ResourceRef, bytes: u64, served: Served, ms: u64) {
         let cached = served == Served::Cached;
         self.writes.push(Write::Event(Event::ResourceRead {
             node: self.node.name.clone(),
@@ -473,6 +478,7 @@ impl Reader<'_> {
             uri: r.uri.clone(),
             bytes,
             cached,
+            ms,
         }));
         if let Some(p) = &self.shared.progress {
             p.step(Step::Read {

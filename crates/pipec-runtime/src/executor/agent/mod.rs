@@ -171,6 +171,7 @@ async fn run(mut cx: TryContext<'_>) -> Result<Value, TryError> {
                     Ok(r) => r,
                     Err(e) => return Err(model_failure(&mut cx, model, turn, e)),
                 };
+                shared.trace_turn(&node.name, unit.item, turn, &request.messages, &reply);
                 transcript::store_reply(&cx, model, turn, &reply, started, &mut rows).await?;
                 reply
             }

@@ -227,17 +227,13 @@ impl<'c, 'a> ToolCall<'c, 'a> {
             limit: Some((limit as usize).saturating_mul(2).saturating_add(64 * 1024)),
             task: tool.task != pipec_plan::ToolTask::Forbidden,
         };
-        let span = shared
+        let shown = shared
             .trace
             .as_ref()
-            .map(|t| t.tool_call(&self.cx.unit.node.name, &self.key.display()));
-        if let Some(s) = &span {
-            meta.insert("traceparent".into(), Value::String(s.traceparent.clone()));
-        }
-        let result = shared
-            .resources
-            .servers
-            .call(
+            .filter(|t| t.content())
+            .map(|_| Value::Object(args.clone()));
+        let send = |meta| {
+            shared.resources.servers.call(
                 &tool.server,
                 &tool.wire_name,
                 args,
@@ -245,11 +241,22 @@ impl<'c, 'a> ToolCall<'c, 'a> {
                 options,
                 &resumption,
             )
-            .await;
-        if let (Some(t), Some(s)) = (&shared.trace, span) {
-            let failed = crate::trace::call_failure(&result, |m| shared.scrubber.scrub(m));
-            t.tool_ended(s, &self.key.display(), &tool.server, &tool.name, failed);
-        }
+        };
+        let result = match &shared.trace {
+            Some(t) => {
+                let call = self.key.display();
+                let of = crate::trace::CallOf {
+                    node: &self.cx.unit.node.name,
+                    call: &call,
+                    server: &tool.server,
+                    tool: &tool.name,
+                    arguments: shown.as_ref(),
+                };
+                let scrub = |m: &str| shared.scrubber.scrub(m);
+                t.tool_call(of, meta, scrub, send).await
+            }
+            None => send(meta).await,
+        };
         // A call the server runs as a task is polled here (a crash meanwhile leaves an
         // effect's row unfinished, for a person).
         let result = match result {

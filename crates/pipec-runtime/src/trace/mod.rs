@@ -16,7 +16,11 @@
 //! `invoke_workflow {pipeline}`, an `agent`/`act` node `invoke_agent {node}`, a model turn
 //! `chat {model}`, a tool call `execute_tool {tool}` with the MCP attributes, a read
 //! `resources/read`; other nodes are `{kind} {node}`, a heal `heal {kind}`, a gate's wait
-//! `gate {name}`. Content (prompts, replies, arguments, results) is never put in a span.
+//! `gate {name}`. Content (prompts, replies, tool arguments and results) goes in a span
+//! only when the sink asks for it ([`SpanSink::with_content`]), scrubbed of secrets
+//! (`content`).
+
+mod content;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -24,9 +28,43 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use pipec_plan::{Body, Plan};
 use pipec_store::{Event, RecordedEvent};
+use serde_json::{Map, Value};
 
-/// Where finished spans go.
-pub type SpanSink = Arc<dyn Fn(SpanRec) + Send + Sync>;
+/// Where finished spans go, and whether they carry content.
+#[derive(Clone)]
+pub struct SpanSink {
+    emit: Arc<dyn Fn(SpanRec) + Send + Sync>,
+    content: bool,
+}
+
+impl SpanSink {
+    /// Spans handed to `emit`, without content.
+    pub fn new(emit: impl Fn(SpanRec) + Send + Sync + 'static) -> SpanSink {
+        SpanSink {
+            emit: Arc::new(emit),
+            content: false,
+        }
+    }
+
+    /// With `on`, model turns carry their messages (`gen_ai.input.messages`,
+    /// `gen_ai.output.messages`, `gen_ai.system_instructions`) and tool calls their
+    /// arguments and results (`gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`),
+    /// secrets replaced by their placeholders.
+    pub fn with_content(mut self, on: bool) -> SpanSink {
+        self.content = on;
+        self
+    }
+
+    /// Whether spans carry content.
+    pub fn content(&self) -> bool {
+        self.content
+    }
+
+    /// Hands a finished span on.
+    pub fn emit(&self, span: SpanRec) {
+        (self.emit)(span);
+    }
+}
 
 /// A finished span.
 #[derive(Clone, Debug, PartialEq)]
@@ -159,6 +197,17 @@ fn time_of(ms: u64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(ms)
 }
 
+/// The tool call a span is made for.
+pub(crate) struct CallOf<'a> {
+    pub(crate) node: &'a str,
+    /// The call's key in the journal.
+    pub(crate) call: &'a str,
+    pub(crate) server: &'a str,
+    pub(crate) tool: &'a str,
+    /// Its arguments as the journal keeps them, for a sink that asks for content.
+    pub(crate) arguments: Option<&'a Value>,
+}
+
 /// One attempt's trace: the spans its committed events describe, made as the events
 /// stream past in order.
 pub(crate) struct AttemptTrace {
@@ -181,6 +230,9 @@ struct Open {
     usage: HashMap<String, NodeUsage>,
     /// Gates waiting: when each began to wait, and the attempt that asked.
     gates: HashMap<String, (SystemTime, u32)>,
+    /// Content of model turns not yet committed, by their span (only when the sink
+    /// asks for content).
+    turns: HashMap<u64, Vec<(&'static str, Attr)>>,
     ended: bool,
     outcome: Option<(&'static str, Option<String>)>,
     cost: f64,
@@ -287,6 +339,8 @@ impl AttemptTrace {
                 ms,
                 cost_usd,
             } => {
+                let id = turn_span(&self.thread, self.attempt, node, *item, *turn);
+                let content = open.turns.remove(&id);
                 let u = open.usage.entry(node.clone()).or_default();
                 u.turns += 1;
                 u.tokens_in += tokens_in;
@@ -304,7 +358,7 @@ impl AttemptTrace {
                 let mut s = self.base(
                     format!("chat {request_model}"),
                     SpanKind::Client,
-                    turn_span(&self.thread, self.attempt, node, *item, *turn),
+                    id,
                     node_span(&self.thread, self.attempt, node),
                 );
                 s.start = at.checked_sub(Duration::from_millis(*ms)).unwrap_or(at);
@@ -336,7 +390,8 @@ impl AttemptTrace {
                 if let Some(c) = cost_usd {
                     s.attributes.push(("pipec.cost_usd", dollars(*c)));
                 }
-                (self.sink)(s);
+                s.attributes.extend(content.into_iter().flatten());
+                self.sink.emit(s);
             }
             Event::ModelFailed {
                 node,
@@ -362,7 +417,7 @@ impl AttemptTrace {
                     ("pipec.node", node.as_str().into()),
                 ]);
                 s.error = Some(message.clone());
-                (self.sink)(s);
+                self.sink.emit(s);
             }
             Event::ResourceRead {
                 node,
@@ -371,6 +426,7 @@ impl AttemptTrace {
                 uri,
                 bytes,
                 cached,
+                ms,
             } => {
                 drop(open);
                 let mut s = self.base(
@@ -382,7 +438,7 @@ impl AttemptTrace {
                     ),
                     node_span(&self.thread, self.attempt, node),
                 );
-                s.start = at;
+                s.start = at.checked_sub(Duration::from_millis(*ms)).unwrap_or(at);
                 s.end = at;
                 s.attributes.extend([
                     ("mcp.method.name", "resources/read".into()),
@@ -393,7 +449,7 @@ impl AttemptTrace {
                     ("pipec.node", node.as_str().into()),
                     ("pipec.item", (*item).into()),
                 ]);
-                (self.sink)(s);
+                self.sink.emit(s);
             }
             Event::LinkHealed {
                 node,
@@ -419,7 +475,7 @@ impl AttemptTrace {
                     ("pipec.heal.call", call.as_str().into()),
                     ("pipec.node", node.as_str().into()),
                 ]);
-                (self.sink)(s);
+                self.sink.emit(s);
             }
             Event::GatePending { gate, .. } => {
                 open.gates.insert(gate.clone(), (at, self.attempt));
@@ -502,7 +558,7 @@ impl AttemptTrace {
             ]);
         }
         s.error = error;
-        (self.sink)(s);
+        self.sink.emit(s);
     }
 
     /// A gate's wait, from when it was asked (in this attempt or an earlier one) to its
@@ -532,7 +588,7 @@ impl AttemptTrace {
         s.attributes
             .push(("pipec.gate.wait_ms", (waited.as_millis() as u64).into()));
         s.error = error;
-        (self.sink)(s);
+        self.sink.emit(s);
     }
 
     /// The attempt's own span, once it ends (the first call; later ones do nothing):
@@ -544,6 +600,7 @@ impl AttemptTrace {
             return;
         }
         open.ended = true;
+        open.turns.clear();
         let nodes: Vec<String> = open.nodes.keys().cloned().collect();
         for node in nodes {
             self.node_ends(&mut open, &node, now, None);
@@ -571,37 +628,45 @@ impl AttemptTrace {
         }
         s.error = error;
         drop(open);
-        (self.sink)(s);
+        self.sink.emit(s);
     }
 
-    /// The span a tool call of `node` makes, and the `traceparent` its request carries.
-    pub(crate) fn tool_call(&self, node: &str, call: &str) -> ToolSpan {
-        let id = call_span(&self.thread, self.attempt, call);
-        ToolSpan {
-            span_id: id,
-            parent: node_span(&self.thread, self.attempt, node),
-            traceparent: traceparent(self.trace, id),
-            start: SystemTime::now(),
-        }
-    }
-
-    /// Ends a tool call's span: `tool` on `server`, its error type (a JSON-RPC code, or
-    /// `tool_error` for a result marked as an error) and message when it failed.
-    pub(crate) fn tool_ended(
+    /// Makes a tool call under its span: `send` is given the request's `_meta` with the
+    /// span's `traceparent` beside what `meta` holds, and the span ends when it answers,
+    /// with the MCP attributes of its last request, when it failed its error type and
+    /// `scrub`bed message, and when the sink asks for content the arguments and result.
+    pub(crate) async fn tool_call<F, Fut>(
         &self,
-        span: ToolSpan,
-        call: &str,
-        server: &str,
-        tool: &str,
-        failed: Option<(String, String)>,
-    ) {
+        of: CallOf<'_>,
+        mut meta: Map<String, Value>,
+        scrub: impl Fn(&str) -> String,
+        send: F,
+    ) -> Result<pipec_mcp::Called, pipec_mcp::McpError>
+    where
+        F: FnOnce(Map<String, Value>) -> Fut,
+        Fut: std::future::Future<Output = Result<pipec_mcp::Called, pipec_mcp::McpError>>,
+    {
+        let CallOf {
+            node,
+            call,
+            server,
+            tool,
+            arguments,
+        } = of;
+        let span_id = call_span(&self.thread, self.attempt, call);
+        meta.insert(
+            "traceparent".into(),
+            Value::String(traceparent(self.trace, span_id)),
+        );
+        let start = SystemTime::now();
+        let (result, wire) = pipec_mcp::observed(send(meta)).await;
         let mut s = self.base(
             format!("execute_tool {tool}"),
             SpanKind::Client,
-            span.span_id,
-            span.parent,
+            span_id,
+            node_span(&self.thread, self.attempt, node),
         );
-        s.start = span.start;
+        s.start = start;
         s.end = SystemTime::now();
         s.attributes.extend([
             ("gen_ai.operation.name", "execute_tool".into()),
@@ -610,11 +675,57 @@ impl AttemptTrace {
             ("mcp.method.name", "tools/call".into()),
             ("pipec.server", server.into()),
         ]);
-        if let Some((kind, message)) = failed {
+        if let Some(id) = wire.request_id {
+            s.attributes.push(("jsonrpc.request.id", id.into()));
+        }
+        if let Some(version) = wire.protocol_version {
+            s.attributes.push(("mcp.protocol.version", version.into()));
+        }
+        if let Some(transport) = wire.transport {
+            s.attributes.push(("network.transport", transport.into()));
+        }
+        if let Err(pipec_mcp::McpError::Server { code, .. }) = &result {
+            s.attributes
+                .push(("rpc.response.status_code", code.to_string().into()));
+        }
+        if let Some((kind, message)) = call_failure(&result, &scrub) {
             s.attributes.push(("error.type", kind.into()));
             s.error = Some(message);
         }
-        (self.sink)(s);
+        if let Some(arguments) = arguments.filter(|_| self.sink.content()) {
+            let answered = match &result {
+                Ok(pipec_mcp::Called::Result(r)) => Some(r),
+                _ => None,
+            };
+            s.attributes
+                .extend(content::tool(arguments, answered, &scrub));
+        }
+        self.sink.emit(s);
+        result
+    }
+
+    /// Keeps the content of model turn `turn` of `node` (item `item`) for its span, when
+    /// the sink asks for content: the `messages` it was sent and its `reply`.
+    pub(crate) fn turn_content(
+        &self,
+        node: &str,
+        item: u32,
+        turn: u32,
+        messages: &[crate::llm::Message],
+        reply: &crate::llm::ModelReply,
+        scrub: &dyn Fn(&str) -> String,
+    ) {
+        if !self.sink.content() {
+            return;
+        }
+        let attrs = content::turn(messages, reply, scrub);
+        let id = turn_span(&self.thread, self.attempt, node, item, turn);
+        self.lock().turns.insert(id, attrs);
+    }
+
+    /// Whether the sink asks for content.
+    pub(crate) fn content(&self) -> bool {
+        self.sink.content()
     }
 
     /// The `traceparent` of model turn `turn` (its request's header).
@@ -657,7 +768,7 @@ pub(crate) fn answered_gates(
         let start = time_of(row.pending_ms);
         let end = time_of(e.ts).max(start);
         let waited = end.duration_since(start).unwrap_or_default();
-        sink(SpanRec {
+        sink.emit(SpanRec {
             trace_id: trace,
             span_id: span_id(thread, &["gate", gate, &asked.to_string()]),
             parent: Some(attempt_span(thread, asked)),
@@ -679,7 +790,7 @@ pub(crate) fn answered_gates(
 
 /// How a tool call failed, as a span says it: the JSON-RPC code or `tool_error` (a result
 /// marked as an error) or the kind of failure, and the message (scrubbed of secrets).
-pub(crate) fn call_failure(
+fn call_failure(
     result: &Result<pipec_mcp::Called, pipec_mcp::McpError>,
     scrub: impl Fn(&str) -> String,
 ) -> Option<(String, String)> {
@@ -704,14 +815,6 @@ pub(crate) fn call_failure(
             Some((kind.into(), scrub(&e.to_string())))
         }
     }
-}
-
-/// A tool call's span while the call is made.
-pub(crate) struct ToolSpan {
-    span_id: u64,
-    parent: u64,
-    pub(crate) traceparent: String,
-    start: SystemTime,
 }
 
 #[cfg(test)]
