@@ -165,6 +165,8 @@ const LAYERS: &[(&str, &[&str])] = &[
         "ui",
         &["base", "diagnostic", "plan", "runtime", "schema", "store"],
     ),
+    // `pipec test`: a pipeline's checked tests run through the runtime on a throwaway store.
+    ("test", &["plan", "runtime", "store"]),
     ("demo-crm", &["base"]),
     // The client the MCP conformance suite drives: the MCP session and example arguments.
     ("conformance", &["mcp", "schema"]),
@@ -185,6 +187,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "lsp",
             "telemetry",
             "ui",
+            "test",
         ],
     ),
 ];

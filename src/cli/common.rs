@@ -194,6 +194,21 @@ pub(crate) struct Loaded {
 }
 
 /// Compiles a `.pipe` file, or reads a plan (`.json`). Errors are printed.
+/// Prints the errors of a file that does not check (its warnings are `pipec check`'s).
+pub(crate) fn print_errors(analysis: &crate::Analysis) {
+    let errors: Vec<_> = analysis
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .cloned()
+        .collect();
+    super::err(&crate::diagnostic::render_terminal(
+        &analysis.db,
+        &errors,
+        TerminalOptions::default(),
+    ));
+}
+
 pub(crate) fn load_plan(file: &Path) -> Result<Loaded, u8> {
     if !file.is_file() {
         super::err(&format!(
@@ -234,17 +249,7 @@ pub(crate) fn load_plan(file: &Path) -> Result<Loaded, u8> {
     let analysis = crate::analyze(&crate::source::FsLoader, file, &name);
     let root = analysis.hir.project_root.clone();
     if analysis.has_errors() {
-        let errors: Vec<_> = analysis
-            .diagnostics
-            .iter()
-            .filter(|d| d.is_error())
-            .cloned()
-            .collect();
-        super::err(&crate::diagnostic::render_terminal(
-            &analysis.db,
-            &errors,
-            TerminalOptions::default(),
-        ));
+        print_errors(&analysis);
         return Err(super::EXIT_FINDINGS);
     }
     match crate::lower_analysis(analysis, file) {

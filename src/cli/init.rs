@@ -47,6 +47,13 @@ node result(draft: Draft = draft, review: Approval = review) -> { text: string, 
 }
 
 output result = result
+
+/// `pipec test` runs this: the greeting approved comes back as sent.
+test approved_greeting {
+  input = { name: "Ada" }
+  answers = { review: { approved: true } }
+  expect = [output.result == { text: "Hello Ada, good to see you!", sent: true }]
+}
 "#;
 
 const PROMPT: &str = r#"{{ role("system") }}
@@ -90,7 +97,7 @@ pub(super) fn run(args: Args) -> u8 {
                 format!("cd {shown} && ")
             };
             text.push_str(&format!(
-                "\nrun it:\n  {cd}pipec run hello.pipe --input name=Ada\nit stops at the gate `review`; the run says how to answer it with `pipec resume`.\n"
+                "\nrun it:\n  {cd}pipec run hello.pipe --input name=Ada\nit stops at the gate `review`; the run says how to answer it with `pipec resume`.\ntest it:\n  {cd}pipec test\n"
             ));
             super::out(&text);
             EXIT_OK

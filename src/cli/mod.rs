@@ -25,6 +25,7 @@ mod show;
 mod store;
 mod store_copy;
 mod telemetry;
+mod test;
 mod tools;
 mod ui;
 mod worker;
@@ -60,6 +61,8 @@ enum Command {
     Graph(graph::Args),
     /// Run a pipeline: start a thread and run it until it completes or pauses
     Run(run::Args),
+    /// Run the tests of .pipe files (`test name { ... }`)
+    Test(test::Args),
     /// Continue a thread: answer gates, decide on unfinished effects
     Resume(resume::Args),
     /// Answer pending gates (no lock needed)
@@ -147,6 +150,7 @@ pub fn main() -> ExitCode {
         Command::Fmt(a) => fmt::run(a),
         Command::Graph(a) => graph::run(a),
         Command::Run(a) => run::run(a),
+        Command::Test(a) => test::run(a),
         Command::Lsp(a) => lsp::run(a),
         Command::Resume(a) => resume::run(a),
         Command::Answer(a) => answer::run(a),

@@ -29,6 +29,14 @@ fn a_new_project_checks_clean_and_runs_offline_through_its_gate() {
     assert_eq!(code(&check), 0, "{}", stdout(&check));
     let fmt = app.run(&["fmt", "--check", "hello.pipe"]);
     assert_eq!(code(&fmt), 0, "the new file is formatted: {}", stdout(&fmt));
+    // Its test passes, offline.
+    let test = app.run(&["test"]);
+    assert_eq!(code(&test), 0, "{}{}", stdout(&test), stderr(&test));
+    assert!(
+        stdout(&test).contains("hello.pipe::approved_greeting ... ok"),
+        "{}",
+        stdout(&test)
+    );
     // To the gate, then on in a new process.
     let run = app.run(&["run", "hello.pipe", "--input", "name=Ada"]);
     let said = format!("{}{}", stdout(&run), stderr(&run));

@@ -13,4 +13,5 @@ mod fuzz;
 mod init;
 mod lsp;
 mod plan;
+mod test_cmd;
 mod ui;

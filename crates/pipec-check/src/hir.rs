@@ -496,6 +496,8 @@ pub struct Hir {
     pub serve_prompts: Vec<(pipec_plan::ServePrompt, FileId, Span)>,
     /// How the pipeline is served as a tool (the `tool` entry of its `serve` block).
     pub serve_tool: Option<pipec_plan::ServeTool>,
+    /// The file's tests (`test name { ... }`); not part of the plan.
+    pub tests: Vec<pipec_plan::testing::TestCase>,
     /// Declarations something refers to.
     pub used: HashSet<DeclRef>,
     /// A topological order of the nodes (empty when there is a cycle).

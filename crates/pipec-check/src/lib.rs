@@ -20,6 +20,7 @@ mod mismatch;
 mod nodes;
 mod outputs;
 mod paths;
+mod pipeline_tests;
 mod prompt;
 mod settings;
 mod unproduced;
@@ -205,6 +206,7 @@ impl<'l> Checker<'l> {
         self.build_graph();
         self.check_outputs(root);
         self.check_serve(root);
+        self.check_tests(root);
     }
 
     fn finish(mut self) -> Checked {

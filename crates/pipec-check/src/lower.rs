@@ -466,41 +466,46 @@ impl Lower<'_> {
     }
 
     fn expr(&self, e: &hir::Expr, names: &[&str]) -> Expr {
-        let b = |x: &hir::Expr| Box::new(self.expr(x, names));
-        match &e.kind {
-            hir::ExprKind::Param(i) => Expr::Param {
-                name: names
-                    .get(*i)
-                    .map_or_else(|| format!("#{i}"), |n| n.to_string()),
-            },
-            hir::ExprKind::Field(of, name) => Expr::Field {
-                of: b(of),
-                name: name.clone(),
-            },
-            hir::ExprKind::Splat(of, name) => Expr::Splat {
-                of: b(of),
-                name: name.clone(),
-            },
-            hir::ExprKind::Const(v) => Expr::Const { value: v.clone() },
-            hir::ExprKind::Duration(ms) => Expr::Duration { ms: *ms },
-            hir::ExprKind::Record(fields) => Expr::Record {
-                fields: fields
-                    .iter()
-                    .map(|(k, v)| (k.clone(), self.expr(v, names)))
-                    .collect(),
-            },
-            hir::ExprKind::List(items) => Expr::List {
-                items: items.iter().map(|x| self.expr(x, names)).collect(),
-            },
-            hir::ExprKind::Not(of) => Expr::Not { of: b(of) },
-            hir::ExprKind::Binary(op, l, r) => Expr::Binary {
-                operator: op.symbol().to_string(),
-                left: b(l),
-                right: b(r),
-            },
-            hir::ExprKind::Len(of) => Expr::Len { of: b(of) },
-            hir::ExprKind::Error => Expr::Const { value: Value::Null },
-        }
+        expr(e, names)
+    }
+}
+
+/// A body expression in the plan's form; `names` are the parameters, in order.
+pub(crate) fn expr(e: &hir::Expr, names: &[&str]) -> Expr {
+    let b = |x: &hir::Expr| Box::new(expr(x, names));
+    match &e.kind {
+        hir::ExprKind::Param(i) => Expr::Param {
+            name: names
+                .get(*i)
+                .map_or_else(|| format!("#{i}"), |n| n.to_string()),
+        },
+        hir::ExprKind::Field(of, name) => Expr::Field {
+            of: b(of),
+            name: name.clone(),
+        },
+        hir::ExprKind::Splat(of, name) => Expr::Splat {
+            of: b(of),
+            name: name.clone(),
+        },
+        hir::ExprKind::Const(v) => Expr::Const { value: v.clone() },
+        hir::ExprKind::Duration(ms) => Expr::Duration { ms: *ms },
+        hir::ExprKind::Record(fields) => Expr::Record {
+            fields: fields
+                .iter()
+                .map(|(k, v)| (k.clone(), expr(v, names)))
+                .collect(),
+        },
+        hir::ExprKind::List(items) => Expr::List {
+            items: items.iter().map(|x| expr(x, names)).collect(),
+        },
+        hir::ExprKind::Not(of) => Expr::Not { of: b(of) },
+        hir::ExprKind::Binary(op, l, r) => Expr::Binary {
+            operator: op.symbol().to_string(),
+            left: b(l),
+            right: b(r),
+        },
+        hir::ExprKind::Len(of) => Expr::Len { of: b(of) },
+        hir::ExprKind::Error => Expr::Const { value: Value::Null },
     }
 }
 

@@ -230,6 +230,7 @@ impl Walker<'_> {
                 self.def(b.name.span);
                 self.block(&b.body, Context::Decl);
             }
+            ItemKind::Test(b) => self.block(&b.body, Context::Decl),
             ItemKind::Link(l) => {
                 if let Some(d) = self.names.at.get(&(self.file, l.kind.span.start)).copied() {
                     self.push(content_span(&l.kind), Sym::Decl(d), true);

@@ -274,6 +274,15 @@ fn item_symbol(text: &str, item: &ast::Item) -> Option<DocumentSymbol> {
             b.name.span,
             Vec::new(),
         ),
+        ItemKind::Test(b) => symbol(
+            text,
+            &b.name.name,
+            Some(kw),
+            SymbolKind::METHOD,
+            item.span,
+            b.name.span,
+            Vec::new(),
+        ),
         ItemKind::Link(l) => symbol(
             text,
             &l.kind.value,

@@ -12,6 +12,7 @@ mod hash;
 mod load;
 pub mod prices;
 pub mod served;
+pub mod testing;
 mod validate;
 
 use std::collections::BTreeMap;

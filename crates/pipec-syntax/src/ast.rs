@@ -83,6 +83,8 @@ pub enum ItemKind {
     Reader(ToolDecl),
     Node(NodeDecl),
     Serve(ServeDecl),
+    /// `test name { settings }`: a test of the file's pipeline.
+    Test(BlockDecl),
 }
 
 impl ItemKind {
@@ -101,6 +103,7 @@ impl ItemKind {
             ItemKind::Reader(_) => "reader",
             ItemKind::Node(n) => n.kind.keyword(),
             ItemKind::Serve(_) => "serve",
+            ItemKind::Test(_) => "test",
         }
     }
 }

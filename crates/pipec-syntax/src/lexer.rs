@@ -95,7 +95,7 @@ impl Nesting {
 /// Words that start a top-level declaration.
 const DECL_KEYWORDS: &[&str] = &[
     "import", "type", "enum", "input", "output", "server", "model", "link", "tool", "reader",
-    "node", "think", "agent", "act", "gate", "serve",
+    "node", "think", "agent", "act", "gate", "serve", "test",
 ];
 
 pub fn scan(text: &str) -> Scan {

@@ -503,6 +503,7 @@ fn describe_rule(rule: Rule) -> Option<&'static str> {
         | Rule::reader_decl
         | Rule::node_decl
         | Rule::serve_decl
+        | Rule::test_decl
         | Rule::kw_import
         | Rule::kw_type
         | Rule::kw_enum
@@ -746,6 +747,12 @@ impl Builder<'_> {
                 } else {
                     ItemKind::Model(decl)
                 }
+            }
+            Rule::test_decl => {
+                inner.next();
+                let name = self.ident(inner.next()?);
+                let body = self.block(inner.next()?);
+                ItemKind::Test(BlockDecl { name, body })
             }
             Rule::link_decl => {
                 inner.next();

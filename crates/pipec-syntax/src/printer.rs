@@ -804,7 +804,7 @@ impl<'a> Printer<'a> {
                 self.push(" ");
                 self.expr(&o.value, 0);
             }
-            ItemKind::Server(b) | ItemKind::Model(b) => {
+            ItemKind::Server(b) | ItemKind::Model(b) | ItemKind::Test(b) => {
                 self.push(item.kind.keyword());
                 self.inline_before(b.name.span.start);
                 self.push(" ");
@@ -1372,7 +1372,9 @@ mod tests {
                     ItemKind::Enum(e) => (e.name.name.clone(), vec![]),
                     ItemKind::Input(i) => (i.name.name.clone(), vec![]),
                     ItemKind::Output(o) => (o.name.name.clone(), vec![]),
-                    ItemKind::Server(b) | ItemKind::Model(b) => (b.name.name.clone(), vec![]),
+                    ItemKind::Server(b) | ItemKind::Model(b) | ItemKind::Test(b) => {
+                        (b.name.name.clone(), vec![])
+                    }
                     ItemKind::Link(l) => (l.kind.value.clone(), vec![]),
                     ItemKind::Tool(t) | ItemKind::Reader(t) => (
                         t.name.name.clone(),

@@ -143,7 +143,7 @@ impl Shift {
                 }
                 self.expr(&mut d.value);
             }
-            ItemKind::Server(b) | ItemKind::Model(b) => {
+            ItemKind::Server(b) | ItemKind::Model(b) | ItemKind::Test(b) => {
                 self.ident(&mut b.name);
                 self.block(&mut b.body);
             }

@@ -233,7 +233,7 @@ fn collect_elements(item: &ast::Item, out: &mut Vec<Span>) {
             }
         }
         ItemKind::Enum(e) => out.extend(e.variants.iter().map(|v| v.span)),
-        ItemKind::Server(b) | ItemKind::Model(b) => block(&b.body, out),
+        ItemKind::Server(b) | ItemKind::Model(b) | ItemKind::Test(b) => block(&b.body, out),
         ItemKind::Tool(t) | ItemKind::Reader(t) => {
             out.extend(t.params.params.iter().map(|p| p.span));
             if let Some(b) = &t.body {

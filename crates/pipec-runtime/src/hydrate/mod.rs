@@ -277,6 +277,14 @@ impl Reader<'_> {
             Some(name) => format!(
                 "its URI held the secret `{name}`, which pipec does not store, so it is read again from a new call"
             ),
+            None if self
+                .resources()
+                .dead_links
+                .kills(current.kind.as_deref(), &current.uri) =>
+            {
+                "the server answered `resource not found` (a dead link the test injected)"
+                    .to_string()
+            }
             None => match self.read(param, &current, cap).await {
                 Ok(ok) => return Ok(ok),
                 Err(Failure::Fatal(e)) => return Err(e),

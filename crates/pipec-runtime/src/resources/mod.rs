@@ -41,6 +41,39 @@ pub(crate) struct Resources {
     pub secrets: BTreeMap<String, String>,
     /// Numbers the attempt's heal replays in the journal.
     pub replays: std::sync::atomic::AtomicU32,
+    /// A fault injected by a test: links of these kinds are dead on their first read.
+    pub dead_links: DeadLinks,
+}
+
+/// Link kinds whose links a test kills ([`crate::Runner::dead_links`]): the first read of
+/// each such link is answered as a resource that no longer exists, as its server would
+/// once the link expired, so the heal path runs; a later read (of the healed link) goes
+/// to the server.
+#[derive(Default)]
+pub(crate) struct DeadLinks {
+    pub kinds: std::collections::BTreeSet<String>,
+    killed: Mutex<std::collections::BTreeSet<String>>,
+}
+
+impl DeadLinks {
+    pub(crate) fn new(kinds: std::collections::BTreeSet<String>) -> DeadLinks {
+        DeadLinks {
+            kinds,
+            killed: Mutex::default(),
+        }
+    }
+
+    /// Whether this read of `uri`, a link of `kind`, is answered as dead.
+    pub(crate) fn kills(&self, kind: Option<&str>, uri: &str) -> bool {
+        match kind {
+            Some(k) if self.kinds.contains(k) => self
+                .killed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(uri.to_string()),
+            _ => false,
+        }
+    }
 }
 
 impl Resources {
@@ -56,6 +89,7 @@ impl Resources {
             healing: Default::default(),
             secrets,
             replays: Default::default(),
+            dead_links: DeadLinks::default(),
         }
     }
 

@@ -81,6 +81,8 @@ pub struct Runner {
     pub(crate) own_configuration: bool,
     /// Who answers gates through this runner, as the store records it (`cli` by default).
     pub(crate) answerer: &'static str,
+    /// Link kinds a test kills ([`Runner::dead_links`]).
+    pub(crate) dead_links: Vec<String>,
 }
 
 impl Runner {
@@ -111,6 +113,7 @@ impl Runner {
             replayers: HashMap::new(),
             own_configuration: false,
             answerer: "cli",
+            dead_links: Vec::new(),
         }
     }
 
@@ -238,6 +241,15 @@ impl Runner {
 
     /// Reaches MCP servers through `servers` instead of starting the plan's own (tests,
     /// programs that hold their sessions themselves).
+    /// A fault for tests (`pipec test`'s `faults { dead_links = [...] }`): in the
+    /// attempts of this runner, the first read of each link of these kinds is answered as
+    /// a resource that no longer exists, so the link is healed by calling its producer
+    /// again, as when a link expires while a thread waits.
+    pub fn dead_links(mut self, kinds: Vec<String>) -> Runner {
+        self.dead_links = kinds;
+        self
+    }
+
     pub fn servers(mut self, servers: Arc<dyn Servers>) -> Runner {
         self.servers = Some(servers);
         self
@@ -815,7 +827,9 @@ impl Runner {
                 });
             }
         }
-        let resources = Resources::new(servers, state.heals.clone(), secrets.clone());
+        let mut resources = Resources::new(servers, state.heals.clone(), secrets.clone());
+        resources.dead_links =
+            crate::resources::DeadLinks::new(self.dead_links.iter().cloned().collect());
         let trace = self.spans.clone().map(|sink| {
             // The gates already asked: since when, and which attempt asked.
             let waiting = state

@@ -82,7 +82,7 @@ fn collect<'a>(file: &'a SyntaxFile, out: &mut Vec<(Span, &'a str)>) {
             ItemKind::Enum(e) => {
                 out.extend(e.stray_docs.iter().map(|d| (d.span, "nothing follows it")))
             }
-            ItemKind::Server(b) | ItemKind::Model(b) => block(&b.body, out),
+            ItemKind::Server(b) | ItemKind::Model(b) | ItemKind::Test(b) => block(&b.body, out),
             ItemKind::Tool(t) | ItemKind::Reader(t) => {
                 out.extend(
                     t.params

@@ -1,0 +1,584 @@
+//! `test name { ... }`: a test of the file's pipeline, checked like everything else — its
+//! inputs and gate answers against their types, its replies against the nodes that call
+//! a model, its faults against the link kinds, its expectations as body expressions over
+//! what the run leaves ([`pipec_plan::testing::SCOPE`]).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::Checker;
+use crate::expr::BodyScope;
+use crate::hir::{ParamDef, Source, SourceKind};
+use crate::mismatch::Target;
+use crate::settings::literal_json;
+use crate::ty::{FieldTy, RecordTy, Ty};
+use pipec_base::names;
+use pipec_base::source::{FileId, Span};
+use pipec_diagnostic::Diagnostic;
+use pipec_diagnostic::rules as r;
+use pipec_plan::testing::{Expectation, Faults, Replies, TestCase};
+use pipec_syntax::ast::{self, ExprKind, ItemKind, NodeKind, SettingValue};
+
+const SETTINGS: &[&str] = &[
+    "input", "answers", "replies", "env", "faults", "status", "expect",
+];
+const STATUSES: &[&str] = &["completed", "paused", "failed"];
+const NODE_STATES: &[&str] = &["pending", "running", "done", "skipped", "failed"];
+
+impl Checker<'_> {
+    /// The root file's tests, into `hir.tests`.
+    pub(crate) fn check_tests(&mut self, root: usize) {
+        let file = self.files[root].id;
+        let tests: Vec<(ast::BlockDecl, Span)> = self.files[root]
+            .ast
+            .items
+            .iter()
+            .filter_map(|i| match &i.kind {
+                ItemKind::Test(t) => Some((t.clone(), i.span)),
+                _ => None,
+            })
+            .collect();
+        let mut seen: BTreeMap<String, Span> = BTreeMap::new();
+        for (test, span) in &tests {
+            if self.hir.is_library {
+                self.diags.push(
+                    Diagnostic::new(
+                        &r::NODES_IN_LIBRARY,
+                        file,
+                        test.name.span,
+                        "a library has no pipeline to test",
+                    )
+                    .label("a test of nothing")
+                    .help("move the test into the pipeline file that imports this library"),
+                );
+                continue;
+            }
+            if let Some(first) = seen.get(&test.name.name) {
+                self.diags.push(
+                    Diagnostic::new(
+                        &r::DUPLICATE_DECLARATION,
+                        file,
+                        test.name.span,
+                        format!("the test `{}` is declared twice", test.name.name),
+                    )
+                    .label("second test of this name")
+                    .secondary(file, *first, "first here")
+                    .help("give each test its own name: `pipec test --filter` selects by name"),
+                );
+                continue;
+            }
+            seen.insert(test.name.name.clone(), test.name.span);
+            if let Some(case) = self.check_test(file, test, *span) {
+                self.hir.tests.push(case);
+            }
+        }
+    }
+
+    fn check_test(&mut self, file: FileId, test: &ast::BlockDecl, span: Span) -> Option<TestCase> {
+        let what = format!("the test `{}`", test.name.name);
+        let s = self.settings(file, &test.body, SETTINGS, &what);
+        let line = |c: &Checker<'_>, at: Span| c.db.get(file).line_col(at.start).0;
+        let inputs = self.test_inputs(file, test, s.get("input"));
+        let answers = match self.expr_of(&s, "answers", "a record of gate answers") {
+            Some(e) => self.test_answers(file, e),
+            None => BTreeMap::new(),
+        };
+        let replies = self
+            .expr_of(
+                &s,
+                "replies",
+                "a replies file or a record of replies by node",
+            )
+            .and_then(|e| self.test_replies(file, e));
+        let env = match self.expr_of(&s, "env", "a record of strings") {
+            Some(e) => self.test_env(file, e),
+            None => BTreeMap::new(),
+        };
+        let faults = match s.get("faults").map(|f| &f.value) {
+            Some(SettingValue::Block(b)) => self.test_faults(file, b),
+            Some(SettingValue::Expr(e)) => {
+                self.wrong_value(
+                    file,
+                    e.span,
+                    "faults",
+                    "a block: `faults { dead_links = [...] }`",
+                );
+                Faults::default()
+            }
+            None => Faults::default(),
+        };
+        let status = match self.string_setting(&s, "status") {
+            Some((st, _)) if STATUSES.contains(&st.as_str()) => st,
+            Some((st, at)) => {
+                self.diags.push(
+                    Diagnostic::new(
+                        &r::INVALID_LITERAL_TYPE,
+                        file,
+                        at,
+                        format!(
+                            "a test ends \"completed\", \"paused\" or \"failed\", not \"{st}\""
+                        ),
+                    )
+                    .label("not a thread status")
+                    .help("\"paused\" for a test that stops at a gate it gives no answer to"),
+                );
+                "completed".into()
+            }
+            None => "completed".into(),
+        };
+        let mut expect = Vec::new();
+        if let Some(e) = self.expr_of(&s, "expect", "a list of conditions") {
+            match &e.kind {
+                ExprKind::List(items) => {
+                    for item in items {
+                        let text = self.db.get(file).slice(item.span).to_string();
+                        if let Some(expr) = self.test_expectation(file, item) {
+                            expect.push(Expectation {
+                                text,
+                                line: line(self, item.span),
+                                expr,
+                            });
+                        }
+                    }
+                }
+                _ => self.wrong_value(
+                    file,
+                    e.span,
+                    "expect",
+                    "a list of conditions: `expect = [...]`",
+                ),
+            }
+        }
+        Some(TestCase {
+            name: test.name.name.clone(),
+            line: line(self, span),
+            inputs,
+            answers,
+            replies,
+            env,
+            faults,
+            status,
+            expect,
+        })
+    }
+
+    /// `input = { name: value }`: every input without a default given, each fitting its
+    /// type.
+    fn test_inputs(
+        &mut self,
+        file: FileId,
+        test: &ast::BlockDecl,
+        setting: Option<&ast::Setting>,
+    ) -> BTreeMap<String, Value> {
+        let mut out = BTreeMap::new();
+        let mut at = test.name.span;
+        if let Some(setting) = setting {
+            at = setting.name.span;
+            match &setting.value {
+                SettingValue::Expr(e) => match &e.kind {
+                    ExprKind::Record(entries) => {
+                        for entry in entries {
+                            let name = &entry.key.name;
+                            let Some(def) = self
+                                .hir
+                                .inputs
+                                .iter()
+                                .find(|i| i.info.file == file && &i.info.name == name)
+                            else {
+                                let known: Vec<String> = self
+                                    .hir
+                                    .inputs
+                                    .iter()
+                                    .filter(|i| i.info.file == file)
+                                    .map(|i| i.info.name.clone())
+                                    .collect();
+                                self.unknown_in_test(file, entry.key.span, "input", name, &known);
+                                continue;
+                            };
+                            let ty = def.ty.clone();
+                            match literal_json(&entry.value) {
+                                Some(v) => {
+                                    self.check_literal_fits(
+                                        file,
+                                        &entry.value,
+                                        &v,
+                                        &ty,
+                                        Target::Part,
+                                    );
+                                    out.insert(name.clone(), v);
+                                }
+                                None => self.wrong_value(
+                                    file,
+                                    entry.value.span,
+                                    name,
+                                    "a literal value",
+                                ),
+                            }
+                        }
+                    }
+                    ExprKind::Error => {}
+                    _ => {
+                        self.wrong_value(file, e.span, "input", "a record of the pipeline's inputs")
+                    }
+                },
+                SettingValue::Block(b) => {
+                    self.wrong_value(file, b.span, "input", "a record: `input = { name: value }`")
+                }
+            }
+        }
+        let missing: Vec<String> = self
+            .hir
+            .inputs
+            .iter()
+            .filter(|i| i.info.file == file && i.default.is_none())
+            .filter(|i| !matches!(i.ty, Ty::Optional(_)) && !out.contains_key(&i.info.name))
+            .map(|i| i.info.name.clone())
+            .collect();
+        if !missing.is_empty() {
+            let shown: Vec<String> = missing.iter().map(|m| format!("`{m}`")).collect();
+            self.diags.push(
+                Diagnostic::new(
+                    &r::MISSING_SETTING,
+                    file,
+                    at,
+                    format!(
+                        "the test gives no value for the input{} {}",
+                        if missing.len() == 1 { "" } else { "s" },
+                        shown.join(", ")
+                    ),
+                )
+                .label("inputs missing")
+                .help(format!(
+                    "add them: `input = {{ {} }}`",
+                    missing
+                        .iter()
+                        .map(|m| format!("{m}: ..."))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            );
+        }
+        out
+    }
+
+    /// `answers = { gate: value }`: each a gate of the pipeline, each fitting its type.
+    fn test_answers(&mut self, file: FileId, e: &ast::Expr) -> BTreeMap<String, Value> {
+        let mut out = BTreeMap::new();
+        let Some(entries) = self.record_of(
+            file,
+            e,
+            "answers",
+            "a record of gate answers: `answers = { gate: {...} }`",
+        ) else {
+            return out;
+        };
+        for entry in entries {
+            let name = &entry.key.name;
+            let gate =
+                self.hir.nodes.iter().find(|n| {
+                    n.kind == NodeKind::Gate && &n.info.name == name && n.info.file == file
+                });
+            let Some(gate) = gate else {
+                let known: Vec<String> = self
+                    .hir
+                    .nodes
+                    .iter()
+                    .filter(|n| n.kind == NodeKind::Gate && n.info.file == file)
+                    .map(|n| n.info.name.clone())
+                    .collect();
+                self.unknown_in_test(file, entry.key.span, "gate", name, &known);
+                continue;
+            };
+            let ty = gate.output.clone();
+            match literal_json(&entry.value) {
+                Some(v) => {
+                    self.check_literal_fits(file, &entry.value, &v, &ty, Target::Part);
+                    out.insert(name.clone(), v);
+                }
+                None => self.wrong_value(file, entry.value.span, name, "a literal answer"),
+            }
+        }
+        out
+    }
+
+    /// `replies = "file.json"` (relative to the file's folder) or `replies = { node: [...] }`
+    /// keyed by the nodes that call a model.
+    fn test_replies(&mut self, file: FileId, e: &ast::Expr) -> Option<Replies> {
+        match &e.kind {
+            ExprKind::Str(s) => {
+                let dir = self
+                    .db
+                    .get(file)
+                    .path
+                    .parent()
+                    .map(|p| p.to_path_buf())
+                    .unwrap_or_default();
+                let path = pipec_base::source::normalize_path(&dir.join(&s.value));
+                if !self.loader.exists(&path) {
+                    self.diags.push(
+                        Diagnostic::new(
+                            &r::PATH_NOT_FOUND,
+                            file,
+                            e.span,
+                            format!("there is no replies file `{}`", s.value),
+                        )
+                        .label("not found")
+                        .help("the path is relative to this file's folder; the file is a `scripted:` model's replies, keyed by node"),
+                    );
+                }
+                Some(Replies::File(path.to_string_lossy().into_owned()))
+            }
+            ExprKind::Record(entries) => {
+                let model_nodes: Vec<String> = self
+                    .hir
+                    .nodes
+                    .iter()
+                    .filter(|n| n.info.file == file)
+                    .filter(|n| matches!(n.kind, NodeKind::Think | NodeKind::Agent | NodeKind::Act))
+                    .map(|n| n.info.name.clone())
+                    .collect();
+                for entry in entries {
+                    if !model_nodes.contains(&entry.key.name) {
+                        self.unknown_in_test(
+                            file,
+                            entry.key.span,
+                            "node that calls a model",
+                            &entry.key.name,
+                            &model_nodes,
+                        );
+                    } else if !matches!(entry.value.kind, ExprKind::List(_)) {
+                        self.wrong_value(
+                            file,
+                            entry.value.span,
+                            &entry.key.name,
+                            "a list of replies, one a turn",
+                        );
+                    }
+                }
+                match literal_json(e) {
+                    Some(v) => Some(Replies::Inline(v)),
+                    None => {
+                        self.wrong_value(file, e.span, "replies", "literal replies");
+                        None
+                    }
+                }
+            }
+            ExprKind::Error => None,
+            _ => {
+                self.wrong_value(
+                    file,
+                    e.span,
+                    "replies",
+                    "a replies file or a record of replies by node",
+                );
+                None
+            }
+        }
+    }
+
+    fn test_env(&mut self, file: FileId, e: &ast::Expr) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        let Some(entries) = self.record_of(
+            file,
+            e,
+            "env",
+            "a record of strings: `env = { VAR: \"value\" }`",
+        ) else {
+            return out;
+        };
+        for entry in entries {
+            match &entry.value.kind {
+                ExprKind::Str(s) => {
+                    out.insert(entry.key.name.clone(), s.value.clone());
+                }
+                _ => self.wrong_value(file, entry.value.span, &entry.key.name, "a string"),
+            }
+        }
+        out
+    }
+
+    fn test_faults(&mut self, file: FileId, b: &ast::Block) -> Faults {
+        let s = self.settings(file, b, &["dead_links"], "`faults`");
+        let mut faults = Faults::default();
+        if let Some(e) = self.expr_of(&s, "dead_links", "a list of link kinds") {
+            let ExprKind::List(items) = &e.kind else {
+                self.wrong_value(
+                    file,
+                    e.span,
+                    "dead_links",
+                    "a list of link kinds: `[\"kind\"]`",
+                );
+                return faults;
+            };
+            let kinds: Vec<String> = self.hir.links.iter().map(|l| l.kind.clone()).collect();
+            for item in items {
+                match &item.kind {
+                    ExprKind::Str(k) if kinds.contains(&k.value) => {
+                        faults.dead_links.push(k.value.clone())
+                    }
+                    ExprKind::Str(k) => {
+                        self.unknown_in_test(file, item.span, "link kind", &k.value, &kinds)
+                    }
+                    _ => self.wrong_value(file, item.span, "dead_links", "link kinds as strings"),
+                }
+            }
+        }
+        faults
+    }
+
+    /// The entries of a record literal, or `None` (reported, unless already wrong).
+    fn record_of<'e>(
+        &mut self,
+        file: FileId,
+        e: &'e ast::Expr,
+        name: &str,
+        wanted: &str,
+    ) -> Option<&'e [ast::RecordEntry]> {
+        match &e.kind {
+            ExprKind::Record(entries) => Some(entries),
+            ExprKind::Error => None,
+            _ => {
+                self.wrong_value(file, e.span, name, wanted);
+                None
+            }
+        }
+    }
+
+    fn unknown_in_test(
+        &mut self,
+        file: FileId,
+        at: Span,
+        what: &str,
+        name: &str,
+        known: &[String],
+    ) {
+        let near = names::suggestion_among(name, known.iter().map(String::as_str));
+        let mut d = Diagnostic::new(
+            &r::UNKNOWN_NAME,
+            file,
+            at,
+            format!("the pipeline has no {what} `{name}`"),
+        )
+        .label(format!("no such {what}"));
+        d = match near {
+            Some(n) => d.help(format!("did you mean `{}`?", n.name)),
+            None if known.is_empty() => d.help(format!("the pipeline has no {what} at all")),
+            None => {
+                let shown: Vec<String> = known.iter().map(|k| format!("`{k}`")).collect();
+                d.help(format!("it has {}", shown.join(", ")))
+            }
+        };
+        self.diags.push(d);
+    }
+
+    /// One condition: a `bool` body expression over [`pipec_plan::testing::SCOPE`].
+    fn test_expectation(&mut self, file: FileId, e: &ast::Expr) -> Option<pipec_plan::Expr> {
+        let mut params = self.test_scope(file, e.span);
+        let mut scope = BodyScope {
+            file,
+            node: "test",
+            params: &mut params,
+        };
+        let typed = self.infer(&mut scope, e);
+        self.expect_bool(file, &typed, "a test's condition");
+        let names: Vec<&str> = pipec_plan::testing::SCOPE.to_vec();
+        Some(crate::lower::expr(&typed, &names))
+    }
+
+    /// The names a condition reads, in the order of `SCOPE`.
+    fn test_scope(&self, file: FileId, span: Span) -> Vec<ParamDef> {
+        let record = |fields: Vec<(String, Ty)>| {
+            Ty::Record(Arc::new(RecordTy {
+                fields: fields
+                    .into_iter()
+                    .map(|(name, ty)| FieldTy {
+                        name,
+                        ty,
+                        doc: None,
+                    })
+                    .collect(),
+            }))
+        };
+        let nodes: Vec<_> = self
+            .hir
+            .nodes
+            .iter()
+            .filter(|n| n.info.file == file)
+            .collect();
+        let output = record(
+            self.hir
+                .outputs
+                .iter()
+                .filter(|o| o.info.file == file)
+                .map(|o| (o.info.name.clone(), o.ty.clone()))
+                .collect(),
+        );
+        let node = record(
+            nodes
+                .iter()
+                .map(|n| {
+                    let each = n.params.iter().any(ParamDef::is_each);
+                    let ty = if each {
+                        Ty::List(Box::new(n.output.clone()))
+                    } else {
+                        n.output.clone()
+                    };
+                    (n.info.name.clone(), ty)
+                })
+                .collect(),
+        );
+        let states = Ty::Literals(Arc::new(
+            NODE_STATES.iter().map(|s| s.to_string()).collect(),
+        ));
+        let state = record(
+            nodes
+                .iter()
+                .map(|n| (n.info.name.clone(), states.clone()))
+                .collect(),
+        );
+        let calls = record(
+            self.hir
+                .tools
+                .iter()
+                .filter(|t| !t.info.name.contains('.'))
+                .map(|t| (t.info.name.clone(), Ty::Int))
+                .collect(),
+        );
+        let statuses = Ty::Literals(Arc::new(
+            ["completed", "paused", "failed", "blocked", "cancelled"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        ));
+        let thread = record(vec![
+            ("status".into(), statuses),
+            ("heals".into(), Ty::Int),
+            ("attempts".into(), Ty::Int),
+            ("model_calls".into(), Ty::Int),
+            ("tokens_in".into(), Ty::Int),
+            ("tokens_out".into(), Ty::Int),
+            ("cost_usd".into(), Ty::Float),
+        ]);
+        [output, node, state, calls, thread]
+            .into_iter()
+            .zip(pipec_plan::testing::SCOPE)
+            .map(|(ty, name)| ParamDef {
+                name: name.to_string(),
+                span,
+                name_span: span,
+                ty: ty.clone(),
+                doc: None,
+                source: Source {
+                    kind: SourceKind::Const(Value::Null),
+                    span,
+                    ty,
+                },
+                used: true,
+                binds_resource: false,
+                binds_secret: false,
+            })
+            .collect()
+    }
+}

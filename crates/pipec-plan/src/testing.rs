@@ -1,0 +1,61 @@
+//! A pipeline's tests (`test name { ... }` in its file), as `pipec check` proves them and
+//! `pipec test` runs them. They are not part of the plan: a test changes neither the plan
+//! nor its hash.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::Expr;
+
+/// One test of a pipeline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TestCase {
+    pub name: String,
+    /// The line of `test` in the pipeline's file (1-based), for reports.
+    pub line: u32,
+    /// The pipeline's inputs.
+    pub inputs: BTreeMap<String, Value>,
+    /// Gate answers, each given when the thread pauses at its gate.
+    pub answers: BTreeMap<String, Value>,
+    /// The replies every model of the pipeline gives (it calls no model endpoint).
+    pub replies: Option<Replies>,
+    /// The environment `env()` and `secret()` read, and the servers started see.
+    pub env: BTreeMap<String, String>,
+    pub faults: Faults,
+    /// The thread's status when the test ends: `completed` unless it says otherwise.
+    pub status: String,
+    /// What must hold when the thread stops.
+    pub expect: Vec<Expectation>,
+}
+
+/// Scripted model replies: a file in the format of `scripted:` models, or the same
+/// object written in the test.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Replies {
+    /// An absolute path.
+    File(String),
+    Inline(Value),
+}
+
+/// Failures the test injects.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Faults {
+    /// Link kinds whose links die while the thread waits at a gate: their first read
+    /// after the pause is answered as a resource that no longer exists, so the heal path
+    /// runs.
+    pub dead_links: Vec<String>,
+}
+
+/// One assertion: a body expression over what the run left, and its text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Expectation {
+    pub text: String,
+    pub line: u32,
+    pub expr: Expr,
+}
+
+/// The names an expectation reads, each a record built from the stopped thread.
+pub const SCOPE: &[&str] = &["output", "node", "state", "calls", "thread"];

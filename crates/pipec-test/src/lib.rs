@@ -1,0 +1,234 @@
+//! `pipec test`: runs a pipeline's tests, each on a throwaway store of its own.
+//!
+//! A test ([`TestCase`], proved by `pipec check`) starts a thread with its inputs and a
+//! fixed id, every model of the pipeline answering from the test's scripted replies, in an
+//! environment holding only the test's `env` (so a test does not depend on the shell it
+//! runs in). When the thread pauses at a gate the test answers, it is resumed in a new
+//! attempt with the answer, as `pipec resume` would — with the test's faults injected
+//! (links that died during the pause). When it stops, the test's status and conditions
+//! are read against what the store holds: outputs, node values and states, the calls
+//! made, heals, usage ([`scope`]).
+
+mod report;
+mod scope;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use pipec_plan::Plan;
+use pipec_plan::testing::{Replies, TestCase};
+use pipec_runtime::show::Stored;
+use pipec_runtime::{Outcome, RunOptions, Runner};
+use pipec_store::Store;
+
+pub use report::{human, json, junit};
+
+/// Where a test runs: the pipeline's plan and where it came from.
+pub struct Context {
+    pub plan: Plan,
+    /// The project root (prompts, relative paths).
+    pub root: PathBuf,
+    /// The pipeline file, as reports name it.
+    pub source: String,
+    /// A folder for the test's store and replies, made empty first.
+    pub work: PathBuf,
+}
+
+/// How a test went.
+#[derive(Clone, Debug, Serialize)]
+pub struct TestResult {
+    /// The pipeline file.
+    pub file: String,
+    pub name: String,
+    pub line: u32,
+    pub passed: bool,
+    /// The thread's status when it stopped (none when it never started).
+    pub status: Option<String>,
+    pub thread: Option<String>,
+    /// The test's store, kept until the test runs again: `pipec show THREAD --store ...`.
+    pub store: String,
+    pub ms: u64,
+    pub failures: Vec<Failure>,
+}
+
+/// One thing that did not hold.
+#[derive(Clone, Debug, Serialize)]
+pub struct Failure {
+    /// The condition as written, or what else was checked (`status`, `answers`, `run`).
+    pub what: String,
+    pub line: u32,
+    pub message: String,
+}
+
+/// Runs one test.
+pub async fn run(cx: &Context, test: &TestCase) -> TestResult {
+    let started = Instant::now();
+    let mut result = TestResult {
+        file: cx.source.clone(),
+        name: test.name.clone(),
+        line: test.line,
+        passed: false,
+        status: None,
+        thread: None,
+        store: cx.work.join("runs.redb").display().to_string(),
+        ms: 0,
+        failures: Vec::new(),
+    };
+    if let Err(message) = run_into(cx, test, &mut result).await {
+        result.failures.push(Failure {
+            what: "run".into(),
+            line: test.line,
+            message,
+        });
+    }
+    result.passed = result.failures.is_empty();
+    result.ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    result
+}
+
+async fn run_into(cx: &Context, test: &TestCase, result: &mut TestResult) -> Result<(), String> {
+    if cx.work.exists() {
+        std::fs::remove_dir_all(&cx.work)
+            .map_err(|e| format!("cannot empty {}: {e}", cx.work.display()))?;
+    }
+    std::fs::create_dir_all(&cx.work)
+        .map_err(|e| format!("cannot make {}: {e}", cx.work.display()))?;
+    let store: Arc<dyn Store> = Arc::new(
+        pipec_store::RedbStore::open(cx.work.join("runs.redb"))
+            .map_err(|e| format!("cannot make the test's store: {e}"))?,
+    );
+    let replies = replies_file(&cx.work, test)?;
+    let runner = |faults: bool| {
+        let env = test.env.clone();
+        let mut r = Runner::with_store(cx.plan.clone(), store.clone())
+            .project_root(&cx.root)
+            .source(&cx.source)
+            .environment(move |k| env.get(k).cloned());
+        if let Some(file) = &replies {
+            for model in &cx.plan.models {
+                r = r.model_override(&model.name, &format!("scripted:{}", file.display()));
+            }
+        }
+        if faults {
+            r = r.dead_links(test.faults.dead_links.clone());
+        }
+        r
+    };
+    let opts = RunOptions {
+        thread_id: Some(thread_id(&cx.source, &test.name)),
+        ..Default::default()
+    };
+    let inputs = Value::Object(test.inputs.clone().into_iter().collect());
+    let mut outcome = runner(false)
+        .start_with(inputs, opts)
+        .await
+        .map_err(|e| format!("the run was refused: {e}"))?;
+    let mut asked = std::collections::BTreeSet::new();
+    // Each round answers the gates that wait; a gate asked again (a rerun) is answered
+    // again, so the rounds are bounded by the answers given.
+    for _ in 0..=test.answers.len() * 4 {
+        let Outcome::Paused { thread, gates } = &outcome else {
+            break;
+        };
+        let answers: Vec<(String, Value)> = gates
+            .iter()
+            .filter_map(|g| Some((g.name.clone(), test.answers.get(&g.name)?.clone())))
+            .collect();
+        if answers.is_empty() {
+            break;
+        }
+        asked.extend(answers.iter().map(|(g, _)| g.clone()));
+        outcome = runner(true)
+            .resume(thread, answers)
+            .await
+            .map_err(|e| format!("the resume was refused: {e}"))?;
+    }
+    let thread = outcome.thread().to_string();
+    result.thread = Some(thread.clone());
+    for gate in test.answers.keys().filter(|g| !asked.contains(*g)) {
+        result.failures.push(Failure {
+            what: "answers".into(),
+            line: test.line,
+            message: format!("the test answers the gate `{gate}`, which the run never asked"),
+        });
+    }
+    let stored = Stored::load(&*store, &thread)
+        .await
+        .map_err(|e| format!("cannot read the thread back: {e}"))?;
+    let view = stored
+        .view(true, None)
+        .ok_or_else(|| "the thread has no record".to_string())?;
+    result.status = Some(view.status.clone());
+    if view.status != test.status {
+        let why = view.error.as_ref().map_or(String::new(), |e| {
+            format!(
+                ": {} {}{}",
+                e.code,
+                e.node
+                    .as_ref()
+                    .map_or(String::new(), |n| format!("in `{n}`: ")),
+                e.message
+            )
+        });
+        let waiting = match &outcome {
+            Outcome::Paused { gates, .. } => format!(
+                " at {} (the test gives no answer)",
+                gates
+                    .iter()
+                    .map(|g| format!("`{}`", g.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            _ => String::new(),
+        };
+        result.failures.push(Failure {
+            what: "status".into(),
+            line: test.line,
+            message: format!(
+                "the thread ended {}{waiting}{why}, not {}",
+                view.status, test.status
+            ),
+        });
+    }
+    let params = scope::of(&cx.plan, &view);
+    for e in &test.expect {
+        if let Some(message) = scope::unmet(&params, &e.expr) {
+            result.failures.push(Failure {
+                what: e.text.clone(),
+                line: e.line,
+                message,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The replies every model gives: the test's file, or its inline replies written out.
+fn replies_file(work: &Path, test: &TestCase) -> Result<Option<PathBuf>, String> {
+    match &test.replies {
+        None => Ok(None),
+        Some(Replies::File(path)) => Ok(Some(PathBuf::from(path))),
+        Some(Replies::Inline(v)) => {
+            let path = work.join("replies.json");
+            let text = serde_json::to_string_pretty(v).map_err(|e| e.to_string())?;
+            std::fs::write(&path, text)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            Ok(Some(path))
+        }
+    }
+}
+
+/// A thread id fixed by the file and the test, so two runs of a test make the same ids.
+pub fn thread_id(source: &str, test: &str) -> String {
+    // FNV-1a, 128 bits: stable across builds and platforms.
+    let mut h: u128 = 0x6c62272e07bb014262b821756295c58d;
+    for b in source.bytes().chain([0]).chain(test.bytes()) {
+        h ^= u128::from(b);
+        h = h.wrapping_mul(0x0000000001000000000000000000013B);
+    }
+    pipec_store::ids::encode(h)
+}

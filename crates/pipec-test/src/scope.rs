@@ -1,0 +1,126 @@
+//! What a test's conditions read ([`pipec_plan::testing::SCOPE`]), made from the stopped
+//! thread, and why a condition does not hold.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use pipec_plan::{Expr, Plan};
+use pipec_runtime::eval;
+use pipec_runtime::show::ThreadView;
+use pipec_store::CallKind;
+
+/// `output`, `node`, `state`, `calls` and `thread`.
+pub(crate) fn of(plan: &Plan, view: &ThreadView) -> BTreeMap<String, Value> {
+    let mut output: Map<String, Value> = plan
+        .outputs
+        .iter()
+        .map(|o| (o.name.clone(), Value::Null))
+        .collect();
+    if let Some(Value::Object(o)) = &view.outputs {
+        output.extend(o.clone());
+    }
+    let mut node = Map::new();
+    let mut state = Map::new();
+    for n in &plan.nodes {
+        node.insert(n.name.clone(), Value::Null);
+        state.insert(n.name.clone(), json!("pending"));
+    }
+    for n in &view.nodes {
+        node.insert(n.node.clone(), n.value.clone().unwrap_or(Value::Null));
+        state.insert(
+            n.node.clone(),
+            serde_json::to_value(n.state).unwrap_or(Value::Null),
+        );
+    }
+    // Every tool call and reader read the journal holds: a model's, a `call` node's and
+    // a heal's replay alike.
+    let mut calls: Map<String, Value> = plan
+        .tools
+        .iter()
+        .map(|t| (t.name.clone(), json!(0)))
+        .collect();
+    for c in view.calls.iter().flatten() {
+        if matches!(c.record.kind, CallKind::Tool | CallKind::Read) {
+            let n = calls
+                .get(&c.record.target)
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            calls.insert(c.record.target.clone(), json!(n + 1));
+        }
+    }
+    let u = &view.usage;
+    let thread = json!({
+        "status": view.status,
+        "heals": view.heals.len(),
+        "attempts": view.attempts,
+        "model_calls": u.model_calls,
+        "tokens_in": u.tokens_in,
+        "tokens_out": u.tokens_out,
+        "cost_usd": u.cost_usd,
+    });
+    BTreeMap::from([
+        ("output".to_string(), Value::Object(output)),
+        ("node".to_string(), Value::Object(node)),
+        ("state".to_string(), Value::Object(state)),
+        ("calls".to_string(), Value::Object(calls)),
+        ("thread".to_string(), thread),
+    ])
+}
+
+/// Why `e` does not hold, or `None` when it does. A comparison shows both sides, and a
+/// diff of them when they are long.
+pub(crate) fn unmet(params: &BTreeMap<String, Value>, e: &Expr) -> Option<String> {
+    match eval::expr(params, e) {
+        Ok(Value::Bool(true)) => None,
+        Ok(other) => Some(match e {
+            Expr::Binary {
+                operator,
+                left,
+                right,
+            } if ["==", "!=", "<", "<=", ">", ">="].contains(&operator.as_str()) => {
+                let l = eval::expr(params, left).unwrap_or(Value::Null);
+                let r = eval::expr(params, right).unwrap_or(Value::Null);
+                compared(operator, &l, &r)
+            }
+            _ => format!("it is {}", shown(&other)),
+        }),
+        Err(err) => Some(format!("it could not be evaluated: {err:?}")),
+    }
+}
+
+fn compared(operator: &str, l: &Value, r: &Value) -> String {
+    let (ls, rs) = match (l, r) {
+        // Two strings compare as the texts they are.
+        (Value::String(a), Value::String(b)) if a.len() + b.len() > 120 => (a.clone(), b.clone()),
+        _ => (pretty(l), pretty(r)),
+    };
+    if operator == "==" && (ls.contains('\n') || rs.contains('\n') || ls.len() + rs.len() > 120) {
+        let diff = similar::TextDiff::from_lines(&rs, &ls);
+        let mut out = String::from("the two sides differ (- expected, + got):\n");
+        for change in diff.iter_all_changes() {
+            let sign = match change.tag() {
+                similar::ChangeTag::Delete => "-",
+                similar::ChangeTag::Insert => "+",
+                similar::ChangeTag::Equal => " ",
+            };
+            out.push_str(sign);
+            out.push_str(change.value());
+            if !change.value().ends_with('\n') {
+                out.push('\n');
+            }
+        }
+        return out.trim_end().to_string();
+    }
+    format!("the left side is {}, the right side {}", shown(l), shown(r))
+}
+
+/// A value on one line when it is short, else pretty JSON.
+fn shown(v: &Value) -> String {
+    let one = v.to_string();
+    if one.len() <= 80 { one } else { pretty(v) }
+}
+
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+}

@@ -1,0 +1,164 @@
+//! `pipec test [PATH...]`: run the tests of .pipe files (`test name { ... }`), each on a
+//! throwaway store under `.pipec/test/` in its project, several at once; exit 0 when all
+//! pass, 1 when one fails or a file does not check.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pipec_diagnostic::TerminalOptions;
+
+use super::pipe_files::pipe_files;
+
+#[derive(clap::Args)]
+pub(super) struct Args {
+    /// .pipe files, or folders searched for them (default: the current folder)
+    paths: Vec<PathBuf>,
+    /// Run only the tests whose `FILE::NAME` contains this text
+    #[arg(long)]
+    filter: Option<String>,
+    /// How many tests run at once (default: the number of CPUs)
+    #[arg(long, short = 'j')]
+    jobs: Option<usize>,
+    /// Print the results as JSON on stdout
+    #[arg(long)]
+    json: bool,
+    /// Also write the results as JUnit XML to this file
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// List the tests without running them
+    #[arg(long)]
+    list: bool,
+}
+
+/// A test to run, with what it needs.
+struct Planned {
+    cx: Arc<pipec_test::Context>,
+    case: pipec_plan::testing::TestCase,
+}
+
+pub(super) fn run(args: Args) -> u8 {
+    let paths = if args.paths.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        args.paths.clone()
+    };
+    let files = match pipe_files(&paths) {
+        Ok(f) => f,
+        Err(p) => {
+            super::err(&p.message());
+            return super::EXIT_USAGE;
+        }
+    };
+    let mut planned = Vec::new();
+    let mut broken = false;
+    for file in &files {
+        let name = file.to_string_lossy().into_owned();
+        let analysis = crate::analyze(&crate::source::FsLoader, file, &name);
+        if analysis.hir.tests.is_empty() {
+            continue;
+        }
+        if analysis.has_errors() {
+            super::common::print_errors(&analysis);
+            super::err(&format!(
+                "error: the tests of `{name}` do not run until it checks clean"
+            ));
+            broken = true;
+            continue;
+        }
+        let tests = analysis.hir.tests.clone();
+        let root = std::path::absolute(&analysis.hir.project_root)
+            .unwrap_or_else(|_| analysis.hir.project_root.clone());
+        let plan = match crate::lower_analysis(analysis, file) {
+            Ok(p) => p,
+            Err(e) => {
+                super::err(&e.render(TerminalOptions::default()));
+                broken = true;
+                continue;
+            }
+        };
+        let stem = file
+            .file_stem()
+            .map_or_else(|| "pipeline".into(), |s| s.to_string_lossy().into_owned());
+        for case in tests {
+            if let Some(f) = &args.filter
+                && !format!("{name}::{}", case.name).contains(f.as_str())
+            {
+                continue;
+            }
+            let work = root.join(".pipec/test").join(&stem).join(&case.name);
+            planned.push(Planned {
+                cx: Arc::new(pipec_test::Context {
+                    plan: plan.clone(),
+                    root: root.clone(),
+                    source: name.clone(),
+                    work,
+                }),
+                case,
+            });
+        }
+    }
+    if args.list {
+        for p in &planned {
+            super::out(&format!("{}::{}\n", p.cx.source, p.case.name));
+        }
+        return if broken {
+            super::EXIT_FINDINGS
+        } else {
+            super::EXIT_OK
+        };
+    }
+    if planned.is_empty() && !broken {
+        super::err("pipec test: no tests found (a test is `test name { ... }` in a pipeline file)");
+        return super::EXIT_OK;
+    }
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .max(1);
+    let rt = match super::common::runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            super::err(&e);
+            return super::EXIT_USAGE;
+        }
+    };
+    let results = rt.block_on(async {
+        let permits = Arc::new(tokio::sync::Semaphore::new(jobs));
+        let mut handles = Vec::new();
+        for p in planned {
+            let permits = permits.clone();
+            handles.push(tokio::spawn(async move {
+                let _permit = permits.acquire_owned().await;
+                pipec_test::run(&p.cx, &p.case).await
+            }));
+        }
+        let mut results = Vec::new();
+        for h in handles {
+            if let Ok(r) = h.await {
+                results.push(r);
+            }
+        }
+        results
+    });
+    if let Some(path) = &args.junit {
+        let written = pipec_test::junit(&results)
+            .and_then(|xml| std::fs::write(path, xml).map_err(|e| e.to_string()));
+        if let Err(e) = written {
+            super::err(&format!("error: cannot write `{}`: {e}", path.display()));
+            return super::EXIT_USAGE;
+        }
+    }
+    if args.json {
+        super::out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&pipec_test::json(&results)).unwrap_or_default()
+        ));
+    } else {
+        super::out(&pipec_test::human(&results));
+    }
+    if broken || results.iter().any(|r| !r.passed) {
+        super::EXIT_FINDINGS
+    } else {
+        super::EXIT_OK
+    }
+}

@@ -1,0 +1,221 @@
+//! `pipec test` through the real binary: the tests written in `pipelines/` pass offline
+//! (the deal research's dead link healed, a declined gate, a paused thread), a failing
+//! test exits 1 with the condition, its line and a diff, in the terminal, in JUnit XML
+//! and in JSON; `--filter` and `--list` select; a file that does not check runs nothing.
+
+use std::path::Path;
+
+use crate::common;
+
+use common::{Project, code, crate_root, json, stderr, stdout};
+
+/// Copies a folder, recursively.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read_dir").flatten() {
+        let path = entry.path();
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).expect("copy");
+        }
+    }
+}
+
+#[test]
+fn the_tests_of_the_pipelines_pass_offline() {
+    let p = Project::new("test-pipelines");
+    copy_dir(&crate_root().join("pipelines"), &p.dir.join("pipelines"));
+    copy_dir(&crate_root().join("prompts"), &p.dir.join("prompts"));
+    let junit = p.dir.join("junit.xml");
+    let out = p.run(&[
+        "test",
+        "pipelines/deal_research.pipe",
+        "pipelines/account_review.pipe",
+        "--json",
+        "--junit",
+        junit.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let report = json(&stdout(&out));
+    assert_eq!(report["failed"], 0, "{report:#}");
+    let names: Vec<&str> = report["tests"]
+        .as_array()
+        .expect("tests")
+        .iter()
+        .map(|t| t["name"].as_str().expect("name"))
+        .collect();
+    for name in [
+        "approved",
+        "email_link_dies_during_the_pause",
+        "declined",
+        "waits_for_the_reviewer",
+        "approved_note_is_sent",
+        "declined_note_is_not_sent",
+    ] {
+        assert!(names.contains(&name), "{name} ran: {names:?}");
+    }
+    let paused = report["tests"]
+        .as_array()
+        .expect("tests")
+        .iter()
+        .find(|t| t["name"] == "waits_for_the_reviewer")
+        .expect("the paused test");
+    assert_eq!(paused["status"], "paused");
+    let xml = std::fs::read_to_string(&junit).expect("junit written");
+    assert!(
+        xml.contains("<testsuite name=\"pipelines/deal_research.pipe\""),
+        "{xml}"
+    );
+    assert!(xml.contains("email_link_dies_during_the_pause"), "{xml}");
+    assert!(!xml.contains("<failure"), "{xml}");
+}
+
+const PIPELINE: &str = r#"model writer {
+  provider = "scripted"
+  replies = "replies.json"
+}
+
+type Draft {
+  text: string
+}
+
+type Approval {
+  approved: bool
+}
+
+input name: string
+
+think draft(name: string = input.name) -> Draft {
+  model = writer
+  prompt = "Greet {{ name }}."
+}
+
+gate review(draft: Draft = draft) -> Approval {
+  message = "Send \"{{ draft.text }}\"?"
+}
+
+node result(draft: Draft = draft, review: Approval = review) -> { text: string, sent: bool } {
+  return = { text: draft.text, sent: review.approved }
+}
+
+output result = result
+
+test passes {
+  input = { name: "Ada" }
+  answers = { review: { approved: true } }
+  expect = [output.result.sent == true]
+}
+
+test fails {
+  input = { name: "Ada" }
+  answers = { review: { approved: true } }
+  expect = [
+    output.result == { text: "Hello Grace", sent: true },
+    state.result == "done",
+    thread.model_calls == 2,
+  ]
+}
+"#;
+
+const REPLIES: &str = r#"{ "draft": [{ "template": { "text": "Hello {{ name }}" } }] }"#;
+
+#[test]
+fn a_failing_test_exits_1_with_its_condition_and_a_diff() {
+    let p = Project::new("test-fails");
+    p.write("hello.pipe", PIPELINE);
+    p.write("replies.json", REPLIES);
+    let junit = p.dir.join("junit.xml");
+    let out = p.run(&["test", "--junit", junit.to_str().expect("utf-8")]);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("hello.pipe::passes ... ok"), "{text}");
+    assert!(text.contains("hello.pipe::fails ... FAILED"), "{text}");
+    // The condition that failed, where it is written, and both sides.
+    assert!(
+        text.contains("hello.pipe:41: output.result == { text: \"Hello Grace\", sent: true }"),
+        "{text}"
+    );
+    assert!(text.contains("-  \"text\": \"Hello Grace\""), "{text}");
+    assert!(text.contains("+  \"text\": \"Hello Ada\""), "{text}");
+    assert!(
+        text.contains("hello.pipe:43: thread.model_calls == 2")
+            && text.contains("the left side is 1, the right side 2"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("state.result"),
+        "a condition that holds is not reported: {text}"
+    );
+    assert!(text.contains("1 passed; 1 failed"), "{text}");
+    // The thread is kept to look at.
+    let thread = common::thread_of(&text).expect("the failed test's thread");
+    let store = p.dir.join(".pipec/test/hello/fails/runs.redb");
+    let show = p.run(&[
+        "show",
+        &thread,
+        "--store",
+        store.to_str().expect("utf-8"),
+        "--json",
+    ]);
+    assert_eq!(code(&show), 0, "{}", stderr(&show));
+    assert_eq!(json(&stdout(&show))["status"], "completed");
+    let xml = std::fs::read_to_string(&junit).expect("junit written");
+    assert!(xml.contains("<failure"), "{xml}");
+    assert!(xml.contains("thread.model_calls == 2"), "{xml}");
+    // The same run as JSON.
+    let out = p.run(&["test", "--json"]);
+    assert_eq!(code(&out), 1);
+    let report = json(&stdout(&out));
+    assert_eq!(report["passed"], 1);
+    assert_eq!(report["failed"], 1);
+    let failed = report["tests"]
+        .as_array()
+        .expect("tests")
+        .iter()
+        .find(|t| t["name"] == "fails")
+        .expect("fails");
+    assert_eq!(
+        failed["failures"].as_array().expect("failures").len(),
+        2,
+        "{failed:#}"
+    );
+}
+
+#[test]
+fn filter_and_list_select_tests() {
+    let p = Project::new("test-filter");
+    p.write("hello.pipe", PIPELINE);
+    p.write("replies.json", REPLIES);
+    let out = p.run(&["test", "--list"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "./hello.pipe::passes\n./hello.pipe::fails\n");
+    let out = p.run(&["test", "--filter", "pass"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("1 passed; 0 failed"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!stdout(&out).contains("::fails"), "{}", stdout(&out));
+}
+
+#[test]
+fn a_file_that_does_not_check_runs_no_test() {
+    let p = Project::new("test-broken");
+    p.write(
+        "hello.pipe",
+        &PIPELINE.replace(
+            "answers = { review: { approved: true } }\n  expect = [output.result.sent",
+            "answers = { reveiw: { approved: true } }\n  expect = [output.result.sent",
+        ),
+    );
+    p.write("replies.json", REPLIES);
+    let out = p.run(&["test"]);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("the pipeline has no gate `reveiw`"), "{err}");
+    assert!(err.contains("do not run until it checks clean"), "{err}");
+    assert!(!p.dir.join(".pipec/test").exists(), "nothing ran");
+}
