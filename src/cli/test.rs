@@ -2,7 +2,7 @@
 //! throwaway store under `.pipec/test/` in its project, several at once; exit 0 when all
 //! pass, 1 when one fails or a file does not check.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use pipec_diagnostic::TerminalOptions;
@@ -76,9 +76,13 @@ pub(super) fn run(args: Args) -> u8 {
                 continue;
             }
         };
-        let stem = file
-            .file_stem()
-            .map_or_else(|| "pipeline".into(), |s| s.to_string_lossy().into_owned());
+        // The file's path in the project, without `.pipe`: two files of one name in
+        // different folders have stores of their own.
+        let abs = std::path::absolute(file).unwrap_or_else(|_| file.clone());
+        let stem = abs
+            .strip_prefix(&root)
+            .unwrap_or_else(|_| Path::new(abs.file_name().unwrap_or_default()))
+            .with_extension("");
         for case in tests {
             if let Some(f) = &args.filter
                 && !format!("{name}::{}", case.name).contains(f.as_str())

@@ -184,6 +184,33 @@ fn a_failing_test_exits_1_with_its_condition_and_a_diff() {
 }
 
 #[test]
+fn files_of_one_name_in_two_folders_keep_their_own_stores() {
+    let p = Project::new("test-same-name");
+    for dir in ["a", "b"] {
+        p.write(
+            &format!("{dir}/hello.pipe"),
+            &PIPELINE
+                .replace("\ntest fails {", "\ntest other {")
+                .replace(
+                    "replies = \"replies.json\"",
+                    "replies = \"../replies.json\"",
+                ),
+        );
+    }
+    p.write("replies.json", REPLIES);
+    // Sharing a store, the two runs of `passes` would collide on one redb file.
+    let out = p.run(&["test", "--filter", "passes", "-j", "2"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("2 passed; 0 failed"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(p.dir.join(".pipec/test/a/hello/passes/runs.redb").is_file());
+    assert!(p.dir.join(".pipec/test/b/hello/passes/runs.redb").is_file());
+}
+
+#[test]
 fn filter_and_list_select_tests() {
     let p = Project::new("test-filter");
     p.write("hello.pipe", PIPELINE);
