@@ -7,7 +7,7 @@
 //! attempt with the answer, as `pipec resume` would — with the test's faults injected
 //! (links that died during the pause). When it stops, the test's status and conditions
 //! are read against what the store holds: outputs, node values and states, the calls
-//! made, heals, usage ([`scope`]).
+//! made, heals, usage (the `scope` module).
 
 mod report;
 mod scope;
