@@ -166,7 +166,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &["base", "diagnostic", "plan", "runtime", "schema", "store"],
     ),
     // `pipec test`: a pipeline's checked tests run through the runtime on a throwaway store.
-    ("test", &["plan", "runtime", "store"]),
+    ("test", &["base", "mcp", "plan", "runtime", "store"]),
     ("demo-crm", &["base"]),
     // The client the MCP conformance suite drives: the MCP session and example arguments.
     ("conformance", &["mcp", "schema"]),

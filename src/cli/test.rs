@@ -28,6 +28,10 @@ pub(super) struct Args {
     /// List the tests without running them
     #[arg(long)]
     list: bool,
+    /// Record the tapes of the tests that name one (`tape = "FILE"`), calling the real
+    /// models and MCP servers with this shell's keys, instead of answering from them
+    #[arg(long)]
+    record: bool,
 }
 
 /// A test to run, with what it needs.
@@ -96,6 +100,7 @@ pub(super) fn run(args: Args) -> u8 {
                     root: root.clone(),
                     source: name.clone(),
                     work,
+                    record: args.record,
                 }),
                 case,
             });

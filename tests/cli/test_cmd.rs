@@ -246,3 +246,156 @@ fn a_file_that_does_not_check_runs_no_test() {
     assert!(err.contains("do not run until it checks clean"), "{err}");
     assert!(!p.dir.join(".pipec/test").exists(), "nothing ran");
 }
+
+/// A pipeline with a real model endpoint and a real MCP server, both reached only while
+/// a tape is recorded: the server's command is `env("FAULTS")`, which a replay never
+/// reads, and the endpoint is stopped before the replay.
+fn taped_pipeline() -> String {
+    format!(
+        r#"server faults {{
+  command = env("FAULTS")
+  args = ["{}"]
+}}
+
+tool echo(word: string, token: string) -> json from faults {{
+  read_only = true
+}}
+
+model fast {{
+  provider = "openai"
+  name = "gpt-4o-mini"
+  base_url = env("CHAT_URL")
+  api_key = secret("OPENAI_API_KEY")
+}}
+
+input word: string
+
+node echoed(word: string = input.word, token: string = secret("ECHO_TOKEN")) -> json {{
+  call = echo(word: word, token: token)
+}}
+
+think said(word: string = input.word, echoed: json = echoed) -> string {{
+  model = fast
+  prompt = "Say {{{{ word }}}} back."
+}}
+
+output said = said
+
+test said_back {{
+  input = {{ word: "heron" }}
+  tape = "tapes/said.json"
+  env = {{ ECHO_TOKEN: "tok-test-4471" }}
+  expect = [
+    output.said == "You said heron.",
+    calls.echo == 1,
+    arguments.echo[*].word == ["heron"],
+    arguments.echo[*].token == ["secret(ECHO_TOKEN)"],
+    thread.model_calls == 1,
+    thread.tokens_in == 12,
+  ]
+}}
+"#,
+        common::python::fault_server().display()
+    )
+}
+
+#[test]
+fn a_tape_is_recorded_from_the_real_model_and_server_then_answers_without_them() {
+    const REAL: &str = "tok-real-7f3a91c2e5";
+    const KEY: &str = "sk-test-0c1d2e3f4a5b";
+    let p = Project::new("test-tape");
+    p.write("said.pipe", &taped_pipeline());
+    let chat = common::chat_server::ChatServer::start(std::sync::Arc::new(|_, _| {
+        common::chat_server::text("You said heron.")
+    }));
+    let python = common::python::python();
+    let recorded = p.run_env(
+        &["test", "said.pipe", "--record"],
+        &[
+            ("FAULTS", python.as_str()),
+            ("CHAT_URL", chat.url.as_str()),
+            ("OPENAI_API_KEY", KEY),
+            ("ECHO_TOKEN", REAL),
+        ],
+    );
+    assert_eq!(
+        code(&recorded),
+        0,
+        "{}{}",
+        stdout(&recorded),
+        stderr(&recorded)
+    );
+    assert!(
+        stdout(&recorded).contains("recorded tapes/said.json"),
+        "{}",
+        stdout(&recorded)
+    );
+    assert_eq!(chat.requests().len(), 1, "the model was called once");
+    let tape = std::fs::read_to_string(p.dir.join("tapes/said.json")).expect("tape written");
+    // The server got the shell's token and echoed it back; the tape holds neither it,
+    // in any encoding, nor the API key.
+    for secret in [REAL, KEY, "tok-test-4471"] {
+        assert!(!tape.contains(secret), "{secret} in {tape}");
+        let b64 = pipec_base::base64::encode(secret.as_bytes());
+        assert!(
+            !tape.contains(&b64[..b64.len() - 2]),
+            "{secret} as base64 in {tape}"
+        );
+    }
+    let tape: serde_json::Value = serde_json::from_str(&tape).expect("JSON");
+    let entries = tape["entries"].as_array().expect("entries");
+    let tool = entries
+        .iter()
+        .find(|e| e["request"]["kind"] == "tool")
+        .expect("the tool call");
+    assert_eq!(tool["request"]["arguments"]["token"], "secret(ECHO_TOKEN)");
+    assert_eq!(
+        tool["answers"][0]["structuredContent"]["arguments"]["token"],
+        "secret(ECHO_TOKEN)"
+    );
+    let model = entries
+        .iter()
+        .find(|e| e["request"]["kind"] == "model")
+        .expect("the model call");
+    assert_eq!(model["request"]["model"], "openai/gpt-4o-mini");
+    assert!(
+        model["key"]
+            .as_str()
+            .is_some_and(|k| k.starts_with("sha256:")),
+        "{model}"
+    );
+    assert!(tape["listings"]["faults"].is_array(), "{tape:#}");
+    drop(chat);
+
+    // No endpoint, no server command, no key: the tape answers, with the test's token.
+    let replayed = p.run(&["test", "said.pipe", "--json"]);
+    assert_eq!(
+        code(&replayed),
+        0,
+        "{}{}",
+        stdout(&replayed),
+        stderr(&replayed)
+    );
+    assert_eq!(json(&stdout(&replayed))["passed"], 1);
+
+    // A request the tape does not hold fails, naming the nearest recording and the
+    // line that differs.
+    let source = std::fs::read_to_string(p.dir.join("said.pipe")).expect("read");
+    p.write(
+        "said.pipe",
+        &source.replace(
+            r#"input = { word: "heron" }"#,
+            r#"input = { word: "egret" }"#,
+        ),
+    );
+    let missed = p.run(&["test", "said.pipe"]);
+    assert_eq!(code(&missed), 1, "{}", stdout(&missed));
+    let out = stdout(&missed);
+    assert!(
+        out.contains("the tape tapes/said.json holds no answer"),
+        "{out}"
+    );
+    assert!(out.contains("the nearest recording, entry 1"), "{out}");
+    assert!(out.contains("-    \"word\": \"heron\""), "{out}");
+    assert!(out.contains("+    \"word\": \"egret\""), "{out}");
+}

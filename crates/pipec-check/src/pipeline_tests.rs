@@ -4,6 +4,7 @@
 //! what the run leaves ([`pipec_plan::testing::SCOPE`]).
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -22,7 +23,7 @@ use pipec_plan::testing::{Expectation, Faults, Replies, TestCase};
 use pipec_syntax::ast::{self, ExprKind, ItemKind, NodeKind, SettingValue};
 
 const SETTINGS: &[&str] = &[
-    "input", "answers", "replies", "env", "faults", "status", "expect",
+    "input", "answers", "replies", "tape", "env", "faults", "status", "expect",
 ];
 const STATUSES: &[&str] = &["completed", "paused", "failed"];
 const NODE_STATES: &[&str] = &["pending", "running", "done", "skipped", "failed"];
@@ -92,6 +93,9 @@ impl Checker<'_> {
                 "a replies file or a record of replies by node",
             )
             .and_then(|e| self.test_replies(file, e));
+        let tape = self
+            .string_setting(&s, "tape")
+            .map(|(path, _)| self.beside(file, &path));
         let env = match self.expr_of(&s, "env", "a record of strings") {
             Some(e) => self.test_env(file, e),
             None => BTreeMap::new(),
@@ -157,6 +161,7 @@ impl Checker<'_> {
             inputs,
             answers,
             replies,
+            tape,
             env,
             faults,
             status,
@@ -303,20 +308,27 @@ impl Checker<'_> {
         out
     }
 
+    /// A path written in `file`, relative to its folder.
+    fn beside(&self, file: FileId, path: &str) -> String {
+        let dir = self
+            .db
+            .get(file)
+            .path
+            .parent()
+            .map(|p| p.to_path_buf())
+            .unwrap_or_default();
+        pipec_base::source::normalize_path(&dir.join(path))
+            .to_string_lossy()
+            .into_owned()
+    }
+
     /// `replies = "file.json"` (relative to the file's folder) or `replies = { node: [...] }`
     /// keyed by the nodes that call a model.
     fn test_replies(&mut self, file: FileId, e: &ast::Expr) -> Option<Replies> {
         match &e.kind {
             ExprKind::Str(s) => {
-                let dir = self
-                    .db
-                    .get(file)
-                    .path
-                    .parent()
-                    .map(|p| p.to_path_buf())
-                    .unwrap_or_default();
-                let path = pipec_base::source::normalize_path(&dir.join(&s.value));
-                if !self.loader.exists(&path) {
+                let path = self.beside(file, &s.value);
+                if !self.loader.exists(Path::new(&path)) {
                     self.diags.push(
                         Diagnostic::new(
                             &r::PATH_NOT_FOUND,
@@ -328,7 +340,7 @@ impl Checker<'_> {
                         .help("the path is relative to this file's folder; the file is a `scripted:` model's replies, keyed by node"),
                     );
                 }
-                Some(Replies::File(path.to_string_lossy().into_owned()))
+                Some(Replies::File(path))
             }
             ExprKind::Record(entries) => {
                 let model_nodes: Vec<String> = self
@@ -546,6 +558,31 @@ impl Checker<'_> {
                 .map(|t| (t.info.name.clone(), Ty::Int))
                 .collect(),
         );
+        // What each call of a tool sent, by its declared parameters; one left out of a
+        // call reads as null.
+        let arguments = record(
+            self.hir
+                .tools
+                .iter()
+                .filter(|t| !t.info.name.contains('.') && !t.is_reader)
+                .map(|t| {
+                    let sent = record(
+                        t.params
+                            .iter()
+                            .map(|p| {
+                                let ty = if p.required() {
+                                    p.ty.clone()
+                                } else {
+                                    p.ty.clone().optional()
+                                };
+                                (p.name.clone(), ty)
+                            })
+                            .collect(),
+                    );
+                    (t.info.name.clone(), Ty::List(Box::new(sent)))
+                })
+                .collect(),
+        );
         let statuses = Ty::Literals(Arc::new(
             ["completed", "paused", "failed", "blocked", "cancelled"]
                 .iter()
@@ -561,7 +598,7 @@ impl Checker<'_> {
             ("tokens_out".into(), Ty::Int),
             ("cost_usd".into(), Ty::Float),
         ]);
-        [output, node, state, calls, thread]
+        [output, node, state, calls, arguments, thread]
             .into_iter()
             .zip(pipec_plan::testing::SCOPE)
             .map(|(ty, name)| ParamDef {

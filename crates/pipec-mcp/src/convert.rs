@@ -88,7 +88,11 @@ pub(super) fn tools_page(result: Value) -> Page<ToolInfo> {
     page_of(result, "tools/list", "tools", "tool", tool_info)
 }
 
-fn tool_info(what: &str, index: usize, tool: &Map<String, Value>) -> Converted<ToolInfo> {
+pub(super) fn tool_info(
+    what: &str,
+    index: usize,
+    tool: &Map<String, Value>,
+) -> Converted<ToolInfo> {
     let Some(name) = text(tool, "name") else {
         return protocol(format!("{what} {index} of the listing has no `name`"));
     };
@@ -307,7 +311,7 @@ fn link(block: &Map<String, Value>) -> Result<Link, String> {
     })
 }
 
-fn resource_content(resource: &Map<String, Value>) -> Result<ResourceContent, String> {
+pub(super) fn resource_content(resource: &Map<String, Value>) -> Result<ResourceContent, String> {
     let Some(uri) = text(resource, "uri") else {
         return Err("a resource content without a `uri`".into());
     };

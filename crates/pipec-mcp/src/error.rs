@@ -71,6 +71,9 @@ pub enum McpError {
     InputRequired { server: String },
     /// Anything else the server sent that does not fit the protocol.
     Protocol { server: String, message: String },
+    /// What stands in for the server (a recorded tape) holds no answer to the request;
+    /// `message` says which request and what it holds instead.
+    NoAnswer { server: String, message: String },
     /// The server no longer tells about a task a call became (it restarted without it,
     /// or the task outlived its time to live): what became of the call is unknown.
     TaskLost {
@@ -101,6 +104,7 @@ impl McpError {
             | McpError::Server { server, .. }
             | McpError::InputRequired { server }
             | McpError::Protocol { server, .. }
+            | McpError::NoAnswer { server, .. }
             | McpError::TaskLost { server, .. }
             | McpError::Authorization { server, .. } => server,
         }
@@ -288,6 +292,9 @@ impl std::fmt::Display for McpError {
             ),
             McpError::Protocol { server, message } => {
                 write!(f, "the server `{server}` broke the protocol: {message}")
+            }
+            McpError::NoAnswer { server, message } => {
+                write!(f, "nothing answers for the server `{server}`: {message}")
             }
             McpError::TaskLost {
                 server,

@@ -1,12 +1,13 @@
-//! Tool results and resource contents in MCP's JSON: a `CallToolResult` an embedder's
-//! replayer returns, read as a server's answer is (`convert.rs`); and pipec's values
-//! written back in that form, for people to read (`pipec mcp call`, `pipec mcp read`).
+//! Tool results, resource contents and tools in MCP's JSON: a `CallToolResult` an
+//! embedder's replayer returns or a tape holds, read as a server's answer is
+//! (`convert.rs`); and pipec's values written back in that form, for people to read
+//! (`pipec mcp call`, `pipec mcp read`) and for tapes.
 
 use pipec_base::base64;
 use serde_json::{Map, Value, json};
 
 use super::convert::{self, Unusable};
-use super::{Body, Content, ResourceContent, ToolResult};
+use super::{Body, Content, ResourceContent, ToolInfo, ToolResult};
 
 impl ToolResult {
     /// Reads a `CallToolResult` in MCP's JSON form. A block that cannot be read is kept
@@ -70,6 +71,14 @@ impl ToolResult {
 }
 
 impl ResourceContent {
+    /// Reads a `TextResourceContents` or `BlobResourceContents` (a blob decoded).
+    pub fn from_json(v: &Value) -> Result<ResourceContent, String> {
+        match v {
+            Value::Object(content) => convert::resource_content(content),
+            _ => Err("a resource content is not a JSON object".into()),
+        }
+    }
+
     /// The content as MCP's `TextResourceContents` or `BlobResourceContents`.
     pub fn to_json(&self) -> Value {
         let mut out = Map::new();
@@ -82,6 +91,19 @@ impl ResourceContent {
             Body::Blob(bytes) => out.insert("blob".into(), json!(base64::encode(bytes))),
         };
         Value::Object(out)
+    }
+}
+
+impl ToolInfo {
+    /// Reads one tool of a `tools/list` result.
+    pub fn from_json(v: &Value) -> Result<ToolInfo, String> {
+        match v {
+            Value::Object(tool) => convert::tool_info("tool", 0, tool).map_err(|u| match u {
+                Unusable::InputRequired => "a tool cannot ask for input".into(),
+                Unusable::Protocol(m) => m,
+            }),
+            _ => Err("a tool is not a JSON object".into()),
+        }
     }
 }
 

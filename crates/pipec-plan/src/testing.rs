@@ -21,6 +21,10 @@ pub struct TestCase {
     pub answers: BTreeMap<String, Value>,
     /// The replies every model of the pipeline gives (it calls no model endpoint).
     pub replies: Option<Replies>,
+    /// A tape (an absolute path): the models without `replies` and the MCP servers
+    /// answer from what it recorded, and `pipec test --record` writes it.
+    #[serde(default)]
+    pub tape: Option<String>,
     /// The environment `env()` and `secret()` read, and the servers started see.
     pub env: BTreeMap<String, String>,
     pub faults: Faults,
@@ -58,4 +62,4 @@ pub struct Expectation {
 }
 
 /// The names an expectation reads, each a record built from the stopped thread.
-pub const SCOPE: &[&str] = &["output", "node", "state", "calls", "thread"];
+pub const SCOPE: &[&str] = &["output", "node", "state", "calls", "arguments", "thread"];

@@ -65,11 +65,14 @@ impl Needs {
 }
 
 /// The needs of the nodes in `to_run` (all nodes when `None`) and of the models they
-/// call, leaving out models that `replaced` says are replaced (registered or overridden).
+/// call, leaving out models that `replaced` says are replaced (registered or overridden),
+/// and the servers' own configuration when `own_servers` is false (the embedder reaches
+/// them its own way).
 pub(crate) fn needs(
     plan: &Plan,
     to_run: Option<&BTreeSet<String>>,
     replaced: &dyn Fn(&str) -> bool,
+    own_servers: bool,
 ) -> Needs {
     let mut out = Needs::default();
     let mut models = BTreeSet::new();
@@ -103,7 +106,9 @@ pub(crate) fn needs(
         .iter()
         .filter(|s| servers_used(plan, to_run).contains(&s.name))
     {
-        out.server(s);
+        if own_servers {
+            out.server(s);
+        }
         // The model that answers its sampling requests.
         if let Some(model) = &s.sampling
             && !replaced(model)

@@ -40,6 +40,7 @@ mod runner;
 pub mod secrets;
 pub mod show;
 mod stored_plan;
+mod tap;
 pub mod trace;
 /// Validating values against the plan's schemas (`pipec-schema`'s).
 pub use pipec_schema::validate;
@@ -61,4 +62,5 @@ pub use resources::servers::{
 pub use runner::DEFAULT_MAX_ANSWER_BYTES;
 pub use runner::{Environment, Runner};
 pub use stored_plan::stored_plan;
+pub use tap::Tap;
 pub use worker::{ServedPlan, Worker, WorkerLog, WorkerOptions, WorkerReport};

@@ -5,12 +5,16 @@
 //! environment holding only the test's `env` (so a test does not depend on the shell it
 //! runs in). When the thread pauses at a gate the test answers, it is resumed in a new
 //! attempt with the answer, as `pipec resume` would — with the test's faults injected
-//! (links that died during the pause). When it stops, the test's status and conditions
+//! (links that died during the pause). A test with a `tape` answers its models and MCP
+//! servers from the tape, and records it when asked to (the `tape` module). When it
+//! stops, the test's status and conditions
 //! are read against what the store holds: outputs, node values and states, the calls
 //! made, heals, usage (the `scope` module).
 
 mod report;
 mod scope;
+mod tap;
+mod tape;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -36,6 +40,9 @@ pub struct Context {
     pub source: String,
     /// A folder for the test's store and replies, made empty first.
     pub work: PathBuf,
+    /// Record the tapes of tests that have one, against the real models and servers
+    /// (the process environment behind the test's `env`), instead of answering from them.
+    pub record: bool,
 }
 
 /// How a test went.
@@ -51,6 +58,9 @@ pub struct TestResult {
     pub thread: Option<String>,
     /// The test's store, kept until the test runs again: `pipec show THREAD --store ...`.
     pub store: String,
+    /// The tape the test recorded (`--record`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<String>,
     pub ms: u64,
     pub failures: Vec<Failure>,
 }
@@ -75,6 +85,7 @@ pub async fn run(cx: &Context, test: &TestCase) -> TestResult {
         status: None,
         thread: None,
         store: cx.work.join("runs.redb").display().to_string(),
+        recorded: None,
         ms: 0,
         failures: Vec::new(),
     };
@@ -102,17 +113,57 @@ async fn run_into(cx: &Context, test: &TestCase, result: &mut TestResult) -> Res
             .map_err(|e| format!("cannot make the test's store: {e}"))?,
     );
     let replies = replies_file(&cx.work, test)?;
+    let recording = cx.record && test.tape.is_some();
+    let tape = match &test.tape {
+        Some(path) => Some(tape::Tape::open(
+            Path::new(path),
+            &shown_path(&cx.root, path),
+            recording,
+            Arc::new(cx.plan.clone()),
+        )?),
+        None => None,
+    };
+    let calls = Arc::new(tap::Calls::new(&cx.plan));
+    let secrets = Arc::new(secret_names(&cx.plan));
     let runner = |faults: bool| {
         let env = test.env.clone();
         let mut r = Runner::with_store(cx.plan.clone(), store.clone())
             .project_root(&cx.root)
-            .source(&cx.source)
-            .environment(move |k| env.get(k).cloned());
+            .source(&cx.source);
+        r = if recording {
+            // The real endpoints and servers need the real keys: a secret the shell
+            // sets wins over the test's stand-in; the test's `env()` values win over
+            // the shell's, as in every run.
+            let secrets = secrets.clone();
+            r.environment(move |k| {
+                let shell = || std::env::var(k).ok();
+                if secrets.contains(k) {
+                    shell().or_else(|| env.get(k).cloned())
+                } else {
+                    env.get(k).cloned().or_else(shell)
+                }
+            })
+        } else {
+            r.environment(move |k| env.get(k).cloned())
+        };
         if let Some(file) = &replies {
             for model in &cx.plan.models {
                 r = r.model_override(&model.name, &format!("scripted:{}", file.display()));
             }
         }
+        if let Some(tape) = tape.as_ref().filter(|_| !recording) {
+            if replies.is_none() {
+                for model in &cx.plan.models {
+                    r = r.model(&model.name, tape.model(&model.name, None));
+                }
+            }
+            r = r.servers(Arc::new(tape.servers(None)));
+        }
+        r = r.tap(Arc::new(tap::TestTap {
+            calls: calls.clone(),
+            tape: tape.clone(),
+            taped_models: replies.is_none(),
+        }));
         if faults {
             r = r.dead_links(test.faults.dead_links.clone());
         }
@@ -149,6 +200,10 @@ async fn run_into(cx: &Context, test: &TestCase, result: &mut TestResult) -> Res
     }
     let thread = outcome.thread().to_string();
     result.thread = Some(thread.clone());
+    if let (Some(tape), true) = (&tape, recording) {
+        tape.save()?;
+        result.recorded = test.tape.as_ref().map(|p| shown_path(&cx.root, p));
+    }
     for gate in test.answers.keys().filter(|g| !asked.contains(*g)) {
         result.failures.push(Failure {
             what: "answers".into(),
@@ -189,12 +244,12 @@ async fn run_into(cx: &Context, test: &TestCase, result: &mut TestResult) -> Res
             what: "status".into(),
             line: test.line,
             message: format!(
-                "the thread ended {}{waiting}{why}, not {}",
+                "the thread ended {}, not {}{waiting}{why}",
                 view.status, test.status
             ),
         });
     }
-    let params = scope::of(&cx.plan, &view);
+    let params = scope::of(&cx.plan, &view, &calls.by_tool());
     for e in &test.expect {
         if let Some(message) = scope::unmet(&params, &e.expr) {
             result.failures.push(Failure {
@@ -220,6 +275,37 @@ fn replies_file(work: &Path, test: &TestCase) -> Result<Option<PathBuf>, String>
             Ok(Some(path))
         }
     }
+}
+
+/// The variables the plan reads with `secret()`: every `{"kind": "secret", "var": ...}`
+/// of its JSON, wherever the value sits (a model's key, a server's env or header, a
+/// node's parameter).
+fn secret_names(plan: &Plan) -> std::collections::BTreeSet<String> {
+    fn walk(v: &Value, out: &mut std::collections::BTreeSet<String>) {
+        match v {
+            Value::Object(m) => {
+                if m.get("kind").and_then(Value::as_str) == Some("secret")
+                    && let Some(var) = m.get("var").and_then(Value::as_str)
+                {
+                    out.insert(var.to_string());
+                }
+                m.values().for_each(|v| walk(v, out));
+            }
+            Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    let mut out = std::collections::BTreeSet::new();
+    walk(&serde_json::to_value(plan).unwrap_or_default(), &mut out);
+    out
+}
+
+/// A path as the project names it: relative to its root when it is beneath it.
+fn shown_path(root: &Path, path: &str) -> String {
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    Path::new(path)
+        .strip_prefix(&root)
+        .map_or_else(|_| path.to_string(), |p| p.display().to_string())
 }
 
 /// A thread id fixed by the file and the test, so two runs of a test make the same ids.

@@ -15,6 +15,9 @@ pub fn human(results: &[TestResult]) -> String {
             if r.passed { "ok" } else { "FAILED" },
             r.ms
         ));
+        if let Some(tape) = &r.recorded {
+            out.push_str(&format!("  recorded {tape}\n"));
+        }
     }
     let failed: Vec<&TestResult> = results.iter().filter(|r| !r.passed).collect();
     for r in &failed {

@@ -5,13 +5,18 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use pipec_plan::{Expr, Plan};
+use pipec_plan::{Expr, Plan, ToolKind};
 use pipec_runtime::eval;
 use pipec_runtime::show::ThreadView;
 use pipec_store::CallKind;
 
-/// `output`, `node`, `state`, `calls` and `thread`.
-pub(crate) fn of(plan: &Plan, view: &ThreadView) -> BTreeMap<String, Value> {
+/// `output`, `node`, `state`, `calls`, `arguments` and `thread`; `sent` holds the tool
+/// calls that reached a server, in order, by the declared names.
+pub(crate) fn of(
+    plan: &Plan,
+    view: &ThreadView,
+    sent: &[(String, Value)],
+) -> BTreeMap<String, Value> {
     let mut output: Map<String, Value> = plan
         .outputs
         .iter()
@@ -33,20 +38,33 @@ pub(crate) fn of(plan: &Plan, view: &ThreadView) -> BTreeMap<String, Value> {
             serde_json::to_value(n.state).unwrap_or(Value::Null),
         );
     }
-    // Every tool call and reader read the journal holds: a model's, a `call` node's and
-    // a heal's replay alike.
+    // A tool's calls are those that reached its server (a `call` node's, a loop's, a
+    // heal's replay alike); a reader's, the reads a loop's model made through it, which
+    // the journal holds.
     let mut calls: Map<String, Value> = plan
         .tools
         .iter()
         .map(|t| (t.name.clone(), json!(0)))
         .collect();
+    let mut arguments: Map<String, Value> = plan
+        .tools
+        .iter()
+        .filter(|t| t.kind == ToolKind::Tool)
+        .map(|t| (t.name.clone(), json!([])))
+        .collect();
+    let mut count = |name: &str| {
+        let n = calls.get(name).and_then(Value::as_u64).unwrap_or(0);
+        calls.insert(name.to_string(), json!(n + 1));
+    };
+    for (tool, args) in sent {
+        count(tool);
+        if let Some(Value::Array(list)) = arguments.get_mut(tool) {
+            list.push(args.clone());
+        }
+    }
     for c in view.calls.iter().flatten() {
-        if matches!(c.record.kind, CallKind::Tool | CallKind::Read) {
-            let n = calls
-                .get(&c.record.target)
-                .and_then(Value::as_u64)
-                .unwrap_or(0);
-            calls.insert(c.record.target.clone(), json!(n + 1));
+        if c.record.kind == CallKind::Read {
+            count(&c.record.target);
         }
     }
     let u = &view.usage;
@@ -64,6 +82,7 @@ pub(crate) fn of(plan: &Plan, view: &ThreadView) -> BTreeMap<String, Value> {
         ("node".to_string(), Value::Object(node)),
         ("state".to_string(), Value::Object(state)),
         ("calls".to_string(), Value::Object(calls)),
+        ("arguments".to_string(), Value::Object(arguments)),
         ("thread".to_string(), thread),
     ])
 }

@@ -133,6 +133,8 @@ pub(crate) fn call_failure(
             failed(&codes::MCP_SERVER_FAILED, message)
         }
         McpError::TooLarge { .. } => failed(&codes::TOOL_RESULT_UNPARSABLE, message),
+        // A tape without the call answers the same the next time.
+        McpError::NoAnswer { .. } => failed(&codes::MCP_SERVER_FAILED, message),
         McpError::Server { .. } | McpError::Http { .. } | McpError::InputRequired { .. } => {
             failed(&codes::TOOL_FAILED, message)
         }

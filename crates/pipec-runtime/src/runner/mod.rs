@@ -36,6 +36,7 @@ use crate::progress::{Progress, ScrubbedProgress, Step};
 use crate::resources::servers::{Fetcher, McpServers, Replayer, Servers, WithOverrides};
 use crate::resources::{Resources, tools_check};
 use crate::secrets::Scrubber;
+use crate::tap::Tap;
 use crate::validate::Validators;
 use pipec_diagnostic as codes;
 use pipec_plan::{Body, Plan};
@@ -83,6 +84,8 @@ pub struct Runner {
     pub(crate) answerer: &'static str,
     /// Link kinds a test kills ([`Runner::dead_links`]).
     pub(crate) dead_links: Vec<String>,
+    /// What sees each attempt's models and servers ([`Runner::tap`]).
+    pub(crate) tap: Option<Arc<dyn Tap>>,
 }
 
 impl Runner {
@@ -114,6 +117,7 @@ impl Runner {
             own_configuration: false,
             answerer: "cli",
             dead_links: Vec::new(),
+            tap: None,
         }
     }
 
@@ -250,6 +254,13 @@ impl Runner {
         self
     }
 
+    /// Shows each attempt's models and servers to `tap`, which may wrap or replace them
+    /// (`pipec test` records and replays tapes so).
+    pub fn tap(mut self, tap: Arc<dyn Tap>) -> Runner {
+        self.tap = Some(tap);
+        self
+    }
+
     pub fn servers(mut self, servers: Arc<dyn Servers>) -> Runner {
         self.servers = Some(servers);
         self
@@ -301,15 +312,18 @@ impl Runner {
     ) -> Result<Outcome, RuntimeError> {
         let new = self.new_thread(inputs, &opts).await?;
         let secrets = new.secrets;
-        let models = models::build(
-            &self.plan,
-            None,
-            &self.models,
-            &self.model_overrides,
+        let models = self.tapped(
+            models::build(
+                &self.plan,
+                None,
+                &self.models,
+                &self.model_overrides,
+                &secrets,
+                &new.rec.config,
+                &self.project_root,
+            )?,
             &secrets,
-            &new.rec.config,
-            &self.project_root,
-        )?;
+        );
         let servers = self.servers_for(&new.rec.config, &secrets, &models);
         self.check_servers(&servers, None).await?;
         let plan_json = serde_json::to_string(&*self.plan).unwrap_or_default();
@@ -405,9 +419,12 @@ impl Runner {
         let inputs = self.check_inputs(inputs)?;
         self.check_runnable(None)?;
         let overrides = self.model_overrides.clone();
-        let needs = config::needs(&self.plan, None, &|m| {
-            self.models.contains_key(m) || overrides.contains_key(m)
-        });
+        let needs = config::needs(
+            &self.plan,
+            None,
+            &|m| self.models.contains_key(m) || overrides.contains_key(m),
+            self.servers.is_none(),
+        );
         let config::Values { config, secrets } =
             config::read(&needs, &BTreeMap::new(), &*self.environment)?;
         let pre: BTreeMap<String, Value> = opts.pre_answers.iter().cloned().collect();
@@ -618,6 +635,25 @@ impl Runner {
         Ok((changes, self.unfinished_calls(state, opts)))
     }
 
+    /// The models of an attempt, as the tap (if any) would have them.
+    pub(super) fn tapped(
+        &self,
+        models: HashMap<String, Arc<dyn Model>>,
+        secrets: &BTreeMap<String, String>,
+    ) -> HashMap<String, Arc<dyn Model>> {
+        let Some(tap) = &self.tap else {
+            return models;
+        };
+        let scrubber = scrubber_of(secrets);
+        models
+            .into_iter()
+            .map(|(name, model)| {
+                let model = tap.model(&name, model, &scrubber);
+                (name, model)
+            })
+            .collect()
+    }
+
     /// The MCP servers of an attempt: the embedder's, or the plan's own (started when
     /// first used, a server's sampling requests answered by the model it names), with the
     /// embedder's fetchers and replayers in front.
@@ -627,22 +663,21 @@ impl Runner {
         secrets: &BTreeMap<String, String>,
         models: &HashMap<String, Arc<dyn Model>>,
     ) -> WithOverrides {
+        let scrubber = scrubber_of(secrets);
         let inner: Arc<dyn Servers> = match &self.servers {
             Some(s) => s.clone(),
-            None => {
-                let mut scrubber = Scrubber::default();
-                for (k, v) in secrets {
-                    scrubber.add(k, v);
-                }
-                Arc::new(McpServers::new(
-                    &self.plan,
-                    &self.project_root,
-                    config,
-                    secrets,
-                    &scrubber,
-                    models,
-                ))
-            }
+            None => Arc::new(McpServers::new(
+                &self.plan,
+                &self.project_root,
+                config,
+                secrets,
+                &scrubber,
+                models,
+            )),
+        };
+        let inner = match &self.tap {
+            Some(tap) => tap.servers(inner, &scrubber),
+            None => inner,
         };
         WithOverrides {
             inner,
@@ -768,6 +803,15 @@ impl Runner {
             pipec: env!("CARGO_PKG_VERSION").into(),
         }
     }
+}
+
+/// A scrubber of every secret value read.
+fn scrubber_of(secrets: &BTreeMap<String, String>) -> Scrubber {
+    let mut scrubber = Scrubber::default();
+    for (k, v) in secrets {
+        scrubber.add(k, v);
+    }
+    scrubber
 }
 
 pub(crate) fn host_name() -> String {

@@ -82,20 +82,26 @@ impl Runner {
             recorded.clear();
             self.check_overrides_beneath_root(&overrides)?;
         }
-        let needs = config::needs(&self.plan, Some(&to_run), &|m| {
-            self.models.contains_key(m) || overrides.contains_key(m)
-        });
-        let config::Values { config, secrets } =
-            config::read(&needs, &recorded, &*self.environment)?;
-        let models = models::build(
+        let needs = config::needs(
             &self.plan,
             Some(&to_run),
-            &self.models,
-            &overrides,
+            &|m| self.models.contains_key(m) || overrides.contains_key(m),
+            self.servers.is_none(),
+        );
+        let config::Values { config, secrets } =
+            config::read(&needs, &recorded, &*self.environment)?;
+        let models = self.tapped(
+            models::build(
+                &self.plan,
+                Some(&to_run),
+                &self.models,
+                &overrides,
+                &secrets,
+                &config,
+                &self.project_root,
+            )?,
             &secrets,
-            &config,
-            &self.project_root,
-        )?;
+        );
         Ok(Decided::Ready(Ready {
             inputs,
             plan_changes,

@@ -1,0 +1,198 @@
+//! What a test's runner shows each attempt's models and servers to: every tool call
+//! that reaches a server (a `call` node's, a loop's, a heal's replay) is noted with its
+//! arguments, secrets scrubbed, for the test's `calls` and `arguments`; and with a tape,
+//! the tape is put between the attempt and the real models and servers while it is
+//! recorded.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Map, Value};
+
+use crate::tape::Tape;
+use pipec_mcp::{
+    Called, RequestOptions, ResourceContent, Resumption, TaskRef, ToolInfo, ToolResult,
+};
+use pipec_plan::{Plan, ToolKind};
+use pipec_runtime::llm::Model;
+use pipec_runtime::secrets::Scrubber;
+use pipec_runtime::{ServerFuture, Servers, Tap};
+
+/// The tool calls of a test's run, in the order they were sent.
+#[derive(Default)]
+pub(crate) struct Calls {
+    /// The declared tool of each `(server, name on the server)`.
+    tools: HashMap<(String, String), Declared>,
+    sent: Mutex<Sent>,
+}
+
+/// A declared tool: its name and its parameters' names by their names on the server.
+struct Declared {
+    name: String,
+    params: HashMap<String, String>,
+}
+
+#[derive(Default)]
+struct Sent {
+    calls: Vec<(String, Value)>,
+    scrubber: Arc<Scrubber>,
+}
+
+impl Calls {
+    pub(crate) fn new(plan: &Plan) -> Calls {
+        let mut tools = HashMap::new();
+        for t in plan.tools.iter().filter(|t| t.kind == ToolKind::Tool) {
+            tools
+                .entry((t.server.clone(), t.wire_name.clone()))
+                .or_insert_with(|| Declared {
+                    name: t.name.clone(),
+                    params: t
+                        .params
+                        .iter()
+                        .map(|p| (p.wire_name.clone(), p.name.clone()))
+                        .collect(),
+                });
+        }
+        Calls {
+            tools,
+            sent: Mutex::default(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Sent> {
+        self.sent.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Notes a call, by the declared names of the tool and its arguments.
+    fn note(&self, server: &str, tool: &str, arguments: &Map<String, Value>) {
+        let declared = self.tools.get(&(server.to_string(), tool.to_string()));
+        let name = declared.map_or_else(|| tool.to_string(), |d| d.name.clone());
+        let mut args: Map<String, Value> = arguments
+            .iter()
+            .map(|(k, v)| {
+                let k = declared
+                    .and_then(|d| d.params.get(k))
+                    .cloned()
+                    .unwrap_or_else(|| k.clone());
+                (k, v.clone())
+            })
+            .collect::<Map<_, _>>();
+        let mut sent = self.lock();
+        let mut value = Value::Object(std::mem::take(&mut args));
+        sent.scrubber.scrub_value(&mut value);
+        sent.calls.push((name, value));
+    }
+
+    /// The calls, tool by tool, in the order they were sent.
+    pub(crate) fn by_tool(&self) -> Vec<(String, Value)> {
+        self.lock().calls.clone()
+    }
+}
+
+/// The runner's tap for one test.
+pub(crate) struct TestTap {
+    pub(crate) calls: Arc<Calls>,
+    pub(crate) tape: Option<Arc<Tape>>,
+    /// Whether the models are taped (a test with `replies` scripts them instead).
+    pub(crate) taped_models: bool,
+}
+
+impl Tap for TestTap {
+    fn model(&self, name: &str, model: Arc<dyn Model>, secrets: &Scrubber) -> Arc<dyn Model> {
+        match &self.tape {
+            Some(tape) if tape.recording() && self.taped_models => {
+                tape.take_secrets(secrets);
+                Arc::new(tape.model(name, Some(model)))
+            }
+            _ => model,
+        }
+    }
+
+    fn servers(&self, servers: Arc<dyn Servers>, secrets: &Scrubber) -> Arc<dyn Servers> {
+        self.calls.lock().scrubber = Arc::new(secrets.clone());
+        let servers = match &self.tape {
+            Some(tape) => {
+                tape.take_secrets(secrets);
+                if tape.recording() {
+                    Arc::new(tape.servers(Some(servers)))
+                } else {
+                    servers
+                }
+            }
+            None => servers,
+        };
+        Arc::new(Noted {
+            inner: servers,
+            calls: self.calls.clone(),
+        })
+    }
+}
+
+/// Servers whose tool calls are noted on their way.
+struct Noted {
+    inner: Arc<dyn Servers>,
+    calls: Arc<Calls>,
+}
+
+impl Servers for Noted {
+    fn call_tool<'a>(
+        &'a self,
+        server: &'a str,
+        tool: &'a str,
+        arguments: Map<String, Value>,
+        meta: Map<String, Value>,
+        options: RequestOptions,
+    ) -> ServerFuture<'a, ToolResult> {
+        self.calls.note(server, tool, &arguments);
+        self.inner.call_tool(server, tool, arguments, meta, options)
+    }
+
+    fn call<'a>(
+        &'a self,
+        server: &'a str,
+        tool: &'a str,
+        arguments: Map<String, Value>,
+        meta: Map<String, Value>,
+        options: RequestOptions,
+        resumption: &'a Resumption,
+    ) -> ServerFuture<'a, Called> {
+        self.calls.note(server, tool, &arguments);
+        self.inner
+            .call(server, tool, arguments, meta, options, resumption)
+    }
+
+    fn await_task<'a>(
+        &'a self,
+        server: &'a str,
+        task: &'a TaskRef,
+        options: RequestOptions,
+        resumption: &'a Resumption,
+    ) -> ServerFuture<'a, Called> {
+        self.inner.await_task(server, task, options, resumption)
+    }
+
+    fn cancel_task<'a>(
+        &'a self,
+        server: &'a str,
+        task: &'a TaskRef,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>> {
+        self.inner.cancel_task(server, task)
+    }
+
+    fn read<'a>(
+        &'a self,
+        server: &'a str,
+        uri: &'a str,
+        options: RequestOptions,
+    ) -> ServerFuture<'a, Vec<ResourceContent>> {
+        self.inner.read(server, uri, options)
+    }
+
+    fn list_tools<'a>(&'a self, server: &'a str) -> ServerFuture<'a, Vec<ToolInfo>> {
+        self.inner.list_tools(server)
+    }
+
+    fn close(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        self.inner.close()
+    }
+}
