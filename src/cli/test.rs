@@ -32,6 +32,10 @@ pub(super) struct Args {
     /// models and MCP servers with this shell's keys, instead of answering from them
     #[arg(long)]
     record: bool,
+    /// Run this test's thread until its `kill_after` fault kills the process (what
+    /// `pipec test` starts for such a test; not for people)
+    #[arg(long, hide = true, value_name = "TEST")]
+    killed_run: Option<String>,
 }
 
 /// A test to run, with what it needs.
@@ -93,18 +97,36 @@ pub(super) fn run(args: Args) -> u8 {
             {
                 continue;
             }
+            if args.killed_run.as_ref().is_some_and(|n| *n != case.name) {
+                continue;
+            }
             let work = root.join(".pipec/test").join(&stem).join(&case.name);
+            let mut child: Vec<std::ffi::OsString> = vec![
+                std::env::current_exe()
+                    .unwrap_or_else(|_| "pipec".into())
+                    .into(),
+                "test".into(),
+                file.clone().into(),
+                "--killed-run".into(),
+            ];
+            if args.record {
+                child.push("--record".into());
+            }
             planned.push(Planned {
                 cx: Arc::new(pipec_test::Context {
                     plan: plan.clone(),
                     root: root.clone(),
                     source: name.clone(),
                     work,
+                    child: Some(child),
                     record: args.record,
                 }),
                 case,
             });
         }
+    }
+    if args.killed_run.is_some() {
+        return killed_run(planned);
     }
     if args.list {
         for p in &planned {
@@ -169,5 +191,28 @@ pub(super) fn run(args: Args) -> u8 {
         super::EXIT_FINDINGS
     } else {
         super::EXIT_OK
+    }
+}
+
+/// `--killed-run TEST`: the test's thread until its fault kills this process; exit 0 only
+/// when no kill came.
+fn killed_run(planned: Vec<Planned>) -> u8 {
+    let Some(p) = planned.first() else {
+        super::err("error: no such test");
+        return super::EXIT_USAGE;
+    };
+    let rt = match super::common::runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            super::err(&e);
+            return super::EXIT_USAGE;
+        }
+    };
+    match rt.block_on(pipec_test::run_killed(&p.cx, &p.case)) {
+        Ok(()) => super::EXIT_OK,
+        Err(e) => {
+            super::err(&format!("error: {e}"));
+            super::EXIT_USAGE
+        }
     }
 }

@@ -53,8 +53,36 @@ fn the_tests_of_the_pipelines_pass_offline() {
         "waits_for_the_reviewer",
         "approved_note_is_sent",
         "declined_note_is_not_sent",
+        "killed_after_sending_resumes_without_sending_twice",
+        "killed_after_sending_waits_for_a_decision",
+        "approved_from_the_tape",
     ] {
         assert!(names.contains(&name), "{name} ran: {names:?}");
+    }
+    // The note of each thread that sent one is in the outbox once: the kill after the
+    // send, and the retry with the same call key, did not send it twice.
+    let outbox = std::fs::read_to_string(p.dir.join(".pipec/outbox.jsonl")).expect("outbox");
+    let thread_of = |name: &str| {
+        report["tests"]
+            .as_array()
+            .expect("tests")
+            .iter()
+            .find(|t| t["name"] == name)
+            .and_then(|t| t["thread"].as_str())
+            .expect("thread")
+            .to_string()
+    };
+    for name in [
+        "approved_note_is_sent",
+        "killed_after_sending_resumes_without_sending_twice",
+        "killed_after_sending_waits_for_a_decision",
+    ] {
+        let thread = thread_of(name);
+        let sent = outbox
+            .lines()
+            .filter(|l| l.contains(&format!("\"thread\":\"{thread}\"")))
+            .count();
+        assert_eq!(sent, 1, "{name}: {outbox}");
     }
     let paused = report["tests"]
         .as_array()
@@ -398,4 +426,24 @@ fn a_tape_is_recorded_from_the_real_model_and_server_then_answers_without_them()
     assert!(out.contains("the nearest recording, entry 1"), "{out}");
     assert!(out.contains("-    \"word\": \"heron\""), "{out}");
     assert!(out.contains("+    \"word\": \"egret\""), "{out}");
+}
+
+#[test]
+fn a_kill_after_a_node_that_makes_no_effect_fails_the_test_saying_so() {
+    let p = Project::new("test-no-kill");
+    p.write(
+        "hello.pipe",
+        &PIPELINE.replace(
+            "test passes {\n",
+            "test passes {\n  faults {\n    kill_after = [\"result\"]\n  }\n",
+        ),
+    );
+    p.write("replies.json", REPLIES);
+    let out = p.run(&["test", "--filter", "passes"]);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("the run never finished an effect of `result`, so nothing was killed"),
+        "{text}"
+    );
 }

@@ -23,9 +23,18 @@ use pipec_plan::testing::{Expectation, Faults, Replies, TestCase};
 use pipec_syntax::ast::{self, ExprKind, ItemKind, NodeKind, SettingValue};
 
 const SETTINGS: &[&str] = &[
-    "input", "answers", "replies", "tape", "env", "faults", "status", "expect",
+    "input",
+    "answers",
+    "replies",
+    "tape",
+    "env",
+    "faults",
+    "retry_unfinished",
+    "resolve",
+    "status",
+    "expect",
 ];
-const STATUSES: &[&str] = &["completed", "paused", "failed"];
+const STATUSES: &[&str] = &["completed", "paused", "failed", "blocked"];
 const NODE_STATES: &[&str] = &["pending", "running", "done", "skipped", "failed"];
 
 impl Checker<'_> {
@@ -107,11 +116,26 @@ impl Checker<'_> {
                     file,
                     e.span,
                     "faults",
-                    "a block: `faults { dead_links = [...] }`",
+                    "a block: `faults { dead_links = [...], kill_after = [...] }`",
                 );
                 Faults::default()
             }
             None => Faults::default(),
+        };
+        let retry_unfinished = match self.expr_of(&s, "retry_unfinished", "a list of node names") {
+            Some(e) => self.test_node_list(file, e, "retry_unfinished"),
+            None => Vec::new(),
+        };
+        let resolve = match self.expr_of(&s, "resolve", "a record of node results") {
+            Some(e) => self.test_node_values(
+                file,
+                e,
+                "resolve",
+                "a record of node results: `resolve = { node: {...} }`",
+                "node",
+                |k| k != NodeKind::Gate,
+            ),
+            None => BTreeMap::new(),
         };
         let status = match self.string_setting(&s, "status") {
             Some((st, _)) if STATUSES.contains(&st.as_str()) => st,
@@ -122,7 +146,7 @@ impl Checker<'_> {
                         file,
                         at,
                         format!(
-                            "a test ends \"completed\", \"paused\" or \"failed\", not \"{st}\""
+                            "a test ends \"completed\", \"paused\", \"failed\" or \"blocked\", not \"{st}\""
                         ),
                     )
                     .label("not a thread status")
@@ -164,6 +188,8 @@ impl Checker<'_> {
             tape,
             env,
             faults,
+            retry_unfinished,
+            resolve,
             status,
             expect,
         })
@@ -270,39 +296,79 @@ impl Checker<'_> {
 
     /// `answers = { gate: value }`: each a gate of the pipeline, each fitting its type.
     fn test_answers(&mut self, file: FileId, e: &ast::Expr) -> BTreeMap<String, Value> {
-        let mut out = BTreeMap::new();
-        let Some(entries) = self.record_of(
+        self.test_node_values(
             file,
             e,
             "answers",
             "a record of gate answers: `answers = { gate: {...} }`",
-        ) else {
+            "gate",
+            |k| k == NodeKind::Gate,
+        )
+    }
+
+    /// A record keyed by nodes of this file of the kinds `wanted` takes, each value a
+    /// literal of its node's output type (`answers`, `resolve`).
+    fn test_node_values(
+        &mut self,
+        file: FileId,
+        e: &ast::Expr,
+        setting: &str,
+        shape: &str,
+        what: &str,
+        wanted: fn(NodeKind) -> bool,
+    ) -> BTreeMap<String, Value> {
+        let mut out = BTreeMap::new();
+        let Some(entries) = self.record_of(file, e, setting, shape) else {
             return out;
         };
         for entry in entries {
             let name = &entry.key.name;
-            let gate =
-                self.hir.nodes.iter().find(|n| {
-                    n.kind == NodeKind::Gate && &n.info.name == name && n.info.file == file
-                });
-            let Some(gate) = gate else {
-                let known: Vec<String> = self
-                    .hir
-                    .nodes
-                    .iter()
-                    .filter(|n| n.kind == NodeKind::Gate && n.info.file == file)
-                    .map(|n| n.info.name.clone())
-                    .collect();
-                self.unknown_in_test(file, entry.key.span, "gate", name, &known);
+            let node = self
+                .hir
+                .nodes
+                .iter()
+                .find(|n| wanted(n.kind) && &n.info.name == name && n.info.file == file);
+            let Some(node) = node else {
+                let known = self.test_node_names(file, wanted);
+                self.unknown_in_test(file, entry.key.span, what, name, &known);
                 continue;
             };
-            let ty = gate.output.clone();
+            let ty = node.output.clone();
             match literal_json(&entry.value) {
                 Some(v) => {
                     self.check_literal_fits(file, &entry.value, &v, &ty, Target::Part);
                     out.insert(name.clone(), v);
                 }
-                None => self.wrong_value(file, entry.value.span, name, "a literal answer"),
+                None => self.wrong_value(file, entry.value.span, name, "a literal value"),
+            }
+        }
+        out
+    }
+
+    /// The nodes of this file of the kinds `wanted` takes.
+    fn test_node_names(&self, file: FileId, wanted: fn(NodeKind) -> bool) -> Vec<String> {
+        self.hir
+            .nodes
+            .iter()
+            .filter(|n| wanted(n.kind) && n.info.file == file)
+            .map(|n| n.info.name.clone())
+            .collect()
+    }
+
+    /// A list of this file's nodes other than gates (`kill_after`, `retry_unfinished`).
+    fn test_node_list(&mut self, file: FileId, e: &ast::Expr, setting: &str) -> Vec<String> {
+        let ExprKind::List(items) = &e.kind else {
+            self.wrong_value(file, e.span, setting, "a list of node names: `[\"node\"]`");
+            return Vec::new();
+        };
+        let wanted = |k| k != NodeKind::Gate;
+        let known = self.test_node_names(file, wanted);
+        let mut out = Vec::new();
+        for item in items {
+            match &item.kind {
+                ExprKind::Str(n) if known.contains(&n.value) => out.push(n.value.clone()),
+                ExprKind::Str(n) => self.unknown_in_test(file, item.span, "node", &n.value, &known),
+                _ => self.wrong_value(file, item.span, setting, "node names as strings"),
             }
         }
         out
@@ -412,8 +478,11 @@ impl Checker<'_> {
     }
 
     fn test_faults(&mut self, file: FileId, b: &ast::Block) -> Faults {
-        let s = self.settings(file, b, &["dead_links"], "`faults`");
+        let s = self.settings(file, b, &["dead_links", "kill_after"], "`faults`");
         let mut faults = Faults::default();
+        if let Some(e) = self.expr_of(&s, "kill_after", "a list of node names") {
+            faults.kill_after = self.test_node_list(file, e, "kill_after");
+        }
         if let Some(e) = self.expr_of(&s, "dead_links", "a list of link kinds") {
             let ExprKind::List(items) = &e.kind else {
                 self.wrong_value(

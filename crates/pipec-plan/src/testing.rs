@@ -28,7 +28,16 @@ pub struct TestCase {
     /// The environment `env()` and `secret()` read, and the servers started see.
     pub env: BTreeMap<String, String>,
     pub faults: Faults,
-    /// The thread's status when the test ends: `completed` unless it says otherwise.
+    /// Nodes whose unfinished effects (after a `kill_after`) the resume runs again, as
+    /// `pipec resume --retry-unfinished` does.
+    #[serde(default)]
+    pub retry_unfinished: Vec<String>,
+    /// Nodes whose unfinished effects happened, with these results, as `pipec resume
+    /// --resolve` says.
+    #[serde(default)]
+    pub resolve: BTreeMap<String, Value>,
+    /// The thread's status when the test ends: `completed` unless it says otherwise
+    /// (`paused`, `failed`, `blocked`).
     pub status: String,
     /// What must hold when the thread stops.
     pub expect: Vec<Expectation>,
@@ -51,6 +60,11 @@ pub struct Faults {
     /// after the pause is answered as a resource that no longer exists, so the heal path
     /// runs.
     pub dead_links: Vec<String>,
+    /// Nodes after whose effect the process running the test's thread is killed, as by
+    /// `kill -9`: the effect has run, its result is not committed. The test resumes the
+    /// thread in another process, as a person would after a crash.
+    #[serde(default)]
+    pub kill_after: Vec<String>,
 }
 
 /// One assertion: a body expression over what the run left, and its text.

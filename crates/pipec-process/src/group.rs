@@ -97,3 +97,16 @@ fn has_live_members(group: i32) -> bool {
     let r = unsafe { libc::kill(-group, 0) };
     r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
+
+/// Ends this process as `kill -9` would: at once, no destructor, no flush, no handler.
+/// Its children that pipec started go with it (their reaper kills their groups).
+pub fn kill_self() -> ! {
+    // SAFETY: kill(2) with this process's own id; SIGKILL cannot be caught.
+    unsafe {
+        libc::kill(libc::getpid(), libc::SIGKILL);
+    }
+    // SIGKILL to oneself is delivered before kill(2) returns; nothing runs past it.
+    loop {
+        std::thread::park();
+    }
+}

@@ -56,6 +56,7 @@ mod watch;
 pub use child::{Child, GONE_LIMIT};
 pub use command::{Command, Environment};
 pub use find_program::find_program;
+pub use group::kill_self;
 pub use wait_gone::{StillRunning, wait_gone};
 pub use watch::ReaperId;
 

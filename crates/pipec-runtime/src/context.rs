@@ -44,6 +44,8 @@ pub(crate) struct AttemptContext {
     pub stream: Ordered,
     /// MCP servers, the fetch cache and heals.
     pub resources: Arc<Resources>,
+    /// Nodes whose effects end the process once they ran (a test's fault).
+    pub kill_after: Vec<String>,
 }
 
 impl AttemptContext {

@@ -11,6 +11,7 @@
 //! are read against what the store holds: outputs, node values and states, the calls
 //! made, heals, usage (the `scope` module).
 
+mod child;
 mod report;
 mod scope;
 mod tap;
@@ -26,9 +27,10 @@ use serde_json::Value;
 use pipec_plan::Plan;
 use pipec_plan::testing::{Replies, TestCase};
 use pipec_runtime::show::Stored;
-use pipec_runtime::{Outcome, RunOptions, Runner};
+use pipec_runtime::{Decision, Outcome, RunOptions, Runner};
 use pipec_store::Store;
 
+pub use child::run_killed;
 pub use report::{human, json, junit};
 
 /// Where a test runs: the pipeline's plan and where it came from.
@@ -40,6 +42,11 @@ pub struct Context {
     pub source: String,
     /// A folder for the test's store and replies, made empty first.
     pub work: PathBuf,
+    /// The command that runs one of this file's tests in a process of its own (the
+    /// test's name is appended): a test that kills its run (`faults { kill_after }`)
+    /// needs a process to kill. `pipec test FILE --killed-run` for the CLI; without it
+    /// such a test fails, saying so.
+    pub child: Option<Vec<std::ffi::OsString>>,
     /// Record the tapes of tests that have one, against the real models and servers
     /// (the process environment behind the test's `env`), instead of answering from them.
     pub record: bool,
@@ -108,33 +115,200 @@ async fn run_into(cx: &Context, test: &TestCase, result: &mut TestResult) -> Res
     }
     std::fs::create_dir_all(&cx.work)
         .map_err(|e| format!("cannot make {}: {e}", cx.work.display()))?;
-    let store: Arc<dyn Store> = Arc::new(
-        pipec_store::RedbStore::open(cx.work.join("runs.redb"))
-            .map_err(|e| format!("cannot make the test's store: {e}"))?,
-    );
-    let replies = replies_file(&cx.work, test)?;
-    let recording = cx.record && test.tape.is_some();
-    let tape = match &test.tape {
-        Some(path) => Some(tape::Tape::open(
-            Path::new(path),
-            &shown_path(&cx.root, path),
-            recording,
-            Arc::new(cx.plan.clone()),
-        )?),
-        None => None,
+    let killed = !test.faults.kill_after.is_empty();
+    if killed {
+        // The part of the run that ends in `kill -9` runs in a process of its own; the
+        // store is opened here only once that process is gone.
+        child::run_until_killed(cx, test).await?;
+    }
+    let setup = Setup::new(cx, test, Role::Test)?;
+    let thread_id = thread_id(&cx.source, &test.name);
+    let first = if killed {
+        setup.calls.take_from(&cx.work.join(child::CALLS));
+        let opts = RunOptions {
+            decisions: decisions(&*setup.store, &thread_id, test).await?,
+            ..Default::default()
+        };
+        setup
+            .runner(cx, test, true)
+            .resume_with(&thread_id, Vec::new(), opts)
+            .await
+            .map_err(|e| format!("the resume after the kill was refused: {e}"))?
+    } else {
+        setup.start(cx, test, &thread_id).await?
     };
-    let calls = Arc::new(tap::Calls::new(&cx.plan));
-    let secrets = Arc::new(secret_names(&cx.plan));
-    let runner = |faults: bool| {
+    let outcome = setup.answer_gates(cx, test, first).await?;
+    let thread = outcome.thread().to_string();
+    result.thread = Some(thread.clone());
+    if let Some(tape) = setup.tape.as_ref().filter(|t| t.recording()) {
+        tape.save()?;
+        result.recorded = test.tape.as_ref().map(|p| shown_path(&cx.root, p));
+    }
+    let stored = Stored::load(&*setup.store, &thread)
+        .await
+        .map_err(|e| format!("cannot read the thread back: {e}"))?;
+    let view = stored
+        .view(true, None)
+        .ok_or_else(|| "the thread has no record".to_string())?;
+    // A gate is asked when the run stopped there, in this process or the killed one.
+    let asked: std::collections::BTreeSet<&str> =
+        view.gates.iter().map(|g| g.gate.as_str()).collect();
+    for gate in test.answers.keys().filter(|g| !asked.contains(g.as_str())) {
+        result.failures.push(Failure {
+            what: "answers".into(),
+            line: test.line,
+            message: format!("the test answers the gate `{gate}`, which the run never asked"),
+        });
+    }
+    result.status = Some(view.status.clone());
+    if view.status != test.status {
+        result.failures.push(Failure {
+            what: "status".into(),
+            line: test.line,
+            message: format!(
+                "the thread ended {}, not {}{}",
+                view.status,
+                test.status,
+                why_stopped(&outcome, view.error.as_ref())
+            ),
+        });
+    }
+    let params = scope::of(&cx.plan, &view, &setup.calls.by_tool());
+    for e in &test.expect {
+        if let Some(message) = scope::unmet(&params, &e.expr) {
+            result.failures.push(Failure {
+                what: e.text.clone(),
+                line: e.line,
+                message,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Where the thread stopped and why, for a status the test did not expect.
+fn why_stopped(outcome: &Outcome, error: Option<&pipec_store::StoredError>) -> String {
+    let coded = |e: &pipec_store::StoredError| {
+        format!(
+            "{} {}{}",
+            e.code,
+            e.node
+                .as_ref()
+                .map_or(String::new(), |n| format!("in `{n}`: ")),
+            e.message
+        )
+    };
+    match outcome {
+        Outcome::Paused { gates, .. } => format!(
+            " at {} (the test gives no answer)",
+            gates
+                .iter()
+                .map(|g| format!("`{}`", g.name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Outcome::Blocked { reasons, .. } => format!(
+            ": {} (`retry_unfinished` or `resolve` decides)",
+            reasons.iter().map(coded).collect::<Vec<_>>().join("; ")
+        ),
+        _ => error.map_or(String::new(), |e| format!(": {}", coded(e))),
+    }
+}
+
+/// The test's decisions on the calls the kill left unfinished, by their keys.
+async fn decisions(
+    store: &dyn Store,
+    thread: &str,
+    test: &TestCase,
+) -> Result<Vec<(String, Decision)>, String> {
+    let stored = Stored::load(store, thread)
+        .await
+        .map_err(|e| format!("cannot read the killed thread: {e}"))?;
+    let view = stored
+        .view(true, None)
+        .ok_or_else(|| "the killed run left no thread".to_string())?;
+    let mut out = Vec::new();
+    for c in view.calls.iter().flatten() {
+        if c.record.state != pipec_store::CallState::Started {
+            continue;
+        }
+        let node = c.call.split(':').next().unwrap_or_default();
+        if test.retry_unfinished.iter().any(|n| n == node) {
+            out.push((c.call.clone(), Decision::Retry));
+        } else if let Some(v) = test.resolve.get(node) {
+            out.push((c.call.clone(), Decision::Performed(v.clone())));
+        }
+    }
+    Ok(out)
+}
+
+/// Which process runs the test's thread.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// The test itself: the whole run, or what follows the kill.
+    Test,
+    /// The process that runs until a `kill_after` effect kills it.
+    Killed,
+}
+
+/// What every attempt of a test shares: its store, replies, tape and the calls noted.
+struct Setup {
+    store: Arc<dyn Store>,
+    replies: Option<PathBuf>,
+    tape: Option<Arc<tape::Tape>>,
+    calls: Arc<tap::Calls>,
+    /// The variables read as secrets, which a recording takes from the shell.
+    secrets: Arc<std::collections::BTreeSet<String>>,
+    role: Role,
+}
+
+impl Setup {
+    fn new(cx: &Context, test: &TestCase, role: Role) -> Result<Setup, String> {
+        let store: Arc<dyn Store> = Arc::new(
+            pipec_store::RedbStore::open(cx.work.join("runs.redb"))
+                .map_err(|e| format!("cannot open the test's store: {e}"))?,
+        );
+        let replies = replies_file(&cx.work, test)?;
+        let recording = cx.record && test.tape.is_some();
+        let tape = match &test.tape {
+            Some(path) => Some(tape::Tape::open(
+                Path::new(path),
+                &shown_path(&cx.root, path),
+                tape::Mode::of(
+                    recording,
+                    role == Role::Killed,
+                    !test.faults.kill_after.is_empty(),
+                ),
+                Arc::new(cx.plan.clone()),
+            )?),
+            None => None,
+        };
+        let mut calls = tap::Calls::new(&cx.plan);
+        if role == Role::Killed {
+            calls.log_to(cx.work.join(child::CALLS));
+        }
+        Ok(Setup {
+            store,
+            replies,
+            tape,
+            calls: Arc::new(calls),
+            secrets: Arc::new(secret_names(&cx.plan)),
+            role,
+        })
+    }
+
+    /// A runner for one attempt; `resuming`: the test's faults for a resume are armed.
+    fn runner(&self, cx: &Context, test: &TestCase, resuming: bool) -> Runner {
         let env = test.env.clone();
-        let mut r = Runner::with_store(cx.plan.clone(), store.clone())
+        let recording = self.tape.as_ref().is_some_and(|t| t.recording());
+        let mut r = Runner::with_store(cx.plan.clone(), self.store.clone())
             .project_root(&cx.root)
             .source(&cx.source);
         r = if recording {
             // The real endpoints and servers need the real keys: a secret the shell
             // sets wins over the test's stand-in; the test's `env()` values win over
             // the shell's, as in every run.
-            let secrets = secrets.clone();
+            let secrets = self.secrets.clone();
             r.environment(move |k| {
                 let shell = || std::env::var(k).ok();
                 if secrets.contains(k) {
@@ -146,13 +320,13 @@ async fn run_into(cx: &Context, test: &TestCase, result: &mut TestResult) -> Res
         } else {
             r.environment(move |k| env.get(k).cloned())
         };
-        if let Some(file) = &replies {
+        if let Some(file) = &self.replies {
             for model in &cx.plan.models {
                 r = r.model_override(&model.name, &format!("scripted:{}", file.display()));
             }
         }
-        if let Some(tape) = tape.as_ref().filter(|_| !recording) {
-            if replies.is_none() {
+        if let Some(tape) = self.tape.as_ref().filter(|t| !t.recording()) {
+            if self.replies.is_none() {
                 for model in &cx.plan.models {
                     r = r.model(&model.name, tape.model(&model.name, None));
                 }
@@ -160,106 +334,59 @@ async fn run_into(cx: &Context, test: &TestCase, result: &mut TestResult) -> Res
             r = r.servers(Arc::new(tape.servers(None)));
         }
         r = r.tap(Arc::new(tap::TestTap {
-            calls: calls.clone(),
-            tape: tape.clone(),
-            taped_models: replies.is_none(),
+            calls: self.calls.clone(),
+            tape: self.tape.clone(),
+            taped_models: self.replies.is_none(),
         }));
-        if faults {
+        if resuming {
             r = r.dead_links(test.faults.dead_links.clone());
         }
+        if self.role == Role::Killed {
+            r = r.kill_after(test.faults.kill_after.clone());
+        }
         r
-    };
-    let opts = RunOptions {
-        thread_id: Some(thread_id(&cx.source, &test.name)),
-        ..Default::default()
-    };
-    let inputs = Value::Object(test.inputs.clone().into_iter().collect());
-    let mut outcome = runner(false)
-        .start_with(inputs, opts)
-        .await
-        .map_err(|e| format!("the run was refused: {e}"))?;
-    let mut asked = std::collections::BTreeSet::new();
-    // Each round answers the gates that wait; a gate asked again (a rerun) is answered
-    // again, so the rounds are bounded by the answers given.
-    for _ in 0..=test.answers.len() * 4 {
-        let Outcome::Paused { thread, gates } = &outcome else {
-            break;
+    }
+
+    async fn start(&self, cx: &Context, test: &TestCase, thread: &str) -> Result<Outcome, String> {
+        let opts = RunOptions {
+            thread_id: Some(thread.to_string()),
+            ..Default::default()
         };
-        let answers: Vec<(String, Value)> = gates
-            .iter()
-            .filter_map(|g| Some((g.name.clone(), test.answers.get(&g.name)?.clone())))
-            .collect();
-        if answers.is_empty() {
-            break;
-        }
-        asked.extend(answers.iter().map(|(g, _)| g.clone()));
-        outcome = runner(true)
-            .resume(thread, answers)
+        let inputs = Value::Object(test.inputs.clone().into_iter().collect());
+        self.runner(cx, test, false)
+            .start_with(inputs, opts)
             .await
-            .map_err(|e| format!("the resume was refused: {e}"))?;
+            .map_err(|e| format!("the run was refused: {e}"))
     }
-    let thread = outcome.thread().to_string();
-    result.thread = Some(thread.clone());
-    if let (Some(tape), true) = (&tape, recording) {
-        tape.save()?;
-        result.recorded = test.tape.as_ref().map(|p| shown_path(&cx.root, p));
-    }
-    for gate in test.answers.keys().filter(|g| !asked.contains(*g)) {
-        result.failures.push(Failure {
-            what: "answers".into(),
-            line: test.line,
-            message: format!("the test answers the gate `{gate}`, which the run never asked"),
-        });
-    }
-    let stored = Stored::load(&*store, &thread)
-        .await
-        .map_err(|e| format!("cannot read the thread back: {e}"))?;
-    let view = stored
-        .view(true, None)
-        .ok_or_else(|| "the thread has no record".to_string())?;
-    result.status = Some(view.status.clone());
-    if view.status != test.status {
-        let why = view.error.as_ref().map_or(String::new(), |e| {
-            format!(
-                ": {} {}{}",
-                e.code,
-                e.node
-                    .as_ref()
-                    .map_or(String::new(), |n| format!("in `{n}`: ")),
-                e.message
-            )
-        });
-        let waiting = match &outcome {
-            Outcome::Paused { gates, .. } => format!(
-                " at {} (the test gives no answer)",
-                gates
-                    .iter()
-                    .map(|g| format!("`{}`", g.name))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            _ => String::new(),
-        };
-        result.failures.push(Failure {
-            what: "status".into(),
-            line: test.line,
-            message: format!(
-                "the thread ended {}, not {}{waiting}{why}",
-                view.status, test.status
-            ),
-        });
-    }
-    let params = scope::of(&cx.plan, &view, &calls.by_tool());
-    for e in &test.expect {
-        if let Some(message) = scope::unmet(&params, &e.expr) {
-            result.failures.push(Failure {
-                what: e.text.clone(),
-                line: e.line,
-                message,
-            });
+
+    /// Answers the gates the thread waits at, round after round, as `pipec resume`
+    /// would; a gate asked again (a rerun) is answered again, so the rounds are
+    /// bounded by the answers given.
+    async fn answer_gates(
+        &self,
+        cx: &Context,
+        test: &TestCase,
+        mut outcome: Outcome,
+    ) -> Result<Outcome, String> {
+        for _ in 0..=test.answers.len() * 4 {
+            let Outcome::Paused { thread, gates } = &outcome else {
+                break;
+            };
+            let answers: Vec<(String, Value)> = gates
+                .iter()
+                .filter_map(|g| Some((g.name.clone(), test.answers.get(&g.name)?.clone())))
+                .collect();
+            if answers.is_empty() {
+                break;
+            }
+            outcome = self
+                .runner(cx, test, true)
+                .resume(thread, answers)
+                .await
+                .map_err(|e| format!("the resume was refused: {e}"))?;
         }
+        Ok(outcome)
     }
-    Ok(())
 }
 
 /// The replies every model gives: the test's file, or its inline replies written out.

@@ -5,6 +5,7 @@
 //! recorded.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
@@ -24,6 +25,8 @@ pub(crate) struct Calls {
     /// The declared tool of each `(server, name on the server)`.
     tools: HashMap<(String, String), Declared>,
     sent: Mutex<Sent>,
+    /// Where each call is also written as it is sent (the process a test kills).
+    log: Option<PathBuf>,
 }
 
 /// A declared tool: its name and its parameters' names by their names on the server.
@@ -56,7 +59,26 @@ impl Calls {
         Calls {
             tools,
             sent: Mutex::default(),
+            log: None,
         }
+    }
+
+    /// Also writes each call to `path` as it is sent, one JSON line each.
+    pub(crate) fn log_to(&mut self, path: PathBuf) {
+        self.log = Some(path);
+    }
+
+    /// Takes the calls a killed process wrote to `path` as the first ones.
+    pub(crate) fn take_from(&self, path: &Path) {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return;
+        };
+        let earlier: Vec<(String, Value)> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        let mut sent = self.lock();
+        sent.calls.splice(0..0, earlier);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Sent> {
@@ -80,6 +102,15 @@ impl Calls {
         let mut sent = self.lock();
         let mut value = Value::Object(std::mem::take(&mut args));
         sent.scrubber.scrub_value(&mut value);
+        if let Some(path) = &self.log {
+            let line = serde_json::to_string(&(&name, &value)).unwrap_or_default() + "\n";
+            // Appended whole, so a kill leaves whole lines.
+            let _ = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+        }
         sent.calls.push((name, value));
     }
 

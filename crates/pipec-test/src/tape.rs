@@ -56,12 +56,41 @@ struct Entry {
     answers: Vec<Value>,
 }
 
+/// How a tape is used.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Answered from.
+    Replay,
+    /// Recorded into: from empty, or (`append`) after what the file holds (what the
+    /// killed process of a `kill_after` test recorded); `save_each`: written after
+    /// every answer (that process dies without a chance to write it).
+    Record { append: bool, save_each: bool },
+}
+
+impl Mode {
+    /// The mode of a test's tape: `recording` or not, in the process that is killed,
+    /// or in a test with `kill_after` after that process.
+    pub(crate) fn of(recording: bool, killed_process: bool, after_a_kill: bool) -> Mode {
+        match (recording, killed_process) {
+            (false, _) => Mode::Replay,
+            (true, true) => Mode::Record {
+                append: false,
+                save_each: true,
+            },
+            (true, false) => Mode::Record {
+                append: after_a_kill,
+                save_each: false,
+            },
+        }
+    }
+}
+
 /// A test's tape, shared by the attempts of its run.
 pub(crate) struct Tape {
     path: PathBuf,
     /// As the test names it, for messages.
     shown: String,
-    recording: bool,
+    mode: Mode,
     /// `provider/model` of each declared model, the model a request is keyed by.
     models: BTreeMap<String, String>,
     /// The declared tools, the listing of a server the tape has none of.
@@ -85,11 +114,15 @@ impl Tape {
     pub(crate) fn open(
         path: &Path,
         shown: &str,
-        recording: bool,
+        mode: Mode,
         plan: Arc<Plan>,
     ) -> Result<Arc<Tape>, String> {
         let mut state = State::default();
-        if !recording {
+        let read = match mode {
+            Mode::Replay => true,
+            Mode::Record { append, .. } => append && path.exists(),
+        };
+        if read {
             let text = std::fs::read_to_string(path).map_err(|e| {
                 format!("cannot read the tape {shown}: {e}; record it with `pipec test --record`")
             })?;
@@ -124,7 +157,7 @@ impl Tape {
         Ok(Arc::new(Tape {
             path: path.to_path_buf(),
             shown: shown.to_string(),
-            recording,
+            mode,
             models,
             plan,
             state: Mutex::new(state),
@@ -153,7 +186,7 @@ impl Tape {
 
     /// Whether the tape is being recorded (else it answers).
     pub(crate) fn recording(&self) -> bool {
-        self.recording
+        self.mode != Mode::Replay
     }
 
     /// Takes the secrets of an attempt, scrubbed from everything keyed or written.
@@ -184,6 +217,15 @@ impl Tape {
                 request,
                 answers: vec![answer],
             }),
+        }
+        drop(state);
+        if let Mode::Record {
+            save_each: true, ..
+        } = self.mode
+        {
+            // The process may die at the next step; what it heard is kept. A tape that
+            // cannot be written fails the test when the process that resumes saves it.
+            let _ = self.save();
         }
     }
 

@@ -310,6 +310,10 @@ pub(crate) async fn run_unit(shared: Arc<AttemptContext>, mut unit: Unit) -> Uni
             None => attempt.await,
         };
         drop(permit);
+        if journaled && result.is_ok() && shared.kill_after.contains(&node.name) {
+            // A test's fault: the effect ran, its result is not committed.
+            pipec_process::kill_self();
+        }
         // The end of the try, in the journal of the executors that keep one.
         let journal = |writes: &mut Vec<Write>, state, error| {
             if let Some(started) = &started_row {

@@ -84,6 +84,8 @@ pub struct Runner {
     pub(crate) answerer: &'static str,
     /// Link kinds a test kills ([`Runner::dead_links`]).
     pub(crate) dead_links: Vec<String>,
+    /// Nodes whose effects end the process ([`Runner::kill_after`]).
+    pub(crate) kill_after: Vec<String>,
     /// What sees each attempt's models and servers ([`Runner::tap`]).
     pub(crate) tap: Option<Arc<dyn Tap>>,
 }
@@ -117,6 +119,7 @@ impl Runner {
             own_configuration: false,
             answerer: "cli",
             dead_links: Vec::new(),
+            kill_after: Vec::new(),
             tap: None,
         }
     }
@@ -243,8 +246,6 @@ impl Runner {
         self
     }
 
-    /// Reaches MCP servers through `servers` instead of starting the plan's own (tests,
-    /// programs that hold their sessions themselves).
     /// A fault for tests (`pipec test`'s `faults { dead_links = [...] }`): in the
     /// attempts of this runner, the first read of each link of these kinds is answered as
     /// a resource that no longer exists, so the link is healed by calling its producer
@@ -261,6 +262,16 @@ impl Runner {
         self
     }
 
+    /// A fault for tests (`pipec test`'s `faults { kill_after = [...] }`): right after an
+    /// effect of one of these nodes has run, before its result is committed, the process
+    /// ends as by `kill -9`, so that a resume meets the effect unfinished.
+    pub fn kill_after(mut self, nodes: Vec<String>) -> Runner {
+        self.kill_after = nodes;
+        self
+    }
+
+    /// Reaches MCP servers through `servers` instead of starting the plan's own (tests,
+    /// programs that hold their sessions themselves).
     pub fn servers(mut self, servers: Arc<dyn Servers>) -> Runner {
         self.servers = Some(servers);
         self
@@ -929,6 +940,7 @@ impl Runner {
             concurrency: self.concurrency,
             stream: Default::default(),
             resources: Arc::new(resources),
+            kill_after: self.kill_after.clone(),
         };
         Attempt::new(Arc::new(context), state, secrets, start)
     }
