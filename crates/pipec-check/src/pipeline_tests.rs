@@ -619,21 +619,37 @@ impl Checker<'_> {
                 .map(|n| (n.info.name.clone(), states.clone()))
                 .collect(),
         );
-        let calls = record(
+        // Tools by the names the plan gives them: an imported library's as `ns.tool`,
+        // read as `calls.ns.tool`.
+        let nested = |fields: Vec<(String, Ty)>| {
+            let mut out: Vec<(String, Ty)> = Vec::new();
+            let mut spaces: BTreeMap<String, Vec<(String, Ty)>> = BTreeMap::new();
+            for (name, ty) in fields {
+                match name.split_once('.') {
+                    Some((ns, rest)) => spaces
+                        .entry(ns.to_string())
+                        .or_default()
+                        .push((rest.to_string(), ty)),
+                    None => out.push((name, ty)),
+                }
+            }
+            out.extend(spaces.into_iter().map(|(ns, f)| (ns, record(f))));
+            record(out)
+        };
+        let calls = nested(
             self.hir
                 .tools
                 .iter()
-                .filter(|t| !t.info.name.contains('.'))
-                .map(|t| (t.info.name.clone(), Ty::Int))
+                .map(|t| (t.info.display.clone(), Ty::Int))
                 .collect(),
         );
         // What each call of a tool sent, by its declared parameters; one left out of a
         // call reads as null.
-        let arguments = record(
+        let arguments = nested(
             self.hir
                 .tools
                 .iter()
-                .filter(|t| !t.info.name.contains('.') && !t.is_reader)
+                .filter(|t| !t.is_reader)
                 .map(|t| {
                     let sent = record(
                         t.params
@@ -648,7 +664,7 @@ impl Checker<'_> {
                             })
                             .collect(),
                     );
-                    (t.info.name.clone(), Ty::List(Box::new(sent)))
+                    (t.info.display.clone(), Ty::List(Box::new(sent)))
                 })
                 .collect(),
         );

@@ -144,6 +144,15 @@ async fn run_into(cx: &Context, test: &TestCase, result: &mut TestResult) -> Res
         tape.save()?;
         result.recorded = test.tape.as_ref().map(|p| shown_path(&cx.root, p));
     }
+    if let Some(tape) = &setup.tape {
+        for miss in tape.misses() {
+            result.failures.push(Failure {
+                what: "tape".into(),
+                line: test.line,
+                message: miss,
+            });
+        }
+    }
     let stored = Stored::load(&*setup.store, &thread)
         .await
         .map_err(|e| format!("cannot read the thread back: {e}"))?;

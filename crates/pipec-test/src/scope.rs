@@ -81,10 +81,32 @@ pub(crate) fn of(
         ("output".to_string(), Value::Object(output)),
         ("node".to_string(), Value::Object(node)),
         ("state".to_string(), Value::Object(state)),
-        ("calls".to_string(), Value::Object(calls)),
-        ("arguments".to_string(), Value::Object(arguments)),
+        ("calls".to_string(), Value::Object(nested(calls))),
+        ("arguments".to_string(), Value::Object(nested(arguments))),
         ("thread".to_string(), thread),
     ])
+}
+
+/// Tools by the names the plan gives them, an imported library's `ns.tool` as `ns` →
+/// `tool`, as the checker types them.
+fn nested(by_name: Map<String, Value>) -> Map<String, Value> {
+    let mut out = Map::new();
+    for (name, v) in by_name {
+        match name.split_once('.') {
+            Some((ns, rest)) => {
+                if let Value::Object(space) = out
+                    .entry(ns.to_string())
+                    .or_insert_with(|| Value::Object(Map::new()))
+                {
+                    space.insert(rest.to_string(), v);
+                }
+            }
+            None => {
+                out.insert(name, v);
+            }
+        }
+    }
+    out
 }
 
 /// Why `e` does not hold, or `None` when it does. A comparison shows both sides, and a

@@ -107,6 +107,9 @@ struct State {
     listings: BTreeMap<String, Vec<Value>>,
     /// The secrets of the attempt, scrubbed from everything keyed or written.
     scrubber: Arc<Scrubber>,
+    /// Why each request the tape had no answer to went unanswered: a loop's model may
+    /// take a miss as a tool's error and go on, so the test reports them itself.
+    misses: Vec<String>,
 }
 
 impl Tape {
@@ -184,6 +187,11 @@ impl Tape {
             .map_err(|e| format!("cannot write the tape {}: {e}", self.shown))
     }
 
+    /// The requests it had no answer to, each with the nearest recording.
+    pub(crate) fn misses(&self) -> Vec<String> {
+        self.lock().misses.clone()
+    }
+
     /// Whether the tape is being recorded (else it answers).
     pub(crate) fn recording(&self) -> bool {
         self.mode != Mode::Replay
@@ -236,7 +244,9 @@ impl Tape {
         let mut guard = self.lock();
         let state = &mut *guard;
         let Some(&i) = state.by_key.get(&key) else {
-            return Err(self.miss(&state.entries, &request));
+            let miss = self.miss(&state.entries, &request);
+            state.misses.push(miss.clone());
+            return Err(miss);
         };
         let given = state.given.entry(key).or_insert(0);
         let answers = &state.entries[i].answers;
