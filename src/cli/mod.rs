@@ -16,6 +16,7 @@ mod lsp;
 mod mcp;
 mod pipe_files;
 mod prune;
+mod replay;
 mod resume;
 mod run;
 mod runs;
@@ -65,6 +66,9 @@ enum Command {
     Test(test::Args),
     /// Continue a thread: answer gates, decide on unfinished effects
     Resume(resume::Args),
+    /// Run a stored thread again from its recorded results, calling nothing, and show
+    /// which node values differ (after editing its pipeline)
+    Replay(replay::Args),
     /// Answer pending gates (no lock needed)
     Answer(answer::Args),
     /// Cancel a thread
@@ -153,6 +157,7 @@ pub fn main() -> ExitCode {
         Command::Test(a) => test::run(a),
         Command::Lsp(a) => lsp::run(a),
         Command::Resume(a) => resume::run(a),
+        Command::Replay(a) => replay::run(a),
         Command::Answer(a) => answer::run(a),
         Command::Cancel(a) => cancel::run(a),
         Command::Worker(a) => worker::run(a),

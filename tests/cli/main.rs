@@ -13,5 +13,6 @@ mod fuzz;
 mod init;
 mod lsp;
 mod plan;
+mod replay;
 mod test_cmd;
 mod ui;

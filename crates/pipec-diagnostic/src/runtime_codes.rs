@@ -753,6 +753,23 @@ crate::declare_rule! {
 
 crate::declare_rule! {
     /// ## What it catches
+    /// `pipec replay` reached a node that calls something (a model, a tool, a command, a host function, a resource read) for which the thread it replays holds no result: a node the edited pipeline added, an item the recorded run never had, or a node the recorded run never reached.
+    ///
+    /// ## Why it matters
+    /// A replay calls nothing: every call's result comes from the recorded thread, so that what differs is the pipeline's own doing. A call with no recorded result cannot be answered without calling.
+    ///
+    /// ## What to do
+    /// Replay a thread that ran that far, or run the edited pipeline for real (`pipec run`, or `pipec resume --plan FILE --rerun-from NODE` on a copy).
+    pub static NOTHING_RECORDED = {
+        code: "R0415",
+        name: "nothing-recorded",
+        severity: Error,
+        summary: "a replay reached a call the replayed thread holds no result for",
+    };
+}
+
+crate::declare_rule! {
+    /// ## What it catches
     /// A host function (registered by the program that embeds pipec) that returned an error, through every retry.
     ///
     /// ## Why it matters
@@ -827,6 +844,7 @@ pub static RUNTIME_CODES: &[&Rule] = &[
     &THREAD_ENDED,
     &STORE_NOT_FOUND,
     &THREAD_EXISTS,
+    &NOTHING_RECORDED,
     &MCP_SERVER_FAILED,
     &MCP_TOOL_MISMATCH,
     &TOOL_FAILED,

@@ -46,6 +46,8 @@ pub(crate) struct AttemptContext {
     pub resources: Arc<Resources>,
     /// Nodes whose effects end the process once they ran (a test's fault).
     pub kill_after: Vec<String>,
+    /// The recorded thread a replay answers every call from.
+    pub replay: Option<Arc<crate::replay::Recorded>>,
 }
 
 impl AttemptContext {

@@ -12,10 +12,12 @@
 //! made, heals, usage (the `scope` module).
 
 mod child;
+mod replay;
 mod report;
 mod scope;
 mod tap;
 mod tape;
+mod text;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -31,6 +33,7 @@ use pipec_runtime::{Decision, Outcome, RunOptions, Runner};
 use pipec_store::Store;
 
 pub use child::run_killed;
+pub use replay::{NodeChange, Replay, ReplayReport, replay};
 pub use report::{human, json, junit};
 
 /// Where a test runs: the pipeline's plan and where it came from.
@@ -197,16 +200,7 @@ async fn run_into(cx: &Context, test: &TestCase, result: &mut TestResult) -> Res
 
 /// Where the thread stopped and why, for a status the test did not expect.
 fn why_stopped(outcome: &Outcome, error: Option<&pipec_store::StoredError>) -> String {
-    let coded = |e: &pipec_store::StoredError| {
-        format!(
-            "{} {}{}",
-            e.code,
-            e.node
-                .as_ref()
-                .map_or(String::new(), |n| format!("in `{n}`: ")),
-            e.message
-        )
-    };
+    let coded = text::coded;
     match outcome {
         Outcome::Paused { gates, .. } => format!(
             " at {} (the test gives no answer)",
@@ -416,7 +410,7 @@ fn replies_file(work: &Path, test: &TestCase) -> Result<Option<PathBuf>, String>
 /// The variables the plan reads with `secret()`: every `{"kind": "secret", "var": ...}`
 /// of its JSON, wherever the value sits (a model's key, a server's env or header, a
 /// node's parameter).
-fn secret_names(plan: &Plan) -> std::collections::BTreeSet<String> {
+pub(crate) fn secret_names(plan: &Plan) -> std::collections::BTreeSet<String> {
     fn walk(v: &Value, out: &mut std::collections::BTreeSet<String>) {
         match v {
             Value::Object(m) => {

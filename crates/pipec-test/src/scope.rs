@@ -137,21 +137,10 @@ fn compared(operator: &str, l: &Value, r: &Value) -> String {
         _ => (pretty(l), pretty(r)),
     };
     if operator == "==" && (ls.contains('\n') || rs.contains('\n') || ls.len() + rs.len() > 120) {
-        let diff = similar::TextDiff::from_lines(&rs, &ls);
-        let mut out = String::from("the two sides differ (- expected, + got):\n");
-        for change in diff.iter_all_changes() {
-            let sign = match change.tag() {
-                similar::ChangeTag::Delete => "-",
-                similar::ChangeTag::Insert => "+",
-                similar::ChangeTag::Equal => " ",
-            };
-            out.push_str(sign);
-            out.push_str(change.value());
-            if !change.value().ends_with('\n') {
-                out.push('\n');
-            }
-        }
-        return out.trim_end().to_string();
+        return format!(
+            "the two sides differ (- expected, + got):\n{}",
+            crate::text::line_diff(&rs, &ls)
+        );
     }
     format!("the left side is {}, the right side {}", shown(l), shown(r))
 }

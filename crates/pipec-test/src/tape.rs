@@ -314,39 +314,6 @@ impl Tape {
             inner,
         }
     }
-
-    /// The tools the plan declares on `server`, as a `tools/list` would give them.
-    fn declared_listing(&self, server: &str) -> Vec<ToolInfo> {
-        self.plan
-            .tools
-            .iter()
-            .filter(|t| t.server == server && t.kind == ToolKind::Tool)
-            .filter_map(|t| {
-                let properties: Map<String, Value> = t
-                    .params
-                    .iter()
-                    .map(|p| (p.wire_name.clone(), p.schema.clone()))
-                    .collect();
-                let required: Vec<&str> = t
-                    .params
-                    .iter()
-                    .filter(|p| p.required)
-                    .map(|p| p.wire_name.as_str())
-                    .collect();
-                ToolInfo::from_json(&json!({
-                    "name": t.wire_name,
-                    "description": t.description,
-                    "inputSchema": { "type": "object", "properties": properties, "required": required },
-                    "annotations": {
-                        "readOnlyHint": t.read_only,
-                        "idempotentHint": t.idempotent,
-                        "destructiveHint": t.destructive,
-                    },
-                }))
-                .ok()
-            })
-            .collect()
-    }
 }
 
 impl State {
@@ -612,7 +579,7 @@ impl Servers for TapeServers {
                             .map_err(|e| self.unreadable(server, "the listing", e)),
                         // A tape written by hand may list nothing: the declarations
                         // are what the server offers.
-                        None => Ok(self.tape.declared_listing(server)),
+                        None => Ok(declared_listing(&self.tape.plan, server)),
                     }
                 }
             }
@@ -626,6 +593,38 @@ impl Servers for TapeServers {
             }
         })
     }
+}
+
+/// The tools the plan declares on `server`, as a `tools/list` would give them.
+pub(crate) fn declared_listing(plan: &Plan, server: &str) -> Vec<ToolInfo> {
+    plan.tools
+        .iter()
+        .filter(|t| t.server == server && t.kind == ToolKind::Tool)
+        .filter_map(|t| {
+            let properties: Map<String, Value> = t
+                .params
+                .iter()
+                .map(|p| (p.wire_name.clone(), p.schema.clone()))
+                .collect();
+            let required: Vec<&str> = t
+                .params
+                .iter()
+                .filter(|p| p.required)
+                .map(|p| p.wire_name.as_str())
+                .collect();
+            ToolInfo::from_json(&json!({
+                "name": t.wire_name,
+                "description": t.description,
+                "inputSchema": { "type": "object", "properties": properties, "required": required },
+                "annotations": {
+                    "readOnlyHint": t.read_only,
+                    "idempotentHint": t.idempotent,
+                    "destructiveHint": t.destructive,
+                },
+            }))
+            .ok()
+        })
+        .collect()
 }
 
 /// What a tool call is keyed by: the server, the tool and the arguments (not `_meta`,

@@ -47,6 +47,18 @@ impl Attempt {
         let Body::Return { value } = &node.body else {
             return false;
         };
+        // A replay from a later node: this one stays as the recorded thread has it.
+        if let Some(recorded) = self.shared.replay.as_ref().filter(|r| r.keeps(&node.name)) {
+            match recorded.value(&node.name) {
+                Some(v) => {
+                    self.nodes.mark_running(i);
+                    self.nodes
+                        .finish(i, v, ValueAt::Row, Vec::new(), &mut self.buffer);
+                }
+                None => self.nodes.skip(i, &mut self.buffer),
+            }
+            return true;
+        }
         let eval_one = |params: &Params| -> Result<Value, StoredError> {
             eval::returned(params, value).map_err(|e| {
                 RuntimeError::new(e.rule(), format!("`return` of `{}`: {e}", node.name))

@@ -21,6 +21,7 @@ use crate::error::RuntimeError;
 use crate::hydrate::{self, Reader};
 use crate::journal;
 use crate::progress::Step;
+use crate::replay::Replayed;
 use pipec_diagnostic as codes;
 use pipec_plan::{Node, Plan};
 use pipec_store::{
@@ -180,6 +181,26 @@ pub(crate) async fn run_unit(shared: Arc<AttemptContext>, mut unit: Unit) -> Uni
     let executor = unit.executor;
     let journaled = executor.journaled(&shared.plan, &node);
     let mut writes: Vec<Write> = Vec::new();
+    if let Some(recorded) = &shared.replay {
+        // A replay calls nothing: the recorded result stands for the call.
+        return match recorded.outcome(&node.name, unit.is_item.then_some(unit.item)) {
+            Replayed::Value { value, manifest } => UnitEnd::Value {
+                value,
+                writes,
+                row: unit.row,
+                manifest,
+            },
+            Replayed::Skipped => UnitEnd::Skipped {
+                writes,
+                row: unit.row,
+            },
+            Replayed::Failed(error) => UnitEnd::Failed {
+                error,
+                writes,
+                row: unit.row,
+            },
+        };
+    }
     if let Some(until) = unit.wait_until_ms.take() {
         let now = ids::now_ms();
         if until > now {

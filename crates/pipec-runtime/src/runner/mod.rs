@@ -86,6 +86,8 @@ pub struct Runner {
     pub(crate) dead_links: Vec<String>,
     /// Nodes whose effects end the process ([`Runner::kill_after`]).
     pub(crate) kill_after: Vec<String>,
+    /// The recorded thread a replay takes every call's result from ([`Runner::replaying`]).
+    pub(crate) replay: Option<Arc<crate::replay::Recorded>>,
     /// What sees each attempt's models and servers ([`Runner::tap`]).
     pub(crate) tap: Option<Arc<dyn Tap>>,
 }
@@ -120,6 +122,7 @@ impl Runner {
             answerer: "cli",
             dead_links: Vec::new(),
             kill_after: Vec::new(),
+            replay: None,
             tap: None,
         }
     }
@@ -267,6 +270,14 @@ impl Runner {
     /// ends as by `kill -9`, so that a resume meets the effect unfinished.
     pub fn kill_after(mut self, nodes: Vec<String>) -> Runner {
         self.kill_after = nodes;
+        self
+    }
+
+    /// Replays a recorded thread (`pipec replay`): in this runner's attempts, every node
+    /// that calls something takes the result `recorded` holds for it instead of running,
+    /// and fails with R0415 where it holds none; what the scheduler computes is computed.
+    pub fn replaying(mut self, recorded: crate::replay::Recorded) -> Runner {
+        self.replay = Some(Arc::new(recorded));
         self
     }
 
@@ -941,6 +952,7 @@ impl Runner {
             stream: Default::default(),
             resources: Arc::new(resources),
             kill_after: self.kill_after.clone(),
+            replay: self.replay.clone(),
         };
         Attempt::new(Arc::new(context), state, secrets, start)
     }
