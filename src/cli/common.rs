@@ -261,6 +261,44 @@ pub(crate) fn load_plan(file: &Path) -> Result<Loaded, u8> {
     }
 }
 
+/// The plan a stored thread goes on under: `--plan FILE`, else the thread's source as it
+/// reads now, else (the source is gone) the plan the store keeps for it.
+pub(crate) fn plan_of_thread(
+    rt: &tokio::runtime::Runtime,
+    store: &Arc<dyn crate::store::Store>,
+    rec: &crate::store::ThreadRec,
+    plan: Option<&Path>,
+) -> Result<Loaded, u8> {
+    // A `--plan` that is not there is an error; a recorded source that is gone falls back
+    // to the plan the store keeps.
+    if let Some(p) = plan
+        && !p.is_file()
+    {
+        super::err(&format!("error: `--plan {}`: no such file", p.display()));
+        return Err(super::EXIT_USAGE);
+    }
+    let source = plan
+        .map(Path::to_path_buf)
+        .or_else(|| (!rec.source.is_empty()).then(|| PathBuf::from(&rec.source)));
+    match source.filter(|p| p.is_file()) {
+        Some(p) => load_plan(&p),
+        None => match rt.block_on(crate::runtime::stored_plan(&**store, rec)) {
+            Ok(plan) => Ok(Loaded {
+                plan,
+                root: PathBuf::from(&rec.project_root),
+                source: rec.source.clone(),
+            }),
+            Err(e) => {
+                print_error(&e.help(format!(
+                    "the thread's source `{}` is gone too; give the pipeline with `--plan FILE`",
+                    rec.source
+                )));
+                Err(super::EXIT_FINDINGS)
+            }
+        },
+    }
+}
+
 /// `k=v` pairs: JSON unless the input is a string; `k=@file` reads the value from a file
 /// (`@-`: standard input), `k=@@v` is the value `@v`.
 pub(crate) fn parse_inputs(

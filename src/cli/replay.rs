@@ -45,32 +45,9 @@ pub(super) fn run(args: Args) -> u8 {
             return super::EXIT_USAGE;
         }
     };
-    if let Some(p) = &args.plan
-        && !p.is_file()
-    {
-        super::err(&format!("error: `--plan {}`: no such file", p.display()));
-        return super::EXIT_USAGE;
-    }
-    let source = args
-        .plan
-        .clone()
-        .or_else(|| (!rec.source.is_empty()).then(|| PathBuf::from(&rec.source)));
-    let loaded = match source.filter(|p| p.is_file()) {
-        Some(p) => match common::load_plan(&p) {
-            Ok(l) => l,
-            Err(code) => return code,
-        },
-        None => match rt.block_on(crate::runtime::stored_plan(&*store, &rec)) {
-            Ok(plan) => common::Loaded {
-                plan,
-                root: PathBuf::from(&rec.project_root),
-                source: rec.source.clone(),
-            },
-            Err(e) => {
-                common::print_error(&e);
-                return super::EXIT_USAGE;
-            }
-        },
+    let loaded = match common::plan_of_thread(&rt, &store, &rec, args.plan.as_deref()) {
+        Ok(l) => l,
+        Err(code) => return code,
     };
     if let Some(from) = &args.from
         && loaded.plan.node(from).is_none()

@@ -186,37 +186,9 @@ fn resume_one(
     let Some(rec) = rec else {
         return super::EXIT_FINDINGS;
     };
-    // A `--plan` that is not there is an error; a recorded source that is gone falls back
-    // to the plan the store keeps.
-    if let Some(p) = &args.plan
-        && !p.is_file()
-    {
-        super::err(&format!("error: `--plan {}`: no such file", p.display()));
-        return super::EXIT_USAGE;
-    }
-    let source_path = args
-        .plan
-        .clone()
-        .or_else(|| (!rec.source.is_empty()).then(|| PathBuf::from(&rec.source)));
-    let loaded = match source_path.filter(|p| p.is_file()) {
-        Some(p) => match common::load_plan(&p) {
-            Ok(l) => l,
-            Err(code) => return code,
-        },
-        None => match rt.block_on(crate::runtime::stored_plan(&**store, &rec)) {
-            Ok(plan) => common::Loaded {
-                plan,
-                root: PathBuf::from(&rec.project_root),
-                source: rec.source.clone(),
-            },
-            Err(e) => {
-                common::print_error(&e.help(format!(
-                    "the thread's source `{}` is gone too; give the pipeline with `--plan FILE`",
-                    rec.source
-                )));
-                return super::EXIT_FINDINGS;
-            }
-        },
+    let loaded = match common::plan_of_thread(rt, store, &rec, args.plan.as_deref()) {
+        Ok(l) => l,
+        Err(code) => return code,
     };
     let mut runner = Runner::with_store(loaded.plan, store.clone())
         .project_root(loaded.root)
