@@ -16,6 +16,9 @@ pub(super) struct Args {
     /// Run only the tests whose `FILE::NAME` contains this text
     #[arg(long)]
     filter: Option<String>,
+    /// With --filter: only the tests named exactly so (or whose `FILE::NAME` is exactly so)
+    #[arg(long, requires = "filter")]
+    exact: bool,
     /// How many tests run at once (default: the number of CPUs)
     #[arg(long, short = 'j')]
     jobs: Option<usize>,
@@ -92,10 +95,16 @@ pub(super) fn run(args: Args) -> u8 {
             .unwrap_or_else(|_| Path::new(abs.file_name().unwrap_or_default()))
             .with_extension("");
         for case in tests {
-            if let Some(f) = &args.filter
-                && !format!("{name}::{}", case.name).contains(f.as_str())
-            {
-                continue;
+            if let Some(f) = &args.filter {
+                let full = format!("{name}::{}", case.name);
+                let selected = if args.exact {
+                    case.name == *f || full == *f
+                } else {
+                    full.contains(f.as_str())
+                };
+                if !selected {
+                    continue;
+                }
             }
             if args.killed_run.as_ref().is_some_and(|n| *n != case.name) {
                 continue;

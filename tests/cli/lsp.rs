@@ -782,3 +782,140 @@ fn deep_nesting_is_a_diagnostic_and_the_server_survives() {
     assert!(f.client.is_running());
     assert!(f.client.shutdown().success());
 }
+
+const TESTED: &str = r#"model writer {
+  provider = "scripted"
+  replies = "replies.json"
+}
+
+input name: string
+
+think greet(name: string = input.name) -> { text: string } {
+  model = writer
+  prompt = "Greet {{ name }}."
+}
+
+output greeting = greet
+
+test greets_ada {
+  input = { name: "Ada" }
+  expect = [output.greeting.text == "Hello Ada"]
+}
+
+test greets_grace {
+  input = { name: "Ada" }
+  expect = [output.greeting.text == "Hello Grace"]
+}
+"#;
+
+#[test]
+fn code_lenses_run_a_files_tests_and_show_how_they_went() {
+    let project = Project::new("lsp-tests");
+    project.write("hello.pipe", TESTED);
+    project.write(
+        "replies.json",
+        r#"{ "greet": [{ "template": { "text": "Hello {{ name }}" } }] }"#,
+    );
+    let mut c = LspClient::start_with(
+        &pipec_bin(),
+        &project.dir,
+        json!({ "workspace": { "codeLens": { "refreshSupport": true } } }),
+    );
+    let uri = file_uri(&project.dir.join("hello.pipe"));
+    c.open(&uri, TESTED);
+    c.diagnostics(&uri);
+    let lenses = |c: &mut LspClient| {
+        let r = c.request(
+            "textDocument/codeLens",
+            json!({ "textDocument": { "uri": uri } }),
+        );
+        r["result"].as_array().unwrap().clone()
+    };
+    let before = lenses(&mut c);
+    let titles: Vec<&str> = before
+        .iter()
+        .map(|l| l["command"]["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        titles,
+        ["▶ Run test", "▶ Run the 2 tests of this file", "▶ Run test"],
+        "{before:#?}"
+    );
+    // Each lens sits on its test's name and runs it by name.
+    assert_eq!(before[2]["range"]["start"]["line"], 19);
+    assert_eq!(before[2]["command"]["command"], "pipec.runTest");
+    assert_eq!(
+        before[2]["command"]["arguments"],
+        json!([uri, "greets_grace"])
+    );
+
+    // The failing test, by the command its lens carries.
+    let r = c.request(
+        "workspace/executeCommand",
+        json!({ "command": "pipec.runTest", "arguments": [uri, "greets_grace"] }),
+    );
+    assert!(r.get("error").is_none(), "{r}");
+    let shown = c.wait_for(|m| m["method"] == "window/showMessage");
+    let message = shown["params"]["message"].as_str().unwrap();
+    assert_eq!(shown["params"]["type"], 1, "an error: {shown}");
+    assert!(
+        message.starts_with("test `greets_grace`: greets_grace failed"),
+        "{message}"
+    );
+    assert!(
+        message.contains("hello.pipe:22: output.greeting.text == \"Hello Grace\""),
+        "{message}"
+    );
+    let log = c.wait_for(|m| m["method"] == "window/logMessage");
+    assert!(
+        log["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("-Hello Grace")
+            || log["params"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("the left side is \"Hello Ada\""),
+        "{log}"
+    );
+    let refresh = c.wait_for(|m| m["method"] == "workspace/codeLens/refresh");
+    assert!(refresh.get("id").is_some(), "a request: {refresh}");
+    let after = lenses(&mut c);
+    let grace = after[2]["command"]["title"].as_str().unwrap();
+    assert!(grace.starts_with("✗ failed: "), "{grace}");
+    assert_eq!(
+        after[0]["command"]["title"], "▶ Run test",
+        "greets_ada did not run"
+    );
+
+    // All of the file's tests.
+    c.request(
+        "workspace/executeCommand",
+        json!({ "command": "pipec.runTest", "arguments": [uri] }),
+    );
+    let shown = c.wait_for(|m| m["method"] == "window/showMessage");
+    assert!(
+        shown["params"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("2 tests of hello.pipe: greets_grace failed"),
+        "{shown}"
+    );
+    let after = lenses(&mut c);
+    let ada = after[0]["command"]["title"].as_str().unwrap();
+    assert!(ada.starts_with("✓ passed ("), "{ada}");
+
+    // A command the server does not have is an error, and it goes on.
+    let r = c.request(
+        "workspace/executeCommand",
+        json!({ "command": "pipec.nothing" }),
+    );
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("pipec.runTest"),
+        "{r}"
+    );
+    assert!(c.shutdown().success());
+}

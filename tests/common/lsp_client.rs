@@ -27,6 +27,11 @@ pub const TIMEOUT: Duration = Duration::from_secs(30);
 impl LspClient {
     /// Starts `bin lsp` in `cwd` and initializes it.
     pub fn start(bin: &str, cwd: &Path) -> LspClient {
+        Self::start_with(bin, cwd, json!({}))
+    }
+
+    /// [`LspClient::start`], telling the server these client capabilities.
+    pub fn start_with(bin: &str, cwd: &Path, capabilities: Value) -> LspClient {
         let mut child = Command::new(bin)
             .arg("lsp")
             .current_dir(cwd)
@@ -56,7 +61,7 @@ impl LspClient {
         let root = Value::String(file_uri(cwd));
         let init = c.request(
             "initialize",
-            json!({ "processId": null, "rootUri": root, "capabilities": {} }),
+            json!({ "processId": null, "rootUri": root, "capabilities": capabilities }),
         );
         assert!(init.get("result").is_some(), "initialize failed: {init}");
         c.notify("initialized", json!({}));

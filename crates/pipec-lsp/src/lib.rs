@@ -5,7 +5,8 @@
 //! has open before the disk (`documents.rs`), checks each open `.pipe` file as a root
 //! (`workspace.rs`), and answers over stdio JSON-RPC (`transport.rs`, `server.rs`):
 //! diagnostics, hover, definition, references, rename, completion, code actions,
-//! formatting, the outline and semantic tokens, one file each. It sits above the
+//! formatting, the outline and semantic tokens, one file each, and code lenses that run a
+//! file's tests in a `pipec test` process (`test_runs.rs`). It sits above the
 //! compiler (`check`, `syntax`, `diagnostic`) and below the command line, and knows
 //! nothing of the runtime, the store or MCP.
 #![warn(unreachable_pub)]
@@ -20,6 +21,7 @@ mod navigation;
 mod server;
 mod symbols;
 mod templates;
+mod test_runs;
 mod transport;
 mod workspace;
 

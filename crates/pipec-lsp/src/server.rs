@@ -24,7 +24,7 @@ use serde_json::Value;
 use super::documents::{apply_change, path_uri, uri_path};
 use super::transport::{Incoming, Writer, spawn_reader};
 use super::workspace::Workspace;
-use super::{actions, completion, hover, navigation, symbols};
+use super::{actions, completion, hover, navigation, symbols, test_runs};
 
 /// How long after the last edit the buffers are checked.
 pub const DEBOUNCE: Duration = Duration::from_millis(20);
@@ -53,15 +53,30 @@ impl Failure {
 
 pub(crate) type Answer = Result<Value, Failure>;
 
+/// Where the session stands, beside what the workspace knows.
+struct Session {
+    initialized: bool,
+    shutting_down: bool,
+    /// The editor redraws code lenses when asked (`workspace/codeLens/refresh`).
+    lens_refresh: bool,
+    /// Where work done on other threads (a test run) comes back to the loop.
+    back: std::sync::mpsc::Sender<Incoming>,
+}
+
 /// Runs the server on stdin and stdout until the editor says `exit` or goes away.
 pub fn run_stdio() -> u8 {
     // The same files are parsed again at every edit: keep the clean pieces.
     pipec_syntax::reuse_unchanged_pieces(true);
-    let incoming = spawn_reader(BufReader::new(std::io::stdin()));
+    let (back, incoming) = std::sync::mpsc::channel();
+    spawn_reader(BufReader::new(std::io::stdin()), back.clone());
     let mut out = Writer::stdout();
     let mut ws = Workspace::default();
-    let mut initialized = false;
-    let mut shutting_down = false;
+    let mut session = Session {
+        initialized: false,
+        shutting_down: false,
+        lens_refresh: false,
+        back,
+    };
     let mut deadline: Option<Instant> = None;
     loop {
         let next = match deadline {
@@ -83,14 +98,7 @@ pub fn run_stdio() -> u8 {
                     }
                     other => {
                         flush(&mut ws, &mut out);
-                        if handle(
-                            &mut ws,
-                            &mut out,
-                            other,
-                            &mut initialized,
-                            &mut shutting_down,
-                            &mut deadline,
-                        ) {
+                        if handle(&mut ws, &mut out, other, &mut session, &mut deadline) {
                             return 0;
                         }
                     }
@@ -100,14 +108,7 @@ pub fn run_stdio() -> u8 {
             deadline = None;
             continue;
         };
-        if handle(
-            &mut ws,
-            &mut out,
-            next,
-            &mut initialized,
-            &mut shutting_down,
-            &mut deadline,
-        ) {
+        if handle(&mut ws, &mut out, next, &mut session, &mut deadline) {
             return 0;
         }
     }
@@ -118,23 +119,30 @@ fn handle(
     ws: &mut Workspace,
     out: &mut Writer,
     incoming: Incoming,
-    initialized: &mut bool,
-    shutting_down: &mut bool,
+    session: &mut Session,
     deadline: &mut Option<Instant>,
 ) -> bool {
     match incoming {
         Incoming::Closed => true,
+        Incoming::TestsFinished(f) => {
+            test_runs::finished(ws, out, f, session.lens_refresh);
+            false
+        }
         Incoming::Malformed(why) => {
             out.parse_error(&why);
             false
         }
         Incoming::Message(Message::Request(req)) => {
             if req.method == "initialize" {
-                *initialized = true;
+                session.initialized = true;
+                session.lens_refresh =
+                    req.params["capabilities"]["workspace"]["codeLens"]["refreshSupport"]
+                        .as_bool()
+                        .unwrap_or(false);
                 out.send(Response::new_ok(req.id, initialize_result()));
                 return false;
             }
-            if !*initialized {
+            if !session.initialized {
                 out.send(Response::new_err(
                     req.id,
                     ErrorCode::ServerNotInitialized as i32,
@@ -143,11 +151,11 @@ fn handle(
                 return false;
             }
             if req.method == "shutdown" {
-                *shutting_down = true;
+                session.shutting_down = true;
                 out.send(Response::new_ok(req.id, Value::Null));
                 return false;
             }
-            if *shutting_down {
+            if session.shutting_down {
                 out.send(Response::new_err(
                     req.id,
                     ErrorCode::InvalidRequest as i32,
@@ -160,7 +168,8 @@ fn handle(
                 *deadline = None;
             }
             let id = req.id.clone();
-            let answer = std::panic::catch_unwind(AssertUnwindSafe(|| request(ws, req)))
+            let back = &session.back;
+            let answer = std::panic::catch_unwind(AssertUnwindSafe(|| request(ws, req, back)))
                 .unwrap_or_else(|_| {
                     Err(Failure {
                         code: ErrorCode::InternalError as i32,
@@ -174,7 +183,7 @@ fn handle(
             if n.method == "exit" {
                 return true;
             }
-            if !*initialized {
+            if !session.initialized {
                 return false;
             }
             let is_change = n.method == DidChangeTextDocument::METHOD;
@@ -189,7 +198,7 @@ fn handle(
             }
             false
         }
-        // The server sends no requests, so a response answers nothing.
+        // The server's requests (a lens refresh) need nothing from their answers.
         Incoming::Message(Message::Response(_)) => false,
     }
 }
@@ -266,7 +275,7 @@ fn notification(ws: &mut Workspace, out: &mut Writer, n: Notification) {
     }
 }
 
-fn request(ws: &mut Workspace, req: Request) -> Answer {
+fn request(ws: &mut Workspace, req: Request, back: &std::sync::mpsc::Sender<Incoming>) -> Answer {
     let Request { method, params, .. } = req;
     match method.as_str() {
         "textDocument/hover" => hover::hover(ws, parse(params)?),
@@ -279,6 +288,8 @@ fn request(ws: &mut Workspace, req: Request) -> Answer {
         "textDocument/formatting" => actions::formatting(ws, parse(params)?),
         "textDocument/documentSymbol" => symbols::document_symbols(ws, parse(params)?),
         "textDocument/semanticTokens/full" => symbols::semantic_tokens(ws, parse(params)?),
+        "textDocument/codeLens" => test_runs::code_lens(ws, parse(params)?),
+        "workspace/executeCommand" => test_runs::execute(ws, parse(params)?, back),
         other => Err(Failure {
             code: ErrorCode::MethodNotFound as i32,
             message: format!("pipec's language server has no method `{other}`"),
@@ -327,6 +338,13 @@ fn initialize_result() -> Value {
             },
         )),
         document_formatting_provider: Some(OneOf::Left(true)),
+        code_lens_provider: Some(lsp_types::CodeLensOptions {
+            resolve_provider: Some(false),
+        }),
+        execute_command_provider: Some(lsp_types::ExecuteCommandOptions {
+            commands: vec![test_runs::RUN_TEST.into()],
+            work_done_progress_options: WorkDoneProgressOptions::default(),
+        }),
         document_symbol_provider: Some(OneOf::Left(true)),
         semantic_tokens_provider: Some(SemanticTokensServerCapabilities::SemanticTokensOptions(
             SemanticTokensOptions {

@@ -7,7 +7,7 @@
 use std::io::{self, BufRead, Write};
 
 use lsp_server::Message;
-use std::sync::mpsc::{Receiver, Sender};
+use std::sync::mpsc::Sender;
 
 /// What the reader thread hands the server loop.
 pub(crate) enum Incoming {
@@ -16,13 +16,14 @@ pub(crate) enum Incoming {
     Malformed(String),
     /// End of input: the editor is gone.
     Closed,
+    /// A test run the editor asked for ended (`test_runs.rs`).
+    TestsFinished(super::test_runs::Finished),
 }
 
-/// Reads frames from `input` on a thread of its own until it closes.
-pub(crate) fn spawn_reader(input: impl BufRead + Send + 'static) -> Receiver<Incoming> {
-    let (tx, rx) = std::sync::mpsc::channel();
+/// Reads frames from `input` on a thread of its own until it closes, handing them to
+/// `tx`.
+pub(crate) fn spawn_reader(input: impl BufRead + Send + 'static, tx: Sender<Incoming>) {
     std::thread::spawn(move || read_loop(input, tx));
-    rx
 }
 
 fn read_loop(mut input: impl BufRead, tx: Sender<Incoming>) {

@@ -46,6 +46,8 @@ pub(crate) struct Workspace {
     /// The files last sent a non-empty list, to clear them when they have none.
     published: HashMap<PathBuf, Vec<LspDiagnostic>>,
     pub explain: ExplainPages,
+    /// The last outcome of each test run from the editor.
+    pub tests: super::test_runs::TestResults,
 }
 
 pub(crate) fn is_pipe(path: &Path) -> bool {
