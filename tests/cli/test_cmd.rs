@@ -450,3 +450,72 @@ fn a_kill_after_a_node_that_makes_no_effect_fails_the_test_saying_so() {
         "{text}"
     );
 }
+
+const LOOKUP: &str = r#"server crm {
+  command = "crm-that-is-never-started"
+}
+
+tool find(name: string) -> { id: string } from crm {
+  read_only = true
+  timeout = 300ms
+}
+
+input name: string
+
+node found(name: string = input.name) -> { id: string } {
+  call = find(name: name)
+  retries = 1
+  backoff = 10ms
+}
+
+output found = found
+
+test hangs_once {
+  input = { name: "Ada" }
+  tape = "lookup.tape.json"
+  faults {
+    server_hang = ["find"]
+  }
+  expect = [calls.find == 2, output.found.id == "A-1"]
+}
+"#;
+
+#[test]
+fn a_server_that_hangs_times_out_and_an_idempotent_call_is_made_again() {
+    let p = Project::new("test-hang");
+    p.write("lookup.pipe", LOOKUP);
+    p.write(
+        "lookup.tape.json",
+        r#"{ "pipec_tape": 1, "entries": [
+  { "request": { "kind": "tool", "server": "crm", "tool": "find", "arguments": { "name": "Ada" } },
+    "answers": [{ "content": [], "structuredContent": { "id": "A-1" } }] }
+] }"#,
+    );
+    let out = p.run(&["test"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    // With no retry, the hung call fails the node, saying the server did not answer.
+    p.write(
+        "lookup.pipe",
+        &LOOKUP
+            .replace("  retries = 1\n  backoff = 10ms\n", "")
+            .replace(
+                "calls.find == 2, output.found.id == \"A-1\"",
+                "calls.find == 1",
+            ),
+    );
+    let out = p.run(&["test"]);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("the thread ended failed, not completed"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the server `crm` did not answer `tools/call find` within 0.3s"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("calls.find"),
+        "calls.find == 1 holds: {text}"
+    );
+}

@@ -116,7 +116,7 @@ impl Checker<'_> {
                     file,
                     e.span,
                     "faults",
-                    "a block: `faults { dead_links = [...], kill_after = [...] }`",
+                    "a block: `faults { dead_links = [...], kill_after = [...], server_crash = [...] }`",
                 );
                 Faults::default()
             }
@@ -355,20 +355,54 @@ impl Checker<'_> {
             .collect()
     }
 
+    /// A list of the pipeline's tools, by the names the plan gives them (`server_crash`,
+    /// `server_hang`).
+    fn test_tool_list(&mut self, file: FileId, e: &ast::Expr, setting: &str) -> Vec<String> {
+        let known: Vec<String> = self
+            .hir
+            .tools
+            .iter()
+            .filter(|t| !t.is_reader)
+            .map(|t| t.info.display.clone())
+            .collect();
+        self.test_name_list(file, e, setting, "tool", &known)
+    }
+
     /// A list of this file's nodes other than gates (`kill_after`, `retry_unfinished`).
     fn test_node_list(&mut self, file: FileId, e: &ast::Expr, setting: &str) -> Vec<String> {
+        let known = self.test_node_names(file, |k| k != NodeKind::Gate);
+        self.test_name_list(file, e, setting, "node", &known)
+    }
+
+    /// A list of strings, each one of `known` (P0101 with the nearest, else).
+    fn test_name_list(
+        &mut self,
+        file: FileId,
+        e: &ast::Expr,
+        setting: &str,
+        what: &str,
+        known: &[String],
+    ) -> Vec<String> {
         let ExprKind::List(items) = &e.kind else {
-            self.wrong_value(file, e.span, setting, "a list of node names: `[\"node\"]`");
+            self.wrong_value(
+                file,
+                e.span,
+                setting,
+                &format!("a list of {what} names: `[\"{what}\"]`"),
+            );
             return Vec::new();
         };
-        let wanted = |k| k != NodeKind::Gate;
-        let known = self.test_node_names(file, wanted);
         let mut out = Vec::new();
         for item in items {
             match &item.kind {
                 ExprKind::Str(n) if known.contains(&n.value) => out.push(n.value.clone()),
-                ExprKind::Str(n) => self.unknown_in_test(file, item.span, "node", &n.value, &known),
-                _ => self.wrong_value(file, item.span, setting, "node names as strings"),
+                ExprKind::Str(n) => self.unknown_in_test(file, item.span, what, &n.value, known),
+                _ => self.wrong_value(
+                    file,
+                    item.span,
+                    setting,
+                    &format!("{what} names as strings"),
+                ),
             }
         }
         out
@@ -478,8 +512,19 @@ impl Checker<'_> {
     }
 
     fn test_faults(&mut self, file: FileId, b: &ast::Block) -> Faults {
-        let s = self.settings(file, b, &["dead_links", "kill_after"], "`faults`");
+        let s = self.settings(
+            file,
+            b,
+            &["dead_links", "kill_after", "server_crash", "server_hang"],
+            "`faults`",
+        );
         let mut faults = Faults::default();
+        if let Some(e) = self.expr_of(&s, "server_crash", "a list of tool names") {
+            faults.server_crash = self.test_tool_list(file, e, "server_crash");
+        }
+        if let Some(e) = self.expr_of(&s, "server_hang", "a list of tool names") {
+            faults.server_hang = self.test_tool_list(file, e, "server_hang");
+        }
         if let Some(e) = self.expr_of(&s, "kill_after", "a list of node names") {
             faults.kill_after = self.test_node_list(file, e, "kill_after");
         }

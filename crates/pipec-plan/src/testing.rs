@@ -65,6 +65,13 @@ pub struct Faults {
     /// thread in another process, as a person would after a crash.
     #[serde(default)]
     pub kill_after: Vec<String>,
+    /// Tools whose first call reaches the server, which then goes away before it
+    /// answers: the effect happened and the answer is lost.
+    #[serde(default)]
+    pub server_crash: Vec<String>,
+    /// Tools whose first call the server never answers, until the request times out.
+    #[serde(default)]
+    pub server_hang: Vec<String>,
 }
 
 /// One assertion: a body expression over what the run left, and its text.

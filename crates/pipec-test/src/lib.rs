@@ -218,7 +218,8 @@ fn why_stopped(outcome: &Outcome, error: Option<&pipec_store::StoredError>) -> S
     }
 }
 
-/// The test's decisions on the calls the kill left unfinished, by their keys.
+/// The test's decisions on the calls a kill or a lost answer left unfinished, by their
+/// keys.
 async fn decisions(
     store: &dyn Store,
     thread: &str,
@@ -232,7 +233,11 @@ async fn decisions(
         .ok_or_else(|| "the killed run left no thread".to_string())?;
     let mut out = Vec::new();
     for c in view.calls.iter().flatten() {
-        if c.record.state != pipec_store::CallState::Started {
+        // Started and never finished (a kill), or its outcome lost (a crash).
+        if !matches!(
+            c.record.state,
+            pipec_store::CallState::Started | pipec_store::CallState::Unknown
+        ) {
             continue;
         }
         let node = c.call.split(':').next().unwrap_or_default();
@@ -260,6 +265,7 @@ struct Setup {
     replies: Option<PathBuf>,
     tape: Option<Arc<tape::Tape>>,
     calls: Arc<tap::Calls>,
+    faults: Arc<tap::ServerFaults>,
     /// The variables read as secrets, which a recording takes from the shell.
     secrets: Arc<std::collections::BTreeSet<String>>,
     role: Role,
@@ -295,6 +301,10 @@ impl Setup {
             replies,
             tape,
             calls: Arc::new(calls),
+            faults: Arc::new(tap::ServerFaults::new(
+                &test.faults.server_crash,
+                &test.faults.server_hang,
+            )),
             secrets: Arc::new(secret_names(&cx.plan)),
             role,
         })
@@ -338,6 +348,7 @@ impl Setup {
         }
         r = r.tap(Arc::new(tap::TestTap {
             calls: self.calls.clone(),
+            faults: self.faults.clone(),
             tape: self.tape.clone(),
             taped_models: self.replies.is_none(),
         }));
@@ -363,30 +374,51 @@ impl Setup {
     }
 
     /// Answers the gates the thread waits at, round after round, as `pipec resume`
-    /// would; a gate asked again (a rerun) is answered again, so the rounds are
-    /// bounded by the answers given.
+    /// would, and decides on the effects a blocked thread left unfinished as the test
+    /// says (`retry_unfinished`, `resolve`); a gate asked again (a rerun) is answered
+    /// again, and a call is decided once, so the rounds are bounded.
     async fn answer_gates(
         &self,
         cx: &Context,
         test: &TestCase,
         mut outcome: Outcome,
     ) -> Result<Outcome, String> {
-        for _ in 0..=test.answers.len() * 4 {
-            let Outcome::Paused { thread, gates } = &outcome else {
-                break;
+        let mut decided = std::collections::BTreeSet::new();
+        for _ in 0..=(test.answers.len() + 1) * 4 {
+            outcome = match &outcome {
+                Outcome::Paused { thread, gates } => {
+                    let answers: Vec<(String, Value)> = gates
+                        .iter()
+                        .filter_map(|g| Some((g.name.clone(), test.answers.get(&g.name)?.clone())))
+                        .collect();
+                    if answers.is_empty() {
+                        break;
+                    }
+                    self.runner(cx, test, true)
+                        .resume(thread, answers)
+                        .await
+                        .map_err(|e| format!("the resume was refused: {e}"))?
+                }
+                Outcome::Blocked { thread, .. } if self.role == Role::Test => {
+                    let decisions: Vec<(String, Decision)> = decisions(&*self.store, thread, test)
+                        .await?
+                        .into_iter()
+                        .filter(|(call, _)| decided.insert(call.clone()))
+                        .collect();
+                    if decisions.is_empty() {
+                        break;
+                    }
+                    let opts = RunOptions {
+                        decisions,
+                        ..Default::default()
+                    };
+                    self.runner(cx, test, true)
+                        .resume_with(thread, Vec::new(), opts)
+                        .await
+                        .map_err(|e| format!("the resume was refused: {e}"))?
+                }
+                _ => break,
             };
-            let answers: Vec<(String, Value)> = gates
-                .iter()
-                .filter_map(|g| Some((g.name.clone(), test.answers.get(&g.name)?.clone())))
-                .collect();
-            if answers.is_empty() {
-                break;
-            }
-            outcome = self
-                .runner(cx, test, true)
-                .resume(thread, answers)
-                .await
-                .map_err(|e| format!("the resume was refused: {e}"))?;
         }
         Ok(outcome)
     }

@@ -4,15 +4,16 @@
 //! the tape is put between the attempt and the real models and servers while it is
 //! recorded.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 
 use crate::tape::Tape;
 use pipec_mcp::{
-    Called, RequestOptions, ResourceContent, Resumption, TaskRef, ToolInfo, ToolResult,
+    Called, McpError, RequestOptions, ResourceContent, Resumption, TaskRef, ToolInfo, ToolResult,
 };
 use pipec_plan::{Plan, ToolKind};
 use pipec_runtime::llm::Model;
@@ -85,10 +86,17 @@ impl Calls {
         self.sent.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The declared name of a server's tool.
+    fn declared_name(&self, server: &str, tool: &str) -> String {
+        self.tools
+            .get(&(server.to_string(), tool.to_string()))
+            .map_or_else(|| tool.to_string(), |d| d.name.clone())
+    }
+
     /// Notes a call, by the declared names of the tool and its arguments.
     fn note(&self, server: &str, tool: &str, arguments: &Map<String, Value>) {
         let declared = self.tools.get(&(server.to_string(), tool.to_string()));
-        let name = declared.map_or_else(|| tool.to_string(), |d| d.name.clone());
+        let name = self.declared_name(server, tool);
         let mut args: Map<String, Value> = arguments
             .iter()
             .map(|(k, v)| {
@@ -120,9 +128,37 @@ impl Calls {
     }
 }
 
+/// The server faults of a test: the first call of each tool named fails so.
+#[derive(Default)]
+pub(crate) struct ServerFaults {
+    /// The call reaches the server, which then goes away before it answers.
+    crash: Mutex<HashSet<String>>,
+    /// The server never answers the call (until the request's timeout).
+    hang: Mutex<HashSet<String>>,
+}
+
+impl ServerFaults {
+    pub(crate) fn new(crash: &[String], hang: &[String]) -> ServerFaults {
+        ServerFaults {
+            crash: Mutex::new(crash.iter().cloned().collect()),
+            hang: Mutex::new(hang.iter().cloned().collect()),
+        }
+    }
+
+    /// Whether the call of `tool` is the first of a tool in `set` (which forgets it).
+    fn first(set: &Mutex<HashSet<String>>, tool: &str) -> bool {
+        set.lock().unwrap_or_else(|e| e.into_inner()).remove(tool)
+    }
+}
+
+/// How long a hung call waits when its request has no timeout of its own: the MCP
+/// session's default.
+const HANG: Duration = Duration::from_secs(60);
+
 /// The runner's tap for one test.
 pub(crate) struct TestTap {
     pub(crate) calls: Arc<Calls>,
+    pub(crate) faults: Arc<ServerFaults>,
     pub(crate) tape: Option<Arc<Tape>>,
     /// Whether the models are taped (a test with `replies` scripts them instead).
     pub(crate) taped_models: bool,
@@ -155,14 +191,47 @@ impl Tap for TestTap {
         Arc::new(Noted {
             inner: servers,
             calls: self.calls.clone(),
+            faults: self.faults.clone(),
         })
     }
 }
 
-/// Servers whose tool calls are noted on their way.
+/// Servers whose tool calls are noted on their way, and fail as the test's faults say.
 struct Noted {
     inner: Arc<dyn Servers>,
     calls: Arc<Calls>,
+    faults: Arc<ServerFaults>,
+}
+
+impl Noted {
+    /// The call made, or failed as a fault says: a crash lets it reach the server and
+    /// loses the answer (the effect happened, nobody heard of it); a hang never answers.
+    async fn faulted<T>(
+        &self,
+        server: &str,
+        tool: &str,
+        timeout: Option<Duration>,
+        call: impl std::future::Future<Output = Result<T, McpError>>,
+    ) -> Result<T, McpError> {
+        let name = self.calls.declared_name(server, tool);
+        if ServerFaults::first(&self.faults.hang, &name) {
+            let after = timeout.unwrap_or(HANG);
+            tokio::time::sleep(after).await;
+            return Err(McpError::Timeout {
+                server: server.to_string(),
+                request: format!("tools/call {tool}"),
+                after,
+            });
+        }
+        let got = call.await;
+        if ServerFaults::first(&self.faults.crash, &name) {
+            return Err(McpError::Closed {
+                server: server.to_string(),
+                stderr: format!("(the test's fault: the server went away during `{tool}`)"),
+            });
+        }
+        got
+    }
 }
 
 impl Servers for Noted {
@@ -175,7 +244,13 @@ impl Servers for Noted {
         options: RequestOptions,
     ) -> ServerFuture<'a, ToolResult> {
         self.calls.note(server, tool, &arguments);
-        self.inner.call_tool(server, tool, arguments, meta, options)
+        let timeout = options.timeout;
+        Box::pin(self.faulted(
+            server,
+            tool,
+            timeout,
+            self.inner.call_tool(server, tool, arguments, meta, options),
+        ))
     }
 
     fn call<'a>(
@@ -188,8 +263,16 @@ impl Servers for Noted {
         resumption: &'a Resumption,
     ) -> ServerFuture<'a, Called> {
         self.calls.note(server, tool, &arguments);
-        self.inner
-            .call(server, tool, arguments, meta, options, resumption)
+        let timeout = options.timeout;
+        Box::pin(
+            self.faulted(
+                server,
+                tool,
+                timeout,
+                self.inner
+                    .call(server, tool, arguments, meta, options, resumption),
+            ),
+        )
     }
 
     fn await_task<'a>(
