@@ -35,6 +35,10 @@ pub(super) struct Args {
     /// models and MCP servers with this shell's keys, instead of answering from them
     #[arg(long)]
     record: bool,
+    /// Write the snapshots (`snapshot = "FILE"`) of the tests whose outputs differ from
+    /// theirs, or have none yet, instead of failing them
+    #[arg(long)]
+    update: bool,
     /// Run this test's thread until its `kill_after` fault kills the process (what
     /// `pipec test` starts for such a test; not for people)
     #[arg(long, hide = true, value_name = "TEST")]
@@ -61,7 +65,7 @@ pub(super) fn run(args: Args) -> u8 {
         }
     };
     let mut planned = Vec::new();
-    let mut broken = false;
+    let mut broken = 0;
     for file in &files {
         let name = file.to_string_lossy().into_owned();
         let analysis = crate::analyze(&crate::source::FsLoader, file, &name);
@@ -73,7 +77,7 @@ pub(super) fn run(args: Args) -> u8 {
             super::err(&format!(
                 "error: the tests of `{name}` do not run until it checks clean"
             ));
-            broken = true;
+            broken += 1;
             continue;
         }
         let tests = analysis.hir.tests.clone();
@@ -83,7 +87,7 @@ pub(super) fn run(args: Args) -> u8 {
             Ok(p) => p,
             Err(e) => {
                 super::err(&e.render(TerminalOptions::default()));
-                broken = true;
+                broken += 1;
                 continue;
             }
         };
@@ -128,6 +132,7 @@ pub(super) fn run(args: Args) -> u8 {
                     source: name.clone(),
                     work,
                     child: Some(child),
+                    update: args.update,
                     record: args.record,
                 }),
                 case,
@@ -141,13 +146,13 @@ pub(super) fn run(args: Args) -> u8 {
         for p in &planned {
             super::out(&format!("{}::{}\n", p.cx.source, p.case.name));
         }
-        return if broken {
+        return if broken > 0 {
             super::EXIT_FINDINGS
         } else {
             super::EXIT_OK
         };
     }
-    if planned.is_empty() && !broken {
+    if planned.is_empty() && broken == 0 {
         super::err("pipec test: no tests found (a test is `test name { ... }` in a pipeline file)");
         return super::EXIT_OK;
     }
@@ -194,9 +199,9 @@ pub(super) fn run(args: Args) -> u8 {
             serde_json::to_string_pretty(&pipec_test::json(&results)).unwrap_or_default()
         ));
     } else {
-        super::out(&pipec_test::human(&results));
+        super::out(&pipec_test::human(&results, broken));
     }
-    if broken || results.iter().any(|r| !r.passed) {
+    if broken > 0 || results.iter().any(|r| !r.passed) {
         super::EXIT_FINDINGS
     } else {
         super::EXIT_OK

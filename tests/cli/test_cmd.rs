@@ -519,3 +519,71 @@ fn a_server_that_hangs_times_out_and_an_idempotent_call_is_made_again() {
         "calls.find == 1 holds: {text}"
     );
 }
+
+#[test]
+fn a_snapshot_of_the_outputs_fails_with_a_diff_until_update_writes_it() {
+    let p = Project::new("test-snapshot");
+    p.write(
+        "hello.pipe",
+        &PIPELINE.replace(
+            "test passes {\n",
+            "test passes {\n  snapshot = \"snapshots/passes.json\"\n",
+        ),
+    );
+    p.write("replies.json", REPLIES);
+    let run = |args: &[&str]| {
+        let mut all = vec!["test", "--filter", "passes"];
+        all.extend_from_slice(args);
+        p.run(&all)
+    };
+    let out = run(&[]);
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains(
+            "there is no snapshot snapshots/passes.json yet: `pipec test --update` writes it"
+        ),
+        "{}",
+        stdout(&out)
+    );
+    let out = run(&["--update"]);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("updated snapshots/passes.json"),
+        "{}",
+        stdout(&out)
+    );
+    let kept = std::fs::read_to_string(p.dir.join("snapshots/passes.json")).expect("written");
+    assert_eq!(
+        json(&kept),
+        serde_json::json!({ "result": { "text": "Hello Ada", "sent": true } })
+    );
+    assert_eq!(code(&run(&[])), 0, "the snapshot holds");
+    // An edited snapshot no longer holds; the failure shows both.
+    p.write(
+        "snapshots/passes.json",
+        &kept.replace("Hello Ada", "Hello Grace"),
+    );
+    let out = run(&["--json"]);
+    assert_eq!(code(&out), 1);
+    let report = json(&stdout(&out));
+    let message = report["tests"][0]["failures"][0]["message"]
+        .as_str()
+        .expect("message");
+    assert!(
+        message.contains("the outputs differ from the snapshot snapshots/passes.json"),
+        "{message}"
+    );
+    assert!(
+        message.contains("-    \"text\": \"Hello Grace\""),
+        "{message}"
+    );
+    assert!(
+        message.contains("+    \"text\": \"Hello Ada\""),
+        "{message}"
+    );
+    assert_eq!(code(&run(&["--update"])), 0);
+    assert_eq!(
+        std::fs::read_to_string(p.dir.join("snapshots/passes.json")).expect("rewritten"),
+        kept
+    );
+}

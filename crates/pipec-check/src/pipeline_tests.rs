@@ -27,6 +27,7 @@ const SETTINGS: &[&str] = &[
     "answers",
     "replies",
     "tape",
+    "snapshot",
     "env",
     "faults",
     "retry_unfinished",
@@ -104,6 +105,9 @@ impl Checker<'_> {
             .and_then(|e| self.test_replies(file, e));
         let tape = self
             .string_setting(&s, "tape")
+            .map(|(path, _)| self.beside(file, &path));
+        let snapshot = self
+            .string_setting(&s, "snapshot")
             .map(|(path, _)| self.beside(file, &path));
         let env = match self.expr_of(&s, "env", "a record of strings") {
             Some(e) => self.test_env(file, e),
@@ -186,6 +190,7 @@ impl Checker<'_> {
             answers,
             replies,
             tape,
+            snapshot,
             env,
             faults,
             retry_unfinished,

@@ -25,6 +25,10 @@ pub struct TestCase {
     /// answer from what it recorded, and `pipec test --record` writes it.
     #[serde(default)]
     pub tape: Option<String>,
+    /// A file (an absolute path) holding the outputs the thread must end with, as JSON;
+    /// `pipec test --update` writes it.
+    #[serde(default)]
+    pub snapshot: Option<String>,
     /// The environment `env()` and `secret()` read, and the servers started see.
     pub env: BTreeMap<String, String>,
     pub faults: Faults,

@@ -50,6 +50,9 @@ pub struct Context {
     /// needs a process to kill. `pipec test FILE --killed-run` for the CLI; without it
     /// such a test fails, saying so.
     pub child: Option<Vec<std::ffi::OsString>>,
+    /// Write the snapshots of tests whose outputs differ from theirs (or have none yet),
+    /// instead of failing them.
+    pub update: bool,
     /// Record the tapes of tests that have one, against the real models and servers
     /// (the process environment behind the test's `env`), instead of answering from them.
     pub record: bool,
@@ -71,6 +74,9 @@ pub struct TestResult {
     /// The tape the test recorded (`--record`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recorded: Option<String>,
+    /// The snapshot the test wrote (`--update`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated: Option<String>,
     pub ms: u64,
     pub failures: Vec<Failure>,
 }
@@ -96,6 +102,7 @@ pub async fn run(cx: &Context, test: &TestCase) -> TestResult {
         thread: None,
         store: cx.work.join("runs.redb").display().to_string(),
         recorded: None,
+        updated: None,
         ms: 0,
         failures: Vec::new(),
     };
@@ -185,6 +192,9 @@ async fn run_into(cx: &Context, test: &TestCase, result: &mut TestResult) -> Res
             ),
         });
     }
+    if let Some(path) = &test.snapshot {
+        snapshot(cx, test, path, view.outputs.clone(), result);
+    }
     let params = scope::of(&cx.plan, &view, &setup.calls.by_tool());
     for e in &test.expect {
         if let Some(message) = scope::unmet(&params, &e.expr) {
@@ -196,6 +206,60 @@ async fn run_into(cx: &Context, test: &TestCase, result: &mut TestResult) -> Res
         }
     }
     Ok(())
+}
+
+/// The thread's outputs against the test's snapshot: equal, else a failure with the
+/// lines that differ, or (`--update`) the snapshot written anew.
+fn snapshot(
+    cx: &Context,
+    test: &TestCase,
+    path: &str,
+    outputs: Option<Value>,
+    result: &mut TestResult,
+) {
+    let shown = shown_path(&cx.root, path);
+    let got = outputs.unwrap_or(Value::Null);
+    let text = serde_json::to_string_pretty(&got).unwrap_or_default() + "\n";
+    let kept = std::fs::read_to_string(path).ok();
+    let kept_value = kept
+        .as_deref()
+        .and_then(|t| serde_json::from_str::<Value>(t).ok());
+    if kept_value.as_ref() == Some(&got) {
+        return;
+    }
+    let mut fail = |message: String| {
+        result.failures.push(Failure {
+            what: "snapshot".into(),
+            line: test.line,
+            message,
+        })
+    };
+    if cx.update {
+        let written = Path::new(path)
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(path, &text));
+        match written {
+            Ok(()) => result.updated = Some(shown),
+            Err(e) => fail(format!("cannot write the snapshot {shown}: {e}")),
+        }
+        return;
+    }
+    match (kept, kept_value) {
+        (None, _) => fail(format!(
+            "there is no snapshot {shown} yet: `pipec test --update` writes it from this run"
+        )),
+        (Some(_), None) => fail(format!(
+            "the snapshot {shown} is not JSON: `pipec test --update` writes it again"
+        )),
+        (Some(_), Some(kept)) => {
+            let old = serde_json::to_string_pretty(&kept).unwrap_or_default();
+            fail(format!(
+                "the outputs differ from the snapshot {shown} (- snapshot, + got); `pipec test --update` takes these:\n{}",
+                text::line_diff(&old, text.trim_end())
+            ))
+        }
+    }
 }
 
 /// Where the thread stopped and why, for a status the test did not expect.

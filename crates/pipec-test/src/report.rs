@@ -4,8 +4,9 @@ use serde_json::json;
 
 use crate::TestResult;
 
-/// A line per test, then each failure with its condition and why, then the totals.
-pub fn human(results: &[TestResult]) -> String {
+/// A line per test, then each failure with its condition and why, then the totals;
+/// `unchecked` files did not check, so their tests did not run.
+pub fn human(results: &[TestResult], unchecked: usize) -> String {
     let mut out = String::new();
     for r in results {
         out.push_str(&format!(
@@ -17,6 +18,9 @@ pub fn human(results: &[TestResult]) -> String {
         ));
         if let Some(tape) = &r.recorded {
             out.push_str(&format!("  recorded {tape}\n"));
+        }
+        if let Some(snapshot) = &r.updated {
+            out.push_str(&format!("  updated {snapshot}\n"));
         }
     }
     let failed: Vec<&TestResult> = results.iter().filter(|r| !r.passed).collect();
@@ -39,9 +43,18 @@ pub fn human(results: &[TestResult]) -> String {
         }
     }
     let passed = results.len() - failed.len();
+    let unchecked = match unchecked {
+        0 => String::new(),
+        1 => "; 1 file did not check".to_string(),
+        n => format!("; {n} files did not check"),
+    };
     out.push_str(&format!(
-        "\ntest result: {}. {passed} passed; {} failed\n",
-        if failed.is_empty() { "ok" } else { "FAILED" },
+        "\ntest result: {}. {passed} passed; {} failed{unchecked}\n",
+        if failed.is_empty() && unchecked.is_empty() {
+            "ok"
+        } else {
+            "FAILED"
+        },
         failed.len()
     ));
     out
