@@ -25,6 +25,7 @@ use pipec_syntax::ast::{self, ExprKind, ItemKind, NodeKind, SettingValue};
 const SETTINGS: &[&str] = &[
     "input",
     "answers",
+    "timeouts",
     "replies",
     "tape",
     "snapshot",
@@ -95,6 +96,10 @@ impl Checker<'_> {
         let answers = match self.expr_of(&s, "answers", "a record of gate answers") {
             Some(e) => self.test_answers(file, e),
             None => BTreeMap::new(),
+        };
+        let timeouts = match self.expr_of(&s, "timeouts", "a list of gate names") {
+            Some(e) => self.test_timeouts(file, e),
+            None => Vec::new(),
         };
         let replies = self
             .expr_of(
@@ -188,6 +193,7 @@ impl Checker<'_> {
             line: line(self, span),
             inputs,
             answers,
+            timeouts,
             replies,
             tape,
             snapshot,
@@ -371,6 +377,39 @@ impl Checker<'_> {
             .map(|t| t.info.display.clone())
             .collect();
         self.test_name_list(file, e, setting, "tool", &known)
+    }
+
+    /// `timeouts = ["gate"]`: gates of this file that have a `timeout`.
+    fn test_timeouts(&mut self, file: FileId, e: &ast::Expr) -> Vec<String> {
+        let known = self.test_node_names(file, |k| k == NodeKind::Gate);
+        let gates = self.test_name_list(file, e, "timeouts", "gate", &known);
+        let ExprKind::List(items) = &e.kind else {
+            return gates;
+        };
+        for item in items {
+            let ExprKind::Str(name) = &item.kind else {
+                continue;
+            };
+            let Some(gate) = self.hir.nodes.iter().find(|n| {
+                n.kind == NodeKind::Gate && n.info.name == name.value && n.info.file == file
+            }) else {
+                continue;
+            };
+            if gate.gate_timeout_ms.is_none() {
+                self.diags.push(
+                    Diagnostic::new(
+                        &r::MISSING_SETTING,
+                        file,
+                        item.span,
+                        format!("the gate `{}` has no `timeout`, so it never times out", name.value),
+                    )
+                    .label("waits for ever")
+                    .secondary(file, gate.info.name_span, "declared here")
+                    .help("give the gate a `timeout` (and an `on_timeout` answer), or answer it in `answers`"),
+                );
+            }
+        }
+        gates
     }
 
     /// A list of this file's nodes other than gates (`kill_after`, `retry_unfinished`).

@@ -19,6 +19,10 @@ pub struct TestCase {
     pub inputs: BTreeMap<String, Value>,
     /// Gate answers, each given when the thread pauses at its gate.
     pub answers: BTreeMap<String, Value>,
+    /// Gates nobody answers: when the thread pauses at one, the clock skips past its
+    /// deadline and the thread is resumed, so its `on_timeout` answer applies.
+    #[serde(default)]
+    pub timeouts: Vec<String>,
     /// The replies every model of the pipeline gives (it calls no model endpoint).
     pub replies: Option<Replies>,
     /// A tape (an absolute path): the models without `replies` and the MCP servers

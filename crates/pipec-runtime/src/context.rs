@@ -48,6 +48,8 @@ pub(crate) struct AttemptContext {
     pub kill_after: Vec<String>,
     /// The recorded thread a replay answers every call from.
     pub replay: Option<Arc<crate::replay::Recorded>>,
+    /// How far ahead of the real clock gate deadlines are judged (a test's skipped time).
+    pub clock_ahead_ms: u64,
 }
 
 impl AttemptContext {

@@ -239,7 +239,7 @@ impl Attempt {
     /// Gates whose (absolute) deadline passed take their `on_timeout` answer, or fail.
     fn apply_deadlines(&mut self) -> Vec<String> {
         let plan = self.shared.plan.clone();
-        let now = ids::now_ms();
+        let now = ids::now_ms().saturating_add(self.shared.clock_ahead_ms);
         let mut failed = Vec::new();
         let due: BTreeSet<String> = self
             .state

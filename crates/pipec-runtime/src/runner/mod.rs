@@ -88,6 +88,8 @@ pub struct Runner {
     pub(crate) kill_after: Vec<String>,
     /// The recorded thread a replay takes every call's result from ([`Runner::replaying`]).
     pub(crate) replay: Option<Arc<crate::replay::Recorded>>,
+    /// How far ahead of the real clock gate deadlines are judged ([`Runner::clock_ahead`]).
+    pub(crate) clock_ahead_ms: u64,
     /// What sees each attempt's models and servers ([`Runner::tap`]).
     pub(crate) tap: Option<Arc<dyn Tap>>,
 }
@@ -123,6 +125,7 @@ impl Runner {
             dead_links: Vec::new(),
             kill_after: Vec::new(),
             replay: None,
+            clock_ahead_ms: 0,
             tap: None,
         }
     }
@@ -270,6 +273,15 @@ impl Runner {
     /// ends as by `kill -9`, so that a resume meets the effect unfinished.
     pub fn kill_after(mut self, nodes: Vec<String>) -> Runner {
         self.kill_after = nodes;
+        self
+    }
+
+    /// Skips time for tests (`pipec test`'s `timeouts`): in this runner's attempts, gate
+    /// deadlines are judged as if the clock were `ms` ahead, so a gate whose deadline
+    /// falls before then has timed out (its `on_timeout` answer applies) without anyone
+    /// waiting.
+    pub fn clock_ahead(mut self, ms: u64) -> Runner {
+        self.clock_ahead_ms = ms;
         self
     }
 
@@ -953,6 +965,7 @@ impl Runner {
             resources: Arc::new(resources),
             kill_after: self.kill_after.clone(),
             replay: self.replay.clone(),
+            clock_ahead_ms: self.clock_ahead_ms,
         };
         Attempt::new(Arc::new(context), state, secrets, start)
     }
