@@ -757,6 +757,12 @@ impl Checker<'_> {
                 })
                 .collect(),
         );
+        let events = record(
+            pipec_plan::testing::EVENT_KINDS
+                .iter()
+                .map(|k| (k.to_string(), Ty::Int))
+                .collect(),
+        );
         let statuses = Ty::Literals(Arc::new(
             ["completed", "paused", "failed", "blocked", "cancelled"]
                 .iter()
@@ -772,7 +778,7 @@ impl Checker<'_> {
             ("tokens_out".into(), Ty::Int),
             ("cost_usd".into(), Ty::Float),
         ]);
-        [output, node, state, calls, arguments, thread]
+        [output, node, state, calls, arguments, events, thread]
             .into_iter()
             .zip(pipec_plan::testing::SCOPE)
             .map(|(ty, name)| ParamDef {

@@ -91,4 +91,45 @@ pub struct Expectation {
 }
 
 /// The names an expectation reads, each a record built from the stopped thread.
-pub const SCOPE: &[&str] = &["output", "node", "state", "calls", "arguments", "thread"];
+pub const SCOPE: &[&str] = &[
+    "output",
+    "node",
+    "state",
+    "calls",
+    "arguments",
+    "events",
+    "thread",
+];
+
+/// The kinds of events a thread records (the store's `Event::kind`), which `events`
+/// counts.
+pub const EVENT_KINDS: &[&str] = &[
+    "thread_created",
+    "attempt_started",
+    "node_started",
+    "node_finished",
+    "node_skipped",
+    "node_failed",
+    "node_rerun",
+    "item_dropped",
+    "retry_scheduled",
+    "call_started",
+    "call_unknown",
+    "call_resolved",
+    "model_turn",
+    "model_failed",
+    "resource_read",
+    "link_healed",
+    "gate_pending",
+    "gate_answered",
+    "gate_timed_out",
+    "plan_upgraded",
+    "thread_paused",
+    "thread_blocked",
+    "thread_completed",
+    "thread_failed",
+    "cancel_requested",
+    "thread_cancelled",
+    "thread_queued",
+    "thread_released",
+];

@@ -179,7 +179,9 @@ pub enum Event {
 }
 
 impl Event {
-    /// The event's `type`, as serialised.
+    /// The event's `type`, as serialised. A test's `events` counts these by name: a new
+    /// kind goes into `pipec_plan::testing::EVENT_KINDS` too (a test of `pipec-test`
+    /// checks that every kind is there).
     pub fn kind(&self) -> &'static str {
         match self {
             Event::ThreadCreated { .. } => "thread_created",

@@ -196,7 +196,7 @@ async fn run_into(cx: &Context, test: &TestCase, result: &mut TestResult) -> Res
     if let Some(path) = &test.snapshot {
         snapshot(cx, test, path, view.outputs.clone(), result);
     }
-    let params = scope::of(&cx.plan, &view, &setup.calls.by_tool());
+    let params = scope::of(&cx.plan, &view, &setup.calls.by_tool(), &stored.events);
     for e in &test.expect {
         if let Some(message) = scope::unmet(&params, &e.expr) {
             result.failures.push(Failure {

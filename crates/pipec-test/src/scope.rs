@@ -5,17 +5,20 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
+use pipec_plan::testing::EVENT_KINDS;
 use pipec_plan::{Expr, Plan, ToolKind};
 use pipec_runtime::eval;
 use pipec_runtime::show::ThreadView;
-use pipec_store::CallKind;
+use pipec_store::{CallKind, RecordedEvent};
 
-/// `output`, `node`, `state`, `calls`, `arguments` and `thread`; `sent` holds the tool
-/// calls that reached a server, in order, by the declared names.
+/// `output`, `node`, `state`, `calls`, `arguments`, `events` and `thread`; `sent` holds
+/// the tool calls that reached a server, in order, by the declared names; `events` the
+/// thread's recorded events.
 pub(crate) fn of(
     plan: &Plan,
     view: &ThreadView,
     sent: &[(String, Value)],
+    events: &[RecordedEvent],
 ) -> BTreeMap<String, Value> {
     let mut output: Map<String, Value> = plan
         .outputs
@@ -83,8 +86,25 @@ pub(crate) fn of(
         ("state".to_string(), Value::Object(state)),
         ("calls".to_string(), Value::Object(nested(calls))),
         ("arguments".to_string(), Value::Object(nested(arguments))),
+        ("events".to_string(), Value::Object(event_counts(events))),
         ("thread".to_string(), thread),
     ])
+}
+
+/// How many events of each kind the thread recorded.
+fn event_counts(events: &[RecordedEvent]) -> Map<String, Value> {
+    let mut counts: Map<String, Value> = EVENT_KINDS
+        .iter()
+        .map(|k| (k.to_string(), json!(0)))
+        .collect();
+    for e in events {
+        let n = counts
+            .get(e.event.kind())
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        counts.insert(e.event.kind().to_string(), json!(n + 1));
+    }
+    counts
 }
 
 /// Tools by the names the plan gives them, an imported library's `ns.tool` as `ns` →
@@ -153,4 +173,31 @@ fn shown(v: &Value) -> String {
 
 fn pretty(v: &Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EVENT_KINDS;
+
+    /// `events` offers every kind the store records: the kinds `Event::kind` names, read
+    /// from its source, are the list the checker types `events` by.
+    #[test]
+    fn every_event_kind_the_store_records_is_counted() {
+        let source = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../pipec-store/src/event.rs"),
+        )
+        .expect("the store's events");
+        let body = source
+            .split("pub fn kind(&self)")
+            .nth(1)
+            .and_then(|rest| rest.split("\n    }\n").next())
+            .expect("Event::kind");
+        let kinds: Vec<&str> = body
+            .lines()
+            .filter_map(|l| l.split("=> \"").nth(1))
+            .filter_map(|rest| rest.split('"').next())
+            .collect();
+        assert!(kinds.len() > 20, "{kinds:?}");
+        assert_eq!(kinds, EVENT_KINDS, "pipec_plan::testing::EVENT_KINDS");
+    }
 }
