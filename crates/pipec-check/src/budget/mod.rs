@@ -120,16 +120,21 @@ pub struct NodeBudget {
 impl NodeBudget {
     /// The worst-case prompt of what is bounded.
     pub fn prompt(&self) -> u64 {
-        self.template
-            + self.output_schema
-            + self.reply_format
-            + self.tools
-            + self.inputs.iter().map(|i| i.tokens).sum::<u64>()
+        // Saturating: a cap of exabytes is a figure to show, not an overflow.
+        [
+            self.template,
+            self.output_schema,
+            self.reply_format,
+            self.tools,
+        ]
+        .into_iter()
+        .chain(self.inputs.iter().map(|i| i.tokens))
+        .fold(0, u64::saturating_add)
     }
 
     /// The prompt and the reply it leaves room for.
     pub fn worst(&self) -> u64 {
-        self.prompt() + self.reply.map_or(0, |r| r.0)
+        self.prompt().saturating_add(self.reply.map_or(0, |r| r.0))
     }
 
     /// Whether every input and every part of the template has a bound.
@@ -235,7 +240,9 @@ pub(crate) fn node_budget(hir: &Hir, id: NodeId, precision: Precision) -> Option
     };
 
     let per_byte = counter.prose_per_byte();
-    let framing = TOKENS_PER_MESSAGE * shape.roles.max(1) + TOKENS_TO_START_THE_REPLY;
+    let framing = TOKENS_PER_MESSAGE
+        .saturating_mul(shape.roles.max(1))
+        .saturating_add(TOKENS_TO_START_THE_REPLY);
     let schema_tokens = counter.count(&schema_text);
     let inputs = node
         .params
@@ -286,7 +293,7 @@ pub(crate) fn node_budget(hir: &Hir, id: NodeId, precision: Precision) -> Option
         model: m.info.display.clone(),
         model_name: m.model_name.clone(),
         tokenizer: choice,
-        template: (shape.fixed_tokens.ceil() as u64) + framing,
+        template: (shape.fixed_tokens.ceil() as u64).saturating_add(framing),
         output_schema: (shape.schema_prints * schema_tokens as f64).ceil() as u64,
         reply_format,
         tools: tools_tokens,
@@ -296,11 +303,15 @@ pub(crate) fn node_budget(hir: &Hir, id: NodeId, precision: Precision) -> Option
         reply,
         window,
         prices,
-        best_prompt: counter.count(&shape.bare)
-            + framing
-            + reply_format
-            + tools_tokens
-            + (shape.schema_prints.min(1.0) * schema_tokens as f64) as u64,
+        best_prompt: [
+            counter.count(&shape.bare),
+            framing,
+            reply_format,
+            tools_tokens,
+            (shape.schema_prints.min(1.0) * schema_tokens as f64) as u64,
+        ]
+        .into_iter()
+        .fold(0, u64::saturating_add),
         calls: calls(node),
         prose_bytes_per_token: 1.0 / per_byte.max(f64::MIN_POSITIVE),
     })

@@ -4,7 +4,9 @@
 //! of a fixed-width type prints as, and the length of a list an `each` node makes.
 
 use crate::hir::{Hir, NodeDef, ParamDef, PathSeg, SourceKind};
-use crate::ty::{self, Ty, TypeBody, TypeEnv};
+use std::collections::HashMap;
+
+use crate::ty::{self, Ty, TypeBody, TypeEnv, TypeId};
 
 /// Beyond this depth a type is not followed further (types may refer to themselves).
 const DEPTH: usize = 32;
@@ -54,10 +56,12 @@ pub(crate) fn list_length(hir: &Hir, p: &ParamDef) -> Option<u64> {
 /// The fewest bytes a value of `ty` takes as JSON: a record's required fields with their
 /// names, `""` for a string, `0` for a number. Optional fields may be left out.
 pub(crate) fn min_json_bytes(hir: &Hir, t: &Ty) -> u64 {
-    min_bytes(hir, t, 0)
+    min_bytes(hir, t, 0, &mut HashMap::new())
 }
 
-fn min_bytes(hir: &Hir, t: &Ty, depth: usize) -> u64 {
+/// Each named type is measured once: a type used by many fields of many types would
+/// otherwise be walked once per path to it, which grows exponentially with depth.
+fn min_bytes(hir: &Hir, t: &Ty, depth: usize, seen: &mut HashMap<TypeId, u64>) -> u64 {
     if depth > DEPTH {
         return 2;
     }
@@ -66,12 +70,21 @@ fn min_bytes(hir: &Hir, t: &Ty, depth: usize) -> u64 {
         Ty::Int | Ty::Float | Ty::Duration | Ty::Json | Ty::Error => 1,
         Ty::Bool | Ty::Null | Ty::Optional(_) => 4,
         Ty::Literals(vs) => shortest(vs),
-        Ty::Record(r) => record_bytes(hir, &r.fields, depth),
-        Ty::Named(id) => match hir.type_body(*id) {
-            TypeBody::Record(r) => record_bytes(hir, &r.fields, depth),
-            TypeBody::Alias(inner) => min_bytes(hir, inner, depth + 1),
-            TypeBody::Enum(vs, _) => shortest(vs),
-        },
+        Ty::Record(r) => record_bytes(hir, &r.fields, depth, seen),
+        Ty::Named(id) => {
+            if let Some(known) = seen.get(id) {
+                return *known;
+            }
+            // A type that requires itself has no finite value; the placeholder ends it.
+            seen.insert(*id, 2);
+            let n = match hir.type_body(*id) {
+                TypeBody::Record(r) => record_bytes(hir, &r.fields, depth, seen),
+                TypeBody::Alias(inner) => min_bytes(hir, inner, depth + 1, seen),
+                TypeBody::Enum(vs, _) => shortest(vs),
+            };
+            seen.insert(*id, n);
+            n
+        }
     }
 }
 
@@ -83,14 +96,24 @@ fn shortest(variants: &[String]) -> u64 {
         .unwrap_or(2)
 }
 
-fn record_bytes(hir: &Hir, fields: &[crate::ty::FieldTy], depth: usize) -> u64 {
-    let required: Vec<u64> = fields
-        .iter()
-        .filter(|f| !f.ty.is_optional())
-        .map(|f| f.name.len() as u64 + 3 + min_bytes(hir, &f.ty, depth + 1))
-        .collect();
-    // `{` `}`, `"name":value` for each, and the commas between them.
-    2 + required.iter().sum::<u64>() + required.len().saturating_sub(1) as u64
+fn record_bytes(
+    hir: &Hir,
+    fields: &[crate::ty::FieldTy],
+    depth: usize,
+    seen: &mut HashMap<TypeId, u64>,
+) -> u64 {
+    let mut total: u64 = 2; // `{` `}`
+    let mut required = 0u64;
+    for f in fields.iter().filter(|f| !f.ty.is_optional()) {
+        // `"name":value`, and a comma before every field but the first.
+        let field =
+            (f.name.len() as u64 + 3).saturating_add(min_bytes(hir, &f.ty, depth + 1, seen));
+        total = total
+            .saturating_add(field)
+            .saturating_add(u64::from(required > 0));
+        required += 1;
+    }
+    total
 }
 
 /// The widest text a value of `ty` prints as in a template, when its type fixes that:
@@ -98,7 +121,22 @@ fn record_bytes(hir: &Hir, fields: &[crate::ty::FieldTy], depth: usize) -> u64 {
 /// Strings, lists, maps and `json` have no width of their own (their source bounds them,
 /// or nothing does).
 pub(crate) fn widest_text(hir: &Hir, t: &Ty) -> Option<String> {
-    widest(hir, t, 0).map(|v| render(&v))
+    let mut parts = WIDEST_PARTS;
+    widest(hir, t, 0, &mut parts).map(|v| render(&v))
+}
+
+/// The most values a widest rendering is built of: a record of records of numbers can be
+/// exponentially large in its depth, and one that large is no fixed width worth printing.
+const WIDEST_PARTS: usize = 4096;
+
+/// How many more bytes of JSON the widest value of a fixed-width type takes than its
+/// smallest: what printing it at its widest costs a byte cap.
+pub(crate) fn widest_extra_bytes(hir: &Hir, t: &Ty) -> u64 {
+    let mut parts = WIDEST_PARTS;
+    let widest = widest(hir, t, 0, &mut parts)
+        .and_then(|v| serde_json::to_string(&v).ok())
+        .map_or(0, |s| s.len() as u64);
+    widest.saturating_sub(min_json_bytes(hir, t))
 }
 
 /// The widest whole number and the widest number a template prints.
@@ -120,11 +158,12 @@ fn render(v: &serde_json::Value) -> String {
     .unwrap_or_default()
 }
 
-fn widest(hir: &Hir, t: &Ty, depth: usize) -> Option<serde_json::Value> {
+fn widest(hir: &Hir, t: &Ty, depth: usize, parts: &mut usize) -> Option<serde_json::Value> {
     use serde_json::Value;
-    if depth > DEPTH {
+    if depth > DEPTH || *parts == 0 {
         return None;
     }
+    *parts -= 1;
     match ty::resolve(hir, t) {
         Ty::Int | Ty::Duration => Some(Value::from(i64::MIN)),
         Ty::Float => Some(serde_json::json!(-f64::MAX)),
@@ -132,7 +171,7 @@ fn widest(hir: &Hir, t: &Ty, depth: usize) -> Option<serde_json::Value> {
         Ty::Null => Some(Value::Null),
         Ty::Literals(vs) => longest(vs),
         Ty::Optional(inner) => {
-            let some = widest(hir, inner, depth + 1)?;
+            let some = widest(hir, inner, depth + 1, parts)?;
             // Absent, it prints `none`.
             Some(if render(&some).len() >= 4 {
                 some
@@ -140,9 +179,9 @@ fn widest(hir: &Hir, t: &Ty, depth: usize) -> Option<serde_json::Value> {
                 Value::Null
             })
         }
-        Ty::Record(r) => widest_record(hir, &r.fields, depth),
+        Ty::Record(r) => widest_record(hir, &r.fields, depth, parts),
         Ty::Named(id) => match hir.type_body(*id) {
-            TypeBody::Record(r) => widest_record(hir, &r.fields, depth),
+            TypeBody::Record(r) => widest_record(hir, &r.fields, depth, parts),
             TypeBody::Enum(vs, _) => longest(vs),
             TypeBody::Alias(_) => None,
         },
@@ -161,10 +200,11 @@ fn widest_record(
     hir: &Hir,
     fields: &[crate::ty::FieldTy],
     depth: usize,
+    parts: &mut usize,
 ) -> Option<serde_json::Value> {
     let mut map = serde_json::Map::new();
     for f in fields {
-        map.insert(f.name.clone(), widest(hir, &f.ty, depth + 1)?);
+        map.insert(f.name.clone(), widest(hir, &f.ty, depth + 1, parts)?);
     }
     Some(serde_json::Value::Object(map))
 }
@@ -191,6 +231,29 @@ pub(crate) fn field_type(hir: &Hir, t: &Ty, name: &str) -> Ty {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wide_deep_type_is_measured_once_per_name_and_never_printed_whole() {
+        // Ten levels of four fields each of the level below: 4^10 paths to the bottom.
+        let mut src = String::from("type T0 { n: int }\n");
+        for i in 1..=10 {
+            let below = i - 1;
+            src.push_str(&format!(
+                "type T{i} {{ a: T{below}, b: T{below}, c: T{below}, d: T{below} }}\n"
+            ));
+        }
+        src.push_str("input x: T10\n");
+        let hir = crate::check(
+            &pipec_base::source::MemoryLoader::new().with("t.pipe", &src),
+            std::path::Path::new("t.pipe"),
+            "t.pipe",
+        )
+        .hir;
+        let top = hir.inputs[0].ty.clone();
+        // Each level: braces, four `"a":` keys and three commas around four of the level below.
+        assert!(min_json_bytes(&hir, &top) > 4u64.pow(10));
+        assert_eq!(widest_text(&hir, &top), None);
+    }
 
     #[test]
     fn numbers_print_at_their_widest() {

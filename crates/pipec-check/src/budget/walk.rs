@@ -85,8 +85,10 @@ enum Val {
     Text(String),
     /// `output_schema`.
     Schema,
-    /// Several values printed together (`a ~ b`, both sides of `x if c else y`).
+    /// Several values printed together (`a ~ b`).
     Many(Vec<Val>),
+    /// One of several values (`a or b`, `x if c else y`, `v | default(d)`).
+    Either(Vec<Val>),
     /// Nothing is printed (`role(...)`), or nothing pipec can size.
     Nothing,
     /// What pipec cannot size (a macro's output): named in the result as unbounded.
@@ -115,6 +117,9 @@ struct Frame {
     bound: Bound,
     /// Whether anything the loop prints has no bound.
     unbounded_inside: bool,
+    /// Bytes an item takes beyond its fewest for the fixed-width values the loop prints
+    /// at their widest (`-9223372036854775808` is 20 bytes of JSON, not 1).
+    widest_bytes: u64,
 }
 
 impl Frame {
@@ -126,6 +131,7 @@ impl Frame {
             over,
             bound,
             unbounded_inside: false,
+            widest_bytes: 0,
         }
     }
 }
@@ -214,9 +220,11 @@ impl Walk<'_> {
             }
             Stmt::ForLoop(f) => self.for_loop(f, locals),
             Stmt::IfCond(i) => {
-                // Either branch may run: both count, an upper bound.
-                self.stmts(&i.true_body, locals);
-                self.stmts(&i.false_body, locals);
+                self.larger_branch(|w| {
+                    w.stmts(&i.true_body, locals);
+                    w.next_branch();
+                    w.stmts(&i.false_body, locals);
+                });
             }
             Stmt::WithBlock(b) => {
                 let mut scope = HashMap::new();
@@ -291,7 +299,7 @@ impl Walk<'_> {
 
     /// Adds what a loop printed to the frame around it.
     fn close(&mut self, frame: Frame, iter: &Val) {
-        let per_item = self.counter.count(&frame.text) as f64 + frame.tokens;
+        let per_item = self.per_item(&frame.text) + frame.tokens;
         let printed = per_item > 0.0 || frame.schema > 0.0 || frame.unbounded_inside;
         let times = match frame.bound {
             Bound::Count(n) => n as f64,
@@ -300,12 +308,10 @@ impl Walk<'_> {
             Bound::Pool { bytes_per_item } => {
                 if let Some(p) = frame.over {
                     let outer = self.times_for(p);
-                    self.shape
-                        .pools
-                        .entry(p)
-                        .or_default()
-                        .loops
-                        .push((per_item * outer, bytes_per_item));
+                    self.shape.pools.entry(p).or_default().loops.push((
+                        per_item * outer,
+                        bytes_per_item.saturating_add(frame.widest_bytes),
+                    ));
                 }
                 1.0
             }
@@ -321,6 +327,49 @@ impl Walk<'_> {
             parent.schema += frame.schema * times;
             parent.unbounded_inside |= frame.unbounded_inside;
         }
+    }
+
+    /// The tokens of a loop's text per item, counted over a few items in a row: text
+    /// alone (`, `) can take more tokens than it does between its neighbours (`a, b`).
+    fn per_item(&self, text: &str) -> f64 {
+        const ITEMS: usize = 4;
+        if text.is_empty() {
+            return 0.0;
+        }
+        self.counter.count(&text.repeat(ITEMS)) as f64 / ITEMS as f64
+    }
+
+    /// Runs `body`, which walks alternatives separated by [`Walk::next_branch`], and keeps
+    /// the text of the one that prints the most (what a capped value prints is noted in
+    /// every branch, an upper bound).
+    fn larger_branch(&mut self, body: impl FnOnce(&mut Self)) {
+        let depth = self.frames.len();
+        self.frames.push(Frame::new(None, Bound::Count(1)));
+        body(self);
+        let mut best: Option<Frame> = None;
+        let mut best_tokens = -1.0;
+        while self.frames.len() > depth {
+            let Some(frame) = self.frames.pop() else {
+                break;
+            };
+            let tokens = self.counter.count(&frame.text) as f64 + frame.tokens;
+            if tokens > best_tokens {
+                best_tokens = tokens;
+                best = Some(frame);
+            }
+        }
+        if let (Some(branch), Some(parent)) = (best, self.frames.last_mut()) {
+            parent.text.push_str(&branch.text);
+            parent.tokens += branch.tokens;
+            parent.schema += branch.schema;
+            parent.unbounded_inside |= branch.unbounded_inside;
+            parent.widest_bytes = parent.widest_bytes.saturating_add(branch.widest_bytes);
+        }
+    }
+
+    /// Starts the next alternative of [`Walk::larger_branch`].
+    fn next_branch(&mut self) {
+        self.frames.push(Frame::new(None, Bound::Count(1)));
     }
 
     /// How many times what is printed here is repeated for the content of `param`: the
@@ -356,6 +405,14 @@ impl Walk<'_> {
                 }
             }
             Val::Many(vs) => vs.into_iter().for_each(|v| self.print(v)),
+            Val::Either(vs) => self.larger_branch(|w| {
+                for (i, v) in vs.into_iter().enumerate() {
+                    if i > 0 {
+                        w.next_branch();
+                    }
+                    w.print(v);
+                }
+            }),
             Val::Nothing => {}
             Val::Opaque(what) => self.opaque(what),
             Val::Param {
@@ -363,6 +420,14 @@ impl Walk<'_> {
             } => {
                 if let Some(widest) = sizes::widest_text(self.hir, &ty) {
                     self.text(&widest);
+                    if self.caps[param].is_some()
+                        && let Some(frame) =
+                            self.frames.iter_mut().rev().find(|f| f.over == Some(param))
+                    {
+                        frame.widest_bytes = frame
+                            .widest_bytes
+                            .saturating_add(sizes::widest_extra_bytes(self.hir, &ty));
+                    }
                 } else if self.caps[param].is_some() {
                     let times = self.times_for(param);
                     self.shape
@@ -487,7 +552,16 @@ impl Walk<'_> {
                 let left = self.expr(&b.left, locals);
                 let right = self.expr(&b.right, locals);
                 match b.op {
+                    // `a ~ b` and `a + b` print both; `a or b`, `a and b` one of them.
                     j::BinOpKind::Concat | j::BinOpKind::Add => Val::Many(vec![left, right]),
+                    j::BinOpKind::ScOr | j::BinOpKind::ScAnd => Val::Either(vec![left, right]),
+                    j::BinOpKind::Eq
+                    | j::BinOpKind::Ne
+                    | j::BinOpKind::Lt
+                    | j::BinOpKind::Lte
+                    | j::BinOpKind::Gt
+                    | j::BinOpKind::Gte
+                    | j::BinOpKind::In => Val::Text("false".into()),
                     // Arithmetic prints a number.
                     _ => Val::Text(sizes::widest_float()),
                 }
@@ -498,7 +572,7 @@ impl Walk<'_> {
                     .false_expr
                     .as_ref()
                     .map_or(Val::Nothing, |x| self.expr(x, locals));
-                Val::Many(vec![yes, no])
+                Val::Either(vec![yes, no])
             }
             Expr::Call(c) => self.call(c, locals),
             Expr::List(l) => Val::Many(l.items.iter().map(|x| self.expr(x, locals)).collect()),
@@ -576,7 +650,7 @@ impl Walk<'_> {
             "float" | "round" | "sum" => Val::Text(sizes::widest_float()),
             "first" | "last" | "random" | "min" | "max" => self.item(base),
             // A default prints when the value is empty: either may be printed.
-            "default" | "d" => Val::Many(std::iter::once(base).chain(args).collect()),
+            "default" | "d" => Val::Either(std::iter::once(base).chain(args).collect()),
             "join" => self.join(base, args.into_iter().next()),
             // Everything else prints its value, changed in form (`upper`, `tojson`,
             // `trim`, `items`, `sort`...): its size is the value's.
@@ -615,7 +689,7 @@ impl Walk<'_> {
         };
         let item_ty = sizes::item_type(self.hir, ty);
         // An item takes its own bytes and a comma.
-        let per = sizes::min_json_bytes(self.hir, &item_ty) + 1;
+        let per = sizes::min_json_bytes(self.hir, &item_ty).saturating_add(1);
         let bound = match (self.caps[*param], at_most) {
             (Some(cap), Some(n)) => Bound::Count((*n).min(cap / per)),
             (Some(_), None) => Bound::Pool {

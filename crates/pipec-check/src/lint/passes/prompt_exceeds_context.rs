@@ -11,6 +11,10 @@ use pipec_syntax::literal::size_text;
 const NAMED_INPUTS: usize = 3;
 
 pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
+    // A value whose type or cap did not check has no size to speak of.
+    if cx.has_errors {
+        return;
+    }
     let hir = cx.hir;
     for id in 0..hir.nodes.len() as u32 {
         // A byte is at least a token: a node whose bytes fit needs no tokenizer (most
@@ -40,32 +44,31 @@ fn diagnostic(b: &NodeBudget) -> Diagnostic {
         Origin::Declared => "its `context_window`",
         Origin::Table => "pipec's table",
     };
-    let reply = match b.reply {
-        Some((n, Origin::Declared)) => {
-            format!(" and its {}-token reply (`max_tokens`)", thousands(n))
-        }
-        Some((n, Origin::Table)) => {
-            format!(" and the {}-token reply the model may write", thousands(n))
-        }
-        None => String::new(),
-    };
     let estimate = if b.tokenizer.exact { "" } else { "about " };
-    let mut d = Diagnostic::new(
-        &PROMPT_EXCEEDS_CONTEXT,
-        b.file,
-        b.name_span,
-        format!(
-            "the worst-case prompt of `{}` is {estimate}{} tokens{reply}, over the {}-token window of {model}",
+    let prompt = format!("{estimate}{} tokens", thousands(b.prompt()));
+    let message = match b.reply {
+        Some((n, origin)) => format!(
+            "the worst-case prompt of `{}` ({prompt}) and {} ({} tokens) do not fit the {}-token window of {model}",
             b.name,
-            thousands(b.prompt()),
+            match origin {
+                Origin::Declared => "its reply's `max_tokens`",
+                Origin::Table => "the longest reply the model may write",
+            },
+            thousands(n),
             thousands(window),
         ),
-    )
-    .label(format!(
-        "{estimate}{} of {} tokens ({whose})",
-        thousands(b.worst()),
-        thousands(window)
-    ));
+        None => format!(
+            "the worst-case prompt of `{}` ({prompt}) does not fit the {}-token window of {model}",
+            b.name,
+            thousands(window),
+        ),
+    };
+    let mut d =
+        Diagnostic::new(&PROMPT_EXCEEDS_CONTEXT, b.file, b.name_span, message).label(format!(
+            "{estimate}{} of {} tokens ({whose})",
+            thousands(b.worst()),
+            thousands(window)
+        ));
     let mut largest: Vec<_> = b.inputs.iter().filter(|i| i.tokens > 0).collect();
     largest.sort_by(|a, b| b.tokens.cmp(&a.tokens).then(a.name.cmp(&b.name)));
     let total = b.worst().max(1);
@@ -81,7 +84,7 @@ fn diagnostic(b: &NodeBudget) -> Diagnostic {
                 "`{}`: up to {estimate}{} tokens ({}%{cap})",
                 input.name,
                 thousands(input.tokens),
-                input.tokens * 100 / total
+                (u128::from(input.tokens) * 100 / u128::from(total))
             ),
         );
     }
@@ -92,17 +95,18 @@ fn diagnostic(b: &NodeBudget) -> Diagnostic {
         .collect();
     if !unbounded.is_empty() {
         d = d.note(format!(
-            "{} no bound and counted as empty; the prompt can be larger still",
+            "{} no bound and {} counted as empty here: the prompt can be larger still",
             if unbounded.len() == 1 {
                 format!("{} has", unbounded[0])
             } else {
                 format!("{} have", unbounded.join(", "))
-            }
+            },
+            if unbounded.len() == 1 { "is" } else { "are" }
         ));
     }
     let what = match largest.first() {
         Some(top) if top.cap_bytes.is_some() => format!(
-            "lower the cap of `{}` (`max_bytes`, or `max_total` for a list), bound its lists with `each(..., max: n)`, ",
+            "lower the cap of `{}` (`max_bytes`, or `max_total` for a list of linked resources), ",
             top.name
         ),
         _ => String::new(),
