@@ -362,3 +362,156 @@ fn calls(node: &NodeDef) -> Option<u64> {
         _ => Some(1),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budget_of(src: &str, node: &str) -> NodeBudget {
+        let loader = pipec_base::source::MemoryLoader::new().with("t.pipe", src);
+        let checked = crate::check(&loader, std::path::Path::new("t.pipe"), "t.pipe");
+        assert!(
+            checked.diagnostics.iter().all(|d| !d.is_error()),
+            "{:?}",
+            checked.diagnostics
+        );
+        budgets(&checked.hir)
+            .into_iter()
+            .find(|b| b.name == node)
+            .expect("the node has a budget")
+    }
+
+    fn pipe(params: &str, prompt: &str) -> String {
+        format!(
+            r##"server s {{
+  command = "x"
+}}
+model m {{
+  provider = "openai"
+  name = "gpt-4o"
+  max_tokens = 100
+}}
+type Item {{ n: int, text: string, title: string }}
+type Doc {{ items: Item[] }}
+input who: string
+think t({params}) -> string {{
+  model = m
+  prompt = #"{prompt}"#
+}}
+output o = t
+"##
+        )
+    }
+
+    const CAPPED: &str = r#"doc: Doc = resource("mcp://s/doc", max_bytes: 10kb)"#;
+
+    #[test]
+    fn a_cap_printed_twice_counts_twice_and_once_per_disjoint_field() {
+        let once = budget_of(
+            &pipe(CAPPED, "{% for i in doc.items %}{{ i.text }}{% endfor %}"),
+            "t",
+        );
+        let twice = budget_of(
+            &pipe(
+                CAPPED,
+                "{% for i in doc.items %}{{ i.text }} {{ i.text }}{% endfor %}",
+            ),
+            "t",
+        );
+        let disjoint = budget_of(
+            &pipe(
+                CAPPED,
+                "{% for i in doc.items %}{{ i.text }} {{ i.title }}{% endfor %}",
+            ),
+            "t",
+        );
+        let doc = |b: &NodeBudget| {
+            b.inputs
+                .iter()
+                .find(|i| i.name == "doc")
+                .map_or(0, |i| i.tokens)
+        };
+        let one = doc(&once);
+        // 10 kB of prose: about 2,000 tokens.
+        assert!((1_500..2_500).contains(&one), "{one}");
+        assert!(doc(&twice).abs_diff(2 * one) <= 1, "{}", doc(&twice));
+        // Two fields share the cap: together they hold no more than the whole.
+        assert_eq!(doc(&disjoint), one);
+        assert!(once.is_bounded());
+        assert_eq!(once.fits(), Fits::Yes);
+        assert_eq!(once.reply, Some((100, Origin::Declared)));
+        assert_eq!(once.window, Some((128_000, Origin::Table)));
+    }
+
+    #[test]
+    fn many_small_items_can_outweigh_prose() {
+        // Each item is at least 29 bytes of JSON and prints a
+        // line of 30 words: spending the cap on items makes more tokens than on text.
+        let words = "and so on ".repeat(10);
+        let b = budget_of(
+            &pipe(
+                CAPPED,
+                &format!("{{% for i in doc.items %}}{words}\n{{% endfor %}}"),
+            ),
+            "t",
+        );
+        let doc = b.inputs.iter().find(|i| i.name == "doc").expect("doc");
+        // 10,000 / 29 items (`{"n":0,"text":"","title":""}` and a comma), 30 tokens each.
+        assert!(doc.tokens > 10_000, "{}", doc.tokens);
+    }
+
+    #[test]
+    fn what_nothing_bounds_is_named_and_the_larger_branch_counts() {
+        let b = budget_of(
+            &pipe(
+                "who: string = input.who",
+                "{% if who %}{{ who }} and a few more words here{% else %}short{% endif %}",
+            ),
+            "t",
+        );
+        assert_eq!(b.inputs.len(), 1);
+        assert_eq!(b.inputs[0].unbounded, ["who"]);
+        assert!(!b.is_bounded());
+        assert_eq!(b.fits(), Fits::Unbounded);
+        let short = budget_of(
+            &pipe(
+                "who: string = input.who",
+                "{% if who %}{{ who }}{% else %}short{% endif %}",
+            ),
+            "t",
+        );
+        assert!(b.template > short.template);
+    }
+
+    #[test]
+    fn numbers_print_at_their_widest_and_a_slice_bounds_a_loop() {
+        let b = budget_of(
+            &pipe(
+                "who: Item[] = input.who",
+                "{% for i in who[-3:] %}{{ i.n }};{% endfor %}",
+            )
+            .replace("input who: string", "input who: Item[]"),
+            "t",
+        );
+        // Three items of `-9223372036854775808;`, and nothing unbounded.
+        assert!(b.is_bounded(), "{:?}", b.inputs);
+        let one = budget_of(
+            &pipe(
+                "who: Item[] = input.who",
+                "{% for i in who[-1:] %}{{ i.n }};{% endfor %}",
+            )
+            .replace("input who: string", "input who: Item[]"),
+            "t",
+        );
+        assert!(b.template > one.template);
+        let unsliced = budget_of(
+            &pipe(
+                "who: Item[] = input.who",
+                "{% for i in who %}{{ i.n }};{% endfor %}",
+            )
+            .replace("input who: string", "input who: Item[]"),
+            "t",
+        );
+        assert_eq!(unsliced.inputs[0].unbounded, ["who"]);
+    }
+}
