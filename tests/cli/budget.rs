@@ -12,12 +12,12 @@ use common::{Project, code, crate_root, json, stderr, stdout};
 /// gpt-4o-mini's 16,384-token reply), from `scripts/budget_handcount.py`.
 const HAND_COUNT: &[(&str, u64)] = &[("research", 27_857), ("consume", 66_893)];
 
-fn budget(args: &[&str], dir: &std::path::Path) -> std::process::Output {
+fn budget(args: &[&str], dir: impl AsRef<std::path::Path>) -> std::process::Output {
     let mut all = vec!["budget"];
     all.extend_from_slice(args);
     std::process::Command::new(common::pipec_bin())
         .args(&all)
-        .current_dir(dir)
+        .current_dir(dir.as_ref())
         .output()
         .expect("pipec runs")
 }
@@ -33,7 +33,7 @@ fn node<'a>(doc: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
 
 #[test]
 fn deal_research_agrees_with_the_hand_count() {
-    let out = budget(&["pipelines/deal_research.pipe", "--json"], &crate_root());
+    let out = budget(&["pipelines/deal_research.pipe", "--json"], crate_root());
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
     let doc = json(&stdout(&out));
     assert_eq!(doc["budget_version"], 1);
@@ -104,7 +104,7 @@ fn deal_research_agrees_with_the_hand_count() {
     let expected = (consume["prompt"].as_f64().expect("prompt") * 0.15 + 16_384.0 * 0.60) / 1e6;
     assert!((worst - expected).abs() < 1e-9, "{worst} vs {expected}");
 
-    let table = budget(&["pipelines/deal_research.pipe"], &crate_root());
+    let table = budget(&["pipelines/deal_research.pipe"], crate_root());
     assert_eq!(code(&table), 0);
     let text = stdout(&table);
     assert!(
@@ -219,7 +219,7 @@ fn a_missing_file_is_a_usage_error_and_a_file_with_errors_exits_1() {
 
 #[test]
 fn the_json_document_has_these_fields() {
-    let out = budget(&["pipelines/deal_research.pipe", "--json"], &crate_root());
+    let out = budget(&["pipelines/deal_research.pipe", "--json"], crate_root());
     let doc = json(&stdout(&out));
     let keys = |v: &serde_json::Value| -> Vec<String> {
         let mut k: Vec<String> = v.as_object().expect("object").keys().cloned().collect();

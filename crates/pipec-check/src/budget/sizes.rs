@@ -103,15 +103,11 @@ fn record_bytes(
     seen: &mut HashMap<TypeId, u64>,
 ) -> u64 {
     let mut total: u64 = 2; // `{` `}`
-    let mut required = 0u64;
-    for f in fields.iter().filter(|f| !f.ty.is_optional()) {
+    for (i, f) in fields.iter().filter(|f| !f.ty.is_optional()).enumerate() {
         // `"name":value`, and a comma before every field but the first.
         let field =
             (f.name.len() as u64 + 3).saturating_add(min_bytes(hir, &f.ty, depth + 1, seen));
-        total = total
-            .saturating_add(field)
-            .saturating_add(u64::from(required > 0));
-        required += 1;
+        total = total.saturating_add(field).saturating_add(u64::from(i > 0));
     }
     total
 }
