@@ -78,7 +78,9 @@ const TABLE: &[(&str, f64, Option<f64>, f64)] = &[
     ("gemini-2.5-flash", 0.30, None, 2.50),
 ];
 
-/// The table's prices of the model `name` as an endpoint names it; see [`known_entry`].
+/// The table's prices of the model `name` as an endpoint names it: the longest entry it
+/// is, or starts with before a `-` suffix (a date or version); a gateway's `vendor/model`
+/// and pipec's `provider:model` are read for the model alone.
 pub fn table_prices(name: &str) -> Option<Prices> {
     known_entry(TABLE, |(known, ..)| known, name).map(|&(_, input, cached_input, output)| Prices {
         input,

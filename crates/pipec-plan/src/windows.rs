@@ -48,8 +48,8 @@ pub struct Window {
     pub max_output: u64,
 }
 
-/// The table's window of the model `name` as an endpoint names it (matched as the price
-/// table matches names).
+/// The table's window of the model `name` as an endpoint names it (matched as
+/// [`crate::prices::table_prices`] matches names).
 pub fn table_window(name: &str) -> Option<Window> {
     known_entry(TABLE, |(known, ..)| known, name).map(|&(_, context, max_output)| Window {
         context,
