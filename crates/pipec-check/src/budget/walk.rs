@@ -587,30 +587,18 @@ impl Walk<'_> {
         }
     }
 
+    /// The field `name` of a value (`loop.index` and the like stay the numbers they are).
     fn field(&self, base: Val, name: &str) -> Val {
-        match base {
-            Val::Param {
-                param,
-                mut path,
-                ty,
-                ..
-            } => {
-                let ty = sizes::field_type(self.hir, &ty, name);
-                path.push(name.to_string());
-                Val::Param {
-                    param,
-                    path,
-                    ty,
-                    at_most: None,
-                }
-            }
-            // `loop.index` and the like stay numbers.
-            Val::Text(t) => Val::Text(t),
-            other => other,
-        }
+        self.descend(base, name, |hir, ty| sizes::field_type(hir, ty, name))
     }
 
+    /// An item of a list value (or a value of a map).
     fn item(&self, base: Val) -> Val {
+        self.descend(base, "[]", sizes::item_type)
+    }
+
+    /// A part of a parameter's value: one more step of its path, of the type `part` says.
+    fn descend(&self, base: Val, step: &str, part: impl Fn(&Hir, &Ty) -> Ty) -> Val {
         match base {
             Val::Param {
                 param,
@@ -618,11 +606,11 @@ impl Walk<'_> {
                 ty,
                 ..
             } => {
-                path.push("[]".into());
+                path.push(step.to_string());
                 Val::Param {
                     param,
                     path,
-                    ty: sizes::item_type(self.hir, &ty),
+                    ty: part(self.hir, &ty),
                     at_most: None,
                 }
             }
