@@ -231,6 +231,8 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("lsp-server", &["lsp"]),
     ("lsp-types", &["lsp"]),
     ("saphyr-parser", &["serve"]),
+    // The tokenizers `pipec budget` and P0408 count with: the checker's alone.
+    ("tiktoken-rs", &["check"]),
     // Behind pipec-schema's `validate` feature, which only the runtime turns on.
     ("jsonschema", &["schema"]),
     ("clap", &["pipec", "demo-crm"]),

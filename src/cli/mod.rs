@@ -1,6 +1,7 @@
 //! The command line: one file per subcommand. `main.rs` only calls [`main`].
 
 mod answer;
+mod budget;
 mod cancel;
 mod check;
 mod check_fix;
@@ -60,6 +61,8 @@ enum Command {
     Fmt(fmt::Args),
     /// Draw a pipeline as a Mermaid or Graphviz graph
     Graph(graph::Args),
+    /// The worst-case prompt of each model node against its context window, and its cost
+    Budget(budget::Args),
     /// Run a pipeline: start a thread and run it until it completes or pauses
     Run(run::Args),
     /// Run the tests of .pipe files (`test name { ... }`)
@@ -153,6 +156,7 @@ pub fn main() -> ExitCode {
         Command::Explain(a) => explain::run(a),
         Command::Fmt(a) => fmt::run(a),
         Command::Graph(a) => graph::run(a),
+        Command::Budget(a) => budget::run(a),
         Command::Run(a) => run::run(a),
         Command::Test(a) => test::run(a),
         Command::Lsp(a) => lsp::run(a),

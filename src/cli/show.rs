@@ -13,6 +13,7 @@ use super::common;
 use super::runs::fmt_time;
 use crate::runtime::show;
 use crate::store::{Event, GateState, ItemState, NodeState};
+use pipec_base::numbers::thousands;
 
 #[derive(clap::Args)]
 pub(super) struct Args {
@@ -398,18 +399,6 @@ pub(super) fn cost_text(u: &show::UsageView) -> String {
             if n == 1 { "" } else { "s" }
         ),
     }
-}
-
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn request_text(request: &Value) -> String {

@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod budget;
 mod cli;
 mod fuzz;
 mod init;

@@ -9,5 +9,6 @@ pub mod digest;
 pub mod identifiers;
 pub mod names;
 pub mod nesting;
+pub mod numbers;
 pub mod source;
 pub mod uri;

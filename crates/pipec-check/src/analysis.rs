@@ -37,6 +37,7 @@ pub fn analyze(loader: &dyn Loader, path: &Path, display_name: &str) -> Analysis
         hir: &checked.hir,
         syntax: &checked.syntax,
         db: &checked.db,
+        has_errors,
     };
     crate::lint::run(&cx, &mut diagnostics);
     if has_errors {

@@ -132,6 +132,9 @@ pub struct ModelDef {
     pub replies: Option<String>,
     pub extra: serde_json::Value,
     pub prices: Option<pipec_plan::prices::Prices>,
+    /// The prompt and reply together, in tokens, as declared (`context_window = 128000`);
+    /// else pipec's table knows it by `model_name`, or nobody does.
+    pub context_window: Option<u64>,
 }
 
 #[derive(Debug)]

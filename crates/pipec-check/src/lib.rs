@@ -12,6 +12,7 @@ pub mod hir;
 pub mod ty;
 
 mod analysis;
+pub mod budget;
 mod credentials;
 mod decls;
 mod expr;

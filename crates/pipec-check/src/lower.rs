@@ -14,10 +14,7 @@ use pipec_syntax::ast;
 /// Lowers a checked program to a plan named `name`.
 pub fn lower(hir: &Hir, name: &str) -> Plan {
     let l = Lower { hir };
-    let mut defs = BTreeMap::new();
-    for (i, _) in hir.types.iter().enumerate() {
-        defs.insert(def_name(hir, i as u32), def_schema(hir, i as u32));
-    }
+    let defs = plan_defs(hir);
     let mut config: BTreeMap<String, ConfigVar> = BTreeMap::new();
     let servers: Vec<Server> = hir
         .servers
@@ -76,6 +73,19 @@ pub fn lower(hir: &Hir, name: &str) -> Plan {
 
 /// One server of a checked program as the plan declares it, whether or not the rest of
 /// the program has errors (`pipec tools pull` reaches a server of a file being written).
+/// The plan's `$defs`: every declared type's schema, by its unique name.
+pub(crate) fn plan_defs(hir: &Hir) -> BTreeMap<String, Value> {
+    (0..hir.types.len() as u32)
+        .map(|i| (def_name(hir, i), def_schema(hir, i)))
+        .collect()
+}
+
+/// A tool as the plan holds it (what a model is shown of it: its description and the
+/// schema of its arguments).
+pub(crate) fn lower_tool(hir: &Hir, tool: &hir::ToolDef) -> Tool {
+    Lower { hir }.tool(tool)
+}
+
 pub fn lower_server(hir: &Hir, server: &hir::ServerDef) -> Server {
     Lower { hir }.server(server, &mut BTreeMap::new())
 }

@@ -14,6 +14,7 @@ pub mod prices;
 pub mod served;
 pub mod testing;
 mod validate;
+pub mod windows;
 
 use std::collections::BTreeMap;
 

@@ -79,24 +79,42 @@ const TABLE: &[(&str, f64, Option<f64>, f64)] = &[
 ];
 
 /// The table's prices of the model `name` as an endpoint names it: the longest entry it
-/// is, or starts with before a `-` suffix (a date or version); a gateway's
-/// `vendor/model` and pipec's `provider:model` are read for the model alone.
+/// is, or starts with before a `-` suffix (a date or version); a gateway's `vendor/model`
+/// and pipec's `provider:model` are read for the model alone.
 pub fn table_prices(name: &str) -> Option<Prices> {
+    known_entry(TABLE, |(known, ..)| known, name).map(|&(_, input, cached_input, output)| Prices {
+        input,
+        output,
+        cached_input,
+    })
+}
+
+/// The entry of a table of well-known models (this one, and the context windows beside
+/// it) for the model `name` as an endpoint names it: the longest entry it is, or starts
+/// with before a `-` suffix (a date or version); a gateway's `vendor/model` and pipec's
+/// `provider:model` are read for the model alone.
+pub(crate) fn known_entry<'t, T>(
+    table: &'t [T],
+    key: impl Fn(&T) -> &str,
+    name: &str,
+) -> Option<&'t T> {
     let name = name.rsplit([':', '/']).next().unwrap_or(name);
-    TABLE
+    table
         .iter()
-        .filter(|(known, ..)| {
-            name == *known
+        .filter(|entry| {
+            let known = key(entry);
+            name == known
                 || name
                     .strip_prefix(known)
                     .is_some_and(|rest| rest.starts_with('-'))
         })
-        .max_by_key(|(known, ..)| known.len())
-        .map(|&(_, input, cached_input, output)| Prices {
-            input,
-            output,
-            cached_input,
-        })
+        .max_by_key(|entry| key(entry).len())
+}
+
+/// The names the price table knows, for the tables that must know the same.
+#[cfg(test)]
+pub(crate) fn table_names() -> Vec<&'static str> {
+    TABLE.iter().map(|(name, ..)| *name).collect()
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //! ([`refs`]); a server's schemas read as pipec types ([`read`]: what `pipec tools pull`
 //! declares), and by the same reading whether a declared parameter fits what a server
 //! takes ([`fit`]); an example value to show a person ([`example()`]); a value's schema as a
-//! form a person fills in ([`form`]: what a served gate asks a client); and, behind the
+//! form a person fills in ([`form`]: what a served gate asks a client); the schemas a model
+//! is shown, which the runtime sends and the checker sizes ([`shown`]); and, behind the
 //! `validate` feature that only the runtime turns on, validating values ([`validate`],
 //! with the jsonschema crate).
 //!
@@ -17,6 +18,7 @@ pub mod fit;
 pub mod form;
 pub mod read;
 pub mod refs;
+pub mod shown;
 #[cfg(feature = "validate")]
 pub mod validate;
 

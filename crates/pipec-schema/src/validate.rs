@@ -6,24 +6,12 @@
 //! an `i64`, and JSON parsers turn a longer integer literal into a float (`1e+23`), which
 //! JSON Schema would otherwise still call an integer.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::refs::referenced_defs;
-
-/// How strictly records are read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Mode {
-    /// Extra fields are allowed (tool results, `exec` output, resources).
-    Open,
-    /// No field a record does not declare (gate answers, inputs given by people).
-    Closed,
-    /// Closed, and every field required (optional ones nullable), as strict structured
-    /// model output wants.
-    Strict,
-}
+pub use crate::shown::Mode;
 
 /// Why a value was refused.
 #[derive(Clone, Debug, PartialEq)]
@@ -68,43 +56,13 @@ impl Validators {
     /// The schema with the plan's definitions attached, as a model or a validator needs
     /// it; see [`Mode`].
     pub fn full_schema(&self, schema: &Value, mode: Mode) -> Value {
-        let mut root = match schema {
-            Value::Object(m) => Value::Object(m.clone()),
-            _ => json!({}),
-        };
-        let mut defs = Value::Object(self.defs.clone().into_iter().collect());
-        if mode != Mode::Open {
-            close(&mut root, mode == Mode::Strict);
-            close(&mut defs, mode == Mode::Strict);
-        }
-        if let Value::Object(m) = &mut root
-            && let Value::Object(d) = &defs
-            && !d.is_empty()
-        {
-            m.insert("$defs".into(), defs);
-        }
-        root
+        crate::shown::full_schema(&self.defs, schema, mode)
     }
 
     /// The schema with only the definitions it reaches, for showing to a person (an
     /// answer's shape, not every type of the plan).
     pub fn shown_schema(&self, schema: &Value) -> Value {
-        let mut reached = BTreeSet::new();
-        referenced_defs(schema, &self.defs, &mut reached);
-        let mut root = match schema {
-            Value::Object(m) => Value::Object(m.clone()),
-            _ => json!({}),
-        };
-        if !reached.is_empty()
-            && let Value::Object(m) = &mut root
-        {
-            let defs: serde_json::Map<String, Value> = reached
-                .iter()
-                .filter_map(|n| self.defs.get(n).map(|d| (n.clone(), d.clone())))
-                .collect();
-            m.insert("$defs".into(), Value::Object(defs));
-        }
-        root
+        crate::shown::shown_schema(&self.defs, schema)
     }
 
     fn validator(
@@ -162,33 +120,6 @@ impl Validators {
     }
 }
 
-/// Forbids properties a record does not declare; `all_required` also makes every
-/// property required (optional ones are nullable in the plan's schemas).
-fn close(schema: &mut Value, all_required: bool) {
-    match schema {
-        Value::Object(m) => {
-            if m.get("type").and_then(Value::as_str) == Some("object")
-                && m.contains_key("properties")
-            {
-                m.insert("additionalProperties".into(), Value::Bool(false));
-                if all_required {
-                    let names: Vec<Value> = m
-                        .get("properties")
-                        .and_then(Value::as_object)
-                        .map(|p| p.keys().map(|k| Value::String(k.clone())).collect())
-                        .unwrap_or_default();
-                    m.insert("required".into(), Value::Array(names));
-                }
-            }
-            for (_, v) in m.iter_mut() {
-                close(v, all_required);
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|v| close(v, all_required)),
-        _ => {}
-    }
-}
-
 /// Bounds every `integer` to the range of an `i64`.
 fn bound_integers(schema: &mut Value) {
     match schema {
@@ -214,18 +145,7 @@ fn bound_integers(schema: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn strict_schemas_forbid_extra_fields_and_require_all() {
-        let mut s = json!({ "type": "object", "properties": { "a": { "type": "string" } }, "required": [] });
-        close(&mut s, true);
-        assert_eq!(s["additionalProperties"], json!(false));
-        assert_eq!(s["required"], json!(["a"]));
-        let mut c = json!({ "type": "object", "properties": { "a": { "type": "string" } }, "required": [] });
-        close(&mut c, false);
-        assert_eq!(c["additionalProperties"], json!(false));
-        assert_eq!(c["required"], json!([]));
-    }
+    use serde_json::json;
 
     #[test]
     fn integers_beyond_64_bits_do_not_fit() {

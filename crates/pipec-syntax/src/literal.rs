@@ -22,6 +22,19 @@ pub const SIZE_UNITS: &[(&str, u64)] = &[
     ("gib", 1 << 30),
 ];
 
+/// A number of bytes as a size literal is written: in the largest unit it is a whole
+/// number of (`200kb`, `2mib`, `1234b`).
+pub fn size_text(bytes: u64) -> String {
+    SIZE_UNITS
+        .iter()
+        .filter(|(_, unit)| bytes > 0 && bytes.is_multiple_of(*unit))
+        .max_by_key(|(_, unit)| *unit)
+        .map_or_else(
+            || format!("{bytes}b"),
+            |(name, unit)| format!("{}{name}", bytes / unit),
+        )
+}
+
 pub const DURATION_UNITS: &[(&str, u64)] = &[
     ("ms", 1),
     ("s", 1_000),
@@ -248,6 +261,10 @@ mod tests {
         assert_eq!(decode_number("-3"), Ok(Number::Int(-3)));
         assert_eq!(decode_number("0.8"), Ok(Number::Float(0.8)));
         assert_eq!(decode_number("200kb"), Ok(Number::Size(200_000)));
+        assert_eq!(size_text(200_000), "200kb");
+        assert_eq!(size_text(2 << 20), "2mib");
+        assert_eq!(size_text(1234), "1234b");
+        assert_eq!(size_text(0), "0b");
         assert_eq!(decode_number("1mib"), Ok(Number::Size(1_048_576)));
         assert_eq!(decode_number("1.5mb"), Ok(Number::Size(1_500_000)));
         assert_eq!(decode_number("500ms"), Ok(Number::Duration(500)));

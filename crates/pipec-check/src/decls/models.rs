@@ -25,6 +25,7 @@ pub(crate) fn empty_model(info: DeclInfo) -> ModelDef {
         replies: None,
         extra: serde_json::Value::Null,
         prices: None,
+        context_window: None,
     }
 }
 
@@ -41,6 +42,7 @@ const MODEL_SETTINGS: &[&str] = &[
     "replies",
     "extra",
     "prices",
+    "context_window",
 ];
 
 /// The settings of a model's `prices` block, in US dollars per million tokens.
@@ -153,6 +155,21 @@ impl Checker<'_> {
                 .help("leave it out for the default (8mb), or give the largest reply expected, e.g. `max_reply_bytes = 16mb`"),
             );
         }
+        let context_window = self.count_setting(&s, "context_window");
+        if context_window == Some(0)
+            && let Some(e) = s.expr("context_window")
+        {
+            self.diags.push(
+                Diagnostic::new(
+                    &r::INVALID_LITERAL_TYPE,
+                    file,
+                    e.span,
+                    "a `context_window` of 0 tokens holds no prompt",
+                )
+                .label("expected the model's window in tokens")
+                .help("give the window the provider publishes for the model, e.g. `context_window = 128000`, or leave it out for pipec's table"),
+            );
+        }
         let replies = self.string_setting(&s, "replies").map(|(p, span)| {
             let path = join_rel(&self.base_dir(f), &p);
             self.check_path_exists(file, span, &path, PathKind::File, "the replies file");
@@ -226,6 +243,7 @@ impl Checker<'_> {
         m.replies = replies;
         m.extra = extra;
         m.prices = prices;
+        m.context_window = context_window.filter(|w| *w > 0);
     }
 
     /// A model's `prices` block: `input` and `output` (and `cached_input`), US dollars per

@@ -21,6 +21,9 @@ pub struct LintContext<'a> {
     pub hir: &'a Hir,
     pub syntax: &'a [SyntaxFile],
     pub db: &'a SourceDb,
+    /// Whether the checker reported an error: passes that measure the program (sizes,
+    /// budgets) hold back on one that is incomplete.
+    pub has_errors: bool,
 }
 
 impl LintContext<'_> {

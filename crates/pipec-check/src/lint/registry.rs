@@ -9,6 +9,7 @@ pub(super) static PASSES: &[Pass] = &[
     p::dangling_doc_comment::check,
     p::naming_convention::check,
     p::unbounded_prompt_resource::check,
+    p::prompt_exceeds_context::check,
     p::unhealable_link::check,
     p::unused_parameter::check,
     p::unused_node::check,

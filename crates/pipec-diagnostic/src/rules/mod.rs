@@ -57,6 +57,7 @@ catalogue! {
     unknown_prompt_field::UNKNOWN_PROMPT_FIELD,
     single_brace_placeholder::SINGLE_BRACE_PLACEHOLDER,
     file_name_as_prompt::FILE_NAME_AS_PROMPT,
+    prompt_exceeds_context::PROMPT_EXCEEDS_CONTEXT,
     cycle::CYCLE,
     unused_node::UNUSED_NODE,
     unused_declaration::UNUSED_DECLARATION,

@@ -131,7 +131,13 @@ impl OpenAiModel {
                 Value::Array(
                     req.tools
                         .iter()
-                        .map(|t| json!({ "type": "function", "function": { "name": t.name, "description": t.description, "parameters": t.parameters } }))
+                        .map(|t| {
+                            pipec_schema::shown::function_tool(
+                                &t.name,
+                                t.description.as_deref(),
+                                &t.parameters,
+                            )
+                        })
                         .collect(),
                 ),
             );

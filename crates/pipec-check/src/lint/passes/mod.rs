@@ -7,6 +7,7 @@ pub(super) mod dangling_doc_comment;
 pub(super) mod gate_in_each;
 pub(super) mod gate_without_consumer;
 pub(super) mod naming_convention;
+pub(super) mod prompt_exceeds_context;
 pub(super) mod secret_out_of_place;
 pub(super) mod skippable_output;
 pub(super) mod unbounded_fan_out;
