@@ -587,3 +587,41 @@ fn a_snapshot_of_the_outputs_fails_with_a_diff_until_update_writes_it() {
         kept
     );
 }
+
+#[test]
+fn a_server_that_asks_mid_call_is_answered_at_a_gate_and_the_call_goes_on() {
+    let p = Project::new("test-input-required");
+    let asking = LOOKUP
+        .replace(
+            "  command = \"crm-that-is-never-started\"\n",
+            "  command = \"crm-that-is-never-started\"\n  elicitation = \"ask\"\n",
+        )
+        .replace(
+            "test hangs_once {",
+            "test asks_once {\n  input = { name: \"Ada\" }\n  tape = \"lookup.tape.json\"\n  faults {\n    input_required = [\"find\"]\n  }\n  questions = { find: { go_on: true } }\n  expect = [calls.find == 2, events.gate_answered == 1, output.found.id == \"A-1\"]\n}\n\ntest hangs_once {",
+        );
+    p.write("lookup.pipe", &asking);
+    p.write(
+        "lookup.tape.json",
+        r#"{ "pipec_tape": 1, "entries": [
+  { "request": { "kind": "tool", "server": "crm", "tool": "find", "arguments": { "name": "Ada" } },
+    "answers": [{ "content": [], "structuredContent": { "id": "A-1" } }] }
+] }"#,
+    );
+    let out = p.run(&["test", "--filter", "asks_once"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    // A server whose questions nobody answers here: the call fails, saying so.
+    p.write(
+        "lookup.pipe",
+        &asking
+            .replace("  elicitation = \"ask\"\n", "")
+            .replace("  retries = 1\n", ""),
+    );
+    let out = p.run(&["test", "--filter", "asks_once"]);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("asked for input in the middle of a request"),
+        "{}",
+        stdout(&out)
+    );
+}

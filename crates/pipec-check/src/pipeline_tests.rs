@@ -33,6 +33,7 @@ const SETTINGS: &[&str] = &[
     "faults",
     "retry_unfinished",
     "resolve",
+    "questions",
     "status",
     "expect",
 ];
@@ -146,6 +147,10 @@ impl Checker<'_> {
             ),
             None => BTreeMap::new(),
         };
+        let questions = match self.expr_of(&s, "questions", "a record of answers by tool") {
+            Some(e) => self.test_questions(file, e),
+            None => BTreeMap::new(),
+        };
         let status = match self.string_setting(&s, "status") {
             Some((st, _)) if STATUSES.contains(&st.as_str()) => st,
             Some((st, at)) => {
@@ -201,6 +206,7 @@ impl Checker<'_> {
             faults,
             retry_unfinished,
             resolve,
+            questions,
             status,
             expect,
         })
@@ -377,6 +383,46 @@ impl Checker<'_> {
             .map(|t| t.info.display.clone())
             .collect();
         self.test_name_list(file, e, setting, "tool", &known)
+    }
+
+    /// `questions = { tool: { go_on: true } }`: the answers to the questions a test's
+    /// `input_required` fault asks, by tool; each a record literal, or `null` to decline.
+    fn test_questions(&mut self, file: FileId, e: &ast::Expr) -> BTreeMap<String, Value> {
+        let mut out = BTreeMap::new();
+        let Some(entries) = self.record_of(
+            file,
+            e,
+            "questions",
+            "a record of answers by tool: `questions = { tool: { go_on: true } }`",
+        ) else {
+            return out;
+        };
+        let known: Vec<String> = self
+            .hir
+            .tools
+            .iter()
+            .filter(|t| !t.is_reader)
+            .map(|t| t.info.display.clone())
+            .collect();
+        for entry in entries {
+            let name = &entry.key.name;
+            if !known.contains(name) {
+                self.unknown_in_test(file, entry.key.span, "tool", name, &known);
+                continue;
+            }
+            match literal_json(&entry.value) {
+                Some(v @ (Value::Object(_) | Value::Null)) => {
+                    out.insert(name.clone(), v);
+                }
+                _ => self.wrong_value(
+                    file,
+                    entry.value.span,
+                    name,
+                    "a record literal (the form's fields), or `null` to decline",
+                ),
+            }
+        }
+        out
     }
 
     /// `timeouts = ["gate"]`: gates of this file that have a `timeout`.
@@ -559,7 +605,13 @@ impl Checker<'_> {
         let s = self.settings(
             file,
             b,
-            &["dead_links", "kill_after", "server_crash", "server_hang"],
+            &[
+                "dead_links",
+                "kill_after",
+                "server_crash",
+                "server_hang",
+                "input_required",
+            ],
             "`faults`",
         );
         let mut faults = Faults::default();
@@ -568,6 +620,9 @@ impl Checker<'_> {
         }
         if let Some(e) = self.expr_of(&s, "server_hang", "a list of tool names") {
             faults.server_hang = self.test_tool_list(file, e, "server_hang");
+        }
+        if let Some(e) = self.expr_of(&s, "input_required", "a list of tool names") {
+            faults.input_required = self.test_tool_list(file, e, "input_required");
         }
         if let Some(e) = self.expr_of(&s, "kill_after", "a list of node names") {
             faults.kill_after = self.test_node_list(file, e, "kill_after");

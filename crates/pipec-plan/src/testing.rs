@@ -44,6 +44,10 @@ pub struct TestCase {
     /// --resolve` says.
     #[serde(default)]
     pub resolve: BTreeMap<String, Value>,
+    /// The answers to the questions an `input_required` fault asks, by tool (`null`
+    /// declines).
+    #[serde(default)]
+    pub questions: BTreeMap<String, Value>,
     /// The thread's status when the test ends: `completed` unless it says otherwise
     /// (`paused`, `failed`, `blocked`).
     pub status: String,
@@ -80,6 +84,10 @@ pub struct Faults {
     /// Tools whose first call the server never answers, until the request times out.
     #[serde(default)]
     pub server_hang: Vec<String>,
+    /// Tools whose first call ends with a question for a person (`input_required`), as
+    /// if the server asked one; the test answers it through `questions`.
+    #[serde(default)]
+    pub input_required: Vec<String>,
 }
 
 /// One assertion: a body expression over what the run left, and its text.

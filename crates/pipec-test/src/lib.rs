@@ -368,10 +368,7 @@ impl Setup {
             replies,
             tape,
             calls: Arc::new(calls),
-            faults: Arc::new(tap::ServerFaults::new(
-                &test.faults.server_crash,
-                &test.faults.server_hang,
-            )),
+            faults: Arc::new(tap::ServerFaults::new(&test.faults, &cx.plan)),
             skipped: std::sync::atomic::AtomicU64::new(0),
             secrets: Arc::new(secret_names(&cx.plan)),
             role,
@@ -455,9 +452,16 @@ impl Setup {
         for _ in 0..=(test.answers.len() + 1) * 4 {
             outcome = match &outcome {
                 Outcome::Paused { thread, gates } => {
+                    // A gate the test answers by name, or the question of an
+                    // `input_required` fault, by the tool it asks about.
                     let answers: Vec<(String, Value)> = gates
                         .iter()
-                        .filter_map(|g| Some((g.name.clone(), test.answers.get(&g.name)?.clone())))
+                        .filter_map(|g| {
+                            let answer = test.answers.get(&g.name).or_else(|| {
+                                test.questions.get(tap::questioned_tool(&g.message)?)
+                            })?;
+                            Some((g.name.clone(), answer.clone()))
+                        })
                         .collect();
                     // The gates nobody answers: the clock skips past the last deadline.
                     let now = pipec_store::ids::now_ms();

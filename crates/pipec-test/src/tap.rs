@@ -135,14 +135,71 @@ pub(crate) struct ServerFaults {
     crash: Mutex<HashSet<String>>,
     /// The server never answers the call (until the request's timeout).
     hang: Mutex<HashSet<String>>,
+    /// The call ends with a question for a person (`input_required`), as if its server
+    /// asked one.
+    ask: Mutex<HashSet<String>>,
+    /// The servers whose questions wait for a person (`elicitation = "ask"`); a question
+    /// from another is refused, as its session would refuse it.
+    asking_servers: HashSet<String>,
+}
+
+/// What the question a test's `input_required` fault asks says: `tool` is named in it,
+/// so that the test's answer can be found again from the gate.
+pub(crate) fn question_message(tool: &str) -> String {
+    format!("The server asks before `{tool}` goes on (a test's `input_required` fault): go on?")
+}
+
+/// The tool a question gate of a test's fault is about, from its message (which quotes
+/// the question).
+pub(crate) fn questioned_tool(message: &str) -> Option<&str> {
+    const MARK: &str = "The server asks before `";
+    let at = message.find(MARK)? + MARK.len();
+    message[at..].split('`').next()
 }
 
 impl ServerFaults {
-    pub(crate) fn new(crash: &[String], hang: &[String]) -> ServerFaults {
+    pub(crate) fn new(faults: &pipec_plan::testing::Faults, plan: &Plan) -> ServerFaults {
+        let set = |names: &[String]| Mutex::new(names.iter().cloned().collect());
         ServerFaults {
-            crash: Mutex::new(crash.iter().cloned().collect()),
-            hang: Mutex::new(hang.iter().cloned().collect()),
+            crash: set(&faults.server_crash),
+            hang: set(&faults.server_hang),
+            ask: set(&faults.input_required),
+            asking_servers: plan
+                .servers
+                .iter()
+                .filter(|s| s.elicitation == pipec_plan::Elicitation::Ask)
+                .map(|s| s.name.clone())
+                .collect(),
         }
+    }
+
+    /// The question the first call of `tool` ends with, or the refusal a session that
+    /// does not ask people gives.
+    fn asked(&self, server: &str, tool: &str) -> Result<Called, McpError> {
+        if !self.asking_servers.contains(server) {
+            return Err(McpError::InputRequired {
+                server: server.to_string(),
+            });
+        }
+        let message = question_message(tool);
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": { "go_on": { "type": "boolean", "description": "Whether the call goes on" } },
+            "required": ["go_on"],
+        });
+        Ok(Called::Asked(pipec_mcp::Asked {
+            questions: vec![pipec_mcp::Question {
+                key: "go_on".into(),
+                fingerprint: format!(
+                    "sha256:{}",
+                    pipec_base::digest::sha256_hex(format!("{message}{schema}").as_bytes(), 32)
+                ),
+                message,
+                schema,
+            }],
+            request_state: Some("pipec-test-fault".into()),
+            responses: Map::new(),
+        }))
     }
 
     /// Whether the call of `tool` is the first of a tool in `set` (which forgets it).
@@ -263,6 +320,11 @@ impl Servers for Noted {
         resumption: &'a Resumption,
     ) -> ServerFuture<'a, Called> {
         self.calls.note(server, tool, &arguments);
+        let name = self.calls.declared_name(server, tool);
+        if ServerFaults::first(&self.faults.ask, &name) {
+            let asked = self.faults.asked(server, &name);
+            return Box::pin(async move { asked });
+        }
         let timeout = options.timeout;
         Box::pin(
             self.faulted(
