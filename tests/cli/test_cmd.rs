@@ -480,17 +480,17 @@ test hangs_once {
 }
 "#;
 
+/// The tape `LOOKUP`'s tests answer from: `find` of Ada.
+const LOOKUP_TAPE: &str = r#"{ "pipec_tape": 1, "entries": [
+  { "request": { "kind": "tool", "server": "crm", "tool": "find", "arguments": { "name": "Ada" } },
+    "answers": [{ "content": [], "structuredContent": { "id": "A-1" } }] }
+] }"#;
+
 #[test]
 fn a_server_that_hangs_times_out_and_an_idempotent_call_is_made_again() {
     let p = Project::new("test-hang");
     p.write("lookup.pipe", LOOKUP);
-    p.write(
-        "lookup.tape.json",
-        r#"{ "pipec_tape": 1, "entries": [
-  { "request": { "kind": "tool", "server": "crm", "tool": "find", "arguments": { "name": "Ada" } },
-    "answers": [{ "content": [], "structuredContent": { "id": "A-1" } }] }
-] }"#,
-    );
+    p.write("lookup.tape.json", LOOKUP_TAPE);
     let out = p.run(&["test"]);
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
     // With no retry, the hung call fails the node, saying the server did not answer.
@@ -601,13 +601,7 @@ fn a_server_that_asks_mid_call_is_answered_at_a_gate_and_the_call_goes_on() {
             "test asks_once {\n  input = { name: \"Ada\" }\n  tape = \"lookup.tape.json\"\n  faults {\n    input_required = [\"find\"]\n  }\n  questions = { find: { go_on: true } }\n  expect = [calls.find == 2, events.gate_answered == 1, output.found.id == \"A-1\"]\n}\n\ntest hangs_once {",
         );
     p.write("lookup.pipe", &asking);
-    p.write(
-        "lookup.tape.json",
-        r#"{ "pipec_tape": 1, "entries": [
-  { "request": { "kind": "tool", "server": "crm", "tool": "find", "arguments": { "name": "Ada" } },
-    "answers": [{ "content": [], "structuredContent": { "id": "A-1" } }] }
-] }"#,
-    );
+    p.write("lookup.tape.json", LOOKUP_TAPE);
     let out = p.run(&["test", "--filter", "asks_once"]);
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
     // A server whose questions nobody answers here: the call fails, saying so.

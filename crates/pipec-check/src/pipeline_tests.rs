@@ -375,13 +375,7 @@ impl Checker<'_> {
     /// A list of the pipeline's tools, by the names the plan gives them (`server_crash`,
     /// `server_hang`).
     fn test_tool_list(&mut self, file: FileId, e: &ast::Expr, setting: &str) -> Vec<String> {
-        let known: Vec<String> = self
-            .hir
-            .tools
-            .iter()
-            .filter(|t| !t.is_reader)
-            .map(|t| t.info.display.clone())
-            .collect();
+        let known = self.test_tool_names();
         self.test_name_list(file, e, setting, "tool", &known)
     }
 
@@ -397,13 +391,7 @@ impl Checker<'_> {
         ) else {
             return out;
         };
-        let known: Vec<String> = self
-            .hir
-            .tools
-            .iter()
-            .filter(|t| !t.is_reader)
-            .map(|t| t.info.display.clone())
-            .collect();
+        let known = self.test_tool_names();
         for entry in entries {
             let name = &entry.key.name;
             if !known.contains(name) {
@@ -456,6 +444,16 @@ impl Checker<'_> {
             }
         }
         gates
+    }
+
+    /// The pipeline's tools (not readers), by the names the plan gives them.
+    fn test_tool_names(&self) -> Vec<String> {
+        self.hir
+            .tools
+            .iter()
+            .filter(|t| !t.is_reader)
+            .map(|t| t.info.display.clone())
+            .collect()
     }
 
     /// A list of this file's nodes other than gates (`kill_after`, `retry_unfinished`).
