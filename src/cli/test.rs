@@ -51,7 +51,12 @@ struct Planned {
     case: pipec_plan::testing::TestCase,
 }
 
+/// Where a test run's clock starts: 2026-01-01T00:00:00Z. Every time a test records
+/// (threads, attempts, events, gate deadlines) counts from it, whatever the day.
+const TEST_CLOCK_ORIGIN_MS: u64 = 1_767_225_600_000;
+
 pub(super) fn run(args: Args) -> u8 {
+    crate::store::ids::start_clock_at(TEST_CLOCK_ORIGIN_MS);
     let paths = if args.paths.is_empty() {
         vec![PathBuf::from(".")]
     } else {

@@ -191,7 +191,14 @@ fn a_failing_test_exits_1_with_its_condition_and_a_diff() {
         "--json",
     ]);
     assert_eq!(code(&show), 0, "{}", stderr(&show));
-    assert_eq!(json(&stdout(&show))["status"], "completed");
+    let shown = json(&stdout(&show));
+    assert_eq!(shown["status"], "completed");
+    // A test run's clock starts at 2026-01-01T00:00:00Z, whatever the day.
+    let created = shown["created_ms"].as_u64().expect("created_ms");
+    assert!(
+        (1_767_225_600_000..1_767_225_600_000 + 600_000).contains(&created),
+        "{created}"
+    );
     let xml = std::fs::read_to_string(&junit).expect("junit written");
     assert!(xml.contains("<failure"), "{xml}");
     assert!(xml.contains("thread.model_calls == 2"), "{xml}");

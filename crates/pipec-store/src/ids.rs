@@ -7,12 +7,29 @@ use std::time::{SystemTime, UNIX_EPOCH};
 const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
 /// Milliseconds since the Unix epoch: the clock of ids, journal times, gate deadlines and
-/// the due check (PostgreSQL's leases run on the database's clock instead).
+/// the due check (PostgreSQL's leases run on the database's clock instead). After
+/// [`start_clock_at`], the time since then added to the origin it was given.
 pub fn now_ms() -> u64 {
+    if let Some((origin, since)) = ORIGIN.get() {
+        let elapsed = u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX);
+        return origin.saturating_add(elapsed);
+    }
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
         .saturating_add_signed(clock_offset_ms())
+}
+
+/// A fixed origin for this process's clock, and when it was set.
+static ORIGIN: std::sync::OnceLock<(u64, std::time::Instant)> = std::sync::OnceLock::new();
+
+/// Starts this process's clock at `origin_ms` (ms since the Unix epoch): from now on
+/// [`now_ms`] is that origin plus the real time passed, so the times a run records do
+/// not depend on the day it ran (`pipec test`). The clock still moves as time passes,
+/// so every deadline and backoff works as before. Only the first call counts; use it
+/// before the process has written anything.
+pub fn start_clock_at(origin_ms: u64) {
+    let _ = ORIGIN.set((origin_ms, std::time::Instant::now()));
 }
 
 /// The test clock: `PIPEC_CLOCK_OFFSET_MS` moves [`now_ms`] by that many milliseconds, so
