@@ -45,9 +45,21 @@ pub(super) fn run(args: Args) -> u8 {
             return super::EXIT_USAGE;
         }
     };
+    // Any failure to load the plan means the replay could not run: 2, not 1 (1 says a
+    // node differs).
     let loaded = match common::plan_of_thread(&rt, &store, &rec, args.plan.as_deref()) {
         Ok(l) => l,
-        Err(code) => return code,
+        Err(_) => return super::EXIT_USAGE,
+    };
+    // The replay runs in a store of its own, emptied first, so that nothing that resumes
+    // or works the user's threads ever runs it for real.
+    let into_path = root.join(".pipec/replay").join(&rec.id).join("runs.redb");
+    let into = match fresh_store(&into_path) {
+        Ok(s) => s,
+        Err(e) => {
+            super::err(&format!("error: {e}"));
+            return super::EXIT_USAGE;
+        }
     };
     if let Some(from) = &args.from
         && loaded.plan.node(from).is_none()
@@ -59,19 +71,21 @@ pub(super) fn run(args: Args) -> u8 {
     }
     let report = rt.block_on(pipec_test::replay(pipec_test::Replay {
         store: store.clone(),
+        into,
         thread: rec.id.clone(),
         plan: loaded.plan,
         root: loaded.root,
         source: loaded.source,
         from: args.from.clone(),
     }));
-    let report = match report {
+    let mut report = match report {
         Ok(r) => r,
         Err(e) => {
             super::err(&format!("error: {e}"));
             return super::EXIT_USAGE;
         }
     };
+    report.store = common::shown(&into_path);
     if args.json {
         super::out(&format!(
             "{}\n",
@@ -85,6 +99,20 @@ pub(super) fn run(args: Args) -> u8 {
     } else {
         super::EXIT_FINDINGS
     }
+}
+
+/// An empty redb store at `path` (what was there before goes).
+fn fresh_store(path: &std::path::Path) -> Result<std::sync::Arc<dyn crate::store::Store>, String> {
+    if let Some(dir) = path.parent() {
+        if dir.exists() {
+            std::fs::remove_dir_all(dir)
+                .map_err(|e| format!("cannot empty {}: {e}", dir.display()))?;
+        }
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+    }
+    crate::store::RedbStore::open(path)
+        .map(|s| std::sync::Arc::new(s) as std::sync::Arc<dyn crate::store::Store>)
+        .map_err(|e| format!("cannot make the replay's store {}: {e}", path.display()))
 }
 
 fn human(r: &pipec_test::ReplayReport) -> String {
@@ -119,11 +147,12 @@ fn human(r: &pipec_test::ReplayReport) -> String {
         }
     }
     out.push_str(&format!(
-        "{} of {} nodes differ; the replay is thread {} (`pipec show {}`)\n",
+        "{} of {} nodes differ; the replay is thread {} (`pipec show {} --store {}`)\n",
         r.differ,
         r.nodes.len(),
         r.replay,
-        r.replay
+        r.replay,
+        r.store
     ));
     out
 }

@@ -99,11 +99,19 @@ fn an_unchanged_pipeline_replays_to_the_same_values_calling_nothing() {
     assert_eq!(sends(&p), 1, "the command did not run again");
     let replay = report["replay"].as_str().expect("replay thread");
     assert_ne!(replay, thread);
-    let show = p.run(&["show", replay, "--json"]);
+    // The replay lives in a store of its own: the user's has the recorded thread alone,
+    // so no resume or worker of it ever runs the replay for real.
+    let runs = p.run(&["runs", "--json"]);
+    assert_eq!(json(&stdout(&runs)).as_array().map(Vec::len), Some(1));
+    let store = report["store"].as_str().expect("the replay's store");
+    let show = p.run(&["show", replay, "--store", store, "--json", "--internal"]);
+    let shown = json(&stdout(&show));
     assert_eq!(
-        json(&stdout(&show))["outputs"]["card"],
+        shown["outputs"]["card"],
         serde_json::json!({ "text": "Hello Ada", "sent": true })
     );
+    // It made no call, so it journals none: no effect is left in flight.
+    assert_eq!(shown["calls"], serde_json::json!([]), "{shown:#}");
 }
 
 #[test]

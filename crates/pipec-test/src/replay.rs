@@ -2,7 +2,8 @@
 //! edited one), every call answered by what the thread recorded (`Runner::replaying`),
 //! and the two compared node by node: which values differ, which nodes now run or are
 //! skipped, and which nodes that call something changed in the pipeline, so that their
-//! recorded results may no longer hold.
+//! recorded results may no longer hold. The new thread lives in a store of its own, so
+//! no `resume` or worker of the user's store ever runs it for real.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -20,7 +21,10 @@ use pipec_store::{Store, fingerprint_key};
 
 /// What to replay, and under which plan.
 pub struct Replay {
+    /// The store that holds the recorded thread; it is only read.
     pub store: Arc<dyn Store>,
+    /// The store the replay runs in (a throwaway one).
+    pub into: Arc<dyn Store>,
     /// The thread to replay (its id or a unique prefix).
     pub thread: String,
     /// The plan to replay it under, with its project root and source.
@@ -39,6 +43,9 @@ pub struct ReplayReport {
     pub thread: String,
     /// The new thread the replay ran.
     pub replay: String,
+    /// The store the replay ran in, as its runner names it (`pipec show REPLAY --store`).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub store: String,
     pub status: String,
     /// Why the replay failed, when it did (`R0415` for a call it has no result for).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -86,7 +93,7 @@ pub async fn replay(r: Replay) -> Result<ReplayReport, String> {
         .collect();
     let config = rec.config.clone();
     let secrets = crate::secret_names(&r.plan);
-    let mut runner = Runner::with_store(r.plan.clone(), r.store.clone())
+    let mut runner = Runner::with_store(r.plan.clone(), r.into.clone())
         .project_root(&r.root)
         .source(&r.source)
         .replaying(recorded)
@@ -118,7 +125,7 @@ pub async fn replay(r: Replay) -> Result<ReplayReport, String> {
         .map_err(|e| e.to_string())?
         .view(false, None)
         .ok_or("the recorded thread has no record")?;
-    let after = Stored::load(&*r.store, &new)
+    let after = Stored::load(&*r.into, &new)
         .await
         .map_err(|e| e.to_string())?
         .view(false, None)
@@ -136,6 +143,7 @@ pub async fn replay(r: Replay) -> Result<ReplayReport, String> {
         format_version: 1,
         thread: rec.id,
         replay: new,
+        store: String::new(),
         status: status.to_string(),
         error: after.error.as_ref().map(crate::text::coded),
         nodes,

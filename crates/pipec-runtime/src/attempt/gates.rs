@@ -43,7 +43,8 @@ impl Attempt {
         else {
             return;
         };
-        let now = ids::now_ms();
+        // A test that skipped time (`Runner::clock_ahead`) sets deadlines on its clock.
+        let now = ids::now_ms().saturating_add(self.shared.clock_ahead_ms);
         let text = match message {
             Some(t) => match crate::prompt::render_text(
                 t,

@@ -241,7 +241,12 @@ impl Attempt {
                     .is_some_and(|t| t > pipec_store::ids::now_ms());
                 // A node that fetches resources first is journaled once they are
                 // fetched, just before its call, by `run_unit`.
-                if executor.journaled(&self.shared.plan, &node) && !in_backoff && !unit.fetches() {
+                // A replay makes no call, so it journals none.
+                if executor.journaled(&self.shared.plan, &node)
+                    && self.shared.replay.is_none()
+                    && !in_backoff
+                    && !unit.fetches()
+                {
                     match unit.begin_try(self.shared.attempt_no, &self.shared.plan) {
                         Ok(writes) => {
                             if let Some((key, rec)) = &unit.started {

@@ -182,6 +182,7 @@ pub(crate) async fn run_unit(shared: Arc<AttemptContext>, mut unit: Unit) -> Uni
     let journaled = executor.journaled(&shared.plan, &node);
     let mut writes: Vec<Write> = Vec::new();
     if let Some(recorded) = &shared.replay {
+        // (The scheduler journals no try of a replay: nothing here is an effect.)
         // A replay calls nothing: the recorded result stands for the call.
         return match recorded.outcome(&node.name, unit.is_item.then_some(unit.item)) {
             Replayed::Value { value, manifest } => UnitEnd::Value {
