@@ -132,6 +132,7 @@ fn human(r: &pipec_test::ReplayReport) -> String {
                 n.now.as_deref().unwrap_or("not run")
             ),
             "changed" => "changed in the pipeline: the recorded result was used; run it again to see what it gives now".to_string(),
+            "inputs" => "reads what changed upstream: the recorded result was used; run it again to see what it gives now".to_string(),
             "added" => format!(
                 "added to the pipeline ({})",
                 n.now.as_deref().unwrap_or("not run")

@@ -119,17 +119,18 @@ pub(super) fn run(args: Args) -> u8 {
                 continue;
             }
             let work = root.join(".pipec/test").join(&stem).join(&case.name);
+            // The test's name is appended last, as `--killed-run`'s value.
             let mut child: Vec<std::ffi::OsString> = vec![
                 std::env::current_exe()
                     .unwrap_or_else(|_| "pipec".into())
                     .into(),
                 "test".into(),
                 file.clone().into(),
-                "--killed-run".into(),
             ];
             if args.record {
                 child.push("--record".into());
             }
+            child.push("--killed-run".into());
             planned.push(Planned {
                 cx: Arc::new(pipec_test::Context {
                     plan: plan.clone(),
@@ -201,7 +202,7 @@ pub(super) fn run(args: Args) -> u8 {
     if args.json {
         super::out(&format!(
             "{}\n",
-            serde_json::to_string_pretty(&pipec_test::json(&results)).unwrap_or_default()
+            serde_json::to_string_pretty(&pipec_test::json(&results, broken)).unwrap_or_default()
         ));
     } else {
         super::out(&pipec_test::human(&results, broken));
@@ -217,7 +218,9 @@ pub(super) fn run(args: Args) -> u8 {
 /// when no kill came.
 fn killed_run(planned: Vec<Planned>) -> u8 {
     let Some(p) = planned.first() else {
-        super::err("error: no such test");
+        super::err(
+            "error: the file has no test of that name (`pipec test FILE --list` lists them)",
+        );
         return super::EXIT_USAGE;
     };
     let rt = match super::common::runtime() {

@@ -46,7 +46,12 @@ output card = card
 
 /// The run to replay, made against a real endpoint; returns its thread.
 fn recorded_run(p: &Project) -> String {
-    p.write("hello.pipe", PIPELINE);
+    recorded_run_of(p, PIPELINE)
+}
+
+/// [`recorded_run`] of another pipeline of the same shape.
+fn recorded_run_of(p: &Project, pipeline: &str) -> String {
+    p.write("hello.pipe", pipeline);
     p.write(
         "send.sh",
         "#!/bin/sh\ncat >/dev/null\necho sent >> sends.log\necho '{\"sent\": true}'\n",
@@ -192,4 +197,36 @@ fn a_new_node_that_calls_a_model_fails_with_r0415_instead_of_calling() {
     assert!(text.contains("R0415"), "{text}");
     assert!(text.contains("shout"), "{text}");
     assert!(text.contains("a replay calls nothing"), "{text}");
+}
+
+#[test]
+fn a_call_that_reads_an_edited_node_is_flagged_though_its_result_was_recorded() {
+    let p = Project::new("replay-inputs");
+    let shaped = PIPELINE
+        .replace(
+            "node send(text: string = greet,",
+            "node shaped(text: string = greet) -> string {\n  return = text\n}\n\nnode send(text: string = shaped,",
+        );
+    let thread = recorded_run_of(&p, &shaped);
+    p.write(
+        "hello.pipe",
+        &shaped.replace("  return = text\n", "  return = \"Hi\"\n"),
+    );
+    let out = p.run(&["replay", &thread, "--json"]);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    let report = json(&stdout(&out));
+    let change = |name: &str| {
+        report["nodes"]
+            .as_array()
+            .expect("nodes")
+            .iter()
+            .find(|n| n["node"] == name)
+            .map(|n| n["change"].clone())
+            .expect("node")
+    };
+    assert_eq!(change("shaped"), "differs", "{report:#}");
+    // `send` ran on what `shaped` gave before: its recorded result may not hold.
+    assert_eq!(change("send"), "inputs", "{report:#}");
+    assert_eq!(change("greet"), "same", "{report:#}");
+    assert_eq!(sends(&p), 1);
 }

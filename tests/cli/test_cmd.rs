@@ -626,3 +626,63 @@ fn a_server_that_asks_mid_call_is_answered_at_a_gate_and_the_call_goes_on() {
         stdout(&out)
     );
 }
+
+#[test]
+fn a_kill_and_a_shared_tape_are_recorded_together_and_replay() {
+    let p = Project::new("test-record-kill");
+    p.write(
+        "echo.pipe",
+        &format!(
+            r#"server faults {{
+  command = env("FAULTS")
+  args = ["{}"]
+}}
+
+/// Not read-only: an effect, journaled before it is sent.
+tool echo(word: string, token: string) -> json from faults
+
+input word: string
+
+act echoed(word: string = input.word) -> json {{
+  call = echo(word: word, token: "t")
+}}
+
+output echoed = echoed
+
+test killed_after_the_echo {{
+  input = {{ word: "heron" }}
+  tape = "tapes/echo.json"
+  faults {{
+    kill_after = ["echoed"]
+  }}
+  retry_unfinished = ["echoed"]
+  expect = [calls.echo == 2, output.echoed.arguments.word == "heron"]
+}}
+
+test echoes {{
+  input = {{ word: "heron" }}
+  tape = "tapes/echo.json"
+  expect = [calls.echo == 1]
+}}
+"#,
+            common::python::fault_server().display()
+        ),
+    );
+    let python = common::python::python();
+    let out = p.run_env(&["test", "--record"], &[("FAULTS", python.as_str())]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let tape = json(&std::fs::read_to_string(p.dir.join("tapes/echo.json")).expect("tape"));
+    let entries = tape["entries"].as_array().expect("entries");
+    // One request, heard three times: by the killed process, by the resume, and by the
+    // other test, which shares the tape.
+    assert_eq!(entries.len(), 1, "{tape:#}");
+    assert_eq!(
+        entries[0]["answers"].as_array().map(Vec::len),
+        Some(3),
+        "{tape:#}"
+    );
+    assert!(tape["listings"]["faults"].is_array(), "{tape:#}");
+    // Without the server, both answer from the tape, the killed one included.
+    let out = p.run(&["test"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+}

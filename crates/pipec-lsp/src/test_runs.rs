@@ -47,6 +47,8 @@ pub(crate) struct Finished {
     path: PathBuf,
     /// The tests asked for (all of the file's when empty).
     asked: Vec<String>,
+    /// The tests the run covered, marked running while it went on.
+    covered: Vec<String>,
     result: Result<Vec<(String, Outcome)>, String>,
 }
 
@@ -147,6 +149,15 @@ pub(crate) fn execute(
     } else {
         asked.clone()
     };
+    // Two runs of one test would share its store, which a run empties first.
+    if let Some(busy) = names
+        .iter()
+        .find(|n| ws.tests.running.contains_key(&(path.clone(), (*n).clone())))
+    {
+        return Err(Failure::refused(format!(
+            "the test `{busy}` is running; run it again once it ends"
+        )));
+    }
     for name in &names {
         ws.tests.running.insert((path.clone(), name.clone()), ());
     }
@@ -156,6 +167,7 @@ pub(crate) fn execute(
         let _ = done.send(Incoming::TestsFinished(Finished {
             path,
             asked,
+            covered: names,
             result,
         }));
     });
@@ -202,6 +214,11 @@ fn run(path: &Path, name: Option<&str>) -> Result<Vec<(String, Outcome)>, String
             stderr.lines().take(20).collect::<Vec<_>>().join("\n")
         )
     })?;
+    // A file that does not check runs nothing: its errors are on stderr.
+    if report["tests"].as_array().is_none_or(Vec::is_empty) && !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        return Err(stderr.lines().take(20).collect::<Vec<_>>().join("\n"));
+    }
     Ok(report["tests"]
         .as_array()
         .map(|tests| {
@@ -240,7 +257,9 @@ fn run(path: &Path, name: Option<&str>) -> Result<Vec<(String, Outcome)>, String
 
 /// A run ended: keep its outcomes, tell the editor, and ask it to draw the lenses again.
 pub(crate) fn finished(ws: &mut Workspace, out: &mut Writer, f: Finished, refresh: bool) {
-    ws.tests.running.retain(|(p, _), _| *p != f.path);
+    for name in &f.covered {
+        ws.tests.running.remove(&(f.path.clone(), name.clone()));
+    }
     let file = f
         .path
         .file_name()

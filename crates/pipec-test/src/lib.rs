@@ -135,7 +135,7 @@ async fn run_into(cx: &Context, test: &TestCase, result: &mut TestResult) -> Res
     let setup = Setup::new(cx, test, Role::Test)?;
     let thread_id = thread_id(&cx.source, &test.name);
     let first = if killed {
-        setup.calls.take_from(&cx.work.join(child::CALLS));
+        child::take_over(&setup, &cx.work);
         let opts = RunOptions {
             decisions: decisions(&*setup.store, &thread_id, test).await?,
             ..Default::default()
@@ -154,6 +154,15 @@ async fn run_into(cx: &Context, test: &TestCase, result: &mut TestResult) -> Res
     if let Some(tape) = setup.tape.as_ref().filter(|t| t.recording()) {
         tape.save()?;
         result.recorded = test.tape.as_ref().map(|p| shown_path(&cx.root, p));
+    }
+    for (fault, tool) in setup.faults.unfired() {
+        result.failures.push(Failure {
+            what: "faults".into(),
+            line: test.line,
+            message: format!(
+                "the fault `{fault}` of `{tool}` never fired: the run never called `{tool}`"
+            ),
+        });
     }
     if let Some(tape) = &setup.tape {
         for miss in tape.misses() {
@@ -350,19 +359,12 @@ impl Setup {
             Some(path) => Some(tape::Tape::open(
                 Path::new(path),
                 &shown_path(&cx.root, path),
-                tape::Mode::of(
-                    recording,
-                    role == Role::Killed,
-                    !test.faults.kill_after.is_empty(),
-                ),
+                recording,
                 Arc::new(cx.plan.clone()),
             )?),
             None => None,
         };
-        let mut calls = tap::Calls::new(&cx.plan);
-        if role == Role::Killed {
-            calls.log_to(cx.work.join(child::CALLS));
-        }
+        let calls = tap::Calls::new(&cx.plan);
         Ok(Setup {
             store,
             replies,
@@ -476,6 +478,7 @@ impl Setup {
                     }
                     if let Some(ms) = skip {
                         self.skipped.fetch_max(ms, Ordering::Relaxed);
+                        child::note(serde_json::json!({ "skipped": ms }));
                     }
                     self.runner(cx, test, true)
                         .resume(thread, answers)

@@ -62,7 +62,8 @@ pub struct NodeChange {
     pub node: String,
     /// `same`; `differs` (its value); `state` (it ran and now does not, or the other way);
     /// `changed` (it calls something and its definition changed: its recorded result was
-    /// used, and may not be what it gives now); `added` or `removed` (in one plan only).
+    /// used, and may not be what it gives now); `inputs` (it calls something and a node
+    /// it reads changed: the same); `added` or `removed` (in one plan only).
     pub change: String,
     /// Whether its value was computed by the replay (else taken from the record).
     pub computed: bool,
@@ -162,6 +163,9 @@ fn compare(
     let shown = |v: &Option<NodeView>| v.as_ref().map(|v| format!("{:?}", v.state).to_lowercase());
     let mut out = Vec::new();
     let mut seen = BTreeSet::new();
+    // The nodes that changed so far: nodes come in the order they depend on each other,
+    // so a recorded node downstream of one is known when it is reached.
+    let mut touched: BTreeSet<String> = BTreeSet::new();
     for node in &plan.nodes {
         seen.insert(node.name.clone());
         let was = find(before, &node.name);
@@ -183,10 +187,15 @@ fn compare(
                 ("differs", Some(line_diff(&a, &b)))
             } else if redefined && !computed {
                 ("changed", None)
+            } else if !computed && node.deps.iter().any(|d| touched.contains(d)) {
+                ("inputs", None)
             } else {
                 ("same", None)
             }
         };
+        if change != "same" {
+            touched.insert(node.name.clone());
+        }
         out.push(NodeChange {
             node: node.name.clone(),
             change: change.to_string(),

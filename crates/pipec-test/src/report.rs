@@ -60,13 +60,15 @@ pub fn human(results: &[TestResult], unchecked: usize) -> String {
     out
 }
 
-/// Every result, as `pipec test --json` prints it.
-pub fn json(results: &[TestResult]) -> serde_json::Value {
+/// Every result, as `pipec test --json` prints it; `unchecked` files did not check, so
+/// their tests did not run.
+pub fn json(results: &[TestResult], unchecked: usize) -> serde_json::Value {
     let failed = results.iter().filter(|r| !r.passed).count();
     json!({
         "format_version": 1,
         "passed": results.len() - failed,
         "failed": failed,
+        "unchecked": unchecked,
         "tests": results,
     })
 }

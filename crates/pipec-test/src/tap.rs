@@ -5,7 +5,6 @@
 //! recorded.
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,8 +25,6 @@ pub(crate) struct Calls {
     /// The declared tool of each `(server, name on the server)`.
     tools: HashMap<(String, String), Declared>,
     sent: Mutex<Sent>,
-    /// Where each call is also written as it is sent (the process a test kills).
-    log: Option<PathBuf>,
 }
 
 /// A declared tool: its name and its parameters' names by their names on the server.
@@ -39,6 +36,8 @@ struct Declared {
 #[derive(Default)]
 struct Sent {
     calls: Vec<(String, Value)>,
+    /// How many of `calls` came from a killed process (they come first).
+    taken: usize,
     scrubber: Arc<Scrubber>,
 }
 
@@ -60,30 +59,19 @@ impl Calls {
         Calls {
             tools,
             sent: Mutex::default(),
-            log: None,
         }
-    }
-
-    /// Also writes each call to `path` as it is sent, one JSON line each.
-    pub(crate) fn log_to(&mut self, path: PathBuf) {
-        self.log = Some(path);
-    }
-
-    /// Takes the calls a killed process wrote to `path` as the first ones.
-    pub(crate) fn take_from(&self, path: &Path) {
-        let Ok(text) = std::fs::read_to_string(path) else {
-            return;
-        };
-        let earlier: Vec<(String, Value)> = text
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect();
-        let mut sent = self.lock();
-        sent.calls.splice(0..0, earlier);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Sent> {
         self.sent.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A call the killed process of a `kill_after` test made, as the first ones.
+    pub(crate) fn push(&self, tool: String, args: Value) {
+        let mut sent = self.lock();
+        let at = sent.taken;
+        sent.calls.insert(at, (tool, args));
+        sent.taken += 1;
     }
 
     /// The declared name of a server's tool.
@@ -110,15 +98,7 @@ impl Calls {
         let mut sent = self.lock();
         let mut value = Value::Object(std::mem::take(&mut args));
         sent.scrubber.scrub_value(&mut value);
-        if let Some(path) = &self.log {
-            let line = serde_json::to_string(&(&name, &value)).unwrap_or_default() + "\n";
-            // Appended whole, so a kill leaves whole lines.
-            let _ = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
-        }
+        crate::child::note(serde_json::json!({ "call": [&name, &value] }));
         sent.calls.push((name, value));
     }
 
@@ -202,9 +182,43 @@ impl ServerFaults {
         }))
     }
 
-    /// Whether the call of `tool` is the first of a tool in `set` (which forgets it).
-    fn first(set: &Mutex<HashSet<String>>, tool: &str) -> bool {
-        set.lock().unwrap_or_else(|e| e.into_inner()).remove(tool)
+    /// Whether the call of `tool` is the first of a tool in `set` (which forgets it);
+    /// `kind` names the set in the killed process's log.
+    fn first(set: &Mutex<HashSet<String>>, kind: &str, tool: &str) -> bool {
+        let fired = set.lock().unwrap_or_else(|e| e.into_inner()).remove(tool);
+        if fired {
+            crate::child::note(serde_json::json!({ "fault": [kind, tool] }));
+        }
+        fired
+    }
+
+    /// A fault the killed process fired (`[kind, tool]`): it does not fire again.
+    pub(crate) fn forget(&self, fired: &Value) {
+        let (Some(kind), Some(tool)) = (fired[0].as_str(), fired[1].as_str()) else {
+            return;
+        };
+        let set = match kind {
+            "crash" => &self.crash,
+            "hang" => &self.hang,
+            "ask" => &self.ask,
+            _ => return,
+        };
+        set.lock().unwrap_or_else(|e| e.into_inner()).remove(tool);
+    }
+
+    /// The faults that never fired: their tools were never called.
+    pub(crate) fn unfired(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        for (kind, set) in [
+            ("server_crash", &self.crash),
+            ("server_hang", &self.hang),
+            ("input_required", &self.ask),
+        ] {
+            let left = set.lock().unwrap_or_else(|e| e.into_inner());
+            out.extend(left.iter().map(|t| (kind, t.clone())));
+        }
+        out.sort();
+        out
     }
 }
 
@@ -225,23 +239,25 @@ impl Tap for TestTap {
     fn model(&self, name: &str, model: Arc<dyn Model>, secrets: &Scrubber) -> Arc<dyn Model> {
         match &self.tape {
             Some(tape) if tape.recording() && self.taped_models => {
-                tape.take_secrets(secrets);
-                Arc::new(tape.model(name, Some(model)))
+                Arc::new(tape.model(name, Some((model, Arc::new(secrets.clone())))))
             }
-            _ => model,
+            Some(tape) => {
+                tape.take_secrets(secrets);
+                model
+            }
+            None => model,
         }
     }
 
     fn servers(&self, servers: Arc<dyn Servers>, secrets: &Scrubber) -> Arc<dyn Servers> {
         self.calls.lock().scrubber = Arc::new(secrets.clone());
         let servers = match &self.tape {
+            Some(tape) if tape.recording() => {
+                Arc::new(tape.servers(Some((servers, Arc::new(secrets.clone())))))
+            }
             Some(tape) => {
                 tape.take_secrets(secrets);
-                if tape.recording() {
-                    Arc::new(tape.servers(Some(servers)))
-                } else {
-                    servers
-                }
+                servers
             }
             None => servers,
         };
@@ -271,7 +287,7 @@ impl Noted {
         call: impl std::future::Future<Output = Result<T, McpError>>,
     ) -> Result<T, McpError> {
         let name = self.calls.declared_name(server, tool);
-        if ServerFaults::first(&self.faults.hang, &name) {
+        if ServerFaults::first(&self.faults.hang, "hang", &name) {
             let after = timeout.unwrap_or(HANG);
             tokio::time::sleep(after).await;
             return Err(McpError::Timeout {
@@ -281,7 +297,7 @@ impl Noted {
             });
         }
         let got = call.await;
-        if ServerFaults::first(&self.faults.crash, &name) {
+        if ServerFaults::first(&self.faults.crash, "crash", &name) {
             return Err(McpError::Closed {
                 server: server.to_string(),
                 stderr: format!("(the test's fault: the server went away during `{tool}`)"),
@@ -321,7 +337,7 @@ impl Servers for Noted {
     ) -> ServerFuture<'a, Called> {
         self.calls.note(server, tool, &arguments);
         let name = self.calls.declared_name(server, tool);
-        if ServerFaults::first(&self.faults.ask, &name) {
+        if ServerFaults::first(&self.faults.ask, "ask", &name) {
             let asked = self.faults.asked(server, &name);
             return Box::pin(async move { asked });
         }

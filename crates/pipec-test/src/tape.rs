@@ -56,46 +56,24 @@ struct Entry {
     answers: Vec<Value>,
 }
 
-/// How a tape is used.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Mode {
-    /// Answered from.
-    Replay,
-    /// Recorded into: from empty, or (`append`) after what the file holds (what the
-    /// killed process of a `kill_after` test recorded); `save_each`: written after
-    /// every answer (that process dies without a chance to write it).
-    Record { append: bool, save_each: bool },
-}
+/// The tapes being recorded in this process, by path: the tests that name one tape
+/// record into it together, and each saves it whole when it ends.
+static RECORDING: Mutex<BTreeMap<PathBuf, Arc<Tape>>> = Mutex::new(BTreeMap::new());
 
-impl Mode {
-    /// The mode of a test's tape: `recording` or not, in the process that is killed,
-    /// or in a test with `kill_after` after that process.
-    pub(crate) fn of(recording: bool, killed_process: bool, after_a_kill: bool) -> Mode {
-        match (recording, killed_process) {
-            (false, _) => Mode::Replay,
-            (true, true) => Mode::Record {
-                append: false,
-                save_each: true,
-            },
-            (true, false) => Mode::Record {
-                append: after_a_kill,
-                save_each: false,
-            },
-        }
-    }
-}
-
-/// A test's tape, shared by the attempts of its run.
+/// A test's tape: answered from by the attempts of its run, or recorded into by every
+/// test of the run that names it.
 pub(crate) struct Tape {
     path: PathBuf,
     /// As the test names it, for messages.
     shown: String,
-    mode: Mode,
+    recording: bool,
     /// `provider/model` of each declared model, the model a request is keyed by.
     models: BTreeMap<String, String>,
     /// The declared tools, the listing of a server the tape has none of.
     plan: Arc<Plan>,
     state: Mutex<State>,
+    /// Held while the file is written, so two saves never cross.
+    saving: Mutex<()>,
 }
 
 #[derive(Default)]
@@ -105,7 +83,8 @@ struct State {
     /// How many answers of each entry were given.
     given: HashMap<String, usize>,
     listings: BTreeMap<String, Vec<Value>>,
-    /// The secrets of the attempt, scrubbed from everything keyed or written.
+    /// A replay's attempt's secrets, scrubbed from each request before it is keyed (a
+    /// recording scrubs with the secrets of the attempt that made the request).
     scrubber: Arc<Scrubber>,
     /// Why each request the tape had no answer to went unanswered: a loop's model may
     /// take a miss as a tool's error and go on, so the test reports them itself.
@@ -113,42 +92,14 @@ struct State {
 }
 
 impl Tape {
-    /// The tape at `path`: read to answer from, or empty to record into.
+    /// The tape at `path`: read to answer from, or (`recording`) the one this process
+    /// records into at that path, empty at first.
     pub(crate) fn open(
         path: &Path,
         shown: &str,
-        mode: Mode,
+        recording: bool,
         plan: Arc<Plan>,
     ) -> Result<Arc<Tape>, String> {
-        let mut state = State::default();
-        let read = match mode {
-            Mode::Replay => true,
-            Mode::Record { append, .. } => append && path.exists(),
-        };
-        if read {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                format!("cannot read the tape {shown}: {e}; record it with `pipec test --record`")
-            })?;
-            let file: TapeFile = serde_json::from_str(&text)
-                .map_err(|e| format!("the tape {shown} is not a tape: {e}"))?;
-            if file.pipec_tape != VERSION {
-                return Err(format!(
-                    "the tape {shown} is of version {}, and this pipec reads version {VERSION}; record it again with `pipec test --record`",
-                    file.pipec_tape
-                ));
-            }
-            for mut entry in file.entries {
-                if entry.answers.is_empty() {
-                    return Err(format!(
-                        "an entry of the tape {shown} has no answers: {}",
-                        canonical(&entry.request)
-                    ));
-                }
-                entry.key = key_of(&entry.request);
-                state.add(entry);
-            }
-            state.listings = file.listings;
-        }
         let models = plan
             .models
             .iter()
@@ -157,31 +108,76 @@ impl Tape {
                 (m.name.clone(), format!("{}/{name}", m.provider))
             })
             .collect();
-        Ok(Arc::new(Tape {
+        let tape = |state| Tape {
             path: path.to_path_buf(),
             shown: shown.to_string(),
-            mode,
+            recording,
             models,
             plan,
             state: Mutex::new(state),
-        }))
+            saving: Mutex::new(()),
+        };
+        if recording {
+            let mut open = RECORDING.lock().unwrap_or_else(|e| e.into_inner());
+            return Ok(open
+                .entry(path.to_path_buf())
+                .or_insert_with(|| Arc::new(tape(State::default())))
+                .clone());
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            format!("cannot read the tape {shown}: {e}; record it with `pipec test --record`")
+        })?;
+        let file: TapeFile = serde_json::from_str(&text).map_err(|e| {
+            format!("the tape {shown} is not a tape: {e}; fix it, or record it again with `pipec test --record`")
+        })?;
+        if file.pipec_tape != VERSION {
+            return Err(format!(
+                "the tape {shown} is of version {}, and this pipec reads version {VERSION}; record it again with `pipec test --record`",
+                file.pipec_tape
+            ));
+        }
+        let mut state = State::default();
+        for mut entry in file.entries {
+            if entry.answers.is_empty() {
+                return Err(format!(
+                    "an entry of the tape {shown} has no answers: {}; give it one, or record the tape again",
+                    canonical(&entry.request)
+                ));
+            }
+            entry.key = key_of(&entry.request);
+            if state.by_key.contains_key(&entry.key) {
+                return Err(format!(
+                    "the tape {shown} holds the request {} twice; put all its answers, in order, in one entry",
+                    entry.key
+                ));
+            }
+            state.add(entry);
+        }
+        state.listings = file.listings;
+        Ok(Arc::new(tape(state)))
     }
 
     /// Writes what was recorded, entries in the order they were first asked.
     pub(crate) fn save(&self) -> Result<(), String> {
-        let state = self.lock();
-        let file = TapeFile {
-            pipec_tape: VERSION,
-            listings: state.listings.clone(),
-            entries: state.entries.clone(),
+        let text = {
+            let state = self.lock();
+            let file = TapeFile {
+                pipec_tape: VERSION,
+                listings: state.listings.clone(),
+                entries: state.entries.clone(),
+            };
+            serde_json::to_string_pretty(&file).map_err(|e| e.to_string())? + "\n"
         };
-        let text = serde_json::to_string_pretty(&file).map_err(|e| e.to_string())? + "\n";
+        let _saving = self.saving.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir)
                 .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
         }
-        // Written beside and renamed, so a tape is never half written.
-        let partial = self.path.with_extension("json.partial");
+        // Written beside, under a name of this process's own, and renamed: a tape is
+        // never half written, and no other process's save is taken for this one.
+        let partial = self
+            .path
+            .with_extension(format!("json.{}.partial", std::process::id()));
         std::fs::write(&partial, text)
             .and_then(|()| std::fs::rename(&partial, &self.path))
             .map_err(|e| format!("cannot write the tape {}: {e}", self.shown))
@@ -194,10 +190,10 @@ impl Tape {
 
     /// Whether the tape is being recorded (else it answers).
     pub(crate) fn recording(&self) -> bool {
-        self.mode != Mode::Replay
+        self.recording
     }
 
-    /// Takes the secrets of an attempt, scrubbed from everything keyed or written.
+    /// Takes a replay's attempt's secrets, scrubbed from each request before it is keyed.
     pub(crate) fn take_secrets(&self, secrets: &Scrubber) {
         self.lock().scrubber = Arc::new(secrets.clone());
     }
@@ -206,17 +202,18 @@ impl Tape {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The request scrubbed of secrets, as it is keyed.
-    fn scrubbed(&self, mut request: Value) -> Value {
-        self.lock().scrubber.scrub_value(&mut request);
-        request
+    /// Records an answer to a request, both scrubbed of the attempt's `secrets` first.
+    fn record(&self, mut request: Value, mut answer: Value, secrets: &Scrubber) {
+        secrets.scrub_value(&mut request);
+        secrets.scrub_value(&mut answer);
+        crate::child::note(json!({ "recorded": { "request": request, "answer": answer } }));
+        self.add_recorded(request, answer);
     }
 
-    /// Records an answer to a request (both scrubbed here).
-    fn record(&self, request: Value, mut answer: Value) {
-        let request = self.scrubbed(request);
+    /// Adds an answer already scrubbed (recorded here, or by the killed process of a
+    /// `kill_after` test).
+    pub(crate) fn add_recorded(&self, request: Value, answer: Value) {
         let mut state = self.lock();
-        state.scrubber.scrub_value(&mut answer);
         let key = key_of(&request);
         match state.by_key.get(&key) {
             Some(&i) => state.entries[i].answers.push(answer),
@@ -226,33 +223,47 @@ impl Tape {
                 answers: vec![answer],
             }),
         }
-        drop(state);
-        if let Mode::Record {
-            save_each: true, ..
-        } = self.mode
-        {
-            // The process may die at the next step; what it heard is kept. A tape that
-            // cannot be written fails the test when the process that resumes saves it.
-            let _ = self.save();
-        }
+    }
+
+    /// Adds a server's listing, already scrubbed.
+    pub(crate) fn add_listing(&self, server: &str, tools: Vec<Value>) {
+        self.lock().listings.insert(server.to_string(), tools);
+    }
+
+    /// Counts an answer the killed process of a `kill_after` test was given.
+    pub(crate) fn consume(&self, key: &str) {
+        *self.lock().given.entry(key.to_string()).or_insert(0) += 1;
+    }
+
+    /// Adds a miss the killed process of a `kill_after` test met.
+    pub(crate) fn add_miss(&self, miss: String) {
+        self.lock().misses.push(miss);
     }
 
     /// The next answer to a request, or what the tape holds instead.
-    fn answer(&self, request: Value) -> Result<Value, String> {
-        let request = self.scrubbed(request);
-        let key = key_of(&request);
-        let mut guard = self.lock();
-        let state = &mut *guard;
-        let Some(&i) = state.by_key.get(&key) else {
-            let miss = self.miss(&state.entries, &request);
-            state.misses.push(miss.clone());
-            return Err(miss);
+    fn answer(&self, mut request: Value) -> Result<Value, String> {
+        let entries = {
+            let mut guard = self.lock();
+            let state = &mut *guard;
+            state.scrubber.scrub_value(&mut request);
+            let key = key_of(&request);
+            if let Some(&i) = state.by_key.get(&key) {
+                let given = state.given.entry(key.clone()).or_insert(0);
+                let answers = &state.entries[i].answers;
+                let answer = answers[(*given).min(answers.len() - 1)].clone();
+                *given += 1;
+                drop(guard);
+                crate::child::note(json!({ "answered": key }));
+                return Ok(answer);
+            }
+            state.entries.clone()
         };
-        let given = state.given.entry(key).or_insert(0);
-        let answers = &state.entries[i].answers;
-        let answer = answers[(*given).min(answers.len() - 1)].clone();
-        *given += 1;
-        Ok(answer)
+        // The nearest recording is looked for with the lock let go: the other calls of
+        // the run go on meanwhile.
+        let miss = self.miss(&entries, &request);
+        crate::child::note(json!({ "miss": miss }));
+        self.add_miss(miss.clone());
+        Err(miss)
     }
 
     /// Why a request is not answered: the nearest recording of its kind and the lines
@@ -285,7 +296,7 @@ impl Tape {
                     i + 1,
                     entries[i].key
                 ));
-                out.push_str(&line_diff(&text, &asked));
+                out.push_str(&crate::text::changes(&text, &asked));
             }
         }
         out.push_str("\nrecord the tape again with `pipec test --record`");
@@ -293,8 +304,12 @@ impl Tape {
     }
 
     /// A model of the test standing for `name`: answering from the tape, or (recording)
-    /// calling `inner` and recording what it answers.
-    pub(crate) fn model(self: &Arc<Tape>, name: &str, inner: Option<Arc<dyn Model>>) -> TapeModel {
+    /// calling `inner` and recording what it answers, scrubbed of `secrets`.
+    pub(crate) fn model(
+        self: &Arc<Tape>,
+        name: &str,
+        inner: Option<(Arc<dyn Model>, Arc<Scrubber>)>,
+    ) -> TapeModel {
         TapeModel {
             tape: self.clone(),
             model: self
@@ -307,8 +322,11 @@ impl Tape {
     }
 
     /// The servers of the test: answering from the tape, or (recording) `inner`'s
-    /// answers recorded.
-    pub(crate) fn servers(self: &Arc<Tape>, inner: Option<Arc<dyn Servers>>) -> TapeServers {
+    /// answers recorded, scrubbed of the attempt's secrets.
+    pub(crate) fn servers(
+        self: &Arc<Tape>,
+        inner: Option<(Arc<dyn Servers>, Arc<Scrubber>)>,
+    ) -> TapeServers {
         TapeServers {
             tape: self.clone(),
             inner,
@@ -328,7 +346,8 @@ pub(crate) struct TapeModel {
     tape: Arc<Tape>,
     /// `provider/model`.
     model: String,
-    inner: Option<Arc<dyn Model>>,
+    /// Recording: the real model, and the secrets of the attempt that calls it.
+    inner: Option<(Arc<dyn Model>, Arc<Scrubber>)>,
 }
 
 impl TapeModel {
@@ -352,11 +371,11 @@ impl Model for TapeModel {
         Box::pin(async move {
             let asked = self.request(request);
             match &self.inner {
-                Some(inner) => {
+                Some((inner, secrets)) => {
                     let reply = inner.complete(request).await?;
                     let answer = serde_json::to_value(&reply)
                         .map_err(|e| ModelError::Fatal(e.to_string()))?;
-                    self.tape.record(asked, answer);
+                    self.tape.record(asked, answer, secrets);
                     Ok(reply)
                 }
                 None => {
@@ -376,15 +395,19 @@ impl Model for TapeModel {
 /// MCP servers answering from a tape, or recorded into it.
 pub(crate) struct TapeServers {
     tape: Arc<Tape>,
-    inner: Option<Arc<dyn Servers>>,
+    /// Recording: the real servers, and the secrets of the attempt that reaches them.
+    inner: Option<(Arc<dyn Servers>, Arc<Scrubber>)>,
 }
 
 impl TapeServers {
     /// Records a server's answer: its result, or the JSON-RPC error it answered with (a
     /// link that is gone answers so, and a replay must see it to heal the link).
     fn note<T>(&self, asked: Value, got: &Result<T, McpError>, answer: impl Fn(&T) -> Value) {
+        let Some((_, secrets)) = &self.inner else {
+            return;
+        };
         match got {
-            Ok(v) => self.tape.record(asked, answer(v)),
+            Ok(v) => self.tape.record(asked, answer(v), secrets),
             Err(McpError::Server {
                 code,
                 message,
@@ -393,6 +416,7 @@ impl TapeServers {
             }) => self.tape.record(
                 asked,
                 json!({ "error": { "code": code, "message": message, "data": data } }),
+                secrets,
             ),
             Err(_) => {}
         }
@@ -445,7 +469,7 @@ impl Servers for TapeServers {
         Box::pin(async move {
             let asked = tool_request(server, tool, &arguments);
             match &self.inner {
-                Some(inner) => {
+                Some((inner, _)) => {
                     let got = inner
                         .call_tool(server, tool, arguments, meta, options)
                         .await;
@@ -472,16 +496,23 @@ impl Servers for TapeServers {
     ) -> ServerFuture<'a, Called> {
         Box::pin(async move {
             match &self.inner {
-                Some(inner) => {
+                Some((inner, secrets)) => {
                     let asked = tool_request(server, tool, &arguments);
                     let got = inner
                         .call(server, tool, arguments, meta, options, resumption)
                         .await;
-                    // A result is taped; a question for a person or a task is not (a
-                    // replay answers with the result alone).
                     match &got {
-                        Ok(Called::Result(result)) => self.tape.record(asked, result.to_json()),
-                        Ok(_) => {}
+                        Ok(Called::Result(result)) => {
+                            self.tape.record(asked, result.to_json(), secrets)
+                        }
+                        // A tape holds results: a replay could not answer these, so the
+                        // recording says so rather than keep a tape that misses.
+                        Ok(Called::Task(_)) => self.tape.add_miss(format!(
+                            "the call of `{tool}` became a task, which a tape cannot hold: this test cannot be taped"
+                        )),
+                        Ok(Called::Asked(_)) => self.tape.add_miss(format!(
+                            "the server asked a question during `{tool}`, which a tape cannot hold: this test cannot be taped"
+                        )),
                         Err(_) => self.note(asked, &got, |_| Value::Null),
                     }
                     got
@@ -502,7 +533,7 @@ impl Servers for TapeServers {
         resumption: &'a Resumption,
     ) -> ServerFuture<'a, Called> {
         match &self.inner {
-            Some(inner) => inner.await_task(server, task, options, resumption),
+            Some((inner, _)) => inner.await_task(server, task, options, resumption),
             None => Box::pin(async move {
                 Err(McpError::NoAnswer {
                     server: server.to_string(),
@@ -518,7 +549,7 @@ impl Servers for TapeServers {
         task: &'a TaskRef,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>> {
         match &self.inner {
-            Some(inner) => inner.cancel_task(server, task),
+            Some((inner, _)) => inner.cancel_task(server, task),
             None => Box::pin(async {}),
         }
     }
@@ -532,7 +563,7 @@ impl Servers for TapeServers {
         Box::pin(async move {
             let asked = json!({ "kind": "read", "server": server, "uri": uri });
             match &self.inner {
-                Some(inner) => {
+                Some((inner, _)) => {
                     let got = inner.read(server, uri, options).await;
                     self.note(asked, &got, |contents| {
                         json!({ "contents": contents.iter().map(ResourceContent::to_json).collect::<Vec<_>>() })
@@ -557,15 +588,15 @@ impl Servers for TapeServers {
     fn list_tools<'a>(&'a self, server: &'a str) -> ServerFuture<'a, Vec<ToolInfo>> {
         Box::pin(async move {
             match &self.inner {
-                Some(inner) => {
+                Some((inner, secrets)) => {
                     let got = inner.list_tools(server).await;
                     if let Ok(tools) = &got {
                         let mut listed: Vec<Value> = tools.iter().map(|t| t.raw.clone()).collect();
-                        let mut state = self.tape.lock();
                         for tool in &mut listed {
-                            state.scrubber.scrub_value(tool);
+                            secrets.scrub_value(tool);
                         }
-                        state.listings.insert(server.to_string(), listed);
+                        crate::child::note(json!({ "listing": [server, listed] }));
+                        self.tape.add_listing(server, listed);
                     }
                     got
                 }
@@ -588,7 +619,7 @@ impl Servers for TapeServers {
 
     fn close(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
         Box::pin(async move {
-            if let Some(inner) = &self.inner {
+            if let Some((inner, _)) = &self.inner {
                 inner.close().await;
             }
         })
@@ -671,12 +702,15 @@ fn pretty(v: &Value) -> String {
 }
 
 /// How alike two requests are, from 0 to 1: by characters when they are small (two
-/// URIs that differ in one id are near), by lines when they are not (prompts).
+/// URIs that differ in one id are near), by lines when they are not (prompts); a diff
+/// that takes too long stops at a rough answer.
 fn nearness(a: &str, b: &str) -> f32 {
+    let mut config = similar::TextDiff::configure();
+    config.timeout(std::time::Duration::from_millis(20));
     if a.len() + b.len() <= 16 * 1024 {
-        similar::TextDiff::from_chars(a, b).ratio()
+        config.diff_chars(a, b).ratio()
     } else {
-        similar::TextDiff::from_lines(a, b).ratio()
+        config.diff_lines(a, b).ratio()
     }
 }
 
@@ -685,37 +719,4 @@ fn indent(text: &str) -> String {
         .map(|l| format!("  {l}"))
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// The lines that differ with two of context around them; a long line shown around
-/// where it differs.
-fn line_diff(recorded: &str, asked: &str) -> String {
-    let diff = similar::TextDiff::from_lines(recorded, asked);
-    let mut out = String::new();
-    for group in diff.grouped_ops(2) {
-        for op in group {
-            for change in diff.iter_changes(&op) {
-                let sign = match change.tag() {
-                    similar::ChangeTag::Delete => "-",
-                    similar::ChangeTag::Insert => "+",
-                    similar::ChangeTag::Equal => " ",
-                };
-                out.push_str(sign);
-                out.push_str(&shortened(change.value().trim_end_matches('\n')));
-                out.push('\n');
-            }
-        }
-        out.push_str("  ...\n");
-    }
-    out.trim_end().to_string()
-}
-
-/// A line cut to 400 characters.
-fn shortened(line: &str) -> String {
-    const MAX: usize = 400;
-    if line.chars().count() <= MAX {
-        return line.to_string();
-    }
-    let cut: String = line.chars().take(MAX).collect();
-    format!("{cut}…")
 }
