@@ -12,7 +12,9 @@ const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 pub fn now_ms() -> u64 {
     if let Some((origin, since)) = ORIGIN.get() {
         let elapsed = u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX);
-        return origin.saturating_add(elapsed);
+        return origin
+            .saturating_add(elapsed)
+            .saturating_add_signed(clock_offset_ms());
     }
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -235,10 +235,29 @@ pub(crate) struct TestTap {
     pub(crate) taped_models: bool,
 }
 
+impl TestTap {
+    /// A recording with a secret too short to scrub writes no tape.
+    fn check_secrets(tape: &Tape, secrets: &Scrubber) {
+        if !secrets.too_short().is_empty() {
+            tape.refuse_to_write(format!(
+                "the secrets {} are shorter than 4 bytes, too short to be found and scrubbed, so the tape {} is not written; record with longer values",
+                secrets
+                    .too_short()
+                    .iter()
+                    .map(|s| format!("`{s}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                tape.shown()
+            ));
+        }
+    }
+}
+
 impl Tap for TestTap {
     fn model(&self, name: &str, model: Arc<dyn Model>, secrets: &Scrubber) -> Arc<dyn Model> {
         match &self.tape {
             Some(tape) if tape.recording() && self.taped_models => {
+                Self::check_secrets(tape, secrets);
                 Arc::new(tape.model(name, Some((model, Arc::new(secrets.clone())))))
             }
             Some(tape) => {
@@ -253,6 +272,7 @@ impl Tap for TestTap {
         self.calls.lock().scrubber = Arc::new(secrets.clone());
         let servers = match &self.tape {
             Some(tape) if tape.recording() => {
+                Self::check_secrets(tape, secrets);
                 Arc::new(tape.servers(Some((servers, Arc::new(secrets.clone())))))
             }
             Some(tape) => {

@@ -74,6 +74,9 @@ pub(crate) struct Tape {
     state: Mutex<State>,
     /// Held while the file is written, so two saves never cross.
     saving: Mutex<()>,
+    /// A secret too short to be found was read while recording: the tape is not
+    /// written, since it could hold the secret.
+    unsafe_to_write: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -116,6 +119,7 @@ impl Tape {
             plan,
             state: Mutex::new(state),
             saving: Mutex::new(()),
+            unsafe_to_write: std::sync::atomic::AtomicBool::new(false),
         };
         if recording {
             let mut open = RECORDING.lock().unwrap_or_else(|e| e.into_inner());
@@ -157,8 +161,25 @@ impl Tape {
         Ok(Arc::new(tape(state)))
     }
 
-    /// Writes what was recorded, entries in the order they were first asked.
+    /// Refuses to write the tape: `why` fails the test.
+    pub(crate) fn refuse_to_write(&self, why: String) {
+        if !self
+            .unsafe_to_write
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            self.add_miss(why);
+        }
+    }
+
+    /// Writes what was recorded, entries in the order they were first asked; nothing
+    /// when a secret could not be scrubbed from it.
     pub(crate) fn save(&self) -> Result<(), String> {
+        if self
+            .unsafe_to_write
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return Ok(());
+        }
         let text = {
             let state = self.lock();
             let file = TapeFile {
@@ -181,6 +202,11 @@ impl Tape {
         std::fs::write(&partial, text)
             .and_then(|()| std::fs::rename(&partial, &self.path))
             .map_err(|e| format!("cannot write the tape {}: {e}", self.shown))
+    }
+
+    /// The tape as the test names it.
+    pub(crate) fn shown(&self) -> &str {
+        &self.shown
     }
 
     /// The requests it had no answer to, each with the nearest recording.
@@ -359,6 +385,7 @@ impl TapeModel {
             "model": self.model,
             "messages": r.messages,
             "response_schema": r.schema,
+            "response_schema_name": r.schema_name,
             "tools": r.tools,
             "temperature": r.temperature,
             "max_tokens": r.max_tokens,
