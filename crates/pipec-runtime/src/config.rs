@@ -124,6 +124,12 @@ pub(crate) fn needs(
     out
 }
 
+/// Every variable the plan reads with `secret()`: its nodes', outputs', servers' and
+/// models' (`pipec test` lets a recording take these from the shell).
+pub fn secret_names(plan: &Plan) -> BTreeSet<String> {
+    needs(plan, None, &|_| false, true).secrets
+}
+
 /// The servers the nodes in `to_run` may talk to: their tools' (a `call`, a loop's
 /// tools), the servers their resources are read from, and the servers of the tools
 /// whose links they read (a dead link is re-derived by calling its producer again).

@@ -48,6 +48,7 @@ pub use pipec_schema::validate;
 mod worker;
 
 pub use client_ask::ClientAsk;
+pub use config::secret_names;
 pub use context::EventSink;
 pub use error::RuntimeError;
 pub use hosts::HostFn;

@@ -372,7 +372,7 @@ impl Setup {
             calls: Arc::new(calls),
             faults: Arc::new(tap::ServerFaults::new(&test.faults, &cx.plan)),
             skipped: std::sync::atomic::AtomicU64::new(0),
-            secrets: Arc::new(secret_names(&cx.plan)),
+            secrets: Arc::new(pipec_runtime::secret_names(&cx.plan)),
             role,
         })
     }
@@ -523,29 +523,6 @@ fn replies_file(work: &Path, test: &TestCase) -> Result<Option<PathBuf>, String>
             Ok(Some(path))
         }
     }
-}
-
-/// The variables the plan reads with `secret()`: every `{"kind": "secret", "var": ...}`
-/// of its JSON, wherever the value sits (a model's key, a server's env or header, a
-/// node's parameter).
-pub(crate) fn secret_names(plan: &Plan) -> std::collections::BTreeSet<String> {
-    fn walk(v: &Value, out: &mut std::collections::BTreeSet<String>) {
-        match v {
-            Value::Object(m) => {
-                if m.get("kind").and_then(Value::as_str) == Some("secret")
-                    && let Some(var) = m.get("var").and_then(Value::as_str)
-                {
-                    out.insert(var.to_string());
-                }
-                m.values().for_each(|v| walk(v, out));
-            }
-            Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
-            _ => {}
-        }
-    }
-    let mut out = std::collections::BTreeSet::new();
-    walk(&serde_json::to_value(plan).unwrap_or_default(), &mut out);
-    out
 }
 
 /// A path as the project names it: relative to its root when it is beneath it.

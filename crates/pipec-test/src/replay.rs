@@ -93,7 +93,7 @@ pub async fn replay(r: Replay) -> Result<ReplayReport, String> {
         .filter_map(|(g, rec)| Some((g.clone(), rec.answer.clone()?)))
         .collect();
     let config = rec.config.clone();
-    let secrets = crate::secret_names(&r.plan);
+    let secrets = pipec_runtime::secret_names(&r.plan);
     let mut runner = Runner::with_store(r.plan.clone(), r.into.clone())
         .project_root(&r.root)
         .source(&r.source)
