@@ -21,6 +21,12 @@ pub fn sha256_hex(data: impl AsRef<[u8]>, bytes: usize) -> String {
     hex(&digest[..bytes.min(digest.len())])
 }
 
+/// The whole SHA-256 of `data` as `sha256:` and 64 hex digits: how pipec writes a hash
+/// that names content (a plan's, a tape entry's request).
+pub fn sha256_tagged(data: impl AsRef<[u8]>) -> String {
+    format!("sha256:{}", sha256_hex(data, 32))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -298,16 +298,24 @@ fn question(key: &str, request: &ElicitRequestParams) -> Option<Question> {
     if let Some(o) = schema.as_object_mut() {
         o.remove("$schema");
     }
-    let fingerprint = pipec_base::digest::sha256_hex(
-        serde_json::to_vec(&serde_json::json!([message, schema])).unwrap_or_default(),
-        16,
-    );
-    Some(Question {
-        key: key.to_string(),
-        message: message.clone(),
-        schema,
-        fingerprint,
-    })
+    Some(Question::new(key.to_string(), message.clone(), schema))
+}
+
+impl Question {
+    /// A question with its fingerprint: the SHA-256 of its message and form, which a
+    /// question asked again shares.
+    pub fn new(key: String, message: String, schema: Value) -> Question {
+        let fingerprint = pipec_base::digest::sha256_hex(
+            serde_json::to_vec(&serde_json::json!([message, schema])).unwrap_or_default(),
+            16,
+        );
+        Question {
+            key,
+            message,
+            schema,
+            fingerprint,
+        }
+    }
 }
 
 /// What one round of input requests (2026-07-28) gets from the policy.

@@ -5,11 +5,8 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 
 use super::{Body, Plan, Source};
+use pipec_base::digest::sha256_tagged;
 use pipec_schema::refs::referenced_defs;
-
-fn sha256(bytes: &[u8]) -> String {
-    format!("sha256:{}", pipec_base::digest::sha256_hex(bytes, 32))
-}
 
 /// The hash of a plan's content: everything but `hash` and `compiler`. serde_json
 /// writes struct fields in declaration order and object keys sorted, so the bytes
@@ -18,7 +15,7 @@ pub fn hash_plan(plan: &Plan) -> String {
     let mut copy = plan.clone();
     copy.hash = String::new();
     copy.compiler = String::new();
-    sha256(&serde_json::to_vec(&copy).unwrap_or_default())
+    sha256_tagged(serde_json::to_vec(&copy).unwrap_or_default())
 }
 
 /// A node's fingerprint: the node itself (without its fingerprint) and everything in the
@@ -83,7 +80,7 @@ pub fn node_fingerprint(plan: &Plan, index: usize) -> String {
         .filter(|(k, _)| names.contains(*k))
         .collect();
     let full = json!({ "closure": closure, "defs": defs });
-    sha256(&serde_json::to_vec(&full).unwrap_or_default())
+    sha256_tagged(serde_json::to_vec(&full).unwrap_or_default())
 }
 
 fn source_kinds<'a>(src: &'a Source, out: &mut BTreeSet<&'a str>) {

@@ -230,9 +230,10 @@ fn snapshot(
     let shown = shown_path(&cx.root, path);
     let got = outputs.unwrap_or(Value::Null);
     let text = serde_json::to_string_pretty(&got).unwrap_or_default() + "\n";
-    let kept = std::fs::read_to_string(path).ok();
+    let kept = read_capped(Path::new(path), MAX_SNAPSHOT_BYTES);
     let kept_value = kept
         .as_deref()
+        .ok()
         .and_then(|t| serde_json::from_str::<Value>(t).ok());
     if kept_value.as_ref() == Some(&got) {
         return;
@@ -256,13 +257,16 @@ fn snapshot(
         return;
     }
     match (kept, kept_value) {
-        (None, _) => fail(format!(
+        (Err(e), _) if e.kind() == std::io::ErrorKind::NotFound => fail(format!(
             "there is no snapshot {shown} yet: `pipec test --update` writes it from this run"
         )),
-        (Some(_), None) => fail(format!(
+        (Err(e), _) => fail(format!(
+            "cannot read the snapshot {shown}: {e}; `pipec test --update` writes it again"
+        )),
+        (Ok(_), None) => fail(format!(
             "the snapshot {shown} is not JSON: `pipec test --update` writes it again"
         )),
-        (Some(_), Some(kept)) => {
+        (Ok(_), Some(kept)) => {
             let old = serde_json::to_string_pretty(&kept).unwrap_or_default();
             fail(format!(
                 "the outputs differ from the snapshot {shown} (- snapshot, + got); `pipec test --update` takes these:\n{}",
@@ -525,6 +529,24 @@ fn replies_file(work: &Path, test: &TestCase) -> Result<Option<PathBuf>, String>
     }
 }
 
+/// The largest snapshot read, in bytes.
+const MAX_SNAPSHOT_BYTES: u64 = 64 << 20;
+
+/// A project file's text, refused (not read) when it is larger than `max` bytes.
+pub(crate) fn read_capped(path: &Path, max: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let mut text = String::new();
+    file.take(max + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > max {
+        return Err(std::io::Error::other(format!(
+            "it is larger than {} MiB, which a test file may hold",
+            max >> 20
+        )));
+    }
+    Ok(text)
+}
+
 /// A path as the project names it: relative to its root when it is beneath it.
 fn shown_path(root: &Path, path: &str) -> String {
     let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
@@ -542,4 +564,21 @@ pub fn thread_id(source: &str, test: &str) -> String {
         h = h.wrapping_mul(0x0000000001000000000000000000013B);
     }
     pipec_store::ids::encode(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_capped;
+
+    #[test]
+    fn a_file_over_its_cap_is_refused_not_read() {
+        let dir = std::env::temp_dir().join(format!("pipec-read-capped-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("tape.json");
+        std::fs::write(&path, "12345").expect("write");
+        assert_eq!(read_capped(&path, 5).expect("at the cap"), "12345");
+        let err = read_capped(&path, 4).expect_err("over the cap");
+        assert!(err.to_string().contains("larger than"), "{err}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
 }

@@ -168,15 +168,7 @@ impl ServerFaults {
             "required": ["go_on"],
         });
         Ok(Called::Asked(pipec_mcp::Asked {
-            questions: vec![pipec_mcp::Question {
-                key: "go_on".into(),
-                fingerprint: format!(
-                    "sha256:{}",
-                    pipec_base::digest::sha256_hex(format!("{message}{schema}").as_bytes(), 32)
-                ),
-                message,
-                schema,
-            }],
+            questions: vec![pipec_mcp::Question::new("go_on".into(), message, schema)],
             request_state: Some("pipec-test-fault".into()),
             responses: Map::new(),
         }))

@@ -26,6 +26,10 @@ use pipec_runtime::llm::{Model, ModelError, ModelFuture, ModelReply, ModelReques
 use pipec_runtime::secrets::Scrubber;
 use pipec_runtime::{ServerFuture, Servers};
 
+/// The largest tape read, in bytes: a tape holds what a run's models and servers
+/// answered, which their caps bound far below this.
+const MAX_TAPE_BYTES: u64 = 256 << 20;
+
 /// The format's version, the first key of every tape.
 const VERSION: u32 = 1;
 
@@ -128,7 +132,7 @@ impl Tape {
                 .or_insert_with(|| Arc::new(tape(State::default())))
                 .clone());
         }
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let text = crate::read_capped(path, MAX_TAPE_BYTES).map_err(|e| {
             format!("cannot read the tape {shown}: {e}; record it with `pipec test --record`")
         })?;
         let file: TapeFile = serde_json::from_str(&text).map_err(|e| {
@@ -693,10 +697,7 @@ fn tool_request(server: &str, tool: &str, arguments: &Map<String, Value>) -> Val
 
 /// `sha256:` of the value's canonical JSON.
 fn key_of(request: &Value) -> String {
-    format!(
-        "sha256:{}",
-        pipec_base::digest::sha256_hex(canonical(request).as_bytes(), 32)
-    )
+    pipec_base::digest::sha256_tagged(canonical(request))
 }
 
 /// JSON with every object's keys sorted, whatever order the value holds them in.
