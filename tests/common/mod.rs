@@ -6,6 +6,7 @@ pub mod chat_server;
 pub mod hooked;
 pub mod lsp_client;
 pub mod npm;
+pub mod otlp_json;
 pub mod pg_schema;
 pub mod phoenix;
 pub mod python;

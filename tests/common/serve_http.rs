@@ -29,6 +29,26 @@ pub fn serve_http(dir: &Path, args: &[&str], token: &str) -> (Running, String) {
 /// `config` (where its state key is), the state key and store from nowhere else; and the
 /// URL it printed.
 pub fn serve_http_in(dir: &Path, args: &[&str], token: &str, config: &Path) -> (Running, String) {
+    serve_http_with(dir, args, token, config, &[])
+}
+
+/// [`serve_http`] with the variables `env` set besides.
+pub fn serve_http_env(
+    dir: &Path,
+    args: &[&str],
+    token: &str,
+    env: &[(String, String)],
+) -> (Running, String) {
+    serve_http_with(dir, args, token, &dir.join(".config"), env)
+}
+
+fn serve_http_with(
+    dir: &Path,
+    args: &[&str],
+    token: &str,
+    config: &Path,
+    env: &[(String, String)],
+) -> (Running, String) {
     let mut child = Command::new(pipec_bin())
         .arg("serve")
         .args(args)
@@ -38,6 +58,7 @@ pub fn serve_http_in(dir: &Path, args: &[&str], token: &str, config: &Path) -> (
         .env("XDG_CONFIG_HOME", config)
         .env_remove("PIPEC_SERVE_STATE_KEY")
         .env_remove("PIPEC_STORE")
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -148,7 +169,7 @@ pub fn initialize(url: &str, token: &str) -> String {
 }
 
 /// One request of the 2026-07-28 era, as raw JSON-RPC over HTTP with `token`: `params`
-/// with `_meta` (the era, a client name, `capabilities`), the `Mcp-Method` header and
+/// with `_meta` (the era, a client name, `capabilities`, beside what `params` has in it), the `Mcp-Method` header and
 /// `Mcp-Name` when given, and `extra` headers. The status and the JSON-RPC answer.
 pub fn call_2026(
     url: &str,
@@ -160,11 +181,26 @@ pub fn call_2026(
     extra: &[(&str, &str)],
 ) -> (u16, serde_json::Value) {
     let mut params = params;
-    params["_meta"] = serde_json::json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" },
-        "io.modelcontextprotocol/clientCapabilities": capabilities
-    });
+    // What the caller put in `_meta` (a traceparent) stays, beside the era's fields.
+    let mut meta = match params["_meta"].take() {
+        serde_json::Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
+    meta.extend([
+        (
+            "io.modelcontextprotocol/protocolVersion".to_string(),
+            "2026-07-28".into(),
+        ),
+        (
+            "io.modelcontextprotocol/clientInfo".to_string(),
+            serde_json::json!({ "name": "raw", "version": "1" }),
+        ),
+        (
+            "io.modelcontextprotocol/clientCapabilities".to_string(),
+            capabilities,
+        ),
+    ]);
+    params["_meta"] = serde_json::Value::Object(meta);
     let body = serde_json::json!({ "jsonrpc": "2.0", "id": 7, "method": method, "params": params })
         .to_string();
     let auth = format!("Bearer {token}");

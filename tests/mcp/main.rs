@@ -26,6 +26,7 @@ mod serve_interop;
 mod serve_security;
 mod serve_spec;
 mod serve_tasks;
+mod serve_traces;
 mod serve_ts;
 mod tools;
 mod traces;

@@ -10,6 +10,7 @@
 pub mod access;
 pub mod backend_fetch;
 pub mod build;
+mod call_span;
 pub mod catalogue;
 // Watching folders needs the inotify calls; each block says why it is sound.
 #[cfg(target_os = "linux")]

@@ -21,6 +21,7 @@ use pipec_plan::{NodeKind, Plan};
 use pipec_runtime::{Outcome, RunOptions, Runner};
 use pipec_store::{GateState, Store};
 
+use super::call_span::CallSpan;
 use super::gate_forms::{Said, Waiting, gate_form, questions, rooted, said, sampled};
 use super::matcher::Template;
 use super::registry::{ReadHandler, Registry, ToolHandler, template_matcher};
@@ -50,6 +51,14 @@ pub struct ServedPipeline {
     pub root: PathBuf,
     /// The `.pipe` source it came from, recorded with each thread.
     pub source: String,
+}
+
+/// `runner`, its attempt linked to the client's call when the call is traced.
+fn called_from(runner: Runner, span: Option<&CallSpan>) -> Runner {
+    match span {
+        Some(span) => runner.called_from(span.id()),
+        None => runner,
+    }
 }
 
 /// The link a call answers for its run.
@@ -411,7 +420,9 @@ impl PipelineTools {
         let pre_answers = up_front(&pipeline.plan, &context.answers)?;
         let thread = pipec_store::ids::new_thread_id();
         let total = Some(pipeline.plan.nodes.len());
+        let span = CallSpan::start(self.spans.as_ref(), &context, &pipeline.plan.name);
         let runner = self.runner(&pipeline, registry, context.progress.clone(), total);
+        let runner = called_from(runner, span.as_ref());
         let options = RunOptions {
             thread_id: Some(thread.clone()),
             pre_answers,
@@ -422,7 +433,27 @@ impl PipelineTools {
             &thread,
             async move { runner.start_with(inputs, options).await },
         );
-        self.answer(thread, run, &pipeline.plan, &context).await
+        let answer = self
+            .answer(thread.clone(), run, &pipeline.plan, &context)
+            .await;
+        self.end_span(span, &thread, &answer).await;
+        answer
+    }
+
+    /// Sends the span of a client's call of `thread` (when it has one), linked to the
+    /// thread's latest attempt.
+    async fn end_span(
+        &self,
+        span: Option<CallSpan>,
+        thread: &str,
+        answer: &Result<ToolAnswer, CallFailure>,
+    ) {
+        let Some(span) = span else { return };
+        let attempt = match self.store.load(thread).await {
+            Ok(state) => state.thread.map(|t| t.attempts).filter(|n| *n > 0),
+            Err(_) => None,
+        };
+        span.end(thread, attempt, answer);
     }
 
     /// The client's answers to the gates of `waiting`: the accepted ones answer their
@@ -462,11 +493,15 @@ impl PipelineTools {
                 None => context.abilities = Abilities::default(),
             }
         }
+        let span = CallSpan::start(self.spans.as_ref(), &context, &pipeline.plan.name);
         let runner = self.runner(&served.clone(), registry, context.progress.clone(), None);
+        let runner = called_from(runner, span.as_ref());
         let t = thread.clone();
         let run = self.spawn_run(&thread, async move { runner.resume(&t, answers).await });
         let plan = served.plan.clone();
-        self.answer(thread, run, &plan, &context).await
+        let answer = self.answer(thread.clone(), run, &plan, &context).await;
+        self.end_span(span, &thread, &answer).await;
+        answer
     }
 
     async fn resume(
@@ -486,7 +521,9 @@ impl PipelineTools {
             return Err(CallFailure::InvalidArguments(no_run(&thread)));
         };
         let pipeline = pipeline.clone();
+        let span = CallSpan::start(self.spans.as_ref(), &context, RESUME_TOOL);
         let runner = self.runner(&pipeline, registry, context.progress.clone(), None);
+        let runner = called_from(runner, span.as_ref());
         let t = thread.clone();
         let run = self.spawn_run(&thread, async move {
             runner.resume(&t, vec![(gate, answer)]).await
@@ -497,7 +534,11 @@ impl PipelineTools {
             abilities: Abilities::default(),
             ..context
         };
-        self.answer(thread, run, &pipeline.plan, &context).await
+        let answer = self
+            .answer(thread.clone(), run, &pipeline.plan, &context)
+            .await;
+        self.end_span(span, &thread, &answer).await;
+        answer
     }
 
     /// Waits up to `wait` for the run; then answers what it did (or asks the client

@@ -342,15 +342,20 @@ pub fn span_data(rec: SpanRec, scope: &InstrumentationScope) -> SpanData {
     links.links = rec
         .links
         .iter()
-        .map(|l| Link::with_context(context(rec.trace_id, *l, false)))
+        .map(|l| {
+            // A span of another trace was made by another process.
+            let remote = l.trace_id != rec.trace_id;
+            Link::with_context(context(l.trace_id, l.span_id, remote))
+        })
         .collect();
     SpanData {
         span_context: context(rec.trace_id, rec.span_id, false),
         parent_span_id: rec.parent.map_or(SpanId::INVALID, SpanId::from),
-        parent_span_is_remote: false,
+        parent_span_is_remote: rec.parent_remote,
         span_kind: match rec.kind {
             pipec_runtime::trace::SpanKind::Internal => SpanKind::Internal,
             pipec_runtime::trace::SpanKind::Client => SpanKind::Client,
+            pipec_runtime::trace::SpanKind::Server => SpanKind::Server,
         },
         name: rec.name.into(),
         start_time: rec.start,
@@ -386,6 +391,7 @@ fn value(a: Attr) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pipec_runtime::trace::SpanRef;
 
     fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
         move |k| {
@@ -480,16 +486,44 @@ mod tests {
             start: std::time::UNIX_EPOCH,
             end: std::time::UNIX_EPOCH + Duration::from_millis(5),
             attributes: vec![("gen_ai.usage.input_tokens", Attr::Int(12))],
-            links: vec![9],
+            links: vec![
+                SpanRef {
+                    trace_id: 0xabc,
+                    span_id: 9,
+                },
+                SpanRef {
+                    trace_id: 0xdef,
+                    span_id: 11,
+                },
+            ],
+            parent_remote: false,
             error: Some("E: failed".into()),
         };
         let scope = InstrumentationScope::builder("pipec").build();
-        let d = span_data(rec, &scope);
+        let d = span_data(rec.clone(), &scope);
         assert_eq!(d.span_context.trace_id(), TraceId::from(0xabc_u128));
         assert_eq!(d.span_context.span_id(), SpanId::from(7_u64));
         assert_eq!(d.parent_span_id, SpanId::from(3_u64));
         assert_eq!(d.span_kind, SpanKind::Client);
         assert_eq!(d.links.links[0].span_context.span_id(), SpanId::from(9_u64));
+        assert!(!d.links.links[0].span_context.is_remote());
+        // A link into another trace names that trace, made by another process.
+        let other = &d.links.links[1].span_context;
+        assert_eq!(other.trace_id(), TraceId::from(0xdef_u128));
+        assert_eq!(other.span_id(), SpanId::from(11_u64));
+        assert!(other.is_remote());
+        assert!(!d.parent_span_is_remote);
+        // A served request's span: kind server, its parent the client's.
+        let server = span_data(
+            SpanRec {
+                kind: pipec_runtime::trace::SpanKind::Server,
+                parent_remote: true,
+                ..rec
+            },
+            &scope,
+        );
+        assert_eq!(server.span_kind, SpanKind::Server);
+        assert!(server.parent_span_is_remote);
         assert_eq!(d.status, Status::error("E: failed"));
         assert_eq!(
             d.attributes[0],

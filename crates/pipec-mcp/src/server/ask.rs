@@ -302,6 +302,12 @@ impl Served {
             answers: answers.unwrap_or_default(),
             state,
             tasks,
+            // A traceparent is 55 characters; anything far longer is not one.
+            traceparent: context
+                .meta
+                .get_traceparent()
+                .filter(|t| t.len() <= 256)
+                .map(str::to_string),
         };
         for round in 0..MAX_ROUNDS {
             if round + 1 == MAX_ROUNDS {
@@ -352,6 +358,7 @@ impl Served {
                 answers,
                 state: Some(needed.state),
                 tasks,
+                traceparent: call.traceparent,
             };
         }
         Err(ErrorData::internal_error(

@@ -250,6 +250,9 @@ pub struct CallContext {
     /// The client declared the tasks extension: a call of a task-supporting tool may
     /// answer [`ToolAnswer::Task`].
     pub tasks: bool,
+    /// The W3C `traceparent` the client sent in the request's `_meta`: the client's span
+    /// of this call, which a traced provider makes its own span a child of.
+    pub traceparent: Option<String>,
 }
 
 /// What a tool call answers: its result, or questions for the client first.

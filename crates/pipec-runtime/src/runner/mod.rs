@@ -65,6 +65,7 @@ pub struct Runner {
     pub(crate) events: Option<EventSink>,
     /// Where the attempts' spans go (`crate::trace`); none are made without it.
     pub(crate) spans: Option<crate::trace::SpanSink>,
+    pub(crate) called_from: Option<crate::trace::SpanRef>,
     pub(crate) progress: Option<Arc<dyn Progress>>,
     pub(crate) concurrency: usize,
     pub(crate) validators: Arc<Validators>,
@@ -112,6 +113,7 @@ impl Runner {
             model_overrides: BTreeMap::new(),
             events: None,
             spans: None,
+            called_from: None,
             progress: None,
             concurrency: 8,
             validators,
@@ -226,6 +228,14 @@ impl Runner {
     /// ([`crate::trace`]).
     pub fn spans(mut self, sink: crate::trace::SpanSink) -> Runner {
         self.spans = Some(sink);
+        self
+    }
+
+    /// The attempt is made for a request of another process (an MCP client's call of a
+    /// served pipeline, whose span `pipec serve` makes): its `invoke_workflow` span
+    /// links to `request`.
+    pub fn called_from(mut self, request: crate::trace::SpanRef) -> Runner {
+        self.called_from = Some(request);
         self
     }
 
@@ -925,6 +935,7 @@ impl Runner {
                 &lease.thread,
                 lease.attempt,
                 waiting,
+                self.called_from,
             ))
         });
         // The trace reads the committed events as they stream, beside `--events`.

@@ -77,8 +77,11 @@ pub struct SpanRec {
     pub start: SystemTime,
     pub end: SystemTime,
     pub attributes: Vec<(&'static str, Attr)>,
-    /// Spans of the same trace this one follows from (an attempt's earlier attempt).
-    pub links: Vec<u64>,
+    /// Spans this one follows from: an attempt's earlier attempt, the client's request
+    /// that started a served run, the run a served request started.
+    pub links: Vec<SpanRef>,
+    /// The parent is another process's span (a client's request).
+    pub parent_remote: bool,
     /// Why it failed (the span's status is an error with this description).
     pub error: Option<String>,
 }
@@ -89,6 +92,46 @@ pub enum SpanKind {
     Internal,
     /// A request to another process: a model endpoint, an MCP server.
     Client,
+    /// A request another process made: an MCP client's call of `pipec serve`.
+    Server,
+}
+
+/// A span by its ids, in any trace: a link's target, or a parent in another process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpanRef {
+    pub trace_id: u128,
+    pub span_id: u64,
+}
+
+impl SpanRef {
+    /// The span a W3C `traceparent` names (version `00`, or a later version read as
+    /// `00` as the recommendation asks); `None` for one that is not well formed or
+    /// names no span (all-zero ids).
+    pub fn from_traceparent(text: &str) -> Option<SpanRef> {
+        let text = text.trim_matches(|c| c == ' ' || c == '\t');
+        let b = text.as_bytes();
+        let lower_hex = |s: &str| s.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'));
+        if b.len() < 55 || !text.is_char_boundary(55) {
+            return None;
+        }
+        let version = &text[..2];
+        // Version 00 is exactly 55 characters; a later one may add fields after a dash.
+        let fits = match version {
+            "00" => b.len() == 55,
+            "ff" => false,
+            _ => b.len() == 55 || b[55] == b'-',
+        };
+        if !fits || !lower_hex(version) || b[2] != b'-' || b[35] != b'-' || b[52] != b'-' {
+            return None;
+        }
+        let (trace, span, flags) = (&text[3..35], &text[36..52], &text[53..55]);
+        if !(lower_hex(trace) && lower_hex(span) && lower_hex(flags)) {
+            return None;
+        }
+        let trace_id = u128::from_str_radix(trace, 16).ok().filter(|n| *n != 0)?;
+        let span_id = u64::from_str_radix(span, 16).ok().filter(|n| *n != 0)?;
+        Some(SpanRef { trace_id, span_id })
+    }
 }
 
 /// An attribute's value.
@@ -164,6 +207,14 @@ pub(crate) fn attempt_span(thread: &str, attempt: u32) -> u64 {
     span_id(thread, &["attempt", &attempt.to_string()])
 }
 
+/// The `invoke_workflow` span of attempt `attempt` of `thread`, for a link to it.
+pub fn attempt_ref(thread: &str, attempt: u32) -> SpanRef {
+    SpanRef {
+        trace_id: trace_id(thread),
+        span_id: attempt_span(thread, attempt),
+    }
+}
+
 /// The span of a node's work in one attempt.
 pub(crate) fn node_span(thread: &str, attempt: u32, node: &str) -> u64 {
     span_id(thread, &["node", &attempt.to_string(), node])
@@ -218,6 +269,9 @@ pub(crate) struct AttemptTrace {
     attempt: u32,
     span: u64,
     started: SystemTime,
+    /// The request of another process this attempt was started for (an MCP client's
+    /// call of a served pipeline), linked from the attempt's span.
+    called_from: Option<SpanRef>,
     state: Mutex<Open>,
 }
 
@@ -256,6 +310,7 @@ impl AttemptTrace {
         thread: &str,
         attempt: u32,
         waiting: Vec<(String, u64, u32)>,
+        called_from: Option<SpanRef>,
     ) -> AttemptTrace {
         let open = Open {
             gates: waiting
@@ -272,6 +327,7 @@ impl AttemptTrace {
             attempt,
             span: attempt_span(thread, attempt),
             started: SystemTime::now(),
+            called_from,
             state: Mutex::new(open),
         }
     }
@@ -291,6 +347,7 @@ impl AttemptTrace {
             end: self.started,
             attributes: vec![("gen_ai.conversation.id", self.thread.as_str().into())],
             links: Vec::new(),
+            parent_remote: false,
             error: None,
         }
     }
@@ -624,8 +681,9 @@ impl AttemptTrace {
             ("pipec.cost_usd", dollars(open.cost)),
         ]);
         if self.attempt > 1 {
-            s.links.push(attempt_span(&self.thread, self.attempt - 1));
+            s.links.push(attempt_ref(&self.thread, self.attempt - 1));
         }
+        s.links.extend(self.called_from);
         s.error = error;
         drop(open);
         self.sink.emit(s);
@@ -783,6 +841,7 @@ pub(crate) fn answered_gates(
                 ("pipec.gate.wait_ms", (waited.as_millis() as u64).into()),
             ],
             links: Vec::new(),
+            parent_remote: false,
             error: None,
         });
     }
@@ -820,6 +879,43 @@ fn call_failure(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_traceparent_names_its_span_or_nothing() {
+        let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        assert_eq!(
+            SpanRef::from_traceparent(tp),
+            Some(SpanRef {
+                trace_id: 0x4bf92f3577b34da6a3ce929d0e0e4736,
+                span_id: 0x00f067aa0ba902b7,
+            })
+        );
+        // What pipec sends reads back as the same span.
+        assert_eq!(
+            SpanRef::from_traceparent(&traceparent(0xabc, 0xdef)),
+            Some(SpanRef {
+                trace_id: 0xabc,
+                span_id: 0xdef
+            })
+        );
+        // A later version may carry more after a dash; it is read as version 00.
+        let later = "cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what-comes";
+        assert!(SpanRef::from_traceparent(later).is_some());
+        for bad in [
+            "",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e473-600f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0g",
+            "00-4bf92f3577b34da6a3ce929d0e0e47é-00f067aa0ba902b7-01",
+        ] {
+            assert_eq!(SpanRef::from_traceparent(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn ids_are_the_threads_and_stable() {
