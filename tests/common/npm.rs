@@ -31,6 +31,11 @@ pub const MEMORY: (&str, &str, &str) = (
 /// is: package, version.
 pub const TS_SDK: (&str, &str) = ("@modelcontextprotocol/sdk", "1.32.2");
 
+/// The official MCP TypeScript SDK's v2 line, which speaks the 2026-07-28 revision: its
+/// client package, whose client `tests/fixtures/serve_ts/ts2_client.mjs` is: package,
+/// version.
+pub const TS_SDK_V2: (&str, &str) = ("@modelcontextprotocol/client", "2.4.0");
+
 /// The MCP Inspector's CLI (`mcp-inspector-cli --cli`), the one of the Inspector's
 /// packages that runs on the Node of [`NODE`] (the Inspector 2 wants Node 22.19): package,
 /// version.

@@ -1,22 +1,25 @@
 //! `pipec serve` driven by MCP clients of the TypeScript world, over stdio and streamable
-//! HTTP: the official TypeScript SDK's client (`@modelcontextprotocol/sdk`, through
-//! `tests/fixtures/serve_ts/ts_client.mjs`, which speaks 2025-11-25) and the MCP
-//! Inspector's CLI. With the SDK: a pipeline is listed as a tool with its inputs' schema;
-//! its record gate is an `elicitation/create` on the call's own stream whose accepted
-//! content the call answers with the outputs, and whose decline answers the paused run that
-//! `resume_run` finishes; a `provider = "client"` model is the client's sampling handler,
-//! and a client without sampling is refused with -32021; a roots gate is answered by
-//! `roots/list`; prompts are listed and got, a missing argument asked in a form. With the
-//! Inspector: tools listed and called, a prompt got, a resource read. The npm packages are
-//! pinned in `common::npm` and installed once under `target/ts-interop`; without npm the
-//! tests say they are skipped (and fail under `PIPEC_REQUIRE_NPM=1`).
+//! HTTP: the official TypeScript SDK's clients, v1 (`@modelcontextprotocol/sdk`, through
+//! `tests/fixtures/serve_ts/ts_client.mjs`, which speaks 2025-11-25) and v2
+//! (`@modelcontextprotocol/client`, through `ts2_client.mjs`, which speaks 2026-07-28), and
+//! the MCP Inspector's CLI. With the SDK: a pipeline is listed as a tool with its inputs'
+//! schema; its record gate is asked of the client in-band (v1: an `elicitation/create` on
+//! the call's own stream; v2: an input request of the call's `input_required` answer)
+//! whose accepted content the call answers with the outputs, and whose decline answers the
+//! paused run that `resume_run` finishes; a `provider = "client"` model is the client's
+//! sampling handler, and a client without sampling is refused with -32021; a roots gate is
+//! answered by `roots/list`; prompts are listed and got, a missing argument asked in a
+//! form. With the Inspector: tools listed and called, a prompt got, a resource read. The
+//! npm packages are pinned in `common::npm` and installed once under `target/ts-interop`
+//! and `target/ts2-interop`; without npm the tests say they are skipped (and fail under
+//! `PIPEC_REQUIRE_NPM=1`).
 
 use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use common::npm::{INSPECTOR_CLI, NODE, TS_SDK, node_modules, node_of};
+use common::npm::{INSPECTOR_CLI, NODE, TS_SDK, TS_SDK_V2, node_modules, node_of};
 use common::serve_http::serve_http;
 use common::{Project, crate_root, pipec_bin};
 use serde_json::{Value, json};
@@ -147,6 +150,41 @@ fn modules() -> Option<PathBuf> {
     node_modules("ts-interop", &[TS_SDK, INSPECTOR_CLI, NODE])
 }
 
+/// Which of the SDK's clients: v1 (`@modelcontextprotocol/sdk`, the 2025-11-25 revision,
+/// the server's questions as requests on a stream) or v2 (`@modelcontextprotocol/client`,
+/// the 2026-07-28 revision, the server's questions as input requests of `input_required`
+/// results, which the SDK fulfils and sends back on its own).
+#[derive(Clone, Copy, PartialEq)]
+enum Sdk {
+    V1,
+    V2,
+}
+
+impl Sdk {
+    /// Its `node_modules` folder, installed on first use; `None` without npm.
+    fn modules(self) -> Option<PathBuf> {
+        match self {
+            Sdk::V1 => modules(),
+            Sdk::V2 => node_modules("ts2-interop", &[TS_SDK_V2, NODE]),
+        }
+    }
+
+    fn script(self) -> &'static str {
+        match self {
+            Sdk::V1 => "tests/fixtures/serve_ts/ts_client.mjs",
+            Sdk::V2 => "tests/fixtures/serve_ts/ts2_client.mjs",
+        }
+    }
+
+    /// The revision the client settles on with `pipec serve`: each line's newest.
+    fn revision(self) -> &'static str {
+        match self {
+            Sdk::V1 => "2025-11-25",
+            Sdk::V2 => "2026-07-28",
+        }
+    }
+}
+
 #[derive(Clone, Copy)]
 enum Via<'a> {
     /// `pipec serve FILES` over stdio, started by the client in the project.
@@ -156,7 +194,8 @@ enum Via<'a> {
 }
 
 /// What the server asked the client during a step: each request's method and, over
-/// HTTP, which request's answer stream carried it (`elicitation/create in tools/call`).
+/// HTTP in the 2025-11-25 revision, which request's answer stream carried it
+/// (`elicitation/create in tools/call`).
 fn asked(step: &Value) -> Vec<String> {
     step["asked"]
         .as_array()
@@ -173,11 +212,12 @@ fn asked(step: &Value) -> Vec<String> {
 }
 
 /// The params of the one request `method` the server asked during a step, made during a
-/// request `during`: over HTTP it must come on that request's own stream.
-fn asked_once<'s>(step: &'s Value, via: Via, method: &str, during: &str) -> &'s Value {
-    let expected = match via {
-        Via::Stdio(_) => method.to_string(),
-        Via::Http(_) => format!("{method} in {during}"),
+/// request `during`: over HTTP in the 2025-11-25 revision it must come on that request's
+/// own stream; in the 2026-07-28 revision it comes in the request's answer.
+fn asked_once<'s>(step: &'s Value, via: Via, sdk: Sdk, method: &str, during: &str) -> &'s Value {
+    let expected = match (via, sdk) {
+        (Via::Http(_), Sdk::V1) => format!("{method} in {during}"),
+        _ => method.to_string(),
     };
     assert_eq!(asked(step), [expected], "{step}");
     &step["asked"][0]["params"]
@@ -198,6 +238,7 @@ fn required(schema: &Value) -> Vec<&str> {
 /// The official TypeScript SDK's client of `project`, declaring and answering what it is
 /// given.
 struct TsClient<'a> {
+    sdk: Sdk,
     modules: &'a Path,
     project: &'a Project,
     /// Declares form elicitation, each answered with the step's next answer.
@@ -209,8 +250,9 @@ struct TsClient<'a> {
 }
 
 impl<'a> TsClient<'a> {
-    fn of(modules: &'a Path, project: &'a Project) -> TsClient<'a> {
+    fn of(sdk: Sdk, modules: &'a Path, project: &'a Project) -> TsClient<'a> {
         TsClient {
+            sdk,
             modules,
             project,
             elicit: false,
@@ -259,7 +301,7 @@ impl<'a> TsClient<'a> {
             Via::Http(url) => spec["http"] = json!({ "url": url, "token": TOKEN }),
         }
         let out = Command::new(node_of(self.modules))
-            .arg(crate_root().join("tests/fixtures/serve_ts/ts_client.mjs"))
+            .arg(crate_root().join(self.sdk.script()))
             .arg(spec.to_string())
             .current_dir(&self.project.dir)
             .stdin(Stdio::null())
@@ -271,7 +313,8 @@ impl<'a> TsClient<'a> {
         let seen: Value = serde_json::from_str(stdout.lines().last().unwrap_or(""))
             .unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}\n{stderr}"));
         assert_eq!(
-            seen["protocol"], "2025-11-25",
+            seen["protocol"],
+            self.sdk.revision(),
             "the SDK's newest revision: {seen}"
         );
         seen["steps"].as_array().expect("steps").clone()
@@ -287,8 +330,8 @@ fn serve(p: &Project, files: &[&str]) -> (common::serve_http::Running, String) {
 /// stream, each field of the gate's type a property of the kind the form holds. Accepted,
 /// it answers the gate and the call the outputs; declined, the call answers the paused
 /// run and its link, which reads as paused, and `resume_run` finishes it.
-fn form_gate(modules: &Path, p: &Project, via: Via) {
-    let steps = TsClient::of(modules, p).eliciting().drive(
+fn form_gate(sdk: Sdk, modules: &Path, p: &Project, via: Via) {
+    let steps = TsClient::of(sdk, modules, p).eliciting().drive(
         via,
         json!([
             { "op": "tools" },
@@ -319,7 +362,7 @@ fn form_gate(modules: &Path, p: &Project, via: Via) {
     );
 
     let accepted = &steps[1];
-    let form = asked_once(accepted, via, "elicitation/create", "tools/call");
+    let form = asked_once(accepted, via, sdk, "elicitation/create", "tools/call");
     assert_eq!(form["mode"], "form", "{form}");
     assert_eq!(form["message"], "Review D-1", "{form}");
     let requested = &form["requestedSchema"];
@@ -349,7 +392,7 @@ fn form_gate(modules: &Path, p: &Project, via: Via) {
     );
 
     let declined = &steps[2];
-    let form = asked_once(declined, via, "elicitation/create", "tools/call");
+    let form = asked_once(declined, via, sdk, "elicitation/create", "tools/call");
     assert_eq!(form["message"], "Review D-2", "{form}");
     assert_eq!(declined["isError"], false, "{declined}");
     let structured = &declined["structured"];
@@ -386,17 +429,35 @@ fn form_gate(modules: &Path, p: &Project, via: Via) {
 
 #[test]
 fn ts_sdk_over_stdio_lists_a_pipeline_and_answers_its_form_gate_in_band() {
-    let Some(modules) = modules() else { return };
+    let Some(modules) = Sdk::V1.modules() else {
+        return;
+    };
     let p = project("ts-form-stdio");
-    form_gate(&modules, &p, Via::Stdio(&["review.pipe"]));
+    form_gate(Sdk::V1, &modules, &p, Via::Stdio(&["review.pipe"]));
 }
 
 #[test]
 fn ts_sdk_over_http_lists_a_pipeline_and_answers_its_form_gate_on_the_calls_stream() {
-    let Some(modules) = modules() else { return };
+    let Some(modules) = Sdk::V1.modules() else {
+        return;
+    };
     let p = project("ts-form-http");
     let (_server, url) = serve(&p, &["review.pipe"]);
-    form_gate(&modules, &p, Via::Http(&url));
+    form_gate(Sdk::V1, &modules, &p, Via::Http(&url));
+}
+
+/// The same with the v2 SDK in the 2026-07-28 revision: the gate's form is an input
+/// request of the call's `input_required` answer, which the SDK fulfils with the
+/// handler's answer and sends back, over stdio and over HTTP.
+#[test]
+fn ts_sdk_v2_answers_a_form_gate_as_an_input_request_over_stdio_and_http() {
+    let Some(modules) = Sdk::V2.modules() else {
+        return;
+    };
+    let p = project("ts2-form");
+    form_gate(Sdk::V2, &modules, &p, Via::Stdio(&["review.pipe"]));
+    let (_server, url) = serve(&p, &["review.pipe"]);
+    form_gate(Sdk::V2, &modules, &p, Via::Http(&url));
 }
 
 /// How many runs of `pipeline` `p`'s store holds, as `pipec runs --json` lists them.
@@ -412,15 +473,15 @@ fn count_runs(p: &Project, pipeline: &str) -> usize {
 /// the rendered prompt, its system part, the node's settings and the model's name as a
 /// hint; the handler's text is the output. A client that declared no sampling (forms
 /// only) is refused with -32021, naming sampling, and no run starts.
-fn sampling(modules: &Path, p: &Project, via: Via) {
+fn sampling(sdk: Sdk, modules: &Path, p: &Project, via: Via) {
     let reply = "Paris, said the TypeScript client";
     let question =
         json!([{ "op": "call", "tool": "ask", "arguments": { "question": "Capital of France?" } }]);
     let before = count_runs(p, "ask");
-    let sampled = &TsClient::of(modules, p)
+    let sampled = &TsClient::of(sdk, modules, p)
         .sampling(reply)
         .drive(via, question.clone())[0];
-    let turn = asked_once(sampled, via, "sampling/createMessage", "tools/call");
+    let turn = asked_once(sampled, via, sdk, "sampling/createMessage", "tools/call");
     assert_eq!(
         turn["messages"],
         json!([{ "role": "user", "content": { "type": "text", "text": "Q: Capital of France?" } }]),
@@ -446,7 +507,9 @@ fn sampling(modules: &Path, p: &Project, via: Via) {
         "{sampled}"
     );
 
-    let refused = &TsClient::of(modules, p).eliciting().drive(via, question)[0];
+    let refused = &TsClient::of(sdk, modules, p)
+        .eliciting()
+        .drive(via, question)[0];
     assert_eq!(asked(refused), Vec::<String>::new(), "{refused}");
     let error = &refused["error"];
     assert_eq!(error["code"], -32021, "{refused}");
@@ -465,29 +528,40 @@ fn sampling(modules: &Path, p: &Project, via: Via) {
 
 #[test]
 fn ts_sdk_sampling_handler_is_the_client_model_and_a_client_without_sampling_is_refused() {
-    let Some(modules) = modules() else { return };
-    let p = project("ts-sampling");
-    sampling(&modules, &p, Via::Stdio(&["ask.pipe"]));
-    let (_server, url) = serve(&p, &["ask.pipe"]);
-    sampling(&modules, &p, Via::Http(&url));
+    for sdk in [Sdk::V1, Sdk::V2] {
+        let Some(modules) = sdk.modules() else { return };
+        let p = project(if sdk == Sdk::V1 {
+            "ts-sampling"
+        } else {
+            "ts2-sampling"
+        });
+        sampling(sdk, &modules, &p, Via::Stdio(&["ask.pipe"]));
+        let (_server, url) = serve(&p, &["ask.pipe"]);
+        sampling(sdk, &modules, &p, Via::Http(&url));
+    }
 }
 
 /// A gate of the client's roots is a `roots/list` on the call's stream, and the roots the
 /// handler answers are the gate's answer.
 #[test]
 fn ts_sdk_roots_handler_answers_a_gate_of_the_clients_roots() {
-    let Some(modules) = modules() else { return };
     let p = project("ts-roots");
     let (_server, url) = serve(&p, &["roots.pipe"]);
     let roots = json!([
         { "uri": "file:///srv/project/src", "name": "src" },
         { "uri": "file:///srv/project/docs" },
     ]);
-    for via in [Via::Stdio(&["roots.pipe"]), Via::Http(&url)] {
-        let call = &TsClient::of(&modules, &p)
+    for (sdk, via) in [
+        (Sdk::V1, Via::Stdio(&["roots.pipe"])),
+        (Sdk::V1, Via::Http(&url)),
+        (Sdk::V2, Via::Stdio(&["roots.pipe"])),
+        (Sdk::V2, Via::Http(&url)),
+    ] {
+        let Some(modules) = sdk.modules() else { return };
+        let call = &TsClient::of(sdk, &modules, &p)
             .with_roots(roots.clone())
             .drive(via, json!([{ "op": "call", "tool": "roots" }]))[0];
-        asked_once(call, via, "roots/list", "tools/call");
+        asked_once(call, via, sdk, "roots/list", "tools/call");
         assert_eq!(
             call["structured"],
             json!({ "uris": ["file:///srv/project/src", "file:///srv/project/docs"] }),
@@ -501,11 +575,16 @@ fn ts_sdk_roots_handler_answers_a_gate_of_the_clients_roots() {
 /// the request's stream, and renders with the answer; declined, it is -32602 naming it.
 #[test]
 fn ts_sdk_lists_and_gets_prompts_and_a_missing_argument_is_asked() {
-    let Some(modules) = modules() else { return };
     let p = project("ts-prompts");
     let (_server, url) = serve(&p, &["brief.pipe"]);
-    for via in [Via::Stdio(&["brief.pipe"]), Via::Http(&url)] {
-        let steps = TsClient::of(&modules, &p).eliciting().drive(
+    for (sdk, via) in [
+        (Sdk::V1, Via::Stdio(&["brief.pipe"])),
+        (Sdk::V1, Via::Http(&url)),
+        (Sdk::V2, Via::Stdio(&["brief.pipe"])),
+        (Sdk::V2, Via::Http(&url)),
+    ] {
+        let Some(modules) = sdk.modules() else { return };
+        let steps = TsClient::of(sdk, &modules, &p).eliciting().drive(
             via,
             json!([
                 { "op": "prompts" },
@@ -547,7 +626,7 @@ fn ts_sdk_lists_and_gets_prompts_and_a_missing_argument_is_asked() {
             "{full}"
         );
         let answered = &steps[2];
-        let form = asked_once(answered, via, "elicitation/create", "prompts/get");
+        let form = asked_once(answered, via, sdk, "elicitation/create", "prompts/get");
         assert_eq!(form["message"], "The prompt `brief` needs: tone.", "{form}");
         assert_eq!(
             form["requestedSchema"]["properties"],
