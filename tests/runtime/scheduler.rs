@@ -453,3 +453,104 @@ output b = b
     assert_eq!(seen.last(), Some(&(true, vec!["b".into()])), "{seen:?}");
     assert_eq!(seen.iter().filter(|(last, _)| *last).count(), 1, "{seen:?}");
 }
+
+/// How many item rows each commit held.
+#[derive(Clone, Default)]
+struct ItemCommits(Arc<Mutex<Vec<usize>>>);
+
+impl ItemCommits {
+    fn seen(&self) -> Vec<usize> {
+        self.0.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+}
+
+impl Hooks for ItemCommits {
+    fn commit<'a>(
+        &'a self,
+        inner: &'a dyn Store,
+        lease: &'a Lease,
+        writes: Vec<Write>,
+        last: bool,
+    ) -> StoreFuture<'a, Vec<RecordedEvent>> {
+        let items = writes
+            .iter()
+            .filter(|w| matches!(w, Write::Item(..)))
+            .count();
+        if let Ok(mut s) = self.0.lock() {
+            s.push(items);
+        }
+        pass_commit(inner, lease, writes, last)
+    }
+}
+
+#[test]
+fn done_items_of_work_free_to_redo_share_commits_and_effects_commit_each() {
+    // 300 items of a host function (free to run again): their rows wait for one another,
+    // a few commits for all of them, and every row is stored when the node ends.
+    let src = r#"
+input words: string[]
+node len(n: string = each(input.words, max: 1000), ms: int = 0) -> { v: int } {
+  host = "step"
+  concurrency = 8
+}
+output lens = len[*].v
+"#;
+    let plan = pipec::compile_str("each.pipe", src).expect("compiles");
+    let commits = ItemCommits::default();
+    let store = Arc::new(Hooked {
+        inner: Arc::new(MemoryStore::new()),
+        hooks: commits.clone(),
+    });
+    let log: Log = Arc::default();
+    let runner = with_step(Runner::with_store(plan, store.clone()), &log);
+    let words: Vec<String> = (0..300).map(|i| "x".repeat(i % 7 + 1)).collect();
+    let rt = rt();
+    let out = rt
+        .block_on(runner.start(json!({ "words": words })))
+        .expect("runs");
+    let Outcome::Completed { thread, outputs } = out else {
+        panic!("{out:?}");
+    };
+    let lens: Vec<usize> = words.iter().map(String::len).collect();
+    assert_eq!(outputs, json!({ "lens": lens }));
+    let seen = commits.seen();
+    assert_eq!(seen.iter().sum::<usize>(), 300, "{seen:?}");
+    let with_items = seen.iter().filter(|n| **n > 0).count();
+    assert!(
+        with_items <= 300 / 16,
+        "{with_items} commits held the 300 items: {seen:?}"
+    );
+    let state = rt.block_on(store.load(&thread)).expect("load");
+    assert_eq!(state.items.len(), 300);
+    assert!(state.items.values().all(|i| i.state == ItemState::Done));
+
+    // Items of an effect (a command that is not idempotent) each commit their row
+    // before the next thing: a crash must not lose that it ran.
+    let src = r#"
+input ids: int[]
+node send(id: int = each(input.ids, max: 100)) -> { v: int } {
+  exec = ["sh", "-c", "cat >/dev/null; printf '{\"v\":1}'"]
+  concurrency = 4
+}
+output sent = send
+"#;
+    let plan = pipec::compile_str("effect.pipe", src).expect("compiles");
+    let commits = ItemCommits::default();
+    let store = Arc::new(Hooked {
+        inner: Arc::new(MemoryStore::new()),
+        hooks: commits.clone(),
+    });
+    let dir = common::Project::new("effect-items");
+    let runner = Runner::with_store(plan, store).project_root(dir.dir.clone());
+    let ids: Vec<u32> = (0..20).collect();
+    let out = rt
+        .block_on(runner.start(json!({ "ids": ids })))
+        .expect("runs");
+    assert!(matches!(out, Outcome::Completed { .. }), "{out:?}");
+    let seen = commits.seen();
+    assert_eq!(
+        seen.iter().filter(|n| **n == 1).count(),
+        20,
+        "one commit an item: {seen:?}"
+    );
+}

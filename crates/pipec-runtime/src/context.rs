@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Semaphore;
 
+use crate::deferred::{Deferred, Then};
 use crate::error::RuntimeError;
 use crate::hosts::HostFn;
 use crate::llm::Model;
@@ -50,6 +51,8 @@ pub(crate) struct AttemptContext {
     pub replay: Option<Arc<crate::replay::Recorded>>,
     /// How far ahead of the real clock gate deadlines are judged (a test's skipped time).
     pub clock_ahead_ms: u64,
+    /// Writes of redoable work waiting for the next commit ([`crate::deferred`]).
+    pub deferred: Deferred,
 }
 
 impl AttemptContext {
@@ -64,12 +67,47 @@ impl AttemptContext {
         self.commit_as(writes, Last::Yes).await
     }
 
-    async fn commit_as(&self, writes: Vec<Write>, last: Last) -> Result<(), RuntimeError> {
+    /// Commits the writes of redoable work ([`crate::deferred`]): with the attempt's next
+    /// commit, or now when enough of them wait or the oldest has waited long enough.
+    pub(crate) async fn commit_deferred(
+        self: &Arc<Self>,
+        writes: Vec<Write>,
+    ) -> Result<(), RuntimeError> {
         if writes.is_empty() {
             return Ok(());
         }
+        match self.deferred.add(writes) {
+            Then::Flush => self.commit_as(Vec::new(), Last::No).await,
+            Then::Wait => Ok(()),
+            Then::FlushAfter(wait) => {
+                // The attempt may end first: the flush then finds it gone (its last
+                // commit took what waited) and the lease is not held for it.
+                let attempt = Arc::downgrade(self);
+                tokio::spawn(async move {
+                    tokio::time::sleep(wait).await;
+                    if let Some(cx) = attempt.upgrade() {
+                        cx.deferred.timer_done();
+                        // A failure (the lease lost, the thread cancelled) is the next
+                        // commit's to report: it meets it too.
+                        let _ = cx.commit_as(Vec::new(), Last::No).await;
+                    }
+                });
+                Ok(())
+            }
+        }
+    }
+
+    /// Commits what waits ([`crate::deferred`]), then `writes`, in one transaction. What
+    /// waited is not tried again when the commit fails: like what a crash loses, it is
+    /// redone on resume.
+    async fn commit_as(&self, writes: Vec<Write>, last: Last) -> Result<(), RuntimeError> {
+        let mut all = self.deferred.take();
+        all.extend(writes);
+        if all.is_empty() {
+            return Ok(());
+        }
         let in_flight = self.stream.begin(self.events.as_ref());
-        let result = commit(&*self.store, &self.lease, &self.scrubber, writes, last).await;
+        let result = commit(&*self.store, &self.lease, &self.scrubber, all, last).await;
         if in_flight.end(result.as_deref().unwrap_or_default()) {
             self.catch_up().await;
         }

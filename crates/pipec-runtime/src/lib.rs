@@ -21,6 +21,7 @@ mod client_ask;
 mod config;
 mod context;
 pub mod credentials;
+mod deferred;
 mod error;
 pub mod eval;
 pub mod exec;

@@ -1,5 +1,7 @@
 //! `each` nodes that run as tasks: items run concurrently within the node's
-//! `concurrency`, each committed as it finishes; items already stored are not run again.
+//! `concurrency`, each committed as it finishes (the done items of work that runs again
+//! for free with the attempt's next commit, [`crate::deferred`]); items already stored
+//! are not run again.
 //! Items are started one at a time as room frees up, so once an item fails the node
 //! (or its outcome is unknown), no further item starts: those running finish and are
 //! recorded, nothing queued behind them is paid for. With `drop_failed_items`, a failed
@@ -223,6 +225,7 @@ async fn run_item(
         return (item, ItemEnd::NotStarted);
     }
     unit.permit = Some(permit);
+    let redoable = unit.executor.free_to_redo(&shared.plan, &node);
     let end = tries::run_unit(shared.clone(), unit).await;
     let (rec, mut writes, outcome) = match end {
         UnitEnd::Value {
@@ -294,7 +297,14 @@ async fn run_item(
         item,
         rec.clone(),
     ));
-    if let Err(e) = shared.commit(writes).await {
+    // A done item of work that runs again for free waits for the next commit (group
+    // commit); a failure is committed at once, as it decides the node.
+    let committed = if redoable && outcome.is_none() {
+        shared.commit_deferred(writes).await
+    } else {
+        shared.commit(writes).await
+    };
+    if let Err(e) = committed {
         return (item, ItemEnd::Failed(e.stored(Some(&node.name)), false));
     }
     match outcome {

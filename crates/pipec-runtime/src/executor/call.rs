@@ -46,6 +46,10 @@ impl Executor for Call {
         tool_of(plan, node).is_some_and(|t| !repeatable(t))
     }
 
+    fn free_to_redo(&self, plan: &Plan, node: &Node) -> bool {
+        !self.journaled(plan, node)
+    }
+
     fn target(&self, node: &Node) -> String {
         match &node.body {
             Body::Call { tool, .. } => tool.clone(),

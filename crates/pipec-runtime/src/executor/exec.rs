@@ -30,6 +30,10 @@ impl Executor for Exec {
         )
     }
 
+    fn free_to_redo(&self, plan: &Plan, node: &Node) -> bool {
+        !self.journaled(plan, node)
+    }
+
     fn target(&self, node: &Node) -> String {
         match &node.body {
             Body::Exec { argv, .. } => argv.join(" "),

@@ -20,6 +20,10 @@ impl Executor for Host {
         false
     }
 
+    fn free_to_redo(&self, _plan: &Plan, _node: &Node) -> bool {
+        true
+    }
+
     fn target(&self, node: &Node) -> String {
         match &node.body {
             Body::Host { function } => function.clone(),

@@ -53,6 +53,14 @@ pub(crate) trait Executor: Sync {
     /// an effect that is not idempotent.
     fn journaled(&self, plan: &Plan, node: &Node) -> bool;
 
+    /// Whether a try may simply run again, costing nothing a user pays for and changing
+    /// nothing (a pure body, a read-only or idempotent call or command): the result of
+    /// an item may then wait for the attempt's next commit ([`crate::deferred`]). A model
+    /// turn is paid for, so none of the model executors says so.
+    fn free_to_redo(&self, _plan: &Plan, _node: &Node) -> bool {
+        false
+    }
+
     /// What the journal names as the callee (the command, the function, the model).
     fn target(&self, node: &Node) -> String;
 

@@ -20,6 +20,10 @@ impl Executor for Pure {
         false
     }
 
+    fn free_to_redo(&self, _plan: &Plan, _node: &Node) -> bool {
+        true
+    }
+
     fn target(&self, _node: &Node) -> String {
         String::new()
     }

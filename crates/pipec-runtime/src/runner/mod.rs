@@ -977,6 +977,7 @@ impl Runner {
             kill_after: self.kill_after.clone(),
             replay: self.replay.clone(),
             clock_ahead_ms: self.clock_ahead_ms,
+            deferred: Default::default(),
         };
         Attempt::new(Arc::new(context), state, secrets, start)
     }
