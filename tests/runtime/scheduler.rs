@@ -357,14 +357,21 @@ output b = b
 /// A commit as [`Commits`] saw it: whether it was the attempt's last, and its node rows.
 type Seen = (bool, Vec<String>);
 
-/// Records each commit: whether it was the attempt's last (`Store::commit_last`) and the
-/// node rows in it.
+/// Records each commit: whether it was the attempt's last (`Store::commit_last`), the
+/// node rows in it, and how many item rows.
 #[derive(Clone, Default)]
-struct Commits(Arc<Mutex<Vec<Seen>>>);
+struct Commits(Arc<Mutex<Vec<(Seen, usize)>>>);
 
 impl Commits {
     fn seen(&self) -> Vec<Seen> {
-        self.0.lock().map(|s| s.clone()).unwrap_or_default()
+        let all = self.0.lock().map(|s| s.clone()).unwrap_or_default();
+        all.into_iter().map(|(seen, _)| seen).collect()
+    }
+
+    /// How many item rows each commit held.
+    fn items(&self) -> Vec<usize> {
+        let all = self.0.lock().map(|s| s.clone()).unwrap_or_default();
+        all.into_iter().map(|(_, items)| items).collect()
     }
 
     /// A memory store behind this record.
@@ -391,8 +398,12 @@ impl Hooks for Commits {
                 _ => None,
             })
             .collect();
+        let items = writes
+            .iter()
+            .filter(|w| matches!(w, Write::Item(..)))
+            .count();
         if let Ok(mut s) = self.0.lock() {
-            s.push((last, nodes));
+            s.push(((last, nodes), items));
         }
         pass_commit(inner, lease, writes, last)
     }
@@ -454,35 +465,6 @@ output b = b
     assert_eq!(seen.iter().filter(|(last, _)| *last).count(), 1, "{seen:?}");
 }
 
-/// How many item rows each commit held.
-#[derive(Clone, Default)]
-struct ItemCommits(Arc<Mutex<Vec<usize>>>);
-
-impl ItemCommits {
-    fn seen(&self) -> Vec<usize> {
-        self.0.lock().map(|s| s.clone()).unwrap_or_default()
-    }
-}
-
-impl Hooks for ItemCommits {
-    fn commit<'a>(
-        &'a self,
-        inner: &'a dyn Store,
-        lease: &'a Lease,
-        writes: Vec<Write>,
-        last: bool,
-    ) -> StoreFuture<'a, Vec<RecordedEvent>> {
-        let items = writes
-            .iter()
-            .filter(|w| matches!(w, Write::Item(..)))
-            .count();
-        if let Ok(mut s) = self.0.lock() {
-            s.push(items);
-        }
-        pass_commit(inner, lease, writes, last)
-    }
-}
-
 #[test]
 fn done_items_of_work_free_to_redo_share_commits_and_effects_commit_each() {
     // 300 items of a host function (free to run again): their rows wait for one another,
@@ -496,11 +478,8 @@ node len(n: string = each(input.words, max: 1000), ms: int = 0) -> { v: int } {
 output lens = len[*].v
 "#;
     let plan = pipec::compile_str("each.pipe", src).expect("compiles");
-    let commits = ItemCommits::default();
-    let store = Arc::new(Hooked {
-        inner: Arc::new(MemoryStore::new()),
-        hooks: commits.clone(),
-    });
+    let commits = Commits::default();
+    let store = commits.store();
     let log: Log = Arc::default();
     let runner = with_step(Runner::with_store(plan, store.clone()), &log);
     let words: Vec<String> = (0..300).map(|i| "x".repeat(i % 7 + 1)).collect();
@@ -513,7 +492,7 @@ output lens = len[*].v
     };
     let lens: Vec<usize> = words.iter().map(String::len).collect();
     assert_eq!(outputs, json!({ "lens": lens }));
-    let seen = commits.seen();
+    let seen = commits.items();
     assert_eq!(seen.iter().sum::<usize>(), 300, "{seen:?}");
     let with_items = seen.iter().filter(|n| **n > 0).count();
     assert!(
@@ -535,11 +514,8 @@ node send(id: int = each(input.ids, max: 100)) -> { v: int } {
 output sent = send
 "#;
     let plan = pipec::compile_str("effect.pipe", src).expect("compiles");
-    let commits = ItemCommits::default();
-    let store = Arc::new(Hooked {
-        inner: Arc::new(MemoryStore::new()),
-        hooks: commits.clone(),
-    });
+    let commits = Commits::default();
+    let store = commits.store();
     let dir = common::Project::new("effect-items");
     let runner = Runner::with_store(plan, store).project_root(dir.dir.clone());
     let ids: Vec<u32> = (0..20).collect();
@@ -547,7 +523,7 @@ output sent = send
         .block_on(runner.start(json!({ "ids": ids })))
         .expect("runs");
     assert!(matches!(out, Outcome::Completed { .. }), "{out:?}");
-    let seen = commits.seen();
+    let seen = commits.items();
     assert_eq!(
         seen.iter().filter(|n| **n == 1).count(),
         20,
