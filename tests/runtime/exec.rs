@@ -516,3 +516,54 @@ fn inherited_ignored() -> String {
         .fold(0u64, |m, sig| m | 1u64 << (sig - 1));
     format!("{:016x}", mask & !reset)
 }
+
+/// What a command prints beyond its declared type is not kept: not in the outputs, not
+/// in the stored node value, at any depth; a `json` field keeps all it holds.
+#[test]
+fn what_the_type_does_not_declare_is_not_kept() {
+    let p = Project::new("exec-declared");
+    p.write(
+        "extra.pipe",
+        r#"type Owner {
+  name: string
+}
+
+type Deal {
+  id: string
+  owner: Owner
+  notes: json
+  tags: Owner[]
+}
+
+node deal(x: int = 1) -> Deal {
+  exec = ["sh", "-c", "cat >/dev/null; printf '%s' \"$0\"", "{\"id\":\"D1\",\"secret_sauce\":\"x\",\"owner\":{\"name\":\"Ada\",\"email\":\"ada@example.com\"},\"notes\":{\"any\":{\"thing\":1}},\"tags\":[{\"name\":\"a\",\"color\":\"red\"}]}"]
+}
+
+output deal = deal
+"#,
+    );
+    let out = p
+        .cmd(&["run", "extra.pipe"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("runs");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let kept = serde_json::json!({
+        "id": "D1",
+        "owner": { "name": "Ada" },
+        "notes": { "any": { "thing": 1 } },
+        "tags": [{ "name": "a" }],
+    });
+    assert_eq!(json(&stdout(&out))["deal"], kept);
+    let runs = p.cmd(&["runs", "--json"]).output().expect("lists");
+    let thread = json(&stdout(&runs))[0]["id"]
+        .as_str()
+        .expect("a thread")
+        .to_string();
+    let shown = p.show_json(&thread);
+    let node = shown["nodes"]
+        .as_array()
+        .and_then(|n| n.iter().find(|n| n["node"] == "deal"))
+        .expect("the node");
+    assert_eq!(node["value"], kept, "the stored value: {node}");
+}

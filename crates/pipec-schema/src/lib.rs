@@ -13,6 +13,7 @@
 #![warn(unreachable_pub)]
 
 pub mod build;
+pub mod declared;
 pub mod example;
 pub mod fit;
 pub mod form;

@@ -87,6 +87,12 @@ impl Validators {
         Ok(v)
     }
 
+    /// Removes from `value` the record fields `schema` does not declare
+    /// ([`crate::declared`]): what a value read openly keeps once it is checked.
+    pub fn keep_declared(&self, schema: &Value, value: &mut Value) {
+        crate::declared::keep_declared(schema, &self.defs, value);
+    }
+
     /// Checks a value; the error lists the first few problems with their paths.
     pub fn check(&self, schema: &Value, value: &Value, mode: Mode) -> Result<(), ValidationError> {
         // Every value a run takes in is checked here, whatever its type (`json` too): one

@@ -416,6 +416,9 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
         )
     })?;
     manifest::append(cx.manifest, refs, &node.name, unit.generation, unit.item);
+    // What the type does not declare no node can read: it is not kept.
+    let mut value = value;
+    shared.validators.keep_declared(&node.output, &mut value);
     Ok(value)
 }
 

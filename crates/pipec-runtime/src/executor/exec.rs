@@ -117,7 +117,7 @@ async fn run(this: &Exec, cx: TryContext<'_>) -> Result<Value, TryError> {
         TryError::Fatal(RuntimeError::new(rule, scrub(message)).stored(Some(&node.name)))
     };
     match result {
-        Ok(value) => {
+        Ok(mut value) => {
             shared
                 .validators
                 .check(&node.output, &value, Mode::Open)
@@ -131,6 +131,8 @@ async fn run(this: &Exec, cx: TryContext<'_>) -> Result<Value, TryError> {
                         ),
                     )
                 })?;
+            // What the type does not declare no node can read: it is not kept.
+            shared.validators.keep_declared(&node.output, &mut value);
             Ok(value)
         }
         // Nothing ran: trying again is safe.

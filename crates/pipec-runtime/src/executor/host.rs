@@ -56,7 +56,7 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
             format!("no host function `{function}` is registered"),
         ));
     };
-    let out = f(Value::Object(cx.unit.params.clone().into_iter().collect()))
+    let mut out = f(Value::Object(cx.unit.params.clone().into_iter().collect()))
         .await
         .map_err(|e| TryError::Transient {
             rule: &codes::HOST_FUNCTION_FAILED,
@@ -78,5 +78,7 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
                 )),
             )
         })?;
+    // What the type does not declare no node can read: it is not kept.
+    cx.shared.validators.keep_declared(&node.output, &mut out);
     Ok(out)
 }
