@@ -1226,3 +1226,114 @@ impl Drop for HttpCrm {
         self.stop();
     }
 }
+
+/// The declarations of a fan-out of `get_deal` over the demo CRM, the deal kept to two
+/// fields, and `tail` after them.
+fn lookups(tail: &str) -> String {
+    demo_server("crm")
+        + r#"
+type Deal {
+  deal_id: string
+  name: string
+}
+
+link "activity-history": json = "mcp://crm/deals/{deal_id}/activity"
+
+tool get_deal(deal_id: string) -> Deal from crm {
+  read_only = true
+  links = ["activity-history"]
+}
+
+input ids: string[]
+
+node lookup(deal_id: string = each(input.ids, max: 10)) -> Deal {
+  call = get_deal(deal_id: deal_id)
+}
+"# + tail
+}
+
+/// The items of `node` in `pipec show --json --internal` of the only thread of `p`.
+fn items_of(p: &Project, node: &str) -> Vec<serde_json::Value> {
+    let runs = p.cmd(&["runs", "--json"]).output().expect("lists");
+    let thread = json(&stdout(&runs))[0]["id"]
+        .as_str()
+        .expect("a thread")
+        .to_string();
+    let out = p
+        .cmd(&["show", &thread, "--json", "--internal"])
+        .output()
+        .expect("shows");
+    json(&stdout(&out))["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|i| i["node"] == node)
+        .cloned()
+        .collect()
+}
+
+/// A tool's result is stored as its declared type (the deal's other fields are not
+/// kept), and the links it returned only when some node reads them: a fan-out no node
+/// reads the links of keeps none; one whose links are read keeps them, and they read.
+#[test]
+fn a_call_keeps_what_its_type_declares_and_the_links_a_node_reads() {
+    let p = Project::new("kept-declared");
+    p.write("plain.pipe", &lookups("\noutput deals = lookup\n"));
+    let out = p
+        .cmd(&["run", "plain.pipe", "--input", r#"ids=["D1","D2"]"#])
+        .output()
+        .expect("runs");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let deals = &json(&stdout(&out))["deals"];
+    assert_eq!(deals[0]["deal_id"], "D1");
+    assert_eq!(
+        deals[0].as_object().map(|d| d.len()),
+        Some(2),
+        "only the declared fields: {deals}"
+    );
+    let items = items_of(&p, "lookup");
+    assert_eq!(items.len(), 2);
+    for item in &items {
+        let record = &item["record"];
+        assert_eq!(
+            record["value"].as_object().map(|d| d.len()),
+            Some(2),
+            "{item}"
+        );
+        assert!(
+            record["manifest"].as_array().is_none_or(Vec::is_empty),
+            "no node reads the links: {item}"
+        );
+    }
+
+    let q = Project::new("kept-links");
+    q.write(
+        "read.pipe",
+        &lookups(
+            r#"
+node activity(log: json[] = resources(ref: "activity-history", from: lookup, max_bytes: 50kb)) -> int {
+  return = len(log)
+}
+
+output read = activity
+"#,
+        ),
+    );
+    let out = q
+        .cmd(&["run", "read.pipe", "--input", r#"ids=["D1","D2"]"#])
+        .output()
+        .expect("runs");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json(&stdout(&out))["read"], 2, "both links read");
+    let items = items_of(&q, "lookup");
+    for item in &items {
+        let links = item["record"]["manifest"].as_array().expect("links kept");
+        assert_eq!(links.len(), 1, "{item}");
+        assert!(
+            links[0]["uri"]
+                .as_str()
+                .is_some_and(|u| u.ends_with("/activity")),
+            "{item}"
+        );
+    }
+}

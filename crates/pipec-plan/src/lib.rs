@@ -774,6 +774,44 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
 }
 
 impl Plan {
+    /// The links some node reads (`resource(ref: KIND, from: NODE)`, `resources(...)`):
+    /// by producing node, the kinds read of it. Only those links are kept in a `call`
+    /// node's manifest; no node can read any other.
+    pub fn links_read(&self) -> BTreeMap<String, std::collections::BTreeSet<String>> {
+        type Read = BTreeMap<String, std::collections::BTreeSet<String>>;
+        fn collect(s: &Source, out: &mut Read) {
+            match s {
+                Source::Link {
+                    producer,
+                    link_kind,
+                    ..
+                } => {
+                    out.entry(producer.clone())
+                        .or_default()
+                        .insert(link_kind.clone());
+                }
+                Source::Join { sides } => sides.iter().for_each(|x| collect(x, out)),
+                Source::Record { fields } => fields.values().for_each(|x| collect(x, out)),
+                Source::List { items } => items.iter().for_each(|x| collect(x, out)),
+                Source::Each { list, .. } => collect(list, out),
+                Source::Input { .. }
+                | Source::Node { .. }
+                | Source::Const { .. }
+                | Source::Env { .. }
+                | Source::Secret { .. }
+                | Source::Resource { .. } => {}
+            }
+        }
+        let mut out = Read::new();
+        for n in &self.nodes {
+            n.params.iter().for_each(|p| collect(&p.source, &mut out));
+        }
+        self.outputs
+            .iter()
+            .for_each(|o| collect(&o.source, &mut out));
+        out
+    }
+
     /// The plan as pretty JSON, ending in a newline.
     pub fn to_json(&self) -> String {
         let mut s = serde_json::to_string_pretty(self).unwrap_or_default();

@@ -53,6 +53,9 @@ pub(crate) struct AttemptContext {
     pub clock_ahead_ms: u64,
     /// Writes of redoable work waiting for the next commit ([`crate::deferred`]).
     pub deferred: Deferred,
+    /// The links some node reads, by producing node, the kinds read ([`Plan::links_read`]):
+    /// a `call` node keeps no other link in its manifest.
+    pub links_read: BTreeMap<String, std::collections::BTreeSet<String>>,
 }
 
 impl AttemptContext {
