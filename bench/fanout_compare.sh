@@ -10,7 +10,7 @@
 #              MCP ClientSession and AsyncSqliteSaver, timed after its imports.
 #
 # The three alternate, round after round, for each N. Then, once each and untimed: the
-# fdatasyncs of pipec's run (strace), its peak RSS at 1,000, 5,000 and 20,000 calls, and
+# fdatasyncs of pipec's run (perf, or strace), its peak RSS at 1,000, 5,000 and 20,000 calls, and
 # the store's bytes per item. Prints Markdown tables of medians and ratios.
 #
 #   bench/fanout_compare.sh              # 5 rounds of 1,000 and 5,000 calls
@@ -52,7 +52,7 @@ if [ ! -x "$venv/bin/python" ]; then
   exit 2
 fi
 for tool in strace /usr/bin/time; do
-  command -v "$tool" >/dev/null || { echo "error: $tool is needed (apt-get install strace time)" >&2; exit 2; }
+  command -v "$tool" >/dev/null || { echo "error: $tool is needed (apt-get install strace time; linux-perf is used when it may count syscalls)" >&2; exit 2; }
 done
 
 cd "$here"
@@ -92,9 +92,17 @@ done
 
 echo "untimed: fdatasyncs, memory and store bytes" >&2
 rm -f "$work/sync.redb"
-strace -f -qq -c -e trace=fdatasync,fsync -o "$work/strace" "$pipec" run bench/fanout.pipe \
-  --inputs "$work/in1000.json" --store "$work/sync.redb" --quiet > /dev/null
-syncs="$(awk '$NF == "fdatasync" || $NF == "fsync" { s += $4 } END { print s + 0 }' "$work/strace")"
+# perf counts the syscalls at their tracepoints without slowing the run (strace stretches
+# it, and with it the time windows of group commit); strace where perf may not.
+if perf stat -e syscalls:sys_enter_fdatasync true >/dev/null 2>&1; then
+  perf stat -x, -o "$work/perf" -e syscalls:sys_enter_fdatasync -e syscalls:sys_enter_fsync \
+    "$pipec" run bench/fanout.pipe --inputs "$work/in1000.json" --store "$work/sync.redb" --quiet > /dev/null
+  syncs="$(awk -F, '/sys_enter_f/ { s += $1 } END { print s + 0 }' "$work/perf")"
+else
+  strace -f -qq -c -e trace=fdatasync,fsync -o "$work/strace" "$pipec" run bench/fanout.pipe \
+    --inputs "$work/in1000.json" --store "$work/sync.redb" --quiet > /dev/null
+  syncs="$(awk '$NF == "fdatasync" || $NF == "fsync" { s += $4 } END { print s + 0 }' "$work/strace")"
+fi
 bytes="$(stat -c %s "$work/sync.redb")"
 : > "$work/rss.jsonl"
 for n in 1000 5000 20000; do run_pipec "$n" >> "$work/rss.jsonl"; done

@@ -495,8 +495,10 @@ output lens = len[*].v
     let seen = commits.items();
     assert_eq!(seen.iter().sum::<usize>(), 300, "{seen:?}");
     let with_items = seen.iter().filter(|n| **n > 0).count();
+    // One commit each without group commit; a few with it (a slow machine stretches the
+    // run over more of its 50 ms windows, hence the margin).
     assert!(
-        with_items <= 300 / 16,
+        with_items <= 300 / 5,
         "{with_items} commits held the 300 items: {seen:?}"
     );
     let state = rt.block_on(store.load(&thread)).expect("load");

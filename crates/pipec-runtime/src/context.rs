@@ -53,6 +53,9 @@ pub(crate) struct AttemptContext {
     pub clock_ahead_ms: u64,
     /// Writes of redoable work waiting for the next commit ([`crate::deferred`]).
     pub deferred: Deferred,
+    /// Held (shared) by each flush of [`AttemptContext::deferred`] while it commits, and
+    /// alone by the attempt's last commit.
+    pub flushes: tokio::sync::RwLock<()>,
     /// The links some node reads, by producing node, the kinds read ([`Plan::links_read`]):
     /// a `call` node keeps no other link in its manifest.
     pub links_read: BTreeMap<String, std::collections::BTreeSet<String>>,
@@ -80,7 +83,10 @@ impl AttemptContext {
             return Ok(());
         }
         match self.deferred.add(writes) {
-            Then::Flush => self.commit_as(Vec::new(), Last::No).await,
+            Then::Flush => {
+                let _flushing = self.flushes.read().await;
+                self.commit_as(Vec::new(), Last::No).await
+            }
             Then::Wait => Ok(()),
             Then::FlushAfter(wait) => {
                 // The attempt may end first: the flush then finds it gone (its last
@@ -89,6 +95,7 @@ impl AttemptContext {
                 tokio::spawn(async move {
                     tokio::time::sleep(wait).await;
                     if let Some(cx) = attempt.upgrade() {
+                        let _flushing = cx.flushes.read().await;
                         cx.deferred.timer_done();
                         // A failure (the lease lost, the thread cancelled) is the next
                         // commit's to report: it meets it too.
@@ -104,6 +111,12 @@ impl AttemptContext {
     /// waited is not tried again when the commit fails: like what a crash loses, it is
     /// redone on resume.
     async fn commit_as(&self, writes: Vec<Write>, last: Last) -> Result<(), RuntimeError> {
+        // The last commit waits for flushes in flight: one that landed after it would be
+        // fenced where the last commit frees the thread (PostgreSQL), losing its rows.
+        let _alone = match last {
+            Last::Yes => Some(self.flushes.write().await),
+            Last::No => None,
+        };
         let mut all = self.deferred.take();
         all.extend(writes);
         if all.is_empty() {

@@ -978,6 +978,7 @@ impl Runner {
             replay: self.replay.clone(),
             clock_ahead_ms: self.clock_ahead_ms,
             deferred: Default::default(),
+            flushes: Default::default(),
             links_read: self.plan.links_read(),
         };
         Attempt::new(Arc::new(context), state, secrets, start)
