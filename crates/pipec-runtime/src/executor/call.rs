@@ -415,15 +415,20 @@ async fn run(cx: TryContext<'_>) -> Result<Value, TryError> {
             scrub(&format!("`{}` returned {m}", tool.name)),
         )
     })?;
-    // Links no node of the plan can read are not kept (all were checked: a malformed
-    // link fails the call either way).
-    if let Some(kinds) = shared.links_read.get(&node.name) {
-        let read: Vec<_> = refs
-            .into_iter()
-            .filter(|r| r.kind.as_ref().is_some_and(|k| kinds.contains(k)))
-            .collect();
-        manifest::append(cx.manifest, read, &node.name, unit.generation, unit.item);
-    }
+    // A link no node of the plan can read is not kept (all were checked: a malformed
+    // link fails the call either way); what the result carried in place (an embedded
+    // resource, an image) is, as the server may not give it again.
+    let read = shared.links_read.get(&node.name);
+    let kept: Vec<_> = refs
+        .into_iter()
+        .filter(|r| {
+            r.embedded.is_some()
+                || r.kind
+                    .as_ref()
+                    .is_some_and(|k| read.is_some_and(|kinds| kinds.contains(k)))
+        })
+        .collect();
+    manifest::append(cx.manifest, kept, &node.name, unit.generation, unit.item);
     // What the type does not declare no node can read: it is not kept.
     let mut value = value;
     shared.validators.keep_declared(&node.output, &mut value);

@@ -5,9 +5,10 @@
 //! it, so a dead link can be re-derived. Embedded resources are lifted the same way
 //! (their kind by template), with their content, so that reading one makes no round
 //! trip; images and audio are lifted with their bytes and MIME type unless the value
-//! took them (`-> bytes`). An agent's manifest keeps all of it; a `call` node's keeps the
-//! links of the kinds some node reads of it (`Plan::links_read`), nothing else being
-//! readable. The manifest lives with the node's row and is never printed as output.
+//! took them (`-> bytes`), so nothing a result held in place is dropped. A `call` node's
+//! manifest keeps, of plain links, only those of the kinds some node reads of it
+//! (`Plan::links_read`): no node can read the others, and the server still has what they
+//! point to. The manifest lives with the node's row and is never printed as output.
 
 use std::collections::BTreeMap;
 
