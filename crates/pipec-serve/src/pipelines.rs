@@ -449,8 +449,9 @@ impl PipelineTools {
         answer: &Result<ToolAnswer, CallFailure>,
     ) {
         let Some(span) = span else { return };
-        let attempt = match self.store.load(thread).await {
-            Ok(state) => state.thread.map(|t| t.attempts).filter(|n| *n > 0),
+        // The thread's record alone (not its rows and events): what names the attempt.
+        let attempt = match self.store.thread_rec(thread).await {
+            Ok(rec) => rec.map(|t| t.attempts).filter(|n| *n > 0),
             Err(_) => None,
         };
         span.end(thread, attempt, answer);
