@@ -436,10 +436,7 @@ pub(crate) fn report(outcome: &Outcome, store_flag: &str, detailed: bool, events
     match outcome {
         Outcome::Completed { outputs, .. } => {
             if !events {
-                super::out(&format!(
-                    "{}\n",
-                    serde_json::to_string_pretty(outputs).unwrap_or_default()
-                ));
+                super::out_json(outputs);
             }
             super::EXIT_OK
         }

@@ -188,6 +188,16 @@ pub(crate) fn out(text: &str) {
     let _ = stdout.flush();
 }
 
+/// Prints a value as indented JSON and a newline, written out as it is serialized (a
+/// large output is not made into a string first).
+pub(crate) fn out_json(value: &serde_json::Value) {
+    use std::io::Write;
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    let _ = serde_json::to_writer_pretty(&mut stdout, value);
+    let _ = stdout.write_all(b"\n");
+    let _ = stdout.flush();
+}
+
 pub(crate) fn err(text: &str) {
     use std::io::Write;
     let mut stderr = std::io::stderr().lock();

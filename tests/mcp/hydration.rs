@@ -1356,6 +1356,43 @@ output per = per
 }
 
 #[test]
+fn an_item_whose_link_matches_nothing_fails_the_node_when_it_is_bound_and_names_the_binding() {
+    // Items are bound as they start: the first item reads its page; the second finds
+    // no link for its id, and the node fails with that binding's error.
+    let crm = links(
+        "probe-each-where-missing",
+        r#"
+input ids: string[]
+
+node per(
+  found: Found = research,
+  id: string = each(input.ids, max: 5),
+  page: EmailPage = resource(ref: "email-history", where: { deal_id: id }, max_bytes: 200kb),
+) -> string {
+  return = page.deal_id
+  concurrency = 1
+}
+
+output per = per
+"#,
+    );
+    let err = crm.failure(&["first=D1", "second=D2", r#"ids=["D2","D9"]"#]);
+    assert!(err.contains("error[R0105]"), "{err}");
+    assert!(err.contains("`page`"), "names the binding: {err}");
+    assert!(
+        err.contains("`research`") && err.contains("where:"),
+        "{err}"
+    );
+    assert_eq!(
+        crm.reads(D2_EMAILS),
+        1,
+        "the first item ran: {:#?}",
+        crm.log_lines()
+    );
+    assert_eq!(crm.reads(D1_EMAILS), 0);
+}
+
+#[test]
 fn each_item_shares_one_read_of_a_resource_whose_uri_does_not_name_the_item() {
     let crm = Crm::new(
         "probe-each-shared",

@@ -147,6 +147,11 @@ impl AttemptContext {
         }
     }
 
+    /// Whether the attempt's committed events go to a sink (`--events`, a served call).
+    pub(crate) fn streams_events(&self) -> bool {
+        self.events.is_some()
+    }
+
     /// Streams events the store committed on the attempt's behalf before it began (the
     /// thread's creation, the claim's `attempt_started`, answers given with
     /// `resume --answer`).
@@ -308,7 +313,7 @@ pub(crate) async fn commit(
     };
     for e in &mut committed {
         if let Event::ThreadCompleted { outputs: o } = &mut e.event {
-            *o = outputs.clone();
+            *o = outputs.take();
         }
     }
     Ok(committed)

@@ -394,15 +394,58 @@ impl Env for Stored<'_> {
 /// A pipeline's outputs over whatever `env` reads; a skipped output is `null`. The
 /// error names the output.
 pub fn outputs(env: &dyn Env, plan: &pipec_plan::Plan) -> Result<Value, (String, EvalError)> {
+    outputs_taking(env, plan, &mut |_| None)
+}
+
+/// The outputs, as [`outputs`], where an output that is a whole node's value takes it
+/// from `take` when `take` has it (a finished attempt's own copy, for the nodes of
+/// [`whole_node_outputs`] of the plan's outputs) rather than copying it: a list of 20,000 items is not held
+/// twice to be handed over.
+pub fn outputs_taking(
+    env: &dyn Env,
+    plan: &pipec_plan::Plan,
+    take: &mut dyn FnMut(&str) -> Option<Slot>,
+) -> Result<Value, (String, EvalError)> {
     let mut out = Map::new();
     for o in &plan.outputs {
-        let v = match source(env, &o.source, &o.schema).map_err(|e| (o.name.clone(), e))? {
+        let taken = match &o.source {
+            Source::Node { node, path } if path.is_empty() => take(node),
+            _ => None,
+        };
+        let slot = match taken {
+            Some(slot) => slot,
+            None => source(env, &o.source, &o.schema).map_err(|e| (o.name.clone(), e))?,
+        };
+        let v = match slot {
             Slot::Value(v) => v,
             Slot::Skipped => Value::Null,
         };
         out.insert(o.name.clone(), v);
     }
     Ok(Value::Object(out))
+}
+
+/// The nodes an output reads whole and no other output reads at all; none when an
+/// output's source is anything but an input, a constant or a node (a join or a record
+/// may read a node more than once).
+pub fn whole_node_outputs(outputs: &[pipec_plan::Output]) -> Vec<&str> {
+    let mut reads: BTreeMap<&str, (u32, bool)> = BTreeMap::new();
+    for o in outputs {
+        match &o.source {
+            Source::Node { node, path } => {
+                let e = reads.entry(node.as_str()).or_default();
+                e.0 += 1;
+                e.1 = path.is_empty();
+            }
+            Source::Input { .. } | Source::Const { .. } => {}
+            _ => return Vec::new(),
+        }
+    }
+    reads
+        .into_iter()
+        .filter(|(_, (n, whole))| *n == 1 && *whole)
+        .map(|(node, _)| node)
+        .collect()
 }
 
 /// A completed thread's outputs, computed from its stored rows (they are not stored a
@@ -426,6 +469,38 @@ mod tests {
         v.as_object()
             .map(|m| m.clone().into_iter().collect())
             .unwrap_or_default()
+    }
+
+    fn outputs_of(list: Value) -> Vec<pipec_plan::Output> {
+        serde_json::from_value(list).unwrap_or_default()
+    }
+
+    #[test]
+    fn an_output_takes_a_node_only_when_no_other_output_reads_it() {
+        let o = |name: &str, source: Value| json!({ "name": name, "schema": {}, "type": "json", "optional": false, "source": source });
+        let node = |n: &str| json!({ "kind": "node", "node": n });
+        let field = |n: &str| json!({ "kind": "node", "node": n, "path": [{ "field": "v" }] });
+        let outputs = outputs_of(json!([
+            o("a", node("once")),
+            o("b", node("twice")),
+            o("c", node("twice")),
+            o("d", node("part")),
+            o("e", field("part")),
+            o("f", field("field_only")),
+            o("g", json!({ "kind": "input", "input": "x" })),
+        ]));
+        assert_eq!(outputs.len(), 7, "the outputs parse");
+        assert_eq!(whole_node_outputs(&outputs), vec!["once"]);
+        // A join may read its sides twice: nothing is taken then.
+        let outputs = outputs_of(json!([
+            o("a", node("once")),
+            o(
+                "b",
+                json!({ "kind": "join", "sides": [node("x"), node("y")] })
+            ),
+        ]));
+        assert_eq!(outputs.len(), 2, "the outputs parse");
+        assert!(whole_node_outputs(&outputs).is_empty());
     }
 
     #[test]

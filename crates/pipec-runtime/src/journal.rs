@@ -16,17 +16,57 @@ use serde_json::Value;
 
 use super::secrets::placeholder;
 use pipec_plan::{Node, Source};
-use pipec_store::{CallKey, CallRec, CallState, ThreadState, ids};
+use pipec_store::{CallKey, CallRec, CallState, ids};
+
+/// The journal rows of one node's item in one generation, in key order: a range of the
+/// map (its keys sort by node, generation, item, step, call).
+pub(crate) fn item_calls<'a>(
+    calls: &'a BTreeMap<CallKey, CallRec>,
+    node: &str,
+    generation: u32,
+    item: u32,
+) -> impl DoubleEndedIterator<Item = (&'a CallKey, &'a CallRec)> + 'a {
+    let from = CallKey {
+        node: node.to_string(),
+        generation,
+        item,
+        seq: 0,
+        call: 0,
+    };
+    let to = CallKey {
+        seq: u32::MAX,
+        call: u32::MAX,
+        ..from.clone()
+    };
+    calls.range(from..=to)
+}
+
+/// The journal rows of one node in one generation (all its items), in key order.
+pub(crate) fn node_calls<'a>(
+    calls: &'a BTreeMap<CallKey, CallRec>,
+    node: &str,
+    generation: u32,
+) -> impl Iterator<Item = (&'a CallKey, &'a CallRec)> + 'a {
+    let from = key(node, generation, 0, 0);
+    let to = CallKey {
+        item: u32::MAX,
+        seq: u32::MAX,
+        call: u32::MAX,
+        ..from.clone()
+    };
+    calls.range(from..=to)
+}
 
 /// The next unused step of a node's item in its generation.
-pub(crate) fn next_step(state: &ThreadState, node: &str, generation: u32, item: u32) -> u32 {
-    state
-        .calls
-        .keys()
-        .filter(|k| k.node == node && k.generation == generation && k.item == item)
-        .map(|k| k.seq + 1)
-        .max()
-        .unwrap_or(0)
+pub(crate) fn next_step(
+    calls: &BTreeMap<CallKey, CallRec>,
+    node: &str,
+    generation: u32,
+    item: u32,
+) -> u32 {
+    item_calls(calls, node, generation, item)
+        .next_back()
+        .map_or(0, |(k, _)| k.seq + 1)
 }
 
 /// The journal key of one try.
@@ -50,18 +90,13 @@ pub(crate) fn args_hash(args: &Value) -> String {
 /// already recorded for the same call (an earlier try) wins, so a retry carries the key
 /// its first try carried.
 pub(crate) fn idempotency_key(
-    state: &ThreadState,
+    calls: &BTreeMap<CallKey, CallRec>,
     thread: &str,
     key: &CallKey,
     per_step: bool,
 ) -> String {
-    let recorded = state.calls.iter().find(|(k, _)| {
-        k.node == key.node
-            && k.generation == key.generation
-            && k.item == key.item
-            && k.call == key.call
-            && (!per_step || k.seq == key.seq)
-    });
+    let recorded = item_calls(calls, &key.node, key.generation, key.item)
+        .find(|(k, _)| k.call == key.call && (!per_step || k.seq == key.seq));
     if let Some((_, rec)) = recorded {
         return rec.idem_key.clone();
     }

@@ -1,5 +1,5 @@
 //! `each` nodes that run as tasks: items run concurrently within the node's
-//! `concurrency`, each committed as it finishes (the done items of work that runs again
+//! `concurrency`, each bound when it starts ([`super::units`]) and committed as it finishes (the done items of work that runs again
 //! for free with the attempt's next commit, [`crate::deferred`]); items already stored
 //! are not run again.
 //! Items are started one at a time as room frees up, so once an item fails the node
@@ -7,20 +7,21 @@
 //! recorded, nothing queued behind them is paid for. With `drop_failed_items`, a failed
 //! item is recorded as dropped, with its reason, and the others go on.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 use tokio::task::JoinSet;
 
+use super::units::Items;
 use crate::bind;
 use crate::context::AttemptContext;
 use crate::error::RuntimeError;
 use crate::executor::tries::{self, Unit, UnitEnd};
 use pipec_diagnostic as codes;
 use pipec_plan::Node;
-use pipec_store::{Event, ItemRec, ItemState, StoredError, Write};
+use pipec_store::{Event, ItemRec, ItemState, ResourceRef, StoredError, Write};
 
 /// How an item ended.
 enum ItemEnd {
@@ -37,7 +38,7 @@ enum ItemEnd {
 pub(super) async fn run_each(
     shared: Arc<AttemptContext>,
     node: Arc<Node>,
-    units: Vec<Unit>,
+    mut items: Items,
     done: BTreeMap<u32, ItemRec>,
 ) -> UnitEnd {
     // Items in flight: the node's `concurrency`, and never more than the run may run at
@@ -46,18 +47,21 @@ pub(super) async fn run_each(
         .concurrency
         .map_or(usize::MAX, |c| c.max(1) as usize)
         .min(shared.concurrency.max(1));
-    let total = units.len() as u32;
-    let generation = units.first().map_or(0, |u| u.generation);
-    let mut results: BTreeMap<u32, ItemRec> = done;
-    let queue: Vec<Unit> = units
-        .into_iter()
-        .filter(|u| {
-            !results
-                .get(&u.item)
-                .is_some_and(|r| r.state != ItemState::Failed)
-        })
+    let total = items.total();
+    let generation = items.generation();
+    // Items an earlier attempt stored stay as they are, unless they failed.
+    let kept: BTreeSet<u32> = done
+        .iter()
+        .filter(|(_, r)| r.state != ItemState::Failed)
+        .map(|(k, _)| *k)
         .collect();
-    let mut queue = queue.into_iter();
+    // The values (and manifests) of the done items, stored before or now: all the node
+    // keeps of its items while they run.
+    let mut results: BTreeMap<u32, (Option<Value>, Vec<ResourceRef>)> = done
+        .into_iter()
+        .filter(|(_, r)| r.state == ItemState::Done)
+        .map(|(k, r)| (k, (r.value, r.manifest)))
+        .collect();
     let stop = Arc::new(AtomicBool::new(false));
     let mut set: JoinSet<(u32, ItemEnd)> = JoinSet::new();
     let mut failure: Option<(StoredError, bool)> = None;
@@ -69,8 +73,18 @@ pub(super) async fn run_each(
     loop {
         // Start items while there is room and nothing failed the node.
         while failure.is_none() && set.len() < limit {
-            let Some(unit) = queue.next() else {
+            let Some((item, value)) = items.next_item() else {
                 break;
+            };
+            if kept.contains(&item) {
+                continue;
+            }
+            let unit = match items.unit(item, value) {
+                Ok(unit) => unit,
+                Err(e) => {
+                    failure = Some((e, false));
+                    break;
+                }
             };
             match bind::when_holds(&node, &unit.params) {
                 Ok(true) => {
@@ -83,12 +97,11 @@ pub(super) async fn run_each(
                         error: None,
                         manifest: Vec::new(),
                     };
-                    let write = Write::Item(node.name.clone(), generation, unit.item, rec.clone());
+                    let write = Write::Item(node.name.clone(), generation, unit.item, rec);
                     if let Err(e) = shared.commit(vec![write]).await {
                         failure = Some((e.stored(Some(&node.name)), false));
                         break;
                     }
-                    results.insert(unit.item, rec);
                 }
                 Err(e) => failure = Some((e, false)),
             }
@@ -101,7 +114,7 @@ pub(super) async fn run_each(
         };
         match joined {
             Ok((item, ItemEnd::Done(rec))) => {
-                results.insert(item, rec);
+                results.insert(item, (rec.value, rec.manifest));
             }
             Ok((_, ItemEnd::NotStarted)) => {}
             Ok((_, ItemEnd::Waiting(gates))) => waiting.extend(gates),
@@ -114,7 +127,7 @@ pub(super) async fn run_each(
                         manifest: Vec::new(),
                     };
                     let writes = vec![
-                        Write::Item(node.name.clone(), generation, item, rec.clone()),
+                        Write::Item(node.name.clone(), generation, item, rec),
                         Write::Event(Event::ItemDropped {
                             node: node.name.clone(),
                             item,
@@ -125,7 +138,6 @@ pub(super) async fn run_each(
                     if let Err(e) = shared.commit(writes).await {
                         failure.get_or_insert((e.stored(Some(&node.name)), false));
                     }
-                    results.insert(item, rec);
                 } else {
                     // The first failure stands; later ones are recorded in their rows.
                     failed_items += 1;
@@ -184,12 +196,13 @@ pub(super) async fn run_each(
             row: None,
         };
     }
-    let done: Vec<&ItemRec> = (0..total)
-        .filter_map(|i| results.get(&i))
-        .filter(|r| r.state == ItemState::Done)
-        .collect();
-    let values: Vec<Value> = done.iter().filter_map(|r| r.value.clone()).collect();
-    let manifest = done.iter().flat_map(|r| r.manifest.clone()).collect();
+    // The node's value is its done items' values in item order (moved, not copied).
+    let mut values: Vec<Value> = Vec::with_capacity(results.len());
+    let mut manifest = Vec::new();
+    for (value, links) in results.into_values() {
+        values.extend(value);
+        manifest.extend(links);
+    }
     UnitEnd::Value {
         value: Value::Array(values),
         writes: Vec::new(),

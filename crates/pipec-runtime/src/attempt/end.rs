@@ -85,7 +85,14 @@ impl Attempt {
             return self.end_badly().await;
         }
         let plan = self.shared.plan.clone();
-        let mut outputs = match eval::outputs(&self.scope(), &plan) {
+        // The attempt ends here: the value of a node an output is made of moves into it.
+        let mut taken: std::collections::BTreeMap<&str, eval::Slot> =
+            eval::whole_node_outputs(&plan.outputs)
+                .into_iter()
+                .filter_map(|n| Some((n, self.nodes.take_value(n)?)))
+                .collect();
+        let outputs = eval::outputs_taking(&self.scope(), &plan, &mut |n| taken.remove(n));
+        let mut outputs = match outputs {
             Ok(o) => o,
             Err((name, e)) => {
                 self.nodes.set_failure(
@@ -101,8 +108,10 @@ impl Attempt {
         self.thread.outputs = None;
         self.thread.due_ms = None;
         self.buffer.push(Write::Thread(self.thread.clone()));
+        // The live event carries the outputs to whoever streams events; without a
+        // stream, nothing reads them, and a large output is not copied for it.
         self.buffer.push(Write::Event(Event::ThreadCompleted {
-            outputs: Some(outputs.clone()),
+            outputs: self.shared.streams_events().then(|| outputs.clone()),
         }));
         self.end_attempt("completed");
         self.flush_last().await?;

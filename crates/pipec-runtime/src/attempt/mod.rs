@@ -21,6 +21,7 @@ mod heartbeat;
 mod nodes;
 mod recovery;
 mod tasks;
+mod units;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -306,8 +307,8 @@ impl Attempt {
                 } else {
                     None
                 };
-                if let Some((work, items)) = self.prepare_task(i, permit) {
-                    units.push((i, work, items));
+                if let Some(work) = self.prepare_task(i, permit) {
+                    units.push((i, work));
                 }
             }
             // Started rows commit before their work starts; what pure nodes and gates
@@ -320,10 +321,10 @@ impl Attempt {
             // would only wait for it, and a task of its own costs two thread wake-ups.
             let inline = running == 0 && units.len() == 1 && !deferred;
             let mut done: Vec<Result<TaskDone, String>> = Vec::new();
-            for (i, work, items) in units {
+            for (i, work) in units {
                 self.nodes.mark_running(i);
                 running += 1;
-                let task = self.task(i, work, items);
+                let task = self.task(i, work);
                 if inline {
                     let mut task = std::pin::pin!(tasks::CatchPanic(Box::pin(task)));
                     loop {

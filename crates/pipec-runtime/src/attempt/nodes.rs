@@ -142,6 +142,19 @@ impl NodeTable {
         }
     }
 
+    /// Takes a done node's value out of the table (the attempt is ending and hands it
+    /// over); the node reads as not finished after.
+    pub(crate) fn take_value(&mut self, name: &str) -> Option<SourceSlot> {
+        let i = *self.index.get(name)?;
+        match std::mem::replace(&mut self.slots[i], Slot::Running) {
+            Slot::Done(v) => Some(SourceSlot::Value(v)),
+            other => {
+                self.slots[i] = other;
+                None
+            }
+        }
+    }
+
     /// Every dependency committed (done or skipped).
     pub(crate) fn ready(&self, i: usize) -> bool {
         self.plan.nodes[i].deps.iter().all(|d| {

@@ -9,6 +9,7 @@ use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::nodes::ValueAt;
+use super::units::{self, Items, Whose};
 use super::{Attempt, each};
 use crate::bind::{self, Entry, Params};
 use crate::error::RuntimeError;
@@ -16,10 +17,15 @@ use crate::eval;
 use crate::executor;
 use crate::executor::tries::{self, Unit, UnitEnd};
 use crate::hydrate;
-use crate::journal;
 use pipec_diagnostic as codes;
 use pipec_plan::{Body, Node};
-use pipec_store::{CallDecision, CallKey, ItemRec, StoredError};
+use pipec_store::{ItemRec, StoredError};
+
+/// What a started node runs.
+pub(super) enum Work {
+    One(Box<Unit>),
+    Items(Items),
+}
 
 /// A started task's result, as the scheduler sees it.
 pub(super) struct TaskDone {
@@ -122,20 +128,6 @@ impl Attempt {
         true
     }
 
-    /// The call a person asked to retry, for an item of a node of this generation.
-    fn retried_call(&self, node: &str, generation: u32, item: u32) -> Option<(CallKey, String)> {
-        self.state
-            .calls
-            .iter()
-            .rfind(|(k, c)| {
-                k.node == node
-                    && k.generation == generation
-                    && k.item == item
-                    && c.decision == Some(CallDecision::RetryRequested)
-            })
-            .map(|(k, c)| (k.clone(), c.args_hash.clone()))
-    }
-
     /// Binds a node that runs as a task and writes its start rows (and, for a journaled
     /// node without `each`, its first try's `started` row). `None` when it was skipped or
     /// failed right away.
@@ -143,7 +135,7 @@ impl Attempt {
         &mut self,
         i: usize,
         permit: Option<OwnedSemaphorePermit>,
-    ) -> Option<(Vec<Unit>, Option<u32>)> {
+    ) -> Option<Work> {
         let node = Arc::new(self.nodes.node(i).clone());
         let Some(executor) = executor::for_node(&node) else {
             self.nodes.fail(
@@ -159,50 +151,11 @@ impl Attempt {
         };
         let entry = bind::enter(&node, &self.scope());
         let generation = self.nodes.generation(i);
-        let old = self.nodes.row(i).cloned();
-        let unit = |this: &Attempt, item: u32, is_item: bool, params: Params| {
-            let step = journal::next_step(&this.state, &node.name, generation, item);
-            let key = journal::key(&node.name, generation, item, step);
-            Unit {
-                node: node.clone(),
-                executor,
-                item,
-                is_item,
-                params,
-                generation,
-                tries: if is_item {
-                    0
-                } else {
-                    old.as_ref().map_or(0, |o| o.tries)
-                },
-                step,
-                idem_key: journal::idempotency_key(
-                    &this.state,
-                    &this.shared.thread_id,
-                    &key,
-                    executor.key_per_step(),
-                ),
-                retry_of: this.retried_call(&node.name, generation, item),
-                row: None,
-                started: None,
-                permit: None,
-                wait_until_ms: if is_item {
-                    None
-                } else {
-                    old.as_ref().and_then(|o| o.next_retry_ms)
-                },
-                hydrated: None,
-                calls: std::sync::Mutex::new(
-                    this.state
-                        .calls
-                        .iter()
-                        .filter(|(k, _)| {
-                            k.node == node.name && k.generation == generation && k.item == item
-                        })
-                        .map(|(k, r)| ((k.seq, k.call), r.clone()))
-                        .collect(),
-                ),
-            }
+        let whose = Whose {
+            node: &node,
+            executor,
+            generation,
+            thread: &self.shared.thread_id,
         };
         match entry {
             Entry::Skip => {
@@ -214,22 +167,14 @@ impl Attempt {
                 None
             }
             Entry::Each { name, base, items } => {
-                let n = items.len() as u32;
-                let mut units: Vec<Unit> = Vec::new();
-                for (k, item) in items.into_iter().enumerate() {
-                    match bind::item_params(&node, &self.scope(), &base, &name, item) {
-                        Ok(params) => units.push(unit(self, k as u32, true, params)),
-                        Err(e) => {
-                            self.nodes.fail(i, e, &mut self.buffer);
-                            return None;
-                        }
-                    }
-                }
-                self.nodes.start(i, Some(n), &mut self.buffer);
-                Some((units, Some(n)))
+                let items = Items::new(&whose, &self.state.calls, &self.scope(), name, base, items);
+                self.nodes.start(i, Some(items.total()), &mut self.buffer);
+                Some(Work::Items(items))
             }
             Entry::Run(params) => {
-                let mut unit = unit(self, 0, false, params);
+                let old = self.nodes.row(i).cloned();
+                let mut unit =
+                    units::unit(&whose, &self.state.calls, 0, false, params, old.as_ref());
                 self.nodes.start(i, None, &mut self.buffer);
                 unit.row = self.nodes.row(i).cloned();
                 unit.permit = permit;
@@ -261,7 +206,7 @@ impl Attempt {
                         }
                     }
                 }
-                Some((vec![unit], None))
+                Some(Work::One(Box::new(unit)))
             }
         }
     }
@@ -270,33 +215,32 @@ impl Attempt {
     pub(super) fn task(
         &self,
         i: usize,
-        work: Vec<Unit>,
-        items: Option<u32>,
+        work: Work,
     ) -> impl std::future::Future<Output = TaskDone> + Send + 'static {
         let shared = self.shared.clone();
         let node = Arc::new(self.nodes.node(i).clone());
         let generation = self.nodes.generation(i);
-        let item_rows: BTreeMap<u32, ItemRec> = self
-            .state
-            .items
-            .iter()
-            .filter(|((n, g, _), _)| *n == node.name && *g == generation)
-            .map(|((_, _, it), r)| (*it, r.clone()))
-            .collect();
+        let item_rows: BTreeMap<u32, ItemRec> = match &work {
+            Work::One(_) => BTreeMap::new(),
+            Work::Items(_) => self
+                .state
+                .items
+                .range(
+                    (node.name.clone(), generation, 0)..=(node.name.clone(), generation, u32::MAX),
+                )
+                .map(|((_, _, it), r)| (*it, r.clone()))
+                .collect(),
+        };
         async move {
-            let end = if items.is_some() {
-                each::run_each(shared, node, work, item_rows).await
-            } else {
-                let mut work = work;
-                match work.pop() {
-                    Some(unit) => tries::run_unit(shared, unit).await,
-                    None => UnitEnd::Failed {
-                        error: RuntimeError::new(&codes::INTERNAL_ERROR, "nothing to run")
-                            .stored(Some(&node.name)),
-                        writes: Vec::new(),
-                        row: None,
-                    },
+            let (end, items) = match work {
+                Work::Items(items) => {
+                    let total = items.total();
+                    (
+                        each::run_each(shared, node, items, item_rows).await,
+                        Some(total),
+                    )
                 }
+                Work::One(unit) => (tries::run_unit(shared, *unit).await, None),
             };
             TaskDone { idx: i, end, items }
         }
