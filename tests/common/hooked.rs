@@ -18,6 +18,27 @@ pub trait Hooks: Send + Sync {
         inner.claim(thread, attempt)
     }
 
+    fn claim_answering<'a>(
+        &'a self,
+        inner: &'a dyn Store,
+        thread: &str,
+        attempt: AttemptRec,
+        answers: Vec<(String, serde_json::Value)>,
+        by: &str,
+    ) -> StoreFuture<'a, Claimed> {
+        inner.claim_answering(thread, attempt, answers, by)
+    }
+
+    fn answer<'a>(
+        &'a self,
+        inner: &'a dyn Store,
+        thread: &str,
+        answers: Vec<(String, serde_json::Value)>,
+        by: &str,
+    ) -> StoreFuture<'a, Vec<RecordedEvent>> {
+        inner.answer(thread, answers, by)
+    }
+
     /// A commit; `last` when it is the attempt's last (`Store::commit_last`).
     fn commit<'a>(
         &'a self,
@@ -70,6 +91,16 @@ impl<H: Hooks> Store for Hooked<H> {
     fn claim(&self, thread: &str, attempt: AttemptRec) -> StoreFuture<'_, Claimed> {
         self.hooks.claim(&*self.inner, thread, attempt)
     }
+    fn claim_answering(
+        &self,
+        thread: &str,
+        attempt: AttemptRec,
+        answers: Vec<(String, serde_json::Value)>,
+        by: &str,
+    ) -> StoreFuture<'_, Claimed> {
+        self.hooks
+            .claim_answering(&*self.inner, thread, attempt, answers, by)
+    }
     fn commit<'a>(
         &'a self,
         lease: &'a Lease,
@@ -90,7 +121,7 @@ impl<H: Hooks> Store for Hooked<H> {
         answers: Vec<(String, Value)>,
         by: &str,
     ) -> StoreFuture<'_, Vec<RecordedEvent>> {
-        self.inner.answer(thread, answers, by)
+        self.hooks.answer(&*self.inner, thread, answers, by)
     }
     fn request_cancel(&self, thread: &str) -> StoreFuture<'_, (CancelOutcome, Vec<RecordedEvent>)> {
         self.inner.request_cancel(thread)

@@ -537,6 +537,15 @@ mod store_contract {
         fn claim(&self, thread: &str, attempt: AttemptRec) -> StoreFuture<'_, Claimed> {
             self.inner.claim(thread, attempt)
         }
+        fn claim_answering(
+            &self,
+            thread: &str,
+            attempt: AttemptRec,
+            answers: Vec<(String, serde_json::Value)>,
+            by: &str,
+        ) -> StoreFuture<'_, Claimed> {
+            self.inner.claim_answering(thread, attempt, answers, by)
+        }
         fn commit<'a>(
             &'a self,
             lease: &'a Lease,

@@ -532,3 +532,150 @@ output sent = send
         "one commit an item: {seen:?}"
     );
 }
+
+/// Names each operation that writes, in order; with `hold`, a `claim_answering` first
+/// claims the thread for another attempt and keeps that lease (a process that took the
+/// thread between a resume's look and its claim).
+#[derive(Clone, Default)]
+struct Ops {
+    seen: Arc<Mutex<Vec<&'static str>>>,
+    hold: bool,
+    held: Arc<Mutex<Option<Lease>>>,
+}
+
+impl Ops {
+    fn push(&self, op: &'static str) {
+        if let Ok(mut s) = self.seen.lock() {
+            s.push(op);
+        }
+    }
+    fn take(&self) -> Vec<&'static str> {
+        self.seen
+            .lock()
+            .map(|mut s| std::mem::take(&mut *s))
+            .unwrap_or_default()
+    }
+}
+
+impl Hooks for Ops {
+    fn claim<'a>(
+        &'a self,
+        inner: &'a dyn Store,
+        thread: &str,
+        attempt: AttemptRec,
+    ) -> StoreFuture<'a, Claimed> {
+        self.push("claim");
+        inner.claim(thread, attempt)
+    }
+    fn claim_answering<'a>(
+        &'a self,
+        inner: &'a dyn Store,
+        thread: &str,
+        attempt: AttemptRec,
+        answers: Vec<(String, Value)>,
+        by: &str,
+    ) -> StoreFuture<'a, Claimed> {
+        self.push("claim_answering");
+        let (thread, by) = (thread.to_string(), by.to_string());
+        Box::pin(async move {
+            if self.hold {
+                let mut other = attempt.clone();
+                other.run_id = "another".into();
+                let (lease, _, _) = inner.claim(&thread, other).await?;
+                if let Ok(mut h) = self.held.lock() {
+                    *h = Some(lease);
+                }
+            }
+            inner.claim_answering(&thread, attempt, answers, &by).await
+        })
+    }
+    fn commit<'a>(
+        &'a self,
+        inner: &'a dyn Store,
+        lease: &'a Lease,
+        writes: Vec<Write>,
+        last: bool,
+    ) -> StoreFuture<'a, Vec<RecordedEvent>> {
+        self.push(if last { "commit_last" } else { "commit" });
+        pass_commit(inner, lease, writes, last)
+    }
+    fn answer<'a>(
+        &'a self,
+        inner: &'a dyn Store,
+        thread: &str,
+        answers: Vec<(String, Value)>,
+        by: &str,
+    ) -> StoreFuture<'a, Vec<RecordedEvent>> {
+        self.push("answer");
+        inner.answer(thread, answers, by)
+    }
+}
+
+const GATED: &str = r#"
+input x: int
+node prepare(x: int = input.x) -> { v: int } { return = { v: x } }
+gate approve(s: { v: int } = prepare) -> bool { message = "go on?" }
+node finish(ok: bool = approve, s: { v: int } = prepare) -> { v: int } {
+  when = ok
+  return = { v: s.v }
+}
+output result: { v: int }? = finish
+"#;
+
+#[test]
+fn a_resume_with_an_answer_answers_and_claims_in_one_commit_and_ends_in_the_next() {
+    let plan = || pipec::compile_str("gated.pipe", GATED).expect("compiles");
+    let ops = Ops::default();
+    let store = Arc::new(Hooked {
+        inner: Arc::new(MemoryStore::new()),
+        hooks: ops.clone(),
+    });
+    let rt = rt();
+    let runner = Runner::with_store(plan(), store.clone());
+    let Outcome::Paused { thread, .. } =
+        rt.block_on(runner.start(json!({ "x": 3 }))).expect("runs")
+    else {
+        panic!("paused at the gate");
+    };
+    ops.take();
+    let out = rt
+        .block_on(runner.resume(&thread, vec![("approve".into(), json!(true))]))
+        .expect("resumes");
+    let Outcome::Completed { outputs, .. } = out else {
+        panic!("{out:?}");
+    };
+    assert_eq!(outputs, json!({ "result": { "v": 3 } }));
+    assert_eq!(ops.take(), ["claim_answering", "commit_last"]);
+    let state = rt.block_on(store.load(&thread)).expect("load");
+    assert_eq!(state.gates["approve"].answer, Some(json!(true)));
+}
+
+#[test]
+fn a_thread_taken_before_the_resumes_claim_gets_the_answer_alone_and_the_resume_is_refused() {
+    let plan = || pipec::compile_str("gated.pipe", GATED).expect("compiles");
+    let ops = Ops {
+        hold: true,
+        ..Ops::default()
+    };
+    let store = Arc::new(Hooked {
+        inner: Arc::new(MemoryStore::new()),
+        hooks: ops.clone(),
+    });
+    let rt = rt();
+    let runner = Runner::with_store(plan(), store.clone());
+    let Outcome::Paused { thread, .. } =
+        rt.block_on(runner.start(json!({ "x": 3 }))).expect("runs")
+    else {
+        panic!("paused at the gate");
+    };
+    ops.take();
+    let err = rt
+        .block_on(runner.resume(&thread, vec![("approve".into(), json!(true))]))
+        .expect_err("another process holds the thread");
+    assert_eq!(err.code, "R0402", "{err:?}");
+    assert_eq!(ops.take(), ["claim_answering", "answer"]);
+    // The holder sees the answer.
+    let state = rt.block_on(store.load(&thread)).expect("load");
+    assert_eq!(state.gates["approve"].answer, Some(json!(true)));
+    assert!(store.is_held(&thread));
+}

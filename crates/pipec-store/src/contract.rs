@@ -447,6 +447,97 @@ fn answers_are_compare_and_set_and_all_or_none(store: &dyn Store) {
     assert!(matches!(err, StoreError::NotFound { .. }), "{err:?}");
 }
 
+/// A resume's answers and its claim are one transaction: both land, the answers' events
+/// first; refused (an unknown gate, a thread another process holds), neither does.
+fn answers_and_a_claim_are_one_transaction(store: &dyn Store) {
+    let rt = rt();
+    let lease = rt
+        .block_on(store.create_thread(thread_rec(), attempt()))
+        .map(|(lease, _)| lease)
+        .expect("create");
+    rt.block_on(store.commit(
+        &lease,
+        vec![
+            Write::Gate("a".into(), gate("a")),
+            Write::Gate("b".into(), gate("b")),
+        ],
+    ))
+    .expect("gates");
+    let thread = lease.thread.clone();
+    let epoch = lease.epoch;
+    drop(lease);
+    assert!(released(store, &thread));
+    let untouched = |why: &str| {
+        let state = rt.block_on(store.load(&thread)).expect("load");
+        assert!(
+            state.gates.values().all(|g| g.state == GateState::Pending),
+            "{why}: no gate answered"
+        );
+        let rec = state.thread.expect("thread");
+        assert_eq!((rec.epoch, rec.attempts), (epoch, 1), "{why}: not claimed");
+    };
+
+    let err = rt
+        .block_on(store.claim_answering(
+            &thread,
+            attempt(),
+            vec![("a".into(), json!(true)), ("nope".into(), json!(true))],
+            "cli",
+        ))
+        .expect_err("no such gate");
+    assert!(matches!(err, StoreError::NoSuchGate { .. }), "{err:?}");
+    untouched("an unknown gate");
+    assert!(!store.is_held(&thread), "the refused claim holds nothing");
+
+    let mut other = attempt();
+    other.run_id = "r2".into();
+    let (held, _, _) = rt
+        .block_on(store.claim(&thread, other))
+        .expect("another claim");
+    let held_epoch = held.epoch;
+    let err = rt
+        .block_on(store.claim_answering(&thread, attempt(), vec![("a".into(), json!(true))], "cli"))
+        .expect_err("held");
+    assert!(matches!(err, StoreError::Locked { .. }), "{err:?}");
+    let state = rt.block_on(store.load(&thread)).expect("load");
+    assert!(
+        state.gates.values().all(|g| g.state == GateState::Pending),
+        "a held thread: no gate answered"
+    );
+    drop(held);
+    assert!(released(store, &thread));
+
+    let (lease, state, events) = rt
+        .block_on(store.claim_answering(
+            &thread,
+            attempt(),
+            vec![("a".into(), json!(true)), ("b".into(), json!(false))],
+            "cli",
+        ))
+        .expect("answered and claimed");
+    assert_eq!(lease.epoch, held_epoch + 1);
+    assert!(store.is_held(&thread));
+    assert_eq!(state.gates["a"].answer, Some(json!(true)));
+    assert_eq!(state.gates["a"].answered_by.as_deref(), Some("cli"));
+    assert_eq!(state.gates["b"].answer, Some(json!(false)));
+    let events = values(events);
+    assert_eq!(
+        types_of(&events),
+        ["gate_answered", "gate_answered", "attempt_started"],
+        "{events:?}"
+    );
+    let stored = rt
+        .block_on(store.events(&thread, 0))
+        .map(values)
+        .expect("events");
+    let seqs = seqs_of(&stored);
+    assert!(
+        seqs.windows(2).all(|w| w[1] == w[0] + 1),
+        "numbered without gaps: {stored:?}"
+    );
+    assert_eq!(seqs_of(&events), seqs[seqs.len() - 3..]);
+}
+
 /// A paused thread without the rows of its gates is damage (a store page that decodes
 /// but lost its keys), and an answer to it says so instead of "no such gate".
 fn an_answer_to_a_paused_thread_without_gate_rows_is_refused_as_damage(store: &dyn Store) {
@@ -1707,6 +1798,7 @@ contract!(
     after_a_cancel_request_only_the_cancellation_is_written,
     a_thread_no_process_holds_is_cancelled_at_once,
     answers_are_compare_and_set_and_all_or_none,
+    answers_and_a_claim_are_one_transaction,
     an_answer_to_a_paused_thread_without_gate_rows_is_refused_as_damage,
     events_are_numbered_from_zero_without_gaps_across_commits_and_claims,
     load_returns_every_row_a_commit_wrote,

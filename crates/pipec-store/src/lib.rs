@@ -323,6 +323,18 @@ pub trait Store: Send + Sync {
         self.commit(lease, writes)
     }
 
+    /// Answers pending gates and takes the thread's lease in one transaction: what
+    /// [`Store::answer`] then [`Store::claim`] do, in one commit (a resume with
+    /// answers). Refused as either would be, and then nothing is written. The events are
+    /// the answers' (`gate_answered`), then the claim's.
+    fn claim_answering(
+        &self,
+        thread: &str,
+        attempt: AttemptRec,
+        answers: Vec<(String, serde_json::Value)>,
+        by: &str,
+    ) -> StoreFuture<'_, Claimed>;
+
     /// Answers pending gates (all or none), without a lease: compare-and-set on each
     /// gate. Returns the events written (`gate_answered`).
     fn answer(

@@ -187,6 +187,18 @@ impl MemoryStore {
     }
 
     fn take(&self, thread: &str, attempt: AttemptRec) -> Result<Claimed, StoreError> {
+        self.take_answering(thread, attempt, &[], "")
+    }
+
+    /// Takes a thread, answering its gates first in the same step (all refused or all
+    /// done).
+    fn take_answering(
+        &self,
+        thread: &str,
+        attempt: AttemptRec,
+        answers: &[(String, Value)],
+        by: &str,
+    ) -> Result<Claimed, StoreError> {
         let mut tables = self.tables();
         let id = resolve(&tables, thread).map_err(|e| self.named(e, thread))?;
         let held = tables.held.contains(&id);
@@ -205,6 +217,11 @@ impl MemoryStore {
                 status: rows.rec.status,
             });
         }
+        let mut writes = if answers.is_empty() {
+            Vec::new()
+        } else {
+            answer_writes(&rows.rec, &rows.gates, answers, by, ids::now_ms())?
+        };
         let mut attempt = stored(&attempt, &|| "attempt".to_string())?;
         rows.rec.epoch += 1;
         rows.rec.attempts += 1;
@@ -217,10 +234,10 @@ impl MemoryStore {
         });
         attempt.number = rows.rec.attempts;
         let (run_id, number) = (attempt.run_id.clone(), attempt.number);
-        let writes = [
+        writes.extend([
             Write::Attempt(attempt),
             Write::Event(Event::AttemptStarted { attempt: number }),
-        ];
+        ]);
         let events = rows.apply(&prepare(&writes)?, true);
         let lease = Lease {
             thread: rows.rec.id.clone(),
@@ -639,6 +656,16 @@ impl Store for MemoryStore {
 
     fn claim(&self, thread: &str, attempt: AttemptRec) -> StoreFuture<'_, Claimed> {
         ready(self.take(thread, attempt))
+    }
+
+    fn claim_answering(
+        &self,
+        thread: &str,
+        attempt: AttemptRec,
+        answers: Vec<(String, Value)>,
+        by: &str,
+    ) -> StoreFuture<'_, Claimed> {
+        ready(self.take_answering(thread, attempt, &answers, by))
     }
 
     fn commit<'a>(

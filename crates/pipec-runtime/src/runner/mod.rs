@@ -613,22 +613,46 @@ impl Runner {
             .into_iter()
             .map(|(g, v)| (opts.renamed_from(&g).unwrap_or(&g).to_string(), v))
             .collect();
-        // What the store writes for this resume (answers, the claim), for the live stream.
-        let mut committed = Vec::new();
-        if !now_answers.is_empty() {
-            committed = self
-                .store
-                .answer(&rec.id, now_answers, self.answerer)
-                .await?;
-            if let Some(sink) = &self.spans {
-                crate::trace::answered_gates(sink, &rec.id, &state, &committed);
-            }
-        }
         let servers = self.servers_for(&ready.config, &ready.secrets, &ready.models);
         self.check_servers(&servers, Some(&ready.to_run)).await?;
+        // The answers and the claim are one commit. A thread another process holds gets
+        // the answers alone (its holder sees them), and the resume is refused.
         let attempt_rec = self.attempt_rec(rec.attempts + 1);
-        let (lease, state, claimed) = self.store.claim(&rec.id, attempt_rec).await?;
-        committed.extend(claimed);
+        let claimed = if now_answers.is_empty() {
+            self.store.claim(&rec.id, attempt_rec).await
+        } else {
+            let answers = now_answers.clone();
+            let store = &self.store;
+            store
+                .claim_answering(&rec.id, attempt_rec, answers, self.answerer)
+                .await
+        };
+        let (lease, loaded, committed) = match claimed {
+            Ok(claimed) => claimed,
+            Err(e @ pipec_store::StoreError::Locked { .. }) if !now_answers.is_empty() => {
+                Servers::close(&servers).await;
+                let answered = self
+                    .store
+                    .answer(&rec.id, now_answers, self.answerer)
+                    .await?;
+                if let Some(sink) = &self.spans {
+                    crate::trace::answered_gates(sink, &rec.id, &state, &answered);
+                }
+                if let Some(sink) = &self.events {
+                    answered.iter().for_each(|e| sink(e));
+                }
+                return Err(e.into());
+            }
+            Err(e) => {
+                Servers::close(&servers).await;
+                return Err(e.into());
+            }
+        };
+        // What the store wrote for this resume (answers, the claim), for the live stream.
+        if let Some(sink) = &self.spans {
+            crate::trace::answered_gates(sink, &rec.id, &state, &committed);
+        }
+        let state = loaded;
         // Another attempt may have run between the look above and this claim (a worker
         // that took the thread and died): what it left decides, not what was there
         // before. An effect it started and did not finish blocks the thread here as it

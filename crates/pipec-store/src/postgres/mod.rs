@@ -464,10 +464,21 @@ impl Store for PostgresStore {
     }
 
     fn claim(&self, thread: &str, attempt: AttemptRec) -> StoreFuture<'_, Claimed> {
-        let thread = thread.to_string();
+        self.claim_answering(thread, attempt, Vec::new(), "")
+    }
+
+    fn claim_answering(
+        &self,
+        thread: &str,
+        attempt: AttemptRec,
+        answers: Vec<(String, Value)>,
+        by: &str,
+    ) -> StoreFuture<'_, Claimed> {
+        let (thread, by) = (thread.to_string(), by.to_string());
         let run_id = attempt.run_id.clone();
-        let claimed =
-            self.write(move |db| async move { writes::claim(&db, &thread, attempt).await });
+        let claimed = self.write(move |db| async move {
+            writes::claim(&db, &thread, attempt, answers, &by).await
+        });
         Box::pin(async move {
             let (id, epoch, number, state, events) = claimed.await?;
             Ok((self.lease(id, epoch, run_id, number), state, events))

@@ -337,7 +337,7 @@ pub(super) async fn take(
         let run_id = attempt.run_id.clone();
         let id = rec.id.clone();
         let (claim, sent, events, epoch, number) =
-            match super::writes::claim_stmts(db, rec, attempt) {
+            match super::writes::claim_stmts(db, rec, attempt, Vec::new()) {
                 Ok(c) => c,
                 Err(e) => {
                     tx.rollback().await;

@@ -429,20 +429,28 @@ async fn start_attempt(
 /// A claimed thread: its id, the new epoch, the attempt number, its state, the events.
 pub(super) type ClaimedRows = (String, u64, u32, ThreadState, Vec<RecordedEvent>);
 
+/// Takes a thread's lease; with `answers`, answers its pending gates (as `by`) in the
+/// same transaction, first.
 pub(super) async fn claim(
     db: &Db,
     thread: &str,
     attempt: AttemptRec,
+    answers: Vec<(String, Value)>,
+    by: &str,
 ) -> Result<ClaimedRows, StoreError> {
     let client = db.client().await?;
     let id = reads::id_of(&client, db, thread).await?;
     // Two round trips: the lock (with BEGIN), then the rows and COMMIT. The lease is
     // read by a statement of its own sent after the lock: it sees a lease that a claim
     // which held the lock just committed (a join in the locking statement would see the
-    // rows of its snapshot from before the wait).
-    let (tx, found) = txn::Tx::begin(client, vec![rows::lock(&id), leases::holder(&id)]).await?;
-    let (stmts, sent, events, epoch, number) = match claimed_rows(db, thread, &id, &found, attempt)
-    {
+    // rows of its snapshot from before the wait). Answers read the gates with them.
+    let mut first = vec![rows::lock(&id), leases::holder(&id)];
+    if !answers.is_empty() {
+        first.push(gates_stmt(&id));
+    }
+    let (tx, found) = txn::Tx::begin(client, first).await?;
+    let planned = claimed_rows(db, thread, &id, &found, attempt, &answers, by);
+    let (stmts, sent, events, epoch, number) = match planned {
         Ok(c) => c,
         Err(e) => {
             tx.rollback().await;
@@ -466,6 +474,8 @@ fn claimed_rows(
     id: &str,
     found: &[Vec<tokio_postgres::Row>],
     attempt: AttemptRec,
+    answers: &[(String, Value)],
+    by: &str,
 ) -> Result<ClaimStmts, StoreError> {
     let locked = found
         .first()
@@ -478,11 +488,34 @@ fn claimed_rows(
             holder: Some(leases::holder_of(holder)),
         });
     }
-    claim_stmts(db, rec, attempt)
+    let before = if answers.is_empty() {
+        Vec::new()
+    } else {
+        let mut gates = BTreeMap::new();
+        for r in found.get(2).map_or(&[][..], Vec::as_slice) {
+            let name = sql::name_of(r, 0)?;
+            let g: GateRec = decode(r.get::<_, &[u8]>(1), &|| format!("gate `{name}`"))?;
+            gates.insert(name, g);
+        }
+        if matches!(rec.status, Status::Completed | Status::Cancelled) {
+            return claim_stmts(db, rec, attempt, Vec::new());
+        }
+        answer_writes(&rec, &gates, answers, by, ids::now_ms())?
+    };
+    claim_stmts(db, rec, attempt, before)
 }
 
-/// What a claim of the thread `rec` (its row locked, no live lease) writes: the
-/// statements (the lease, the attempt and its event, the record, then the whole thread
+/// The statement that reads a thread's gate rows: name, record.
+fn gates_stmt(thread: &str) -> rows::Stmt {
+    rows::Stmt::new(
+        "SELECT name, rec FROM pipec_gates WHERE thread = $1",
+        vec![Box::new(thread.to_string())],
+    )
+}
+
+/// What a claim of the thread `rec` (its row locked, no live lease) writes, after the
+/// writes `before` (a resume's answers): the statements (the lease, those writes, the
+/// attempt and its event, the record, then the whole thread
 /// as the claim leaves it), how many of them after the lease are the attempt's rows,
 /// its events, the new epoch and the attempt's number. Refused when the thread has
 /// ended.
@@ -490,6 +523,7 @@ pub(super) fn claim_stmts(
     db: &Db,
     mut rec: ThreadRec,
     attempt: AttemptRec,
+    before: Vec<Write>,
 ) -> Result<ClaimStmts, StoreError> {
     let id = rec.id.clone();
     let id = id.as_str();
@@ -512,16 +546,14 @@ pub(super) fn claim_stmts(
     attempt.number = rec.attempts;
     let number = attempt.number;
     let lease = leases::take(db, id, rec.epoch, &attempt);
-    let rows::Planned { parts, events } = rows::plan(
-        id,
-        None,
-        &[
-            Write::Attempt(attempt),
-            Write::Event(Event::AttemptStarted { attempt: number }),
-        ],
-    )?;
+    let mut writes = before;
+    writes.extend([
+        Write::Attempt(attempt),
+        Write::Event(Event::AttemptStarted { attempt: number }),
+    ]);
+    let rows::Planned { parts, events } = rows::plan(id, None, &writes)?;
     let mut stmts = vec![lease];
-    // An attempt and an event: no rename among them.
+    // Answers, an attempt and an event: no rename among them.
     stmts.extend(rows::Planned::statements(parts).unwrap_or_default());
     let sent = stmts.len() - 1;
     stmts.push(rows::claim_update(&rec)?);

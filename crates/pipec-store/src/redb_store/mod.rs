@@ -170,7 +170,17 @@ impl Store for RedbStore {
     }
 
     fn claim(&self, thread: &str, attempt: AttemptRec) -> StoreFuture<'_, Claimed> {
-        writes::claim(self, thread, attempt)
+        writes::claim(self, thread, attempt, Vec::new(), "")
+    }
+
+    fn claim_answering(
+        &self,
+        thread: &str,
+        attempt: AttemptRec,
+        answers: Vec<(String, Value)>,
+        by: &str,
+    ) -> StoreFuture<'_, Claimed> {
+        writes::claim(self, thread, attempt, answers, by)
     }
 
     fn commit<'a>(

@@ -97,12 +97,16 @@ pub(super) fn create_thread<'a>(
     })
 }
 
+/// Takes a thread's lease; with `answers`, answers its pending gates (as `by`) in the
+/// same transaction, first.
 pub(super) fn claim<'a>(
     store: &'a RedbStore,
     thread: &str,
     attempt: AttemptRec,
+    answers: Vec<(String, Value)>,
+    by: &str,
 ) -> StoreFuture<'a, Claimed> {
-    let thread = thread.to_string();
+    let (thread, by) = (thread.to_string(), by.to_string());
     let path = store.inner.path.clone();
     Box::pin(async move {
         store.writable("claim")?;
@@ -145,6 +149,11 @@ pub(super) fn claim<'a>(
                         status: old,
                     });
                 }
+                let mut writes = if answers.is_empty() {
+                    Vec::new()
+                } else {
+                    answer_writes(&rec, &gates_of(&txn, id)?, &answers, &by, ids::now_ms())?
+                };
                 rec.epoch += 1;
                 rec.attempts += 1;
                 rec.status = Status::Running;
@@ -157,15 +166,11 @@ pub(super) fn claim<'a>(
                 let mut attempt = attempt;
                 attempt.number = rec.attempts;
                 let number = attempt.number;
-                let events = apply_writes(
-                    &txn,
-                    id,
-                    Some(&mut rec),
-                    &[
-                        Write::Attempt(attempt),
-                        Write::Event(Event::AttemptStarted { attempt: number }),
-                    ],
-                )?;
+                writes.extend([
+                    Write::Attempt(attempt),
+                    Write::Event(Event::AttemptStarted { attempt: number }),
+                ]);
+                let events = apply_writes(&txn, id, Some(&mut rec), &writes)?;
                 put_thread(&txn, id, Some(old), &rec)?;
                 let epoch = rec.epoch;
                 txn.commit().map_err(io)?;
@@ -243,20 +248,8 @@ pub(super) fn answer<'a>(
                         store: path.display().to_string(),
                     });
                 };
-                let mut gates = std::collections::BTreeMap::new();
-                {
-                    let table = txn.open_table(GATES).map_err(io)?;
-                    for e in table
-                        .range((id, "")..(id.wrapping_add(1), ""))
-                        .map_err(io)?
-                    {
-                        let (k, v) = e.map_err(io)?;
-                        let name = k.value().1.to_string();
-                        let g: GateRec = decode(v.value(), &|| format!("gate `{name}`"))?;
-                        gates.insert(name, g);
-                    }
-                }
-                let writes = answer_writes(&rec, &gates, &answers, &by, ids::now_ms())?;
+                let writes =
+                    answer_writes(&rec, &gates_of(&txn, id)?, &answers, &by, ids::now_ms())?;
                 let old = rec.status;
                 let events = apply_writes(&txn, id, Some(&mut rec), &writes)?;
                 put_thread(&txn, id, Some(old), &rec)?;
@@ -269,6 +262,25 @@ pub(super) fn answer<'a>(
         }
         Ok(events)
     })
+}
+
+/// A thread's gate rows, by name.
+fn gates_of(
+    txn: &redb::WriteTransaction,
+    id: u128,
+) -> Result<std::collections::BTreeMap<String, GateRec>, StoreError> {
+    let mut gates = std::collections::BTreeMap::new();
+    let table = txn.open_table(GATES).map_err(io)?;
+    for e in table
+        .range((id, "")..(id.wrapping_add(1), ""))
+        .map_err(io)?
+    {
+        let (k, v) = e.map_err(io)?;
+        let name = k.value().1.to_string();
+        let g: GateRec = decode(v.value(), &|| format!("gate `{name}`"))?;
+        gates.insert(name, g);
+    }
+    Ok(gates)
 }
 
 pub(super) fn request_cancel<'a>(
