@@ -36,6 +36,13 @@ pub struct Parsed {
 
 /// Parses a whole file. Never fails: what could not be parsed is reported.
 pub fn parse(file_id: FileId, text: &str) -> Parsed {
+    // Pieces kept one by one for reuse are parsed one by one.
+    let run = if super::reuse::enabled() { 1 } else { RUN };
+    parse_in_runs(file_id, text, run)
+}
+
+/// [`parse`], with runs of at most `run` pieces parsed together.
+fn parse_in_runs(file_id: FileId, text: &str, run: usize) -> Parsed {
     let Scan {
         comments,
         unterminated,
@@ -94,20 +101,20 @@ pub fn parse(file_id: FileId, text: &str) -> Parsed {
         .map(|(i, p)| (i, *p))
         .collect();
     let todo_bytes: u32 = todo.iter().map(|(_, (a, b))| b - a).sum();
+    // Runs of pieces next to one another are parsed together (see `parse_run`).
+    let runs = runs_of(&todo, run);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let parsed: Vec<(usize, PieceResult)> =
         if threads > 1 && todo.len() > 64 && todo_bytes > 64 * 1024 {
-            let chunk = todo.len().div_ceil(threads);
+            let chunk = runs.len().div_ceil(threads);
             std::thread::scope(|scope| {
-                let handles: Vec<_> = todo
+                let handles: Vec<_> = runs
                     .chunks(chunk)
                     .map(|group| {
                         scope.spawn(move || {
                             group
                                 .iter()
-                                .map(|(i, (a, b))| {
-                                    (*i, parse_piece(file_id, text, comment_spans, *a, *b))
-                                })
+                                .flat_map(|run| parse_run(file_id, text, comment_spans, run))
                                 .collect::<Vec<_>>()
                         })
                     })
@@ -118,8 +125,8 @@ pub fn parse(file_id: FileId, text: &str) -> Parsed {
                     .collect()
             })
         } else {
-            todo.iter()
-                .map(|(i, (a, b))| (*i, parse_piece(file_id, text, comment_spans, *a, *b)))
+            runs.iter()
+                .flat_map(|run| parse_run(file_id, text, comment_spans, run))
                 .collect()
         };
     for (i, r) in parsed {
@@ -206,6 +213,101 @@ struct PieceResult {
     broken: Vec<(String, String)>,
 }
 
+/// How many pieces next to one another are parsed in one go.
+const RUN: usize = 32;
+
+/// The pieces to parse, in runs of at most `max` that follow one another in the file.
+fn runs_of(todo: &[(usize, (u32, u32))], max: usize) -> Vec<&[(usize, (u32, u32))]> {
+    let mut runs = Vec::new();
+    let mut start = 0;
+    for k in 1..=todo.len() {
+        let ends = k == todo.len()
+            || k - start == max
+            || todo[k].0 != todo[k - 1].0 + 1
+            || todo[k].1.0 != todo[k - 1].1.1;
+        if ends {
+            runs.push(&todo[start..k]);
+            start = k;
+        }
+    }
+    runs
+}
+
+/// Parses a run of pieces that follow one another: in one go when the run parses (one
+/// parser state and one walk for all of them, its declarations kept by the run's first
+/// piece), else piece by piece, so that a syntax error is found and told exactly as it
+/// is for a piece on its own.
+fn parse_run(
+    file: FileId,
+    text: &str,
+    comments: &[(u32, u32)],
+    run: &[(usize, (u32, u32))],
+) -> Vec<(usize, PieceResult)> {
+    let one = |(i, (a, b)): &(usize, (u32, u32))| (*i, parse_piece(file, text, comments, *a, *b));
+    let (Some(first), Some(last)) = (run.first(), run.last()) else {
+        return Vec::new();
+    };
+    if run.len() == 1 {
+        return vec![one(first)];
+    }
+    let (start, end) = (first.1.0, last.1.1);
+    let together = PipeParser::parse(Rule::piece, &text[start as usize..end as usize])
+        .ok()
+        .map(|pairs| built(file, text, comments, start, pairs))
+        .filter(|r| within_pieces(r, run));
+    match together {
+        Some(result) => {
+            let mut all = vec![(first.0, result)];
+            all.extend(run[1..].iter().map(|(i, _)| (*i, PieceResult::default())));
+            all
+        }
+        None => run.iter().map(one).collect(),
+    }
+}
+
+/// Whether every declaration (with its doc comment) and stray doc comment of a run's
+/// parse lies within one piece: then each piece alone parses to the same. A doc comment
+/// left at the end of a piece would otherwise document the next piece's declaration, and
+/// a declaration keyword at the start of a line inside a bracket (where the file is cut)
+/// would hide the two syntax errors its pieces make alone.
+fn within_pieces(result: &PieceResult, run: &[(usize, (u32, u32))]) -> bool {
+    let inside = |span: Span| {
+        let k = run.partition_point(|(_, (a, _))| *a <= span.start);
+        k > 0 && span.end <= run[k - 1].1.1
+    };
+    result
+        .items
+        .iter()
+        .all(|i| inside(i.doc.as_ref().map_or(i.span, |d| d.span.to(i.span))))
+        && result.stray_docs.iter().all(|d| inside(d.span))
+}
+
+/// The tree of a piece (or a run of pieces) that parsed from `start`.
+fn built(
+    file: FileId,
+    text: &str,
+    comments: &[(u32, u32)],
+    start: u32,
+    pairs: Pairs<'_, Rule>,
+) -> PieceResult {
+    let mut b = Builder {
+        file,
+        base: start,
+        text,
+        comments,
+        diagnostics: Vec::new(),
+        nesting: 0,
+        too_deep: false,
+    };
+    let (items, stray_docs) = b.piece(pairs);
+    PieceResult {
+        items,
+        stray_docs,
+        diagnostics: b.diagnostics,
+        broken: Vec::new(),
+    }
+}
+
 /// Serialises the detailed re-parse of failing pieces: pest's switch for detailed errors
 /// is process-wide.
 static DETAIL: Mutex<()> = Mutex::new(());
@@ -219,24 +321,7 @@ fn parse_piece(
 ) -> PieceResult {
     let src = &text[start as usize..end as usize];
     match PipeParser::parse(Rule::piece, src) {
-        Ok(pairs) => {
-            let mut b = Builder {
-                file,
-                base: start,
-                text,
-                comments,
-                diagnostics: Vec::new(),
-                nesting: 0,
-                too_deep: false,
-            };
-            let (items, stray_docs) = b.piece(pairs);
-            PieceResult {
-                items,
-                stray_docs,
-                diagnostics: b.diagnostics,
-                broken: Vec::new(),
-            }
-        }
+        Ok(pairs) => built(file, text, comments, start, pairs),
         Err(_) => {
             let detailed = {
                 let _guard = DETAIL.lock().unwrap_or_else(|e| e.into_inner());
@@ -1490,3 +1575,7 @@ fn error_type(span: Span) -> TypeExpr {
         span,
     }
 }
+
+#[cfg(test)]
+#[path = "parser_runs_tests.rs"]
+mod runs_tests;
