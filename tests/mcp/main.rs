@@ -23,6 +23,7 @@ mod serve_asks;
 mod serve_card;
 mod serve_headers;
 mod serve_interop;
+mod serve_keepalive;
 mod serve_security;
 mod serve_spec;
 mod serve_tasks;

@@ -88,6 +88,9 @@ pub(crate) async fn serve(crm: Arc<Crm>, options: HttpOptions) -> Result<(), Str
                 continue;
             }
         };
+        // Answers are written whole: no write waits for the client's delayed
+        // acknowledgement of the one before (Nagle's algorithm).
+        let _ = stream.set_nodelay(true);
         let front = front.clone();
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |request| {

@@ -91,6 +91,9 @@ impl Ui {
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             };
+            // Answers are written whole: no write waits for the client's delayed
+            // acknowledgement of the one before (Nagle's algorithm).
+            let _ = stream.set_nodelay(true);
             // At the cap, a newcomer waits for a connection to close.
             let Ok(slot) = slots.clone().acquire_owned().await else {
                 return;
