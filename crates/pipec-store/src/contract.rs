@@ -1272,6 +1272,7 @@ fn a_submitted_thread_is_queued_until_a_claim_and_orphaned_when_its_lease_drops(
         "a held thread is not offered"
     );
     drop(lease);
+    assert!(released(store, &id));
     assert_eq!(runnable_now(store, &rt), [(id, Why::Orphaned)]);
 }
 
