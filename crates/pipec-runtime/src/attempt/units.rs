@@ -91,7 +91,6 @@ impl Items {
     /// The items of `node`; `calls` are the thread's journal rows (those of the node in
     /// `generation` are kept) and `env` the scope the node was bound in (the manifests
     /// its link parameters read are kept).
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         whose: &Whose<'_>,
         calls: &BTreeMap<CallKey, CallRec>,
