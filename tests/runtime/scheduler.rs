@@ -622,22 +622,28 @@ node finish(ok: bool = approve, s: { v: int } = prepare) -> { v: int } {
 output result: { v: int }? = finish
 "#;
 
-#[test]
-fn a_resume_with_an_answer_answers_and_claims_in_one_commit_and_ends_in_the_next() {
-    let plan = || pipec::compile_str("gated.pipe", GATED).expect("compiles");
-    let ops = Ops::default();
+/// `GATED` run on a memory store behind `ops` up to its gate, `ops` cleared after.
+fn paused_at_the_gate(ops: &Ops) -> (tokio::runtime::Runtime, Arc<Hooked<Ops>>, Runner, String) {
+    let plan = pipec::compile_str("gated.pipe", GATED).expect("compiles");
     let store = Arc::new(Hooked {
         inner: Arc::new(MemoryStore::new()),
         hooks: ops.clone(),
     });
     let rt = rt();
-    let runner = Runner::with_store(plan(), store.clone());
+    let runner = Runner::with_store(plan, store.clone());
     let Outcome::Paused { thread, .. } =
         rt.block_on(runner.start(json!({ "x": 3 }))).expect("runs")
     else {
         panic!("paused at the gate");
     };
     ops.take();
+    (rt, store, runner, thread)
+}
+
+#[test]
+fn a_resume_with_an_answer_answers_and_claims_in_one_commit_and_ends_in_the_next() {
+    let ops = Ops::default();
+    let (rt, store, runner, thread) = paused_at_the_gate(&ops);
     let out = rt
         .block_on(runner.resume(&thread, vec![("approve".into(), json!(true))]))
         .expect("resumes");
@@ -652,23 +658,11 @@ fn a_resume_with_an_answer_answers_and_claims_in_one_commit_and_ends_in_the_next
 
 #[test]
 fn a_thread_taken_before_the_resumes_claim_gets_the_answer_alone_and_the_resume_is_refused() {
-    let plan = || pipec::compile_str("gated.pipe", GATED).expect("compiles");
     let ops = Ops {
         hold: true,
         ..Ops::default()
     };
-    let store = Arc::new(Hooked {
-        inner: Arc::new(MemoryStore::new()),
-        hooks: ops.clone(),
-    });
-    let rt = rt();
-    let runner = Runner::with_store(plan(), store.clone());
-    let Outcome::Paused { thread, .. } =
-        rt.block_on(runner.start(json!({ "x": 3 }))).expect("runs")
-    else {
-        panic!("paused at the gate");
-    };
-    ops.take();
+    let (rt, store, runner, thread) = paused_at_the_gate(&ops);
     let err = rt
         .block_on(runner.resume(&thread, vec![("approve".into(), json!(true))]))
         .expect_err("another process holds the thread");

@@ -363,8 +363,8 @@ fn a_thread_no_process_holds_is_cancelled_at_once(store: &dyn Store) {
     );
 }
 
-fn answers_are_compare_and_set_and_all_or_none(store: &dyn Store) {
-    let rt = rt();
+/// A new thread with the pending gates `a` and `b`; its lease.
+fn thread_with_gates(store: &dyn Store, rt: &tokio::runtime::Runtime) -> Lease {
     let lease = rt
         .block_on(store.create_thread(thread_rec(), attempt()))
         .map(|(lease, _)| lease)
@@ -377,6 +377,12 @@ fn answers_are_compare_and_set_and_all_or_none(store: &dyn Store) {
         ],
     ))
     .expect("gates");
+    lease
+}
+
+fn answers_are_compare_and_set_and_all_or_none(store: &dyn Store) {
+    let rt = rt();
+    let lease = thread_with_gates(store, &rt);
     let thread = lease.thread.clone();
     drop(lease);
 
@@ -451,18 +457,7 @@ fn answers_are_compare_and_set_and_all_or_none(store: &dyn Store) {
 /// first; refused (an unknown gate, a thread another process holds), neither does.
 fn answers_and_a_claim_are_one_transaction(store: &dyn Store) {
     let rt = rt();
-    let lease = rt
-        .block_on(store.create_thread(thread_rec(), attempt()))
-        .map(|(lease, _)| lease)
-        .expect("create");
-    rt.block_on(store.commit(
-        &lease,
-        vec![
-            Write::Gate("a".into(), gate("a")),
-            Write::Gate("b".into(), gate("b")),
-        ],
-    ))
-    .expect("gates");
+    let lease = thread_with_gates(store, &rt);
     let thread = lease.thread.clone();
     let epoch = lease.epoch;
     drop(lease);
