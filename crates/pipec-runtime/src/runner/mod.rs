@@ -621,10 +621,8 @@ impl Runner {
         let claimed = if now_answers.is_empty() {
             self.store.claim(&rec.id, attempt_rec).await
         } else {
-            let answers = now_answers.clone();
-            let store = &self.store;
-            store
-                .claim_answering(&rec.id, attempt_rec, answers, self.answerer)
+            self.store
+                .claim_answering(&rec.id, attempt_rec, now_answers.clone(), self.answerer)
                 .await
         };
         let (lease, loaded, committed) = match claimed {
