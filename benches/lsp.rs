@@ -23,6 +23,14 @@ fn main() {
     let text = pipec::synth::pipeline(NODES);
     let path = dir.join("bench.pipe");
     std::fs::write(&path, &text).unwrap();
+    // The program the synthetic pipeline's `exec` nodes run: the check looks it up.
+    let script = dir.join("score.sh");
+    std::fs::write(&script, "#!/bin/sh\ncat\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
     let uri = file_uri(&path);
 
     let mut client = LspClient::start(env!("CARGO_BIN_EXE_pipec"), &dir);
@@ -30,7 +38,9 @@ fn main() {
     let first = client.diagnostics(&uri);
     assert!(
         first.is_empty(),
-        "the synthetic pipeline must check clean: {first:?}"
+        "the synthetic pipeline must check clean: {} diagnostics, the first {:?}",
+        first.len(),
+        first.first()
     );
 
     // The keystroke: an `x` typed after the first `model = fast` of a node (an unknown

@@ -216,11 +216,9 @@ const RUNTIME_ONLY: &[&str] = &[
 ];
 
 /// Heavy or protocol-specific dependencies and the only crates that may name them, so
-/// each concept has one home: the grammar in syntax, the MCP SDK in mcp (and the demo
+/// each concept has one home: the MCP SDK in mcp (and the demo
 /// server, which serves with it), the store engines in store, the LSP crates in lsp.
 const OWNERS: &[(&str, &[&str])] = &[
-    ("pest", &["syntax"]),
-    ("pest_derive", &["syntax"]),
     ("miette", &["diagnostic"]),
     ("rmcp", &["mcp", "demo-crm"]),
     ("sse-stream", &["mcp"]),

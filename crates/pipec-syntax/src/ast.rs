@@ -1,7 +1,7 @@
 //! The syntax tree of one `.pipe` file: what the parser builds and `fmt` prints.
 //!
 //! Every node carries a [`Span`] of byte offsets into its file. The tree is plain data:
-//! no names are resolved here, and nothing in it knows about pest.
+//! no names are resolved here.
 
 use pipec_base::source::Span;
 

@@ -1,12 +1,12 @@
-//! A pre-pass over the raw text, before pest: comments, unterminated strings, and the
+//! A pre-pass over the raw text, before the parser: comments, unterminated strings, and the
 //! places where the file can be cut into independently parsed pieces.
 //!
-//! pest skips comments, but `fmt` must keep every one and `// pipec: allow(...)` lines are
+//! The grammar skips comments, but `fmt` must keep every one and `// pipec: allow(...)` lines are
 //! suppressions, so this pass collects them. It knows just enough about strings (regular
 //! and N-hash raw) not to mistake `"http://x"` for a comment.
 //!
 //! It also measures how deep brackets nest, so that a piece nested past
-//! [`MAX_NESTING`] is refused before pest, whose recursion follows the brackets, sees it.
+//! [`MAX_NESTING`] is refused before the parser, whose recursion follows the brackets, sees it.
 
 use pipec_base::source::Span;
 

@@ -1,9 +1,9 @@
-//! The syntax of `.pipe` files: lexer pre-pass, pest grammar, syntax tree, printer.
-//!
-//! pest stays inside this module: nothing outside it sees a `Pair`.
+//! The syntax of `.pipe` files: lexer pre-pass, grammar (a recursive-descent parser),
+//! syntax tree, printer.
 #![warn(unreachable_pub)]
 
 pub mod ast;
+mod grammar;
 pub mod lexer;
 pub mod literal;
 mod parser;
