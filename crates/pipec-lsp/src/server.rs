@@ -65,8 +65,6 @@ struct Session {
 
 /// Runs the server on stdin and stdout until the editor says `exit` or goes away.
 pub fn run_stdio() -> u8 {
-    // The same files are parsed again at every edit: keep the clean pieces.
-    pipec_syntax::reuse_unchanged_pieces(true);
     let (back, incoming) = std::sync::mpsc::channel();
     spawn_reader(BufReader::new(std::io::stdin()), back.clone());
     let mut out = Writer::stdout();
@@ -226,6 +224,7 @@ fn flush(ws: &mut Workspace, out: &mut Writer) {
         };
         out.send(Notification::new(PublishDiagnostics::METHOD.into(), params));
     }
+    ws.release_retired();
 }
 
 fn notification(ws: &mut Workspace, out: &mut Writer, n: Notification) {

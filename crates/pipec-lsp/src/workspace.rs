@@ -48,6 +48,9 @@ pub(crate) struct Workspace {
     pub explain: ExplainPages,
     /// The last outcome of each test run from the editor.
     pub tests: super::test_runs::TestResults,
+    /// Programs a check replaced, freed once the new diagnostics are sent: freeing a
+    /// large program's tree takes about a fifth of its check.
+    retired: Vec<Snapshot>,
 }
 
 pub(crate) fn is_pipe(path: &Path) -> bool {
@@ -99,7 +102,7 @@ impl Workspace {
                     refreshed.insert(path.clone());
                 }
             }
-            self.snapshots.insert(
+            let replaced = self.snapshots.insert(
                 root,
                 Snapshot {
                     analysis,
@@ -107,8 +110,22 @@ impl Workspace {
                     diagnostics,
                 },
             );
+            self.retired.extend(replaced);
         }
         self.changed_diagnostics(&refreshed)
+    }
+
+    /// Frees the programs the last refresh replaced on a thread of its own, so the next
+    /// edit does not wait for it either (here, when no thread can start: a failed spawn
+    /// drops what it was given).
+    pub(crate) fn release_retired(&mut self) {
+        if self.retired.is_empty() {
+            return;
+        }
+        let retired = std::mem::take(&mut self.retired);
+        let _ = std::thread::Builder::new()
+            .name("pipec-lsp-free".into())
+            .spawn(move || drop(retired));
     }
 
     /// Every file's diagnostics over all programs (a file two programs contain gets each

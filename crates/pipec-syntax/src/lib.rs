@@ -8,10 +8,8 @@ pub mod lexer;
 pub mod literal;
 mod parser;
 pub mod printer;
-mod reuse;
 #[doc(hidden)]
 pub mod synth;
 
 pub use parser::{Parsed, parse};
 pub use printer::format_source;
-pub use reuse::reuse_unchanged_pieces;

@@ -44,33 +44,17 @@ pub fn parse(file_id: FileId, text: &str) -> Parsed {
         .filter(|(a, b)| a < b)
         .collect();
 
-    // Pieces unchanged since the last parse of this file (when reuse is on) are taken
-    // from it; the others are parsed, in parallel when there are many.
-    let reuse = super::reuse::enabled();
-    let last = if reuse {
-        super::reuse::take(file_id)
-    } else {
-        std::collections::HashMap::new()
-    };
     let mut slots: Vec<Option<PieceResult>> = pieces
         .iter()
         .map(|(a, b)| {
             // A piece nested past the limit never reaches the grammar, whose recursion
             // follows the brackets.
-            if let Some(at) = too_deep.iter().find(|s| (*a..*b).contains(&s.start)) {
-                return Some(too_deep_piece(
-                    file_id,
-                    &text[*a as usize..*b as usize],
-                    *at,
-                ));
-            }
-            let old = last.get(&text[*a as usize..*b as usize])?;
-            let (items, stray_docs) = super::reuse::moved(old, *a);
-            Some(PieceResult {
-                items,
-                stray_docs,
-                ..PieceResult::default()
-            })
+            let at = too_deep.iter().find(|s| (*a..*b).contains(&s.start))?;
+            Some(too_deep_piece(
+                file_id,
+                &text[*a as usize..*b as usize],
+                *at,
+            ))
         })
         .collect();
     let todo: Vec<(usize, (u32, u32))> = pieces
@@ -102,22 +86,6 @@ pub fn parse(file_id: FileId, text: &str) -> Parsed {
         slots[i] = Some(r);
     }
     let results: Vec<PieceResult> = slots.into_iter().flatten().collect();
-    if reuse && results.len() == pieces.len() {
-        let mut keep = std::collections::HashMap::new();
-        for ((a, b), r) in pieces.iter().zip(&results) {
-            if r.diagnostics.is_empty() && r.broken.is_empty() {
-                keep.insert(
-                    text[*a as usize..*b as usize].to_string(),
-                    super::reuse::CleanPiece {
-                        base: *a,
-                        items: r.items.clone(),
-                        stray_docs: r.stray_docs.clone(),
-                    },
-                );
-            }
-        }
-        super::reuse::keep(file_id, keep);
-    }
 
     let mut file = File {
         items: Vec::new(),
@@ -279,10 +247,16 @@ fn syntax_error(file: FileId, text: &str, failure: &Failure) -> Diagnostic {
     };
     let span = Span::new(pos as u32, (pos + found_len) as u32);
     let (message, label) = if expected.is_empty() {
-        (format!("unexpected {found}"), "not expected here".to_string())
+        (
+            format!("unexpected {found}"),
+            "not expected here".to_string(),
+        )
     } else {
         let words = join_or(&expected);
-        (format!("expected {words}, found {found}"), format!("expected {words}"))
+        (
+            format!("expected {words}, found {found}"),
+            format!("expected {words}"),
+        )
     };
     let mut diag = Diagnostic::new(&SYNTAX_ERROR, file, span, message).label(label);
     if let Some(help) = syntax_help(text, pos, &expected) {
@@ -426,7 +400,11 @@ mod tests {
                 "expected `resource`, `template`, `prompt`, `tool` or `}`, found `reader`",
                 "reader",
             ),
-            ("types T = int\n", "expected a declaration, found `types`", "types"),
+            (
+                "types T = int\n",
+                "expected a declaration, found `types`",
+                "types",
+            ),
             (
                 "node a(x: int = 1, , y: int = 2) -> int {\n  return = x\n}\n",
                 "expected `)` or a name, found `,`",
