@@ -17,6 +17,8 @@ mod walk;
 
 pub use tokens::{Encoding, TokenizerChoice, tokenizer_for};
 
+use std::collections::BTreeMap;
+
 use pipec_base::source::{FileId, Span};
 use pipec_plan::prices::{Prices, Tokens, table_prices};
 
@@ -171,8 +173,9 @@ impl NodeBudget {
 
 /// The budgets of every model node of a checked program, in the order they are declared.
 pub fn budgets(hir: &Hir) -> Vec<NodeBudget> {
+    let defs = crate::lower::plan_defs(hir);
     (0..hir.nodes.len() as NodeId)
-        .filter_map(|id| node_budget(hir, id, Precision::Tokens))
+        .filter_map(|id| node_budget(hir, &defs, id, Precision::Tokens))
         .collect()
 }
 
@@ -186,8 +189,15 @@ pub(crate) enum Precision {
     Bytes,
 }
 
-/// The budget of the node `id`, if it calls a model with a prompt.
-pub(crate) fn node_budget(hir: &Hir, id: NodeId, precision: Precision) -> Option<NodeBudget> {
+/// The budget of the node `id`, if it calls a model with a prompt; `defs` are the
+/// program's type definitions as the plan holds them ([`crate::lower::plan_defs`], made
+/// once for all the nodes).
+pub(crate) fn node_budget(
+    hir: &Hir,
+    defs: &BTreeMap<String, serde_json::Value>,
+    id: NodeId,
+    precision: Precision,
+) -> Option<NodeBudget> {
     let node = hir.node(id);
     let Body::Model {
         model,
@@ -211,13 +221,12 @@ pub(crate) fn node_budget(hir: &Hir, id: NodeId, precision: Precision) -> Option
     let caps: Vec<Option<u64>> = node.params.iter().map(sizes::byte_cap).collect();
     let shape = walk::walk(hir, &node.params, caps.clone(), prompt, &counter);
 
-    let defs = crate::lower::plan_defs(hir);
     let output = crate::schema::type_schema(hir, &node.output);
-    let schema_text = pipec_schema::shown::output_schema_text(&defs, &output);
+    let schema_text = pipec_schema::shown::output_schema_text(defs, &output);
     let structured = !matches!(ty::resolve(hir, &node.output), Ty::String);
     let reply_format = if structured {
         let strict =
-            pipec_schema::shown::full_schema(&defs, &output, pipec_schema::shown::Mode::Strict);
+            pipec_schema::shown::full_schema(defs, &output, pipec_schema::shown::Mode::Strict);
         counter.count(&serde_json::to_string(&strict).unwrap_or_default())
     } else {
         0
@@ -229,7 +238,7 @@ pub(crate) fn node_budget(hir: &Hir, id: NodeId, precision: Precision) -> Option
             pipec_schema::shown::function_tool(
                 &tool.name,
                 tool.description.as_deref(),
-                &pipec_schema::shown::shown_schema(&defs, &tool.input_schema),
+                &pipec_schema::shown::shown_schema(defs, &tool.input_schema),
             )
         })
         .collect();
