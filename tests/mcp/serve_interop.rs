@@ -1370,8 +1370,9 @@ output steps = third
 fn check_content(out: &Value, era: Era) {
     let call = &out["calls"][0];
     assert_eq!(call["isError"], false, "{out}");
-    // The outputs that are not parts are the text; the parts are blocks of their kind.
-    assert_eq!(call["text"], r#"{"caption":"one pixel"}"#, "{out}");
+    // The outputs that are not parts are the text (one string output: the string itself,
+    // as a function's answer reads); the parts are blocks of their kind.
+    assert_eq!(call["text"], "one pixel", "{out}");
     let blocks = &call["blocks"];
     assert_eq!(blocks[0]["type"], "image", "{out}");
     assert_eq!(blocks[0]["mimeType"], "image/png");
@@ -1399,6 +1400,8 @@ fn check_content(out: &Value, era: Era) {
     assert!(heard.iter().all(|h| h["total"] == 3.0), "{out}");
     assert_eq!(heard[2]["message"], "the node `third` finished");
     assert_eq!(out["progress_call"]["structured"], json!({"steps": 2}));
+    // Any other outputs are their JSON object.
+    assert_eq!(out["progress_call"]["text"], r#"{"steps":2}"#, "{out}");
     // A client that asked to hear logs hears each node end at info. A legacy session
     // asked just before the call: the calls before it logged nothing. A 2026-07-28 client
     // asked on every request: the nodes of the calls before (3, 1 and 3) were logged.

@@ -798,8 +798,10 @@ pub(crate) fn reply(outcome: Outcome, link: LinkOut, plan: &Plan) -> ToolReply {
 
 /// A completed run's outputs as content: each output whose type is a record of a
 /// block's parts (`{ data: bytes, mime: string }`, `{ text, uri, mime }`, or a list of
-/// them) as image, audio or embedded-resource blocks, and the other outputs as one JSON
-/// text block (none when every output is such a record).
+/// them) as image, audio or embedded-resource blocks, and the other outputs as one text
+/// block (none when every output is such a record): the string itself when they are one
+/// string, as a function's answer reads, else their JSON object (the structured content
+/// says the same either way).
 fn content_of(plan: &Plan, outputs: &Value, thread: &str) -> (Option<String>, Vec<Block>) {
     let Some(all) = outputs.as_object() else {
         return (Some(outputs.to_string()), Vec::new());
@@ -825,7 +827,10 @@ fn content_of(plan: &Plan, outputs: &Value, thread: &str) -> (Option<String>, Ve
             }
         }
     }
-    let text = (!rest.is_empty() || blocks.is_empty()).then(|| Value::Object(rest).to_string());
+    let text = match rest.values().next() {
+        Some(Value::String(one)) if rest.len() == 1 => Some(one.clone()),
+        _ => (!rest.is_empty() || blocks.is_empty()).then(|| Value::Object(rest).to_string()),
+    };
     (text, blocks)
 }
 
