@@ -17,7 +17,8 @@ mod walk;
 
 pub use tokens::{Encoding, TokenizerChoice, tokenizer_for};
 
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 
 use pipec_base::source::{FileId, Span};
 use pipec_plan::prices::{Prices, Tokens, table_prices};
@@ -173,10 +174,91 @@ impl NodeBudget {
 
 /// The budgets of every model node of a checked program, in the order they are declared.
 pub fn budgets(hir: &Hir) -> Vec<NodeBudget> {
-    let defs = crate::lower::plan_defs(hir);
+    let shared = Shared::new(hir);
     (0..hir.nodes.len() as NodeId)
-        .filter_map(|id| node_budget(hir, &defs, id, Precision::Tokens))
+        .filter_map(|id| node_budget(hir, &shared, id, Precision::Tokens))
         .collect()
+}
+
+/// An output schema's JSON, whether it is sent as the response format, and the counter's
+/// encoding.
+type SchemaKey = (String, bool, Option<Encoding>);
+
+/// A node's tools and the counter's encoding.
+type ToolsKey = (Vec<crate::hir::ToolId>, Option<Encoding>);
+
+/// What the budgets of one program's nodes share: its type definitions as the plan holds
+/// them ([`crate::lower::plan_defs`]), and what an output type's schema and a set of
+/// tools cost, counted once for each tokenizer rather than once a node (nodes of a
+/// program mostly answer a few types and share tools).
+pub(crate) struct Shared {
+    defs: BTreeMap<String, serde_json::Value>,
+    /// The tokens of a schema as the prompt shows it, and as the response format.
+    schemas: RefCell<HashMap<SchemaKey, (u64, u64)>>,
+    /// The tokens of a tool loop's listing.
+    tools: RefCell<HashMap<ToolsKey, u64>>,
+}
+
+impl Shared {
+    pub(crate) fn new(hir: &Hir) -> Shared {
+        Shared {
+            defs: crate::lower::plan_defs(hir),
+            schemas: RefCell::default(),
+            tools: RefCell::default(),
+        }
+    }
+
+    /// The tokens of an output schema in the prompt, and as the response format when the
+    /// reply is `structured`.
+    fn schema_tokens(
+        &self,
+        output: &serde_json::Value,
+        structured: bool,
+        counter: &Counter,
+    ) -> (u64, u64) {
+        let key = (output.to_string(), structured, counter.encoding());
+        if let Some(known) = self.schemas.borrow().get(&key) {
+            return *known;
+        }
+        let shown = counter.count(&pipec_schema::shown::output_schema_text(&self.defs, output));
+        let format = if structured {
+            let strict = pipec_schema::shown::full_schema(
+                &self.defs,
+                output,
+                pipec_schema::shown::Mode::Strict,
+            );
+            counter.count(&serde_json::to_string(&strict).unwrap_or_default())
+        } else {
+            0
+        };
+        self.schemas.borrow_mut().insert(key, (shown, format));
+        (shown, format)
+    }
+
+    /// The tokens of the tools a tool loop lists, as a chat request lists them.
+    fn tools_tokens(&self, hir: &Hir, tools: &[crate::hir::ToolId], counter: &Counter) -> u64 {
+        if tools.is_empty() {
+            return 0;
+        }
+        let key = (tools.to_vec(), counter.encoding());
+        if let Some(known) = self.tools.borrow().get(&key) {
+            return *known;
+        }
+        let listed: Vec<serde_json::Value> = tools
+            .iter()
+            .map(|t| {
+                let tool = crate::lower::lower_tool(hir, hir.tool(*t));
+                pipec_schema::shown::function_tool(
+                    &tool.name,
+                    tool.description.as_deref(),
+                    &pipec_schema::shown::shown_schema(&self.defs, &tool.input_schema),
+                )
+            })
+            .collect();
+        let tokens = counter.count(&serde_json::Value::Array(listed).to_string());
+        self.tools.borrow_mut().insert(key, tokens);
+        tokens
+    }
 }
 
 /// How a budget is counted.
@@ -189,12 +271,11 @@ pub(crate) enum Precision {
     Bytes,
 }
 
-/// The budget of the node `id`, if it calls a model with a prompt; `defs` are the
-/// program's type definitions as the plan holds them ([`crate::lower::plan_defs`], made
-/// once for all the nodes).
+/// The budget of the node `id`, if it calls a model with a prompt; `shared` is what the
+/// program's nodes share ([`Shared::new`], made once for all of them).
 pub(crate) fn node_budget(
     hir: &Hir,
-    defs: &BTreeMap<String, serde_json::Value>,
+    shared: &Shared,
     id: NodeId,
     precision: Precision,
 ) -> Option<NodeBudget> {
@@ -222,37 +303,14 @@ pub(crate) fn node_budget(
     let shape = walk::walk(hir, &node.params, caps.clone(), prompt, &counter);
 
     let output = crate::schema::type_schema(hir, &node.output);
-    let schema_text = pipec_schema::shown::output_schema_text(defs, &output);
     let structured = !matches!(ty::resolve(hir, &node.output), Ty::String);
-    let reply_format = if structured {
-        let strict =
-            pipec_schema::shown::full_schema(defs, &output, pipec_schema::shown::Mode::Strict);
-        counter.count(&serde_json::to_string(&strict).unwrap_or_default())
-    } else {
-        0
-    };
-    let tool_json: Vec<serde_json::Value> = tools
-        .iter()
-        .map(|t| {
-            let tool = crate::lower::lower_tool(hir, hir.tool(*t));
-            pipec_schema::shown::function_tool(
-                &tool.name,
-                tool.description.as_deref(),
-                &pipec_schema::shown::shown_schema(defs, &tool.input_schema),
-            )
-        })
-        .collect();
-    let tools_tokens = if tool_json.is_empty() {
-        0
-    } else {
-        counter.count(&serde_json::Value::Array(tool_json).to_string())
-    };
+    let (schema_tokens, reply_format) = shared.schema_tokens(&output, structured, &counter);
+    let tools_tokens = shared.tools_tokens(hir, tools, &counter);
 
     let per_byte = counter.prose_per_byte();
     let framing = TOKENS_PER_MESSAGE
         .saturating_mul(shape.roles.max(1))
         .saturating_add(TOKENS_TO_START_THE_REPLY);
-    let schema_tokens = counter.count(&schema_text);
     let inputs = node
         .params
         .iter()
@@ -450,6 +508,74 @@ output o = t
         assert_eq!(once.fits(), Fits::Yes);
         assert_eq!(once.reply, Some((100, Origin::Declared)));
         assert_eq!(once.window, Some((128_000, Origin::Table)));
+    }
+
+    /// A program of think nodes on two tokenizers, answering a record or text, printing
+    /// their schema, with and without tools.
+    fn nodes(which: &[&str]) -> String {
+        let all = [
+            ("a", "m4o", "Doc", ""),
+            ("b", "m4o", "string", ""),
+            ("c", "m4", "Doc", ""),
+            ("d", "m4o", "Doc", "  tools = [lookup]\n"),
+            ("e", "m4o", "Doc", ""),
+            ("f", "m4o", "Doc", "  tools = [lookup, fetch]\n"),
+        ];
+        let mut src = String::from(
+            r##"server s {
+  command = "x"
+}
+tool lookup(key: string) -> Item from s {
+  read_only = true
+}
+tool fetch(url: string, max_bytes: int) -> string from s {
+  read_only = true
+}
+model m4o {
+  provider = "openai"
+  name = "gpt-4o"
+  max_tokens = 100
+}
+model m4 {
+  provider = "openai"
+  name = "gpt-4"
+  max_tokens = 100
+}
+type Item { n: int, text: string, title: string }
+/// 文書の要約と項目の一覧、そしてそれぞれの項目の本文と見出し
+type Doc { items: Item[], summary: string }
+"##,
+        );
+        for (name, model, out, tools) in all.iter().filter(|n| which.contains(&n.0)) {
+            let kind = if tools.is_empty() { "think" } else { "agent" };
+            src.push_str(&format!(
+                "{kind} {name}() -> {out} {{\n  model = {model}\n{tools}  prompt = #\"Answer as {{{{ output_schema }}}}\"#\n}}\noutput {name} = {name}\n"
+            ));
+        }
+        src
+    }
+
+    #[test]
+    fn schemas_and_tools_counted_once_for_all_nodes_count_as_each_node_alone() {
+        let every = ["a", "b", "c", "d", "e", "f"];
+        let together = |name: &str| budget_of(&nodes(&every), name);
+        for name in every {
+            let alone = budget_of(&nodes(&[name]), name);
+            let shared = together(name);
+            assert_eq!(
+                (shared.output_schema, shared.reply_format, shared.tools),
+                (alone.output_schema, alone.reply_format, alone.tools),
+                "{name}"
+            );
+        }
+        let (a, b, c, d) = (together("a"), together("b"), together("c"), together("d"));
+        // What tells them apart: the type, the tokenizer, the tools.
+        assert!(a.output_schema > 0 && a.reply_format > 0);
+        assert_eq!(b.reply_format, 0);
+        assert_ne!(a.output_schema, b.output_schema);
+        assert_ne!(a.output_schema, c.output_schema);
+        assert_eq!((a.tools, d.tools > 0), (0, true));
+        assert!(together("f").tools > d.tools);
     }
 
     #[test]

@@ -83,6 +83,8 @@ release, which ships in about three weeks.\n";
 /// Counts tokens with one tokenizer.
 pub(super) struct Counter {
     bpe: Option<&'static CoreBPE>,
+    /// The tokenizer counted with; `None` for the byte-a-token upper bound.
+    encoding: Option<Encoding>,
 }
 
 /// The longest piece of text tokenized at once. Byte-pair merging is quadratic in the
@@ -95,13 +97,22 @@ impl Counter {
     pub(super) fn new(choice: TokenizerChoice) -> Counter {
         Counter {
             bpe: loaded(choice.encoding),
+            encoding: Some(choice.encoding),
         }
+    }
+
+    /// What the counts depend on: two counters of one encoding count alike.
+    pub(super) fn encoding(&self) -> Option<Encoding> {
+        self.encoding
     }
 
     /// A counter that takes every byte for a token: an upper bound of any tokenizer's
     /// count (a token is at least a byte), with no table to load.
     pub(super) fn upper_bound() -> Counter {
-        Counter { bpe: None }
+        Counter {
+            bpe: None,
+            encoding: None,
+        }
     }
 
     /// The tokens of `text`. Without a table (an upper bound, or were the tokenizer's

@@ -1,6 +1,6 @@
 //! The pass that reports P0408 prompt-exceeds-context.
 
-use crate::budget::{Fits, NodeBudget, Origin, Precision, node_budget};
+use crate::budget::{Fits, NodeBudget, Origin, Precision, Shared, node_budget};
 use crate::lint::LintContext;
 use pipec_base::numbers::thousands;
 use pipec_diagnostic::Diagnostic;
@@ -16,17 +16,17 @@ pub(crate) fn check(cx: &LintContext<'_>, out: &mut Vec<Diagnostic>) {
         return;
     }
     let hir = cx.hir;
-    let defs = crate::lower::plan_defs(hir);
+    let shared = Shared::new(hir);
     for id in 0..hir.nodes.len() as u32 {
         // A byte is at least a token: a node whose bytes fit needs no tokenizer (most
         // nodes, and every node of a model whose window nobody knows).
-        let Some(rough) = node_budget(hir, &defs, id, Precision::Bytes) else {
+        let Some(rough) = node_budget(hir, &shared, id, Precision::Bytes) else {
             continue;
         };
         if matches!(rough.fits(), Fits::Unknown | Fits::Yes | Fits::Unbounded) {
             continue;
         }
-        let Some(b) = node_budget(hir, &defs, id, Precision::Tokens) else {
+        let Some(b) = node_budget(hir, &shared, id, Precision::Tokens) else {
             continue;
         };
         if b.fits() == Fits::No {
