@@ -190,7 +190,7 @@ pub(crate) fn out(text: &str) {
 
 /// Prints a value as indented JSON and a newline, written out as it is serialized (a
 /// large output is not made into a string first).
-pub(crate) fn out_json(value: &serde_json::Value) {
+pub(crate) fn out_json(value: &impl serde::Serialize) {
     use std::io::Write;
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
     let _ = serde_json::to_writer_pretty(&mut stdout, value);

@@ -205,7 +205,7 @@ fn an_effect_started_by_an_attempt_between_a_resumes_look_and_its_claim_blocks_t
             .await
             .expect("resolved");
         match outcome {
-            Outcome::Completed { outputs, .. } => assert_eq!(outputs["done"]["n"], 1),
+            Outcome::Completed { outputs, .. } => assert_eq!(outputs.to_value()["done"]["n"], 1),
             other => panic!("completed: {other:?}"),
         }
         assert!(

@@ -99,11 +99,11 @@ fn host_functions_over_each_items_with_retries_and_dropped_items() {
         panic!("{out:?}")
     };
     assert_eq!(
-        outputs["tags"],
+        outputs.to_value()["tags"],
         json!(["#alpha", "#flaky", "#beta"]),
         "source order, bad dropped"
     );
-    assert_eq!(outputs["count"], json!({ "n": 3, "any": true }));
+    assert_eq!(outputs.to_value()["count"], json!({ "n": 3, "any": true }));
     // Item rows were stored one by one.
     let state = rt()
         .block_on(
@@ -134,9 +134,9 @@ fn an_empty_list_is_an_empty_result_not_a_skip() {
     let Outcome::Completed { outputs, .. } = out else {
         panic!("{out:?}")
     };
-    assert_eq!(outputs["tags"], json!([]));
+    assert_eq!(outputs.to_value()["tags"], json!([]));
     assert_eq!(
-        outputs["count"],
+        outputs.to_value()["count"],
         json!({ "n": 0, "any": false }),
         "`longest` was skipped by its when"
     );
@@ -278,7 +278,7 @@ fn joins_take_the_branch_that_ran() {
         let Outcome::Completed { outputs, .. } = out else {
             panic!("{out:?}")
         };
-        assert_eq!(outputs["label"], Value::String(expected.into()));
+        assert_eq!(outputs.to_value()["label"], Value::String(expected.into()));
         assert_eq!(
             calls.load(Ordering::SeqCst),
             1,
@@ -396,7 +396,7 @@ fn a_rerun_stores_a_new_generation_of_items_and_a_completed_thread_stays_final()
     let Outcome::Completed { outputs, .. } = out else {
         panic!("{out:?}")
     };
-    assert_eq!(outputs["published"], json!(2));
+    assert_eq!(outputs.to_value()["published"], json!(2));
     let state = rt.block_on(store.load(&thread)).expect("load");
     let generation = state.nodes["tag"].generation;
     assert!(generation > 0, "a rerun starts a new generation");
@@ -433,7 +433,7 @@ fn a_rerun_stores_a_new_generation_of_items_and_a_completed_thread_stays_final()
     // Resuming it with nothing to change gives its outputs again.
     let again = rt.block_on(runner.resume(&thread, Vec::new())).expect("ok");
     assert!(
-        matches!(&again, Outcome::Completed { outputs, .. } if outputs["published"] == json!(2)),
+        matches!(&again, Outcome::Completed { outputs, .. } if outputs.to_value()["published"] == json!(2)),
         "{again:?}"
     );
     assert_eq!(publishes.load(Ordering::SeqCst), 3);

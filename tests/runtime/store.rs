@@ -575,7 +575,7 @@ fn a_pipeline_runs_on_the_memory_store_as_on_redb() {
     let Outcome::Completed { outputs, .. } = out else {
         panic!("{out:?}")
     };
-    assert_eq!(outputs["kept"], 42);
+    assert_eq!(outputs.to_value()["kept"], 42);
     let state = rt.block_on(store.load(&thread[..12])).expect("load");
     assert_eq!(state.thread.map(|t| t.status), Some(Status::Completed));
     let events = rt.block_on(store.events(&thread, 0)).expect("events");

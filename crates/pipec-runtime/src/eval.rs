@@ -10,6 +10,8 @@ use serde_json::{Map, Value};
 use pipec_diagnostic::{self as codes, Rule};
 use pipec_plan::{Expr, Source, Step};
 
+use crate::value::NodeValue;
+
 /// Why a source or an expression has no value.
 #[derive(Clone, Debug, PartialEq)]
 pub enum EvalError {
@@ -394,35 +396,34 @@ impl Env for Stored<'_> {
 /// A pipeline's outputs over whatever `env` reads; a skipped output is `null`. The
 /// error names the output.
 pub fn outputs(env: &dyn Env, plan: &pipec_plan::Plan) -> Result<Value, (String, EvalError)> {
-    outputs_taking(env, plan, &mut |_| None)
+    outputs_taking(env, plan, &mut |_| None).map(crate::Outputs::into_value)
 }
 
 /// The outputs, as [`outputs`], where an output that is a whole node's value takes it
 /// from `take` when `take` has it (a finished attempt's own copy, for the nodes of
 /// [`whole_node_outputs`] of the plan's outputs) rather than copying it: a list of 20,000 items is not held
 /// twice to be handed over.
-pub fn outputs_taking(
+pub(crate) fn outputs_taking(
     env: &dyn Env,
     plan: &pipec_plan::Plan,
-    take: &mut dyn FnMut(&str) -> Option<Slot>,
-) -> Result<Value, (String, EvalError)> {
-    let mut out = Map::new();
+    take: &mut dyn FnMut(&str) -> Option<NodeValue>,
+) -> Result<crate::Outputs, (String, EvalError)> {
+    let mut out = crate::Outputs::default();
     for o in &plan.outputs {
         let taken = match &o.source {
             Source::Node { node, path } if path.is_empty() => take(node),
             _ => None,
         };
-        let slot = match taken {
-            Some(slot) => slot,
-            None => source(env, &o.source, &o.schema).map_err(|e| (o.name.clone(), e))?,
-        };
-        let v = match slot {
-            Slot::Value(v) => v,
-            Slot::Skipped => Value::Null,
+        let v = match taken {
+            Some(v) => v,
+            None => match source(env, &o.source, &o.schema).map_err(|e| (o.name.clone(), e))? {
+                Slot::Value(v) => v.into(),
+                Slot::Skipped => Value::Null.into(),
+            },
         };
         out.insert(o.name.clone(), v);
     }
-    Ok(Value::Object(out))
+    Ok(out)
 }
 
 /// The nodes an output reads whole and no other output reads at all; none when an

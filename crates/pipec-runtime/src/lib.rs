@@ -44,6 +44,7 @@ pub mod show;
 mod stored_plan;
 mod tap;
 pub mod trace;
+mod value;
 /// Validating values against the plan's schemas (`pipec-schema`'s).
 pub use pipec_schema::validate;
 mod worker;
@@ -67,4 +68,5 @@ pub use runner::DEFAULT_MAX_ANSWER_BYTES;
 pub use runner::{Environment, Runner};
 pub use stored_plan::stored_plan;
 pub use tap::Tap;
+pub use value::Outputs;
 pub use worker::{ServedPlan, Worker, WorkerLog, WorkerOptions, WorkerReport};

@@ -10,7 +10,9 @@ use pipec_store::StoredError;
 pub enum Outcome {
     Completed {
         thread: String,
-        outputs: Value,
+        /// Written out (`serde::Serialize`) they are the outputs' JSON object;
+        /// [`crate::Outputs::to_value`] is that object as a tree.
+        outputs: crate::Outputs,
     },
     /// Waiting for answers at these gates.
     Paused {

@@ -733,6 +733,7 @@ pub(crate) fn reply(outcome: Outcome, link: LinkOut, plan: &Plan) -> ToolReply {
         Outcome::Completed {
             outputs, thread, ..
         } => {
+            let outputs = outputs.into_value();
             let (text, blocks) = content_of(plan, &outputs, &thread);
             ToolReply {
                 text,

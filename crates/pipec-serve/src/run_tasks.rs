@@ -100,7 +100,7 @@ impl PipelineTools {
                     .unwrap_or(Value::Null);
                 let outcome = Outcome::Completed {
                     thread: id.to_string(),
-                    outputs,
+                    outputs: outputs.into(),
                 };
                 (TaskState::Completed(reply(outcome, link, plan)), None)
             }

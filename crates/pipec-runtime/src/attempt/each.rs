@@ -11,7 +11,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use serde_json::Value;
 use tokio::task::JoinSet;
 
 use super::units::Items;
@@ -19,13 +18,15 @@ use crate::bind;
 use crate::context::AttemptContext;
 use crate::error::RuntimeError;
 use crate::executor::tries::{self, Unit, UnitEnd};
+use crate::value::{NodeValue, text_of};
 use pipec_diagnostic as codes;
 use pipec_plan::Node;
 use pipec_store::{Event, ItemRec, ItemState, ResourceRef, StoredError, Write};
 
 /// How an item ended.
 enum ItemEnd {
-    Done(ItemRec),
+    /// Done (or skipped by its `when`): its value's JSON text, and its manifest.
+    Done(Option<Box<str>>, Vec<ResourceRef>),
     /// Its error, and whether its outcome is unknown.
     Failed(StoredError, bool),
     /// It never started: the node failed while it waited for a permit.
@@ -56,12 +57,14 @@ pub(super) async fn run_each(
         .map(|(k, _)| *k)
         .collect();
     // The values (and manifests) of the done items, stored before or now: all the node
-    // keeps of its items while they run.
-    let mut results: BTreeMap<u32, (Option<Value>, Vec<ResourceRef>)> = done
-        .into_iter()
-        .filter(|(_, r)| r.state == ItemState::Done)
-        .map(|(k, r)| (k, (r.value, r.manifest)))
-        .collect();
+    // keeps of its items while they run. A value is kept as its JSON text, and becomes
+    // the node's list as that (see `crate::value`).
+    let mut results = Results::new(total);
+    for (item, r) in done {
+        if r.state == ItemState::Done {
+            results.put(item, r.value.as_ref().map(text_of), r.manifest);
+        }
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let mut set: JoinSet<(u32, ItemEnd)> = JoinSet::new();
     let mut failure: Option<(StoredError, bool)> = None;
@@ -113,9 +116,7 @@ pub(super) async fn run_each(
             break;
         };
         match joined {
-            Ok((item, ItemEnd::Done(rec))) => {
-                results.insert(item, (rec.value, rec.manifest));
-            }
+            Ok((item, ItemEnd::Done(value, manifest))) => results.put(item, value, manifest),
             Ok((_, ItemEnd::NotStarted)) => {}
             Ok((_, ItemEnd::Waiting(gates))) => waiting.extend(gates),
             Ok((item, ItemEnd::Failed(error, unknown))) => {
@@ -197,17 +198,48 @@ pub(super) async fn run_each(
         };
     }
     // The node's value is its done items' values in item order (moved, not copied).
-    let mut values: Vec<Value> = Vec::with_capacity(results.len());
-    let mut manifest = Vec::new();
-    for (value, links) in results.into_values() {
-        values.extend(value);
-        manifest.extend(links);
-    }
+    let (value, manifest) = results.into_list();
     UnitEnd::Value {
-        value: Value::Array(values),
+        value,
         writes: Vec::new(),
         row: None,
         manifest,
+    }
+}
+
+/// The done items' values, as JSON text, by item, and their manifests.
+struct Results {
+    values: Vec<Option<Box<str>>>,
+    /// Only the items whose calls returned links.
+    manifests: BTreeMap<u32, Vec<ResourceRef>>,
+}
+
+impl Results {
+    fn new(total: u32) -> Results {
+        Results {
+            values: vec![None; total as usize],
+            manifests: BTreeMap::new(),
+        }
+    }
+
+    fn put(&mut self, item: u32, value: Option<Box<str>>, manifest: Vec<ResourceRef>) {
+        let at = item as usize;
+        if at >= self.values.len() {
+            self.values.resize(at + 1, None);
+        }
+        self.values[at] = value;
+        if manifest.is_empty() {
+            self.manifests.remove(&item);
+        } else {
+            self.manifests.insert(item, manifest);
+        }
+    }
+
+    /// The node's list, in item order, and its manifest (its items', in item order).
+    fn into_list(self) -> (NodeValue, Vec<ResourceRef>) {
+        let values = self.values.into_iter().flatten().collect();
+        let manifest = self.manifests.into_values().flatten().collect();
+        (NodeValue::List(values), manifest)
     }
 }
 
@@ -249,7 +281,7 @@ async fn run_item(
         } => (
             ItemRec {
                 state: ItemState::Done,
-                value: Some(value),
+                value: Some(value.into_value()),
                 error: None,
                 manifest,
             },
@@ -304,12 +336,12 @@ async fn run_item(
             Some((error, true)),
         ),
     };
-    writes.push(Write::Item(
-        node.name.clone(),
-        generation,
-        item,
-        rec.clone(),
-    ));
+    // What the node keeps of a done item: its value's text, and its links.
+    let done = match &outcome {
+        None => (rec.value.as_ref().map(text_of), rec.manifest.clone()),
+        Some(_) => (None, Vec::new()),
+    };
+    writes.push(Write::Item(node.name.clone(), generation, item, rec));
     // A done item of work that runs again for free waits for the next commit (group
     // commit); a failure is committed at once, as it decides the node.
     let committed = if redoable && outcome.is_none() {
@@ -321,7 +353,56 @@ async fn run_item(
         return (item, ItemEnd::Failed(e.stored(Some(&node.name)), false));
     }
     match outcome {
-        None => (item, ItemEnd::Done(rec)),
+        None => (item, ItemEnd::Done(done.0, done.1)),
         Some((error, unknown)) => (item, ItemEnd::Failed(error, unknown)),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "a panic is the assertion")]
+mod tests {
+    use super::*;
+    use crate::value::NodeValue;
+    use serde_json::json;
+
+    fn link(uri: &str) -> ResourceRef {
+        serde_json::from_value(json!({"uri": uri, "server": "crm"})).unwrap()
+    }
+
+    #[test]
+    fn items_that_finish_out_of_order_make_the_list_in_item_order_kept_as_text() {
+        let mut results = Results::new(4);
+        // Item 3 finishes first, item 1 was skipped (no value), item 0 was stored by
+        // an earlier attempt, and an index past the count still lands in order.
+        results.put(3, Some(text_of(&json!({"id": 3}))), vec![link("crm://3")]);
+        results.put(1, None, Vec::new());
+        results.put(
+            0,
+            Some(text_of(&json!({"id": 0}))),
+            vec![link("crm://0a"), link("crm://0b")],
+        );
+        results.put(5, Some(text_of(&json!("five"))), Vec::new());
+        results.put(2, Some(text_of(&json!([2, 2.5, null]))), Vec::new());
+        let (value, manifest) = results.into_list();
+        let NodeValue::List(texts) = &value else {
+            panic!("the list became a tree: {value:?}");
+        };
+        assert_eq!(texts.len(), 4);
+        assert_eq!(
+            value.to_value(),
+            json!([{"id": 0}, [2, 2.5, null], {"id": 3}, "five"])
+        );
+        let uris: Vec<&str> = manifest.iter().map(|r| r.uri.as_str()).collect();
+        assert_eq!(uris, ["crm://0a", "crm://0b", "crm://3"]);
+    }
+
+    #[test]
+    fn an_item_stored_again_replaces_its_value_and_links() {
+        let mut results = Results::new(2);
+        results.put(0, Some(text_of(&json!(1))), vec![link("crm://old")]);
+        results.put(0, Some(text_of(&json!(2))), Vec::new());
+        let (value, manifest) = results.into_list();
+        assert_eq!(value.to_value(), json!([2]));
+        assert!(manifest.is_empty());
     }
 }

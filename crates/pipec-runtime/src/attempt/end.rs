@@ -86,7 +86,7 @@ impl Attempt {
         }
         let plan = self.shared.plan.clone();
         // The attempt ends here: the value of a node an output is made of moves into it.
-        let mut taken: std::collections::BTreeMap<&str, eval::Slot> =
+        let mut taken: std::collections::BTreeMap<&str, crate::value::NodeValue> =
             eval::whole_node_outputs(&plan.outputs)
                 .into_iter()
                 .filter_map(|n| Some((n, self.nodes.take_value(n)?)))
@@ -101,7 +101,7 @@ impl Attempt {
                 return self.end_badly().await;
             }
         };
-        self.shared.scrubber.scrub_value(&mut outputs);
+        outputs.scrub(&self.shared.scrubber);
         self.thread.status = Status::Completed;
         self.thread.holder = None;
         // Computed from the node rows whenever they are asked for; not stored again.
@@ -111,7 +111,7 @@ impl Attempt {
         // The live event carries the outputs to whoever streams events; without a
         // stream, nothing reads them, and a large output is not copied for it.
         self.buffer.push(Write::Event(Event::ThreadCompleted {
-            outputs: self.shared.streams_events().then(|| outputs.clone()),
+            outputs: self.shared.streams_events().then(|| outputs.to_value()),
         }));
         self.end_attempt("completed");
         self.flush_last().await?;

@@ -22,8 +22,13 @@ impl Attempt {
             match g.state {
                 GateState::Answered => {
                     let answer = g.answer.clone().unwrap_or(Value::Null);
-                    self.nodes
-                        .finish(i, answer, ValueAt::Gate, Vec::new(), &mut self.buffer);
+                    self.nodes.finish(
+                        i,
+                        answer.into(),
+                        ValueAt::Gate,
+                        Vec::new(),
+                        &mut self.buffer,
+                    );
                     return;
                 }
                 GateState::Pending if !self.thread.pre_answers.contains_key(&node.name) => {
@@ -93,8 +98,13 @@ impl Attempt {
             }));
             self.buffer.push(Write::Thread(self.thread.clone()));
             self.state.gates.insert(node.name.clone(), rec);
-            self.nodes
-                .finish(i, answer, ValueAt::Gate, Vec::new(), &mut self.buffer);
+            self.nodes.finish(
+                i,
+                answer.into(),
+                ValueAt::Gate,
+                Vec::new(),
+                &mut self.buffer,
+            );
             return;
         }
         let deadline = timeout_ms.map(|t| now.saturating_add(t));
@@ -180,8 +190,13 @@ impl Attempt {
             {
                 self.state.gates.insert(name.clone(), g.clone());
                 let answer = g.answer.clone().unwrap_or(Value::Null);
-                self.nodes
-                    .finish(i, answer, ValueAt::Gate, Vec::new(), &mut self.buffer);
+                self.nodes.finish(
+                    i,
+                    answer.into(),
+                    ValueAt::Gate,
+                    Vec::new(),
+                    &mut self.buffer,
+                );
                 answered = true;
             }
         }

@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::task::JoinSet;
 
 use nodes::{NodeTable, Slot};
@@ -74,7 +74,6 @@ pub(crate) struct Attempt {
     /// `nodes` once recovery is done.
     state: ThreadState,
     nodes: NodeTable,
-    inputs: Map<String, Value>,
     config: BTreeMap<String, String>,
     secrets: BTreeMap<String, String>,
     /// Writes waiting for the next commit.
@@ -88,7 +87,8 @@ pub(crate) struct Attempt {
 /// attempt's secrets, and the values of finished nodes.
 struct Scope<'a> {
     nodes: &'a NodeTable,
-    inputs: &'a Map<String, Value>,
+    /// The thread's inputs (an object).
+    inputs: &'a Value,
     config: &'a BTreeMap<String, String>,
     secrets: &'a BTreeMap<String, String>,
 }
@@ -116,19 +116,17 @@ impl Attempt {
     /// values `secret()` sources read.
     pub(crate) fn new(
         context: Arc<AttemptContext>,
-        state: ThreadState,
+        mut state: ThreadState,
         secrets: BTreeMap<String, String>,
         start: Start,
     ) -> Result<Attempt, RuntimeError> {
-        let Some(thread) = state.thread.clone() else {
+        // The attempt's own copy (its inputs can be a long list): the loaded rows keep
+        // none.
+        let Some(thread) = state.thread.take() else {
             return Err(RuntimeError::new(
                 &codes::THREAD_NOT_FOUND,
                 "the thread vanished",
             ));
-        };
-        let inputs = match &thread.inputs {
-            Value::Object(m) => m.clone(),
-            _ => Map::new(),
         };
         Ok(Attempt {
             nodes: NodeTable::empty(context.plan.clone()),
@@ -136,7 +134,6 @@ impl Attempt {
             shared: context,
             thread,
             state,
-            inputs,
             secrets,
             buffer: Vec::new(),
             start,
@@ -147,7 +144,7 @@ impl Attempt {
     fn scope(&self) -> Scope<'_> {
         Scope {
             nodes: &self.nodes,
-            inputs: &self.inputs,
+            inputs: &self.thread.inputs,
             config: &self.config,
             secrets: &self.secrets,
         }
@@ -225,7 +222,9 @@ impl Attempt {
                 self.nodes.restore_manifest(i, manifest);
             }
             let slot = match rec.state {
-                NodeState::Done => Slot::Done(self.state.value_of(&name).unwrap_or(Value::Null)),
+                NodeState::Done => {
+                    Slot::Done(self.state.value_of(&name).unwrap_or(Value::Null).into())
+                }
                 NodeState::Skipped => Slot::Skipped,
                 NodeState::Failed if fresh_failures.contains(&name) => {
                     if let Some(e) = &rec.error {

@@ -13,6 +13,7 @@ use crate::context::scrub_error;
 use crate::eval::Slot as SourceSlot;
 use crate::progress::{Progress, Step};
 use crate::secrets::Scrubber;
+use crate::value::NodeValue;
 use pipec_plan::{Node, Plan};
 use pipec_store::{Event, NodeRec, NodeState, ResourceRef, StoredError, Write, ids};
 
@@ -34,7 +35,7 @@ pub(crate) enum ValueAt {
 pub(crate) enum Slot {
     Pending,
     Running,
-    Done(Value),
+    Done(NodeValue),
     Skipped,
     Failed,
     /// A gate waiting for its answer.
@@ -136,7 +137,7 @@ impl NodeTable {
     /// What a source reads of the node `name`: its value, or that it was skipped.
     pub(crate) fn source_slot(&self, name: &str) -> Option<SourceSlot> {
         match self.index.get(name).map(|i| &self.slots[*i]) {
-            Some(Slot::Done(v)) => Some(SourceSlot::Value(v.clone())),
+            Some(Slot::Done(v)) => Some(SourceSlot::Value(v.to_value())),
             Some(Slot::Skipped) => Some(SourceSlot::Skipped),
             _ => None,
         }
@@ -144,10 +145,10 @@ impl NodeTable {
 
     /// Takes a done node's value out of the table (the attempt is ending and hands it
     /// over); the node reads as not finished after.
-    pub(crate) fn take_value(&mut self, name: &str) -> Option<SourceSlot> {
+    pub(crate) fn take_value(&mut self, name: &str) -> Option<NodeValue> {
         let i = *self.index.get(name)?;
         match std::mem::replace(&mut self.slots[i], Slot::Running) {
-            Slot::Done(v) => Some(SourceSlot::Value(v)),
+            Slot::Done(v) => Some(v),
             other => {
                 self.slots[i] = other;
                 None
@@ -261,14 +262,14 @@ impl NodeTable {
     pub(crate) fn finish(
         &mut self,
         i: usize,
-        value: Value,
+        value: NodeValue,
         at: ValueAt,
         manifest: Vec<ResourceRef>,
         out: &mut Vec<Write>,
     ) {
         let (stored, items) = match at {
-            ValueAt::Row => (Some(value.clone()), None),
-            ValueAt::RowOfItems(n) => (Some(value.clone()), Some(n)),
+            ValueAt::Row => (Some(value.to_value()), None),
+            ValueAt::RowOfItems(n) => (Some(value.to_value()), Some(n)),
             ValueAt::Items(n) => (None, Some(n)),
             ValueAt::Gate => (None, None),
         };

@@ -59,7 +59,7 @@ impl Attempt {
                 Some(v) => {
                     self.nodes.mark_running(i);
                     self.nodes
-                        .finish(i, v, ValueAt::Row, Vec::new(), &mut self.buffer);
+                        .finish(i, v.into(), ValueAt::Row, Vec::new(), &mut self.buffer);
                 }
                 None => self.nodes.skip(i, &mut self.buffer),
             }
@@ -79,7 +79,7 @@ impl Attempt {
                 Ok(v) => {
                     self.nodes.mark_running(i);
                     self.nodes
-                        .finish(i, v, ValueAt::Row, Vec::new(), &mut self.buffer);
+                        .finish(i, v.into(), ValueAt::Row, Vec::new(), &mut self.buffer);
                 }
                 Err(e) => self.nodes.fail(i, e, &mut self.buffer),
             },
@@ -118,7 +118,7 @@ impl Attempt {
                 // Computed whole, it has no item rows: the list is kept in its row.
                 self.nodes.finish(
                     i,
-                    Value::Array(out),
+                    Value::Array(out).into(),
                     ValueAt::RowOfItems(count),
                     Vec::new(),
                     &mut self.buffer,

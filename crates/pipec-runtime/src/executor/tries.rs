@@ -22,6 +22,7 @@ use crate::hydrate::{self, Reader};
 use crate::journal;
 use crate::progress::Step;
 use crate::replay::Replayed;
+use crate::value::NodeValue;
 use pipec_diagnostic as codes;
 use pipec_plan::{Node, Plan};
 use pipec_store::{
@@ -68,8 +69,9 @@ pub(crate) struct Unit {
 /// What a unit ended with; the writes are committed by the caller. `row` is the node row
 /// the unit wrote last (a retry's), for the scheduler's copy.
 pub(crate) enum UnitEnd {
+    /// (An `each` node's list is held as its items' text, [`NodeValue::List`].)
     Value {
-        value: serde_json::Value,
+        value: NodeValue,
         writes: Vec<Write>,
         row: Option<NodeRec>,
         /// The resource links its tool calls returned.
@@ -186,7 +188,7 @@ pub(crate) async fn run_unit(shared: Arc<AttemptContext>, mut unit: Unit) -> Uni
         // A replay calls nothing: the recorded result stands for the call.
         return match recorded.outcome(&node.name, unit.is_item.then_some(unit.item)) {
             Replayed::Value { value, manifest } => UnitEnd::Value {
-                value,
+                value: value.into(),
                 writes,
                 row: unit.row,
                 manifest,
@@ -361,7 +363,7 @@ pub(crate) async fn run_unit(shared: Arc<AttemptContext>, mut unit: Unit) -> Uni
                 }
                 journal(&mut writes, CallState::Ok, None);
                 return UnitEnd::Value {
-                    value,
+                    value: value.into(),
                     writes,
                     row: unit.row,
                     manifest,

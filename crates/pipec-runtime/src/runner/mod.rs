@@ -586,7 +586,7 @@ impl Runner {
             })?;
             return Ok(Outcome::Completed {
                 thread: rec.id,
-                outputs,
+                outputs: outputs.into(),
             });
         }
         let mut ready = match self.decide(&state, &answers, &opts).await? {
