@@ -422,7 +422,9 @@ impl<'t> Parser<'t> {
     // ------------------------------------------------------------ declarations
 
     fn piece(&mut self) -> R<(Vec<Item>, Vec<Doc>)> {
-        let mut items = Vec::new();
+        // A piece is cut at a top-level declaration, so it holds one (a first push
+        // would make room for four, ~1 KB a piece that is copied out and freed).
+        let mut items = Vec::with_capacity(1);
         loop {
             let doc = self.docs();
             self.skip();

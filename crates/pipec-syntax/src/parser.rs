@@ -87,8 +87,10 @@ pub fn parse(file_id: FileId, text: &str) -> Parsed {
     }
     let results: Vec<PieceResult> = slots.into_iter().flatten().collect();
 
+    // Sized once: a file of 10,000 declarations grown an item at a time held the last
+    // two of fourteen copies at once.
     let mut file = File {
-        items: Vec::new(),
+        items: Vec::with_capacity(results.iter().map(|r| r.items.len()).sum()),
         stray_docs: Vec::new(),
     };
     let mut diagnostics = Vec::new();
