@@ -65,23 +65,29 @@ pub fn parse(file_id: FileId, text: &str) -> Parsed {
         .collect();
     let todo_bytes: u32 = todo.iter().map(|(_, (a, b))| b - a).sum();
     let one = |(i, (a, b)): &(usize, (u32, u32))| (*i, parse_piece(file_id, text, *a, *b));
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let parsed: Vec<(usize, PieceResult)> =
-        if threads > 1 && todo.len() > 64 && todo_bytes > 256 * 1024 {
-            let chunk = todo.len().div_ceil(threads);
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = todo
-                    .chunks(chunk)
-                    .map(|group| scope.spawn(move || group.iter().map(one).collect::<Vec<_>>()))
-                    .collect();
-                handles
-                    .into_iter()
-                    .flat_map(|h| h.join().unwrap_or_default())
-                    .collect()
-            })
-        } else {
-            todo.iter().map(one).collect()
-        };
+    // Asked only of a large file: the answer reads the cgroup's files, seven system
+    // calls on every keystroke of the language server otherwise.
+    let large = todo.len() > 64 && todo_bytes > 256 * 1024;
+    let threads = if large {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        1
+    };
+    let parsed: Vec<(usize, PieceResult)> = if threads > 1 {
+        let chunk = todo.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = todo
+                .chunks(chunk)
+                .map(|group| scope.spawn(move || group.iter().map(one).collect::<Vec<_>>()))
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        })
+    } else {
+        todo.iter().map(one).collect()
+    };
     for (i, r) in parsed {
         slots[i] = Some(r);
     }
