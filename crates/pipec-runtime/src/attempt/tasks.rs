@@ -211,9 +211,11 @@ impl Attempt {
         }
     }
 
-    /// The future that runs a started node: its one unit, or its items.
+    /// The future that runs a started node: its one unit, or its items. An `each`
+    /// node's stored item rows move into it (nothing reads them here after; a resumed
+    /// fan-out of thousands is not held twice).
     pub(super) fn task(
-        &self,
+        &mut self,
         i: usize,
         work: Work,
     ) -> impl std::future::Future<Output = TaskDone> + Send + 'static {
@@ -222,14 +224,20 @@ impl Attempt {
         let generation = self.nodes.generation(i);
         let item_rows: BTreeMap<u32, ItemRec> = match &work {
             Work::One(_) => BTreeMap::new(),
-            Work::Items(_) => self
-                .state
-                .items
-                .range(
-                    (node.name.clone(), generation, 0)..=(node.name.clone(), generation, u32::MAX),
-                )
-                .map(|((_, _, it), r)| (*it, r.clone()))
-                .collect(),
+            Work::Items(_) => {
+                let keys: Vec<_> = self
+                    .state
+                    .items
+                    .range(
+                        (node.name.clone(), generation, 0)
+                            ..=(node.name.clone(), generation, u32::MAX),
+                    )
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                keys.into_iter()
+                    .filter_map(|k| Some((k.2, self.state.items.remove(&k)?)))
+                    .collect()
+            }
         };
         async move {
             let (end, items) = match work {
