@@ -222,12 +222,13 @@ impl Results {
         }
     }
 
+    /// An item past the node's count (a stored row no run of this list wrote) is not
+    /// one of its items and is left out.
     fn put(&mut self, item: u32, value: Option<Box<str>>, manifest: Vec<ResourceRef>) {
-        let at = item as usize;
-        if at >= self.values.len() {
-            self.values.resize(at + 1, None);
-        }
-        self.values[at] = value;
+        let Some(slot) = self.values.get_mut(item as usize) else {
+            return;
+        };
+        *slot = value;
         if manifest.is_empty() {
             self.manifests.remove(&item);
         } else {
@@ -373,7 +374,8 @@ mod tests {
     fn items_that_finish_out_of_order_make_the_list_in_item_order_kept_as_text() {
         let mut results = Results::new(4);
         // Item 3 finishes first, item 1 was skipped (no value), item 0 was stored by
-        // an earlier attempt, and an index past the count still lands in order.
+        // an earlier attempt; a row past the count (a store no run of this list
+        // wrote) is no item of it, however far past.
         results.put(3, Some(text_of(&json!({"id": 3}))), vec![link("crm://3")]);
         results.put(1, None, Vec::new());
         results.put(
@@ -381,16 +383,17 @@ mod tests {
             Some(text_of(&json!({"id": 0}))),
             vec![link("crm://0a"), link("crm://0b")],
         );
-        results.put(5, Some(text_of(&json!("five"))), Vec::new());
+        results.put(4, Some(text_of(&json!("four"))), vec![link("crm://4")]);
+        results.put(u32::MAX, Some(text_of(&json!("far"))), Vec::new());
         results.put(2, Some(text_of(&json!([2, 2.5, null]))), Vec::new());
         let (value, manifest) = results.into_list();
         let NodeValue::List(texts) = &value else {
             panic!("the list became a tree: {value:?}");
         };
-        assert_eq!(texts.len(), 4);
+        assert_eq!(texts.len(), 3);
         assert_eq!(
             value.to_value(),
-            json!([{"id": 0}, [2, 2.5, null], {"id": 3}, "five"])
+            json!([{"id": 0}, [2, 2.5, null], {"id": 3}])
         );
         let uris: Vec<&str> = manifest.iter().map(|r| r.uri.as_str()).collect();
         assert_eq!(uris, ["crm://0a", "crm://0b", "crm://3"]);
