@@ -9,13 +9,14 @@ use lsp_types::{Position, Range, Url};
 use pipec_base::source::{FsLoader, Loader, Span, normalize_path};
 
 /// One open buffer: its text as the editor has it now, saved or not.
+#[derive(Clone)]
 pub(crate) struct Document {
     pub text: String,
     pub version: i32,
 }
 
 /// Every open buffer, keyed by its normalised path.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(crate) struct Documents {
     open: HashMap<PathBuf, Document>,
 }

@@ -12,6 +12,7 @@
 #![warn(unreachable_pub)]
 
 mod actions;
+mod checkers;
 mod completion;
 mod diagnostics;
 mod documents;

@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 
 use lsp_types::Diagnostic as LspDiagnostic;
 
+use super::checkers::Checkers;
 use super::diagnostics::{self, ExplainPages};
-use super::documents::{Documents, OverlayLoader};
+use super::documents::Documents;
 use super::index::Index;
 use pipec_base::source::FileId;
 use pipec_check::Analysis;
@@ -51,6 +52,8 @@ pub(crate) struct Workspace {
     /// Programs a check replaced, freed once the new diagnostics are sent: freeing a
     /// large program's tree takes about a fifth of its check.
     retired: Vec<Snapshot>,
+    /// The threads that check programs, taking turns.
+    checkers: Checkers,
 }
 
 pub(crate) fn is_pipe(path: &Path) -> bool {
@@ -90,11 +93,7 @@ impl Workspace {
             if self.documents.get(&root).is_none() {
                 continue;
             }
-            let loader = OverlayLoader {
-                documents: &self.documents,
-            };
-            let name = root.display().to_string();
-            let analysis = pipec_check::analyze(&loader, &root, &name);
+            let analysis = self.checkers.analyze(&self.documents, root.clone());
             let diagnostics = diagnostics::by_file(&analysis, &mut self.explain);
             for i in 0..analysis.db.len() {
                 let path = &analysis.db.get(FileId(i as u32)).path;
