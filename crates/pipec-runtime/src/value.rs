@@ -133,10 +133,6 @@ impl Outputs {
         self.by_name.get(name).map(NodeValue::to_value)
     }
 
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.by_name.keys().map(String::as_str)
-    }
-
     /// Replaces every secret the scrubber knows in the outputs' strings.
     pub(crate) fn scrub(&mut self, scrubber: &Scrubber) {
         for v in self.by_name.values_mut() {
